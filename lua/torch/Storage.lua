@@ -1,0 +1,205 @@
+-- torch.<Type>Storage: a typed, 1-based, resizable array over a numpy-owned buffer.
+local ffi = require 'ffi'
+local torch = require 'torch.env'
+local dtype = require 'torch.dtype'
+local memory = require 'torch.memory'
+local check = require 'torch.check'
+
+local Storage = {}     -- methods shared by every storage type
+local byName = {}      -- 'torch.FloatStorage' -> metatable
+
+local function isStorage(x)
+  local mt = getmetatable(x)
+  return type(mt) == 'table' and rawget(mt, '__storage') == true
+end
+torch.isStorage = isStorage
+
+local function newStorage(mt, n)
+  local dt = mt.__dtype
+  local ptr, h, id = memory.alloc(n, dt)
+  return setmetatable({ _ptr = ptr, _n = n, _h = h, _id = id, _dt = dt, _base = false, _baseoff = 0 }, mt)
+end
+
+-- Reads element i (0-based) as a Lua number.
+local function get(s, i)
+  local v = s._ptr[i]
+  if s._dt.int64 then return tonumber(v) end
+  return v
+end
+
+local function checkIndex(s, i)
+  if type(i) ~= 'number' or i ~= math.floor(i) then
+    check.error('storage index must be an integer, got ' .. tostring(i))
+  end
+  if i < 1 or i > s._n then
+    check.error(('index %d out of bounds for storage of size %d'):format(i, s._n))
+  end
+end
+
+function Storage.size(s) return s._n end
+function Storage.elementSize(s) return s._dt.size end
+function Storage.data(s) return s._ptr end
+function Storage.pointer(s) return s._ptr end
+
+function Storage.fill(s, v)
+  local p, dt = s._ptr, s._dt
+  if dt.half then check.error('fill: not supported for HalfStorage (copy from a FloatStorage)') end
+  for i = 0, s._n - 1 do p[i] = v end
+  return s
+end
+
+function Storage.zero(s) if s._n > 0 then ffi.fill(s._ptr, s._n * s._dt.size, 0) end return s end
+
+-- Keeps the first min(old, n) elements; the rest are zero. Tensors on this storage see the
+-- new memory, as in torch7.
+function Storage.resize(s, n)
+  if type(n) ~= 'number' or n < 0 or n ~= math.floor(n) then
+    check.error('resize: storage size must be a non-negative integer, got ' .. tostring(n))
+  end
+  if n == s._n then return s end
+  if s._base then check.error('resize: cannot resize a storage that views another storage') end
+  local ptr, h, id = memory.alloc(n, s._dt)
+  local keep = math.min(n, s._n)
+  if keep > 0 then ffi.copy(ptr, s._ptr, keep * s._dt.size) end
+  s._ptr, s._h, s._id, s._n = ptr, h, id, n
+  return s
+end
+
+function Storage.copy(s, src)
+  if type(src) == 'table' and not isStorage(src) then
+    if #src ~= s._n then check.error(('copy: size mismatch, storage %d vs table %d'):format(s._n, #src)) end
+    for i = 1, #src do s._ptr[i - 1] = src[i] end
+    return s
+  end
+  if not isStorage(src) then check.error('copy: expected a storage or a table') end
+  if src._n ~= s._n then check.error(('copy: size mismatch, %d vs %d'):format(s._n, src._n)) end
+  if src._dt == s._dt then
+    if s._n > 0 then ffi.copy(s._ptr, src._ptr, s._n * s._dt.size) end
+  elseif s._dt.half or src._dt.half then
+    memory.py.copy_storage(s, src)
+  else
+    local dp, sp = s._ptr, src._ptr
+    if src._dt.int64 then for i = 0, s._n - 1 do dp[i] = tonumber(sp[i]) end
+    else for i = 0, s._n - 1 do dp[i] = sp[i] end end
+  end
+  return s
+end
+
+function Storage.totable(s)
+  local t = {}
+  if s._dt.half then
+    local f = torch.FloatStorage(s._n):copy(s)
+    return f:totable()
+  end
+  for i = 0, s._n - 1 do t[i + 1] = get(s, i) end
+  return t
+end
+
+-- Byte and Char storages convert to and from Lua strings.
+function Storage.string(s, str)
+  if not (s._dt.name == 'Byte' or s._dt.name == 'Char') then
+    check.error('string: only for ByteStorage and CharStorage')
+  end
+  if str == nil then return ffi.string(s._ptr, s._n) end
+  s:resize(#str)
+  if #str > 0 then ffi.copy(s._ptr, str, #str) end
+  return s
+end
+
+function Storage.type(s, name)
+  if name == nil then return torch.typename(s) end
+  if name == torch.typename(s) then return s end
+  local mt = byName[name]
+  if not mt then check.error('type: unknown storage type ' .. tostring(name)) end
+  return newStorage(mt, s._n):copy(s)
+end
+
+function Storage.__tostring__(s)
+  local lines = {}
+  local t = s:totable()
+  for i = 1, #t do lines[i] = ' ' .. tostring(t[i]) end
+  lines[#lines + 1] = ('[%s of size %d]'):format(torch.typename(s), s._n)
+  return table.concat(lines, '\n')
+end
+
+local function construct(mt, a, b, c)
+  if a == nil then return newStorage(mt, 0) end
+  if type(a) == 'number' then
+    if a < 0 or a ~= math.floor(a) then check.error(mt.__typename .. ': size must be a non-negative integer') end
+    local s = newStorage(mt, a)
+    if b ~= nil then s:fill(b) end
+    return s
+  end
+  if isStorage(a) then   -- a view of part of another storage of the same type
+    if a._dt ~= mt.__dtype then check.error(mt.__typename .. ': cannot view a ' .. torch.typename(a)) end
+    local offset = b or 1
+    local n = c or (a._n - offset + 1)
+    if offset < 1 or n < 0 or offset - 1 + n > a._n then
+      check.error(('%s: view [%d, %d] out of bounds of storage of size %d'):format(mt.__typename, offset, offset + n - 1, a._n))
+    end
+    -- _base is the storage owning the buffer, _baseoff this view's element offset into it
+    local root = a._base or a
+    return setmetatable({ _ptr = a._ptr + (offset - 1), _n = n, _h = false, _id = root._id, _dt = a._dt,
+                          _base = root, _baseoff = a._baseoff + offset - 1 }, mt)
+  end
+  if type(a) == 'table' then
+    local s = newStorage(mt, #a)
+    for i = 1, #a do
+      if type(a[i]) ~= 'number' then check.error(mt.__typename .. ': table must hold numbers only') end
+    end
+    return s:copy(a)
+  end
+  if type(a) == 'string' and (mt.__dtype.name == 'Byte' or mt.__dtype.name == 'Char') then
+    return newStorage(mt, 0):string(a)
+  end
+  check.error(mt.__typename .. ': expected nothing, a size, a table or a storage')
+end
+
+for _, dt in ipairs(dtype.list) do
+  local name = dt.storage
+  local mt = {}
+  for k, v in pairs(Storage) do mt[k] = v end
+  mt.__typename = name
+  mt.__storage = true
+  mt.__dtype = dt
+  mt.__index = function(s, k)
+    local m = mt[k]
+    if m ~= nil then return m end
+    if type(k) == 'number' then
+      checkIndex(s, k)
+      if dt.half then return s:totable()[k] end
+      return get(s, k - 1)
+    end
+  end
+  mt.__newindex = function(s, k, v)
+    if type(k) == 'number' then
+      checkIndex(s, k)
+      if dt.half then check.error('HalfStorage: copy from a FloatStorage to set elements') end
+      s._ptr[k - 1] = v
+    else
+      rawset(s, k, v)
+    end
+  end
+  mt.__len = function(s) return s._n end
+  mt.__tostring = function(s) return s:__tostring__() end
+  mt.__factory = function() return newStorage(mt, 0) end
+  local ctor = setmetatable({}, {
+    __index = mt, __newindex = mt,
+    __call = function(_, ...) return construct(mt, ...) end,
+  })
+  mt.__constructor = ctor
+  byName[name] = mt
+  torch[dt.name .. 'Storage'] = ctor
+  torch._registermetatable(name, mt)
+end
+
+-- A storage over a buffer the Python side registered (numpy memory shared with Lua).
+function torch._storageFromBuffer(typeName, id, hi, lo, n)
+  local mt = byName['torch.' .. typeName .. 'Storage']
+  local dt = mt.__dtype
+  local ptr = require('ffi').cast(dt.ptr, memory.address(hi, lo))
+  return setmetatable({ _ptr = ptr, _n = n, _h = memory.handle(id), _id = id, _dt = dt, _base = false, _baseoff = 0 }, mt)
+end
+
+torch._storageMetatables = byName
+return Storage

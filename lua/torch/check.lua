@@ -1,0 +1,71 @@
+-- Argument checking and torch7-style error messages, raised at the caller's line.
+local check = {}
+
+local here = debug.getinfo(1, 'S').source:match('^@(.*)check%.lua$') or ''
+
+-- The stack level of the first function outside the torch library, so that the message names
+-- the user's file and line.
+local function userLevel()
+  local level = 3
+  while true do
+    local info = debug.getinfo(level, 'S')
+    if not info then return 0 end
+    local src = info.source or ''
+    if info.what ~= 'C' and not (here ~= '' and src:sub(2, #here + 1) == here) then
+      return level - 1
+    end
+    level = level + 1
+  end
+end
+
+function check.error(msg)
+  error(msg, userLevel())
+end
+
+-- "2x3x4" for a tensor's sizes (an empty tensor prints as "[]"... torch7 style).
+function check.sizestr(t)
+  local sz = t._sz
+  if #sz == 0 then return '[]' end
+  return table.concat(sz, 'x')
+end
+
+function check.tensorOf(op, x, name)
+  if not torch.isTensor(x) then
+    check.error(('%s: %s must be a tensor, got %s'):format(op, name or 'argument', torch.type(x)))
+  end
+  return x
+end
+
+function check.number(op, x, name)
+  if type(x) ~= 'number' then
+    check.error(('%s: %s must be a number, got %s'):format(op, name or 'argument', torch.type(x)))
+  end
+  return x
+end
+
+function check.sameType(op, a, b)
+  if a._dt ~= b._dt then
+    check.error(('%s: expected %s, got %s'):format(op, torch.typename(a), torch.typename(b)))
+  end
+end
+
+function check.sameElements(op, a, b)
+  if a:nElement() ~= b:nElement() then
+    check.error(('%s: inconsistent tensor size, %s (%d elements) and %s (%d elements)'):format(
+      op, check.sizestr(a), a:nElement(), check.sizestr(b), b:nElement()))
+  end
+end
+
+-- A dimension argument (1-based; negative counts from the end when allowNeg) checked against t.
+function check.dim(op, t, d, extra)
+  local nd = #t._sz + (extra or 0)
+  if type(d) ~= 'number' or d ~= math.floor(d) then
+    check.error(('%s: dimension must be an integer, got %s'):format(op, tostring(d)))
+  end
+  if d < 1 or d > nd then
+    check.error(('%s: dimension %d out of range of %dD tensor'):format(op, d, #t._sz))
+  end
+  return d
+end
+
+return check

@@ -1,0 +1,173 @@
+-- torch7's class system: named metatables, constructors, inheritance, typename queries.
+local torch = require 'torch.env'
+
+local metatables = {}   -- name -> metatable
+local parents = {}      -- metatable -> parent metatable
+
+-- Metamethods forward to the torch7-style hooks (__call__, __tostring__, ...) found by lookup,
+-- so a subclass can define them after the class is made.
+local function forward(hook)
+  return function(self, ...)
+    local f = self[hook]
+    if f == nil then error(torch.typename(self) .. ' has no ' .. hook, 2) end
+    return f(self, ...)
+  end
+end
+local function binary(hook)
+  return function(a, b)
+    local obj = (type(a) == 'table' and a[hook]) and a or b
+    return obj[hook](a, b)
+  end
+end
+
+local function setpath(name, value)
+  local t = _G
+  local parts = {}
+  for p in name:gmatch('[^%.]+') do parts[#parts + 1] = p end
+  for i = 1, #parts - 1 do
+    local nxt = rawget(t, parts[i])
+    if nxt == nil then nxt = {}; rawset(t, parts[i], nxt) end
+    t = nxt
+  end
+  rawset(t, parts[#parts], value)
+end
+
+-- Makes (or returns) the metatable of a class. `ctor` builds an instance when the class is called.
+function torch.newmetatable(name, parentName, ctor)
+  local mt = {}
+  mt.__index = mt
+  mt.__typename = name
+  mt.__tostring = function(self)
+    local f = self.__tostring__
+    if f then return f(self) end
+    return name
+  end
+  mt.__call = forward('__call__')
+  mt.__len = function(self)
+    local f = self.__len__
+    if f then return f(self) end
+    return 0
+  end
+  mt.__unm = forward('__unm__')
+  mt.__add = binary('__add__'); mt.__sub = binary('__sub__')
+  mt.__mul = binary('__mul__'); mt.__div = binary('__div__')
+  mt.__concat = binary('__concat__')
+  local parent
+  if parentName then
+    parent = metatables[parentName]
+    if not parent then error('parent class ' .. parentName .. ' does not exist', 3) end
+    parents[mt] = parent
+    setmetatable(mt, { __index = parent })
+  end
+  metatables[name] = mt
+  local constructor = setmetatable({}, {
+    __index = mt,
+    __newindex = mt,
+    __call = function(_, ...) return ctor(mt, ...) end,
+    __tostring = function() return 'torch.' .. 'class ' .. name end,
+  })
+  mt.__constructor = constructor
+  setpath(name, constructor)
+  return mt, parent
+end
+
+local function construct(mt, ...)
+  local self = setmetatable({}, mt)
+  local init = self.__init
+  if init then init(self, ...) end
+  return self
+end
+
+-- torch.class(name[, parentName][, module]): a new class; returns its metatable and the parent's.
+function torch.class(name, parentName, module)
+  if type(name) ~= 'string' then error('torch.class: class name must be a string', 2) end
+  if metatables[name] then error('class ' .. name .. ' has been already assigned', 2) end
+  if type(parentName) == 'table' and module == nil then module, parentName = parentName, nil end
+  local mt, parent = torch.newmetatable(name, parentName, construct)
+  if module then
+    local short = name:match('([^%.]+)$')
+    rawset(module, short, mt.__constructor)
+  end
+  return mt, parent
+end
+
+function torch.getmetatable(name)
+  if type(name) ~= 'string' then error('torch.getmetatable: string expected', 2) end
+  return metatables[name]
+end
+
+-- Registers an existing metatable under a name (the tensor and storage types use this).
+function torch._registermetatable(name, mt, parent)
+  metatables[name] = mt
+  if parent then parents[mt] = parent end
+end
+
+function torch.typename(obj)
+  local mt = getmetatable(obj)
+  if type(mt) == 'table' then
+    local n = rawget(mt, '__typename')
+    if n then return n end
+  end
+  return nil
+end
+
+function torch.type(obj)
+  return torch.typename(obj) or type(obj)
+end
+
+function torch.parentOf(mt) return parents[mt] end
+
+-- True when obj's class is typeSpec or derives from it (typeSpec: a name, a Lua pattern on
+-- names as in torch7, or a constructor).
+function torch.isTypeOf(obj, typeSpec)
+  local mt = getmetatable(obj)
+  if type(mt) ~= 'table' then return false end
+  local wanted
+  if type(typeSpec) == 'table' then
+    local tmt = getmetatable(typeSpec)
+    wanted = tmt and tmt.__index and rawget(tmt.__index, '__typename') or rawget(typeSpec, '__typename')
+  else
+    wanted = typeSpec
+  end
+  if type(wanted) ~= 'string' then error('torch.isTypeOf: type must be a string or a class', 2) end
+  while mt do
+    local n = rawget(mt, '__typename')
+    if n == wanted or (n and n:match('^' .. wanted .. '$')) then return true end
+    mt = parents[mt]
+  end
+  return false
+end
+
+-- A function making an instance of a class without calling __init (used by deserialisation).
+function torch.factory(name)
+  local mt = metatables[name]
+  if not mt then return nil end
+  local make = rawget(mt, '__factory')
+  if make then return make end
+  return function() return setmetatable({}, mt) end
+end
+
+function torch.setmetatable(obj, name)
+  local mt = metatables[name]
+  if not mt then error('torch.setmetatable: unknown class ' .. tostring(name), 2) end
+  return setmetatable(obj, mt)
+end
+
+-- A number identifying an object (tensors: the address of their first element).
+function torch.pointer(obj)
+  if type(obj) == 'table' then
+    local data = obj._st ~= nil and rawget(obj, '_st')
+    if data and data._ptr then
+      return tonumber(require('ffi').cast('intptr_t', data._ptr + obj._off))
+    end
+    if rawget(obj, '_ptr') then return tonumber(require('ffi').cast('intptr_t', obj._ptr)) end
+  end
+  if type(obj) == 'cdata' then return tonumber(require('ffi').cast('intptr_t', obj)) end
+  local mt = type(obj) == 'table' and getmetatable(obj)
+  if mt then setmetatable(obj, nil) end
+  local s = tostring(obj):match('0x(%x+)')
+  if mt then setmetatable(obj, mt) end
+  return s and tonumber(s, 16) or nil
+end
+
+return torch

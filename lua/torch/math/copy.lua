@@ -1,0 +1,33 @@
+-- fill, zero and copy (across element types and strides).
+local torch = require 'torch.env'
+local check = require 'torch.check'
+local apply = require 'torch.backend.cpu.apply'
+local memory = require 'torch.memory'
+
+local fillKernel = apply.kernel(1, '$1 = v1')
+local copyKernel = apply.kernel(2, '$1 = $2')
+
+torch._method('fill', function(t, v)
+  check.number('fill', v, 'value')
+  if t._dt.half then return t:copy(torch.FloatTensor(t._sz):fill(v)) end
+  fillKernel(t, v)
+  return t
+end)
+
+torch._method('zero', function(t)
+  fillKernel(t, 0)   -- all-zero bits are 0 in every type, Half included
+  return t
+end)
+
+-- copy(src): same element count, any shapes, types and strides.
+torch._method('copy', function(t, src)
+  check.tensorOf('copy', src, 'source')
+  if src._device then return src:_copyTo(t) end
+  check.sameElements('copy', t, src)
+  if t._dt.half or src._dt.half then
+    memory.py.copy_tensor(t, src)
+  else
+    copyKernel(t, src)
+  end
+  return t
+end)

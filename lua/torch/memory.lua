@@ -1,0 +1,41 @@
+-- CPU buffers: allocated by Python as numpy arrays, seen here through FFI pointers.
+-- A storage keeps a handle; when the handle is collected its id is queued and released on the
+-- Python side at the next allocation (never from inside the collector).
+local ffi = require 'ffi'
+
+ffi.cdef [[ typedef struct { int64_t id; } luabridge_buffer_handle; ]]
+
+local py = rawget(_G, '__luabridge_py')
+local memory = {}
+local pending = {}
+
+local function on_collect(h)
+  pending[#pending + 1] = tonumber(h.id)
+end
+
+-- Addresses come as two 32-bit halves so that no bit is lost in a double.
+function memory.address(hi, lo)
+  return ffi.cast('void *', ffi.cast('uint64_t', hi) * 4294967296ULL + lo)
+end
+
+function memory.flush()
+  if #pending > 0 then
+    local ids = table.concat(pending, ',')
+    pending = {}
+    py.release(ids)
+  end
+end
+
+function memory.handle(id)
+  return ffi.gc(ffi.new('luabridge_buffer_handle', id), on_collect)
+end
+
+-- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
+function memory.alloc(n, dt)
+  memory.flush()
+  local id, hi, lo = py.alloc(n, dt.name)
+  return ffi.cast(dt.ptr, memory.address(hi, lo)), memory.handle(id), id
+end
+
+memory.py = py
+return memory

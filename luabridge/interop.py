@@ -1,0 +1,82 @@
+"""Zero-copy exchange between numpy / DLPack producers and Lua tensors."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .memory import DTYPES, TYPE_OF_DTYPE, split_address
+from .pyside import tensor_view
+from .runtime import bridge
+
+
+def _span(arr: np.ndarray) -> tuple[np.ndarray, int, list[int]]:
+    """A 1-D array over the memory arr spans, arr's element offset in it, and its element strides."""
+    item = arr.itemsize
+    for s in arr.strides:
+        if s % item:
+            raise ValueError(f"from_numpy: byte stride {s} is not a multiple of the item size {item}; "
+                             "pass np.ascontiguousarray(arr)")
+    strides = [s // item for s in arr.strides]
+    if arr.size == 0:
+        return np.zeros(1, dtype=arr.dtype), 0, strides
+    # the lowest-addressed element starts the span: flip the dims that run backwards
+    low = arr[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in arr.strides)]
+    extent = 1 + sum((n - 1) * abs(s) for n, s in zip(arr.shape, strides))
+    span = np.lib.stride_tricks.as_strided(low, shape=(extent,), strides=(item,))
+    offset = (arr.ctypes.data - span.ctypes.data) // item
+    return span, offset, strides
+
+
+def from_numpy(arr: np.ndarray) -> Any:
+    """A Lua tensor sharing arr's memory (any strides and offset).
+
+    Read-only arrays are refused: Lua code may write to any tensor it holds. Pass a writable
+    copy (``arr.copy()``) instead.
+    """
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"from_numpy expects a numpy array, got {type(arr).__name__}")
+    if arr.dtype == np.bool_:
+        raise TypeError("from_numpy: bool arrays are not shared; pass arr.view(np.uint8) for a ByteTensor")
+    dtype = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in "=|" else arr.dtype
+    if dtype != arr.dtype or dtype not in TYPE_OF_DTYPE:
+        raise TypeError(f"from_numpy: unsupported dtype {arr.dtype} (supported: "
+                        + ", ".join(str(d) for d in DTYPES.values()) + ", native byte order)")
+    if not arr.flags.writeable:
+        raise ValueError("from_numpy: the array is read-only; Lua tensors are writable, so pass a copy")
+    b = bridge()
+    span, offset, strides = _span(arr)
+    buffer_id = b.buffers.register(span)
+    g = b.lua.globals()
+    if g.torch is None:
+        b.call(g.require, "torch")
+    type_name = TYPE_OF_DTYPE[arr.dtype]
+    storage = g.torch._storageFromBuffer(type_name, buffer_id, *split_address(span.ctypes.data), span.size)
+    if arr.size == 0 and arr.ndim == 1:
+        return b.call(g.torch[type_name + "Tensor"], storage, 1, 0, 1)
+    if arr.ndim == 0:
+        return b.call(g.torch[type_name + "Tensor"], storage, offset + 1, 1, 1)
+    args = [x for pair in zip(arr.shape, strides) for x in pair]
+    return b.call(g.torch[type_name + "Tensor"], storage, offset + 1, *args)
+
+
+def to_numpy(t: Any) -> np.ndarray:
+    """A numpy view of a Lua tensor (or a tensor proxy) sharing its memory."""
+    from .proxy import unwrap
+
+    t = unwrap(t)
+    if t._device:
+        from .cuda import device_view
+
+        return device_view(t)
+    return tensor_view(bridge(), t)
+
+
+def from_dlpack(x: Any) -> Any:
+    """A Lua tensor sharing the memory of any DLPack producer (numpy, CuPy, PyTorch, JAX)."""
+    device_type, _ = x.__dlpack_device__()
+    if device_type == 1:  # kDLCPU
+        return from_numpy(np.from_dlpack(x))
+    from .cuda import from_device_array
+
+    return from_device_array(x)

@@ -1,0 +1,76 @@
+"""CPU buffers owned by numpy and lent to Lua storages.
+
+Each Lua storage holds a handle whose id keys an array here; the array stays alive until the
+storage is collected on the Lua side (its finalizer queues the id, the next allocation releases
+it). Numpy views handed out keep their base array alive by themselves, so whichever side lets go
+first, the memory stays valid for the other.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# Lua element type name -> numpy dtype
+DTYPES: dict[str, np.dtype] = {
+    "Byte": np.dtype(np.uint8),
+    "Char": np.dtype(np.int8),
+    "Short": np.dtype(np.int16),
+    "Int": np.dtype(np.int32),
+    "Long": np.dtype(np.int64),
+    "Float": np.dtype(np.float32),
+    "Double": np.dtype(np.float64),
+    "Half": np.dtype(np.float16),
+}
+TYPE_OF_DTYPE: dict[np.dtype, str] = {v: k for k, v in DTYPES.items()}
+
+
+def split_address(addr: int) -> tuple[int, int]:
+    """An address as two 32-bit halves, each exact as a Lua double."""
+    return addr >> 32, addr & 0xFFFFFFFF
+
+
+class BufferRegistry:
+    """The numpy arrays behind this runtime's Lua storages, by id."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[int, np.ndarray] = {}
+        self._next_id = 1
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def register(self, array: np.ndarray) -> int:
+        buffer_id = self._next_id
+        self._next_id += 1
+        self._arrays[buffer_id] = array
+        return buffer_id
+
+    def alloc(self, n: int, type_name: str) -> tuple[int, int, int]:
+        """A new zeroed buffer of n elements: (id, address high, address low)."""
+        n = int(n)
+        if n < 0:
+            raise ValueError(f"storage size must be non-negative, got {n}")
+        array = np.zeros(max(n, 1), dtype=DTYPES[type_name])
+        return (self.register(array), *split_address(array.ctypes.data))
+
+    def release(self, ids: str) -> None:
+        for part in ids.split(","):
+            if part:
+                self._arrays.pop(int(part), None)
+
+    def array(self, buffer_id: int) -> np.ndarray:
+        return self._arrays[int(buffer_id)]
+
+    def view(self, buffer_id: int, type_name: str, offset: int, sizes, strides) -> np.ndarray:
+        """A numpy view (elements, not bytes) of part of a buffer; it keeps the buffer alive."""
+        base = self._arrays[int(buffer_id)]
+        dtype = DTYPES[type_name]
+        if base.dtype != dtype:
+            base = base.view(dtype)
+        item = dtype.itemsize
+        return np.ndarray(
+            tuple(int(s) for s in sizes),
+            dtype=dtype,
+            buffer=base,
+            offset=int(offset) * item,
+            strides=tuple(int(s) * item for s in strides),
+        )

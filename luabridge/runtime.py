@@ -1,0 +1,141 @@
+"""One LuaJIT runtime per thread, with luabridge's Lua tree on package.path."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from lupa import luajit21
+
+from .errors import LuaError
+from .memory import BufferRegistry
+
+_HERE = Path(__file__).resolve().parent
+_thread = threading.local()
+_extra_paths: list[str] = []
+
+_BOOT = r"""
+local py, lua_dirs = ...
+rawset(_G, '__luabridge_py', py)
+local parts = {}
+for dir in lua_dirs:gmatch('[^;]+') do
+  parts[#parts + 1] = dir .. '/?.lua;' .. dir .. '/?/init.lua'
+end
+package.path = table.concat(parts, ';') .. ';' .. package.path
+-- Calls f(...) and returns true, results... or false, message, traceback.
+local function protected(f, ...)
+  local tb
+  local function handler(e)
+    tb = debug.traceback('', 2)
+    return e
+  end
+  local r = { xpcall(f, handler, ...) }
+  if r[1] then return unpack(r, 1, table.maxn(r)) end
+  local e = r[2]
+  if type(e) ~= 'string' then
+    local ok, s = pcall(tostring, e)
+    e = ok and s or '(error object is not a string)'
+  end
+  return false, e, tb
+end
+rawset(_G, '__luabridge_protected', protected)
+rawset(_G, '__luabridge_kind', function(x)
+  local mt = getmetatable(x)
+  if type(mt) ~= 'table' then return 'table' end
+  if rawget(mt, '__tensor') then return 'tensor' end
+  if rawget(mt, '__storage') then return 'storage' end
+  if rawget(mt, '__typename') then return 'object' end
+  return 'table'
+end)
+return protected
+"""
+
+
+def lua_dir() -> Path:
+    """The directory holding luabridge's Lua sources (inside the package when installed)."""
+    inside = _HERE / "lua"
+    return inside if inside.is_dir() else _HERE.parent / "lua"
+
+
+class Bridge:
+    """A thread's Lua runtime together with the Python state its Lua side calls back into."""
+
+    def __init__(self) -> None:
+        self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
+        self.buffers = BufferRegistry()
+        from . import pyside  # the functions Lua calls back
+
+        dirs = [str(lua_dir()), *_extra_paths]
+        dirs += [d for d in os.environ.get("LUA_PATH_DIRS", "").split(os.pathsep) if d]
+        self._protected = self.lua.execute(_BOOT, pyside.table_for(self), ";".join(dirs))
+        env_path = os.environ.get("LUA_PATH")
+        if env_path:
+            self.lua.globals().package.path = self.lua.globals().package.path + ";" + env_path
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        """Calls a Lua function, turning a Lua error into LuaError with its traceback."""
+        result = self._protected(fn, *args)
+        if not isinstance(result, tuple):  # true alone: the function returned nothing
+            return None
+        if result[0] is False:
+            raise LuaError(str(result[1]), str(result[2] or ""))
+        rest = result[1:]
+        return rest[0] if len(rest) == 1 else rest
+
+    def load(self, code: str, chunkname: str) -> Any:
+        return _loaded(self.lua.globals().loadstring(code, chunkname))
+
+
+def _loaded(result: Any) -> Any:
+    """The function from loadstring/loadfile, or LuaError with the syntax message."""
+    if isinstance(result, tuple):
+        raise LuaError(str(result[1]))
+    return result
+
+
+def bridge() -> Bridge:
+    b = getattr(_thread, "bridge", None)
+    if b is None:
+        b = _thread.bridge = Bridge()
+    return b
+
+
+def runtime() -> luajit21.LuaRuntime:
+    """The calling thread's LuaJIT runtime, created on first use."""
+    return bridge().lua
+
+
+def add_lua_path(directory: str | os.PathLike) -> None:
+    """Adds a directory to package.path (for this thread's runtime and any created later)."""
+    d = str(Path(directory).resolve())
+    if d not in _extra_paths:
+        _extra_paths.append(d)
+    b = getattr(_thread, "bridge", None)
+    if b is not None:
+        g = b.lua.globals()
+        g.package.path = f"{d}/?.lua;{d}/?/init.lua;" + g.package.path
+
+
+def execute(code: str) -> Any:
+    """Runs a chunk of Lua; returns what it returns."""
+    b = bridge()
+    return b.call(b.load(code, "=(execute)"))
+
+
+def eval(expr: str) -> Any:  # noqa: A001 - mirrors lupa's name
+    """Evaluates a Lua expression."""
+    b = bridge()
+    return b.call(b.load("return " + expr, "=(eval)"))
+
+
+def dofile(path: str | os.PathLike) -> Any:
+    """Runs a Lua file; errors carry the file name and line."""
+    b = bridge()
+    return b.call(_loaded(b.lua.globals().loadfile(str(path))))
+
+
+def require(name: str) -> Any:
+    """Lua's require: loads a module once and returns it."""
+    b = bridge()
+    return b.call(b.lua.globals().require, name)

@@ -1,0 +1,75 @@
+import gc
+
+import numpy as np
+import pytest
+
+import luabridge
+
+DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64, np.float16]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_from_numpy_shares_memory_any_strides(lua, dtype, rng):
+    base = (rng.standard_normal((5, 6, 4)) * 20).astype(dtype)
+    for arr in (base, base[1:4, ::2, 1:], base[::-1, :, ::-2], base.transpose(2, 0, 1)):
+        t = luabridge.from_numpy(arr)
+        back = luabridge.to_numpy(t)
+        np.testing.assert_array_equal(back, arr)
+        assert np.shares_memory(back, arr)
+        proxy = luabridge.wrap(t)
+        assert list(proxy.size()) == list(arr.shape)
+
+
+def test_writes_are_seen_by_both_sides(lua):
+    arr = np.zeros((3, 4), dtype=np.float64)
+    t = luabridge.from_numpy(arr[:, 1:3])
+    luabridge.runtime().globals().torch.Tensor.fill(t, 7)
+    expected = np.zeros((3, 4))
+    expected[:, 1:3] = 7
+    np.testing.assert_array_equal(arr, expected)
+    arr[0, 1] = -1
+    assert luabridge.eval("function(t) return t[1][1] end")(t) == -1
+
+
+def test_lifetime_either_side_first(lua):
+    t = luabridge.execute("local t = torch.FloatTensor(1000):fill(3); return t")
+    view = luabridge.to_numpy(t)
+    del t
+    luabridge.execute("collectgarbage(); collectgarbage()")
+    gc.collect()
+    luabridge.execute("torch.FloatTensor(10)")  # flushes released buffers
+    assert view.sum() == 3000
+
+    arr = np.arange(10.0)
+    t = luabridge.from_numpy(arr)
+    del arr
+    gc.collect()
+    keep = luabridge.eval("function(t) _G.__kept = t end")
+    keep(t)
+    del t
+    gc.collect()
+    assert luabridge.eval("__kept[10]") == 9
+    luabridge.execute("__kept = nil")
+
+
+def test_array_interface_and_dlpack(lua):
+    t = luabridge.wrap(luabridge.execute("return torch.DoubleTensor({{1, 2}, {3, 4}}):t()"))
+    a = np.asarray(t)
+    np.testing.assert_array_equal(a, [[1, 3], [2, 4]])
+    d = np.from_dlpack(t)
+    assert np.shares_memory(a, d)
+    back = luabridge.from_dlpack(d)
+    np.testing.assert_array_equal(luabridge.to_numpy(back), [[1, 3], [2, 4]])
+
+
+def test_bad_arrays_are_refused(lua):
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        luabridge.from_numpy(ro)
+    with pytest.raises(TypeError, match="bool"):
+        luabridge.from_numpy(np.zeros(3, dtype=bool))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        luabridge.from_numpy(np.zeros(3, dtype=np.complex64))
+    with pytest.raises(TypeError, match="unsupported dtype"):
+        luabridge.from_numpy(np.zeros(3, dtype=">f8"))
