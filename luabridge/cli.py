@@ -37,11 +37,13 @@ def _interactive() -> int:
             continue
         if not line.strip():
             continue
-        code = "return " + line[1:] if line.startswith("=") else line
+        expr = line[1:] if line.startswith("=") else line
         try:
-            fn = b.lua.globals().loadstring("return " + code, "=stdin")
+            # an expression list if it parses as one; select(1, ...) passes its values through
+            # without a tail call, so an error raised by the expression keeps its "stdin:1:"
+            fn = b.lua.globals().loadstring(f"return select(1, {expr}\n)", "=stdin")
             if not callable(fn) or isinstance(fn, tuple):
-                fn = b.load(code, "=stdin")
+                fn = b.load("return " + expr if line.startswith("=") else line, "=stdin")
             result = b.call(fn)
         except LuaError as e:
             print(e.message, file=sys.stderr)

@@ -10,8 +10,9 @@ from .pyside import tensor_view
 from .runtime import bridge
 
 
-def _span(arr: np.ndarray) -> tuple[np.ndarray, int, list[int]]:
-    """A 1-D array over the memory arr spans, arr's element offset in it, and its element strides."""
+def _span(arr: Any, xp: Any = np, address: Any = lambda a: a.ctypes.data) -> tuple[Any, int, list[int]]:
+    """A 1-D array over the memory arr spans, arr's element offset in it, and its element strides
+    (arr an array of the module xp: numpy, or CuPy for device memory)."""
     item = arr.itemsize
     for s in arr.strides:
         if s % item:
@@ -19,12 +20,12 @@ def _span(arr: np.ndarray) -> tuple[np.ndarray, int, list[int]]:
                              "pass np.ascontiguousarray(arr)")
     strides = [s // item for s in arr.strides]
     if arr.size == 0:
-        return np.zeros(1, dtype=arr.dtype), 0, strides
+        return xp.zeros(1, dtype=arr.dtype), 0, strides
     # the lowest-addressed element starts the span: flip the dims that run backwards
     low = arr[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in arr.strides)]
     extent = 1 + sum((n - 1) * abs(s) for n, s in zip(arr.shape, strides))
-    span = np.lib.stride_tricks.as_strided(low, shape=(extent,), strides=(item,))
-    offset = (arr.ctypes.data - span.ctypes.data) // item
+    span = xp.lib.stride_tricks.as_strided(low, shape=(extent,), strides=(item,))
+    offset = (address(arr) - address(span)) // item
     return span, offset, strides
 
 
@@ -52,12 +53,17 @@ def from_numpy(arr: np.ndarray) -> Any:
         b.call(g.require, "torch")
     type_name = TYPE_OF_DTYPE[arr.dtype]
     storage = g.torch._storageFromBuffer(type_name, buffer_id, *split_address(span.ctypes.data), span.size)
-    if arr.size == 0 and arr.ndim == 1:
-        return b.call(g.torch[type_name + "Tensor"], storage, 1, 0, 1)
-    if arr.ndim == 0:
-        return b.call(g.torch[type_name + "Tensor"], storage, offset + 1, 1, 1)
-    args = [x for pair in zip(arr.shape, strides) for x in pair]
-    return b.call(g.torch[type_name + "Tensor"], storage, offset + 1, *args)
+    return from_array(b, g.torch[type_name + "Tensor"], storage, offset, arr.shape, strides)
+
+
+def from_array(b: Any, constructor: Any, storage: Any, offset: int, shape: tuple, strides: list[int]) -> Any:
+    """A Lua tensor (made by constructor) viewing storage with an array's layout (from _span)."""
+    if 0 in shape and len(shape) == 1:
+        return b.call(constructor, storage, 1, 0, 1)
+    if len(shape) == 0:
+        return b.call(constructor, storage, offset + 1, 1, 1)
+    args = [x for pair in zip(shape, strides) for x in pair]
+    return b.call(constructor, storage, offset + 1, *args)
 
 
 def to_numpy(t: Any) -> np.ndarray:

@@ -73,6 +73,7 @@ function Storage.copy(s, src)
   end
   if not isStorage(src) then check.error('copy: expected a storage or a table') end
   if src._n ~= s._n then check.error(('copy: size mismatch, %d vs %d'):format(s._n, src._n)) end
+  if src._device then return src:_copyTo(s) end
   if src._dt == s._dt then
     if s._n > 0 then ffi.copy(s._ptr, src._ptr, s._n * s._dt.size) end
   elseif s._dt.half or src._dt.half then
@@ -112,14 +113,6 @@ function Storage.type(s, name)
   local mt = byName[name]
   if not mt then check.error('type: unknown storage type ' .. tostring(name)) end
   return newStorage(mt, s._n):copy(s)
-end
-
-function Storage.__tostring__(s)
-  local lines = {}
-  local t = s:totable()
-  for i = 1, #t do lines[i] = ' ' .. tostring(t[i]) end
-  lines[#lines + 1] = ('[%s of size %d]'):format(torch.typename(s), s._n)
-  return table.concat(lines, '\n')
 end
 
 local function construct(mt, a, b, c)
@@ -181,7 +174,7 @@ for _, dt in ipairs(dtype.list) do
     end
   end
   mt.__len = function(s) return s._n end
-  mt.__tostring = function(s) return s:__tostring__() end
+  mt.__tostring = function(s) return s:__tostring__() end   -- __tostring__: print.lua
   mt.__factory = function() return newStorage(mt, 0) end
   local ctor = setmetatable({}, {
     __index = mt, __newindex = mt,

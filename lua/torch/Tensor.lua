@@ -26,6 +26,9 @@ torch._makeTensor = make
 
 local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
 
+-- An integer-valued number (sizes, indices and steps must be; nan is not).
+local function isInt(x) return type(x) == 'number' and x == math.floor(x) end
+
 -- A size argument: numbers, a LongStorage, or a table of numbers.
 local function sizesFrom(op, a, ...)
   local sz
@@ -198,7 +201,7 @@ local function view(t) return make(getmetatable(t), t._st, t._off, copyArray(t._
 function Tensor.narrow(t, d, index, size)
   check.dim('narrow', t, d)
   local n = t._sz[d]
-  if type(index) ~= 'number' or type(size) ~= 'number' or index < 1 or size < 0 or index + size - 1 > n then
+  if not isInt(index) or not isInt(size) or index < 1 or size < 0 or index + size - 1 > n then
     check.error(('narrow: out of range: index %s, size %s for dimension %d of size %d'):format(
       tostring(index), tostring(size), d, n))
   end
@@ -221,6 +224,7 @@ function Tensor.select(t, d, index)
   end
   local off = t._off + (index - 1) * t._str[d]
   if #t._sz == 1 then
+    if t._device then return t:_readAt(off) end
     local v = t._st._ptr[off]
     if t._dt.int64 then return tonumber(v) end
     if t._dt.half then return t:narrow(1, index, 1):float()._st._ptr[0] end
@@ -244,6 +248,10 @@ function Tensor.sub(t, ...)
     local d = (i + 1) / 2
     local n = t._sz[d]
     local a, b = args[i], args[i + 1]
+    if not isInt(a) or not isInt(b) then
+      check.error(('sub: indices must be integers, got %s and %s for dimension %d'):format(
+        tostring(a), tostring(b), d))
+    end
     if a < 0 then a = n + a + 1 end
     if b < 0 then b = n + b + 1 end
     if a < 1 or b > n or b < a - 1 then
@@ -277,7 +285,7 @@ function Tensor.permute(t, ...)
   local seen = {}
   for i = 1, nd do
     local p = perm[i]
-    if type(p) ~= 'number' or p < 1 or p > nd or seen[p] then
+    if not isInt(p) or p < 1 or p > nd or seen[p] then
       check.error('permute: not a permutation of the dimensions')
     end
     seen[p] = true
@@ -321,16 +329,20 @@ function Tensor.view(t, a, ...)
   if torch.isStorage(a) or (type(a) == 'table' and not isTensor(a)) then sz = copyArray(torch.isStorage(a) and a:totable() or a)
   else sz = { a, ... } end
   for d = 1, #sz do
-    if type(sz[d]) ~= 'number' then check.error('view: sizes must be numbers') end
+    if not isInt(sz[d]) or sz[d] < -1 then
+      check.error(('view: sizes must be non-negative integers (or -1), got %s at dimension %d'):format(
+        tostring(sz[d]), d))
+    end
   end
   sz = viewSizes('view', t, sz)
   if not isContiguous(t) then check.error('view: input is not contiguous (call :contiguous() first)') end
   return make(getmetatable(t), t._st, t._off, sz, contiguousStrides(sz))
 end
 
-function Tensor.viewAs(t, other)
-  check.tensorOf('viewAs', other)
-  return t:view(copyArray(other._sz))
+-- viewAs(template), or result:viewAs(src, template)
+function Tensor.viewAs(t, a, template)
+  if template ~= nil then return t:view(a, copyArray(check.tensorOf('viewAs', template)._sz)) end
+  return t:view(copyArray(check.tensorOf('viewAs', a)._sz))
 end
 
 -- Size-1 dims become stride-0 dims of the wanted size.
@@ -354,7 +366,11 @@ function Tensor.expand(t, a, ...)
   return r
 end
 
-function Tensor.expandAs(t, other) return t:expand(copyArray(other._sz)) end
+-- expandAs(template), or result:expandAs(src, template)
+function Tensor.expandAs(t, a, template)
+  if template ~= nil then return t:expand(a, copyArray(check.tensorOf('expandAs', template)._sz)) end
+  return t:expand(copyArray(check.tensorOf('expandAs', a)._sz))
+end
 
 function Tensor.squeeze(t, d)
   local r = view(t)
@@ -387,10 +403,10 @@ end
 function Tensor.unfold(t, d, size, step)
   check.dim('unfold', t, d)
   local n = t._sz[d]
-  if type(size) ~= 'number' or size < 0 or size > n then
+  if not isInt(size) or size < 0 or size > n then
     check.error(('unfold: size %s out of range for dimension %d of size %d'):format(tostring(size), d, n))
   end
-  if type(step) ~= 'number' or step < 1 then check.error('unfold: step must be a positive integer') end
+  if not isInt(step) or step < 1 then check.error('unfold: step must be a positive integer') end
   local r = view(t)
   r._sz[d] = math.floor((n - size) / step) + 1
   r._str[d] = step * t._str[d]
@@ -431,6 +447,7 @@ function Tensor.typeAs(t, other) return t:type(torch.typename(other)) end
 for _, dt in ipairs(dtype.list) do
   Tensor[dt.name:lower()] = function(t) return t:type(dt.tensor) end
 end
+function Tensor.real(t) return t:type(torch.getdefaulttensortype()) end
 
 ------------------------------------------------------------------------------------------------
 -- elements from Lua
@@ -453,6 +470,7 @@ local function elementOffset(t, idx)
 end
 
 local function readAt(t, o)
+  if t._device then return t:_readAt(o) end   -- a device tensor reads through a host copy
   if t._dt.half then
     local f = torch.FloatTensor(1)
     f:copy(make(getmetatable(t), t._st, o, { 1 }, { 1 }))
@@ -465,6 +483,7 @@ end
 
 local function writeAt(t, o, v)
   if type(v) ~= 'number' then check.error('element assignment expects a number, got ' .. torch.type(v)) end
+  if t._device then return t:_writeAt(o, v) end
   if t._dt.half then
     make(getmetatable(t), t._st, o, { 1 }, { 1 }):copy(torch.FloatTensor({ v }))
     return
@@ -489,6 +508,9 @@ local function indexTable(t, idx)
       else r = r:select(d, k) end
     elseif type(k) == 'table' then
       local a, b = k[1] or 1, k[2] or k[1] or n
+      if not isInt(a) or not isInt(b) then
+        check.error(('index range {%s, %s}: expected integers'):format(tostring(k[1]), tostring(k[2])))
+      end
       if a < 0 then a = n + a + 1 end
       if b < 0 then b = n + b + 1 end
       if a < 1 or b > n or b < a - 1 then
@@ -544,6 +566,9 @@ local function newindex(t, k, v)
     rawset(t, k, v)
   end
 end
+
+-- Device tensor types (backend/cuda.lua) index through the same functions.
+torch._tensorIndex, torch._tensorNewIndex = index, newindex
 
 -- Calls fn(value) on every element in row-major order; a returned number replaces it.
 function Tensor.apply(t, fn)

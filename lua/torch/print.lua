@@ -1,99 +1,141 @@
--- Printing tensors as torch7 does: aligned columns, a common scale factor, a size footer.
+-- Printing tensors and storages exactly as torch7 does: one printf format and one common scale
+-- factor for all the values, matrices split into "Columns a to b" blocks at 80 characters,
+-- 3D+ tensors as 2D slices labelled (i,j,.,.), and a "[type of size AxB]" footer.
 local torch = require 'torch.env'
 
-local function formatFor(values, integer)
-  local maxabs, minabs, allInt = 0, math.huge, true
-  for i = 1, #values do
-    local v = values[i]
-    if v ~= v or v == math.huge or v == -math.huge then
-      allInt = false
-    else
-      local a = math.abs(v)
-      if a > maxabs then maxabs = a end
-      if a < minabs then minabs = a end
-      if v ~= math.floor(v) then allInt = false end
-    end
+local LINE_WIDTH = 80
+
+-- Digits before the decimal point as torch7 counts them (1 for zero, negative below 0.1).
+local function magnitude(x)
+  if x == 0 then return 1 end
+  return math.floor(math.log10(x)) + 1
+end
+
+-- The format, scale and column width for the n doubles at p (torch7's choice):
+-- integers print with %d (wide enough for the largest), other values with %.4f, scaled by a
+-- power of ten when they are all large or all small, or with %.4e when they span more than
+-- four orders of magnitude. A NaN anywhere makes torch7 fall back to a plain '%f' with no
+-- column blocks (width nil).
+local function layout(p, n)
+  if n == 0 then return '', 1, 0 end
+  local integral, minAbs, maxAbs = true, math.huge, 0
+  for i = 0, n - 1 do
+    local v = p[i]
+    if v ~= v then return '%f', 1, nil end
+    if v ~= math.ceil(v) then integral = false end
+    local a = math.abs(v)
+    if a < minAbs then minAbs = a end
+    if a > maxAbs then maxAbs = a end
   end
-  if #values == 0 then return '%g', 1 end
-  if integer or allInt then
-    local digits = maxabs > 0 and math.floor(math.log10(maxabs)) + 1 or 1
-    if digits <= 9 then
-      return '%' .. (digits + 1 + (integer and 0 or 0)) .. '.0f', 1
-    end
-    return '%' .. 12 .. '.4e', 1
+  local expMin, expMax = magnitude(minAbs), magnitude(maxAbs)
+  if integral then
+    if expMax > 9 then return '%11.4e', 1, 11 end
+    return '%' .. (expMax + 1) .. 'd', 1, expMax + 1
   end
-  local expMax = maxabs > 0 and math.floor(math.log10(maxabs)) + 1 or 1
-  local expMin = minabs > 0 and minabs ~= math.huge and math.floor(math.log10(minabs)) + 1 or 1
   if expMax - expMin > 4 then
-    return '%11.4e', 1
+    local width = (math.abs(expMax) > 99 or math.abs(expMin) > 99) and 12 or 11
+    return '%' .. width .. '.4e', 1, width
   end
-  if expMax > 5 or expMax < -4 then
-    return '%10.4f', 10 ^ (expMax - 1)
-  end
-  if expMax <= 0 then return '%10.4f', 1 end
-  return '%' .. (expMax + 6) .. '.4f', 1
+  if expMax > 5 or expMax < 0 then return '%7.4f', 10 ^ (expMax - 1), 7 end
+  local width = expMax == 0 and 7 or expMax + 6
+  return '%' .. width .. '.4f', 1, width
 end
 
-local function scaleHeader(scale)
-  if scale == 1 then return '' end
-  return ('%g *\n'):format(scale)
+local function scaleLine(scale) return ('%g *\n'):format(scale) end
+
+-- A contiguous DoubleTensor copy of t (any type or device): the values torch7 prints.
+local function asDouble(t)
+  local sz = {}
+  for d = 1, #t._sz do sz[d] = t._sz[d] end
+  return torch.DoubleTensor():resize(sz):copy(t)
 end
 
-local function fmt(f, v, scale)
-  if v ~= v then return (' nan'):format() end
-  return f:format(v / scale)
+local function dataOf(d) return d._st and d._st._ptr + d._off end
+
+-- One value per line, under the scale line (1D tensors and storages).
+local function columnString(p, n, fmt, scale)
+  local out = {}
+  if scale ~= 1 then out[1] = scaleLine(scale) end
+  for i = 0, n - 1 do out[#out + 1] = fmt:format(p[i] / scale) .. '\n' end
+  return table.concat(out)
 end
 
-local function matrixLines(t, f, scale, lines, indent)
-  local rows, cols = t._sz[1], t._sz[2]
-  for i = 1, rows do
-    local row = {}
-    for j = 1, cols do row[j] = fmt(f, t[i][j], scale) end
-    lines[#lines + 1] = (indent or '') .. table.concat(row, ' ')
+-- The contiguous rows x cols matrix at p, each line after an indent;
+-- columns go in blocks that fit the line width, each block under a "Columns a to b" line.
+-- As in torch7, every block repeats the scale line and rows under a scale get one more space.
+local function matrixString(p, rows, cols, fmt, scale, width, indent)
+  local perLine = width and math.floor((LINE_WIDTH - #indent) / (width + 1)) or cols
+  local rowIndent = scale ~= 1 and indent .. ' ' or indent
+  local out = { indent }
+  local first = 1
+  while first <= cols do
+    local last = math.min(first + perLine - 1, cols)
+    if perLine < cols then
+      if first ~= 1 then out[#out + 1] = '\n' end
+      out[#out + 1] = ('Columns %d to %d\n%s'):format(first, last, indent)
+    end
+    if scale ~= 1 then out[#out + 1] = scaleLine(scale) .. ' ' .. indent end
+    for r = 0, rows - 1 do
+      local cells = {}
+      for c = first - 1, last - 1 do cells[#cells + 1] = fmt:format(p[r * cols + c] / scale) end
+      out[#out + 1] = table.concat(cells, ' ') .. '\n'
+      if r < rows - 1 then out[#out + 1] = rowIndent end
+    end
+    first = last + 1
   end
+  return table.concat(out)
+end
+
+-- The 2D slices of a 3D+ contiguous tensor, labelled "(i,j,.,.) = ". Like torch7, the first
+-- leading index varies fastest.
+local function slicesString(d, p, fmt, scale, width)
+  local sz, nd = d._sz, #d._sz
+  local rows, cols = sz[nd - 1], sz[nd]
+  local count = 1
+  for k = 1, nd - 2 do count = count * sz[k] end
+  local out = {}
+  for s = 0, count - 1 do
+    local label, off, rest = {}, 0, s
+    for k = 1, nd - 2 do
+      local i = rest % sz[k]
+      rest = (rest - i) / sz[k]
+      label[k] = i + 1
+      off = off + i * d._str[k]
+    end
+    if s > 0 then out[#out + 1] = '\n' end
+    out[#out + 1] = '(' .. table.concat(label, ',') .. ',.,.) = \n'
+    out[#out + 1] = matrixString(p + off, rows, cols, fmt, scale, width, ' ')
+  end
+  return table.concat(out)
 end
 
 function torch._tensorToString(t)
   local name = torch.typename(t)
-  local nd = t:dim()
+  local nd = #t._sz
   if nd == 0 then return ('[%s with no dimension]\n'):format(name) end
-  local values = {}
-  local flat = t:contiguous():view(-1)
-  for i = 1, flat:nElement() do values[i] = flat[i] end
-  local f, scale = formatFor(values, t._dt.integer)
-  local lines = {}
-  local header = scaleHeader(scale)
-  if nd == 1 then
-    if header ~= '' then lines[#lines + 1] = header:sub(1, -2) end
-    for i = 1, #values do lines[#lines + 1] = fmt(f, values[i], scale) end
+  local d = asDouble(t)
+  local p, n = dataOf(d), d:nElement()
+  local fmt, scale, width = layout(p, n)
+  local body
+  if n == 0 then
+    body = ''   -- zero-size dims: only the footer
+  elseif nd == 1 then
+    body = columnString(p, t._sz[1], fmt, scale)
   elseif nd == 2 then
-    if header ~= '' then lines[#lines + 1] = header:sub(1, -2) end
-    matrixLines(t, f, scale, lines)
+    body = matrixString(p, t._sz[1], t._sz[2], fmt, scale, width, '')
   else
-    -- every 2D slice over the leading dims, labelled (i,j,.,.)
-    local lead = {}
-    for d = 1, nd - 2 do lead[d] = 1 end
-    while true do
-      local label = {}
-      local m = t
-      for d = 1, nd - 2 do label[d] = tostring(lead[d]); m = m:select(1, lead[d]) end
-      lines[#lines + 1] = '(' .. table.concat(label, ',') .. ',.,.) = '
-      if header ~= '' then lines[#lines + 1] = header:sub(1, -2) end
-      matrixLines(m, f, scale, lines)
-      lines[#lines + 1] = ''
-      local d = nd - 2
-      while d >= 1 do
-        lead[d] = lead[d] + 1
-        if lead[d] <= t._sz[d] then break end
-        lead[d] = 1
-        d = d - 1
-      end
-      if d < 1 then break end
-    end
-    lines[#lines] = nil
+    body = slicesString(d, p, fmt, scale, width)
   end
-  lines[#lines + 1] = ('[%s of size %s]'):format(name, table.concat(t._sz, 'x'))
-  return table.concat(lines, '\n') .. '\n'
+  return ('%s[%s of size %s]\n'):format(body, name, table.concat(t._sz, 'x'))
+end
+
+function torch._storageToString(s)
+  local n = s:size()
+  local d = asDouble(torch[s._dt.name .. 'Tensor'](s))
+  local p = dataOf(d)
+  local fmt, scale = layout(p, n)
+  return ('%s[%s of size %d]\n'):format(columnString(p, n, fmt, scale), torch.typename(s), n)
 end
 
 torch._method('__tostring__', torch._tensorToString)
+for _, mt in pairs(torch._storageMetatables) do mt.__tostring__ = torch._storageToString end

@@ -1,1 +1,159 @@
--- placeholder: being written this session
+-- conv2 conv3 xcorr2 xcorr3 ([res,] x, k [, 'V'|'F']), as torch7: valid or full 2D/3D
+-- convolution (kernel flipped) or cross-correlation, of one image with one kernel, of each plane
+-- with its own kernel (3D/3D, 4D/4D), or summed over input planes per output plane (3D/4D, 4D/5D).
+--
+-- Everything runs as one primitive, a valid 3D cross-correlation of contiguous volumes (a 2D
+-- image is a volume of depth 1): convolution correlates with the flipped kernel, and full mode
+-- correlates a zero-padded input.
+local torch = require 'torch.env'
+local check = require 'torch.check'
+local apply = require 'torch.backend.cpu.apply'
+
+local isTensor = torch.isTensor
+
+-- out (od x or x oc) += valid cross-correlation of input (id x ir x ic) with kernel (kd x kr x kc);
+-- pointers to contiguous data. The innermost loop runs along an output row.
+local xcorrSource = [[
+return function(po, pi, id, ir, ic, pk, kd, kr, kc)
+  local od, orows, oc = id - kd + 1, ir - kr + 1, ic - kc + 1
+  for z = 0, od - 1 do
+    for a = 0, kd - 1 do
+      for y = 0, orows - 1 do
+        local orow = (z * orows + y) * oc
+        for b = 0, kr - 1 do
+          local irow = ((z + a) * ir + y + b) * ic
+          local krow = (a * kr + b) * kc
+          for c = 0, kc - 1 do
+            local w, base = pk[krow + c], irow + c
+            for x = 0, oc - 1 do po[orow + x] = po[orow + x] + w * pi[base + x] end
+          end
+        end
+      end
+    end
+  end
+end]]
+local xcorrLoops = setmetatable({}, { __index = function(cache, dt)
+  local f = loadstring(xcorrSource, '=xcorr loop (' .. dt.name .. ')')()
+  cache[dt] = f
+  return f
+end })
+
+local function ptr(t) return t._st._ptr + t._off end
+
+-- A contiguous copy of t with its last n dims reversed (the convolution kernel).
+local function flipped(t, n)
+  local nd = #t._sz
+  local sz, str, off = {}, {}, t._off
+  for d = 1, nd do
+    sz[d], str[d] = t._sz[d], t._str[d]
+    if d > nd - n then
+      off = off + (sz[d] - 1) * str[d]
+      str[d] = -str[d]
+    end
+  end
+  return torch._makeTensor(getmetatable(t), t._st, off, sz, str):clone()
+end
+
+-- planes x (depth, rows, cols) with pad zeros on both sides of each of the last n dims.
+local function padded(x, pads)
+  local sz = {}
+  for d = 1, 4 do sz[d] = x._sz[d] + 2 * pads[d] end
+  local p = x:new():resize(sz):zero()
+  local inner = p
+  for d = 2, 4 do inner = inner:narrow(d, pads[d] + 1, x._sz[d]) end
+  inner:copy(x)
+  return p
+end
+
+-- The three forms, by input and kernel dims for n spatial dims.
+local function form(n, xd, kd)
+  if xd == n and kd == n then return 'single' end
+  if xd == n + 1 and kd == n + 1 then return 'planes' end
+  if xd == n + 1 and kd == n + 2 then return 'sum' end
+end
+
+local function defineConv(name, n, flip)
+  local function f(...)
+    local r, x, k, mode = ...
+    if not isTensor(k) then r, x, k, mode = nil, ... end
+    check.tensorOf(name, x, 'input')
+    check.tensorOf(name, k, 'kernel')
+    check.sameType(name, x, k)
+    if x._dt.half then check.error(name .. ': not supported for torch.HalfTensor') end
+    mode = mode or 'V'
+    if mode ~= 'V' and mode ~= 'F' then
+      check.error(("%s: type of convolution can be 'V' or 'F', got %s"):format(name, tostring(mode)))
+    end
+    if apply.numel(x) == 0 or apply.numel(k) == 0 then
+      check.error(('%s: empty input (%s) or kernel (%s)'):format(name, check.sizestr(x), check.sizestr(k)))
+    end
+    local kind = form(n, #x._sz, #k._sz)
+    if not kind then
+      check.error(('%s: expected %dD input and %dD kernel, %dD and %dD, or %dD and %dD; got %dD and %dD'):format(
+        name, n, n, n + 1, n + 1, n + 1, n + 2, #x._sz, #k._sz))
+    end
+    -- as planes x depth x rows x cols, and kernels x planes x depth x rows x cols
+    local xs, ks = { 1, 1, 1, 1 }, { 1, 1, 1, 1, 1 }
+    for d = 1, n do
+      xs[5 - d] = x._sz[#x._sz + 1 - d]
+      ks[6 - d] = k._sz[#k._sz + 1 - d]
+    end
+    if kind == 'planes' then
+      xs[1], ks[1] = x._sz[1], k._sz[1]
+      if xs[1] ~= ks[1] then
+        check.error(('%s: %d input planes and %d kernel planes'):format(name, xs[1], ks[1]))
+      end
+    elseif kind == 'sum' then
+      xs[1], ks[1], ks[2] = x._sz[1], k._sz[1], k._sz[2]
+      if ks[2] ~= xs[1] then
+        check.error(('%s: invalid number of input planes, the kernel expects %d and the input has %d'):format(name, ks[2], xs[1]))
+      end
+    end
+    local outSize, pads = {}, { 0, 0, 0, 0 }
+    for d = 2, 4 do
+      if mode == 'F' then
+        outSize[d] = xs[d] + ks[d + 1] - 1
+        pads[d] = ks[d + 1] - 1
+      else
+        outSize[d] = xs[d] - ks[d + 1] + 1
+        if outSize[d] < 1 then
+          check.error(('%s: input (%s) is smaller than the kernel (%s) in valid mode'):format(
+            name, check.sizestr(x), check.sizestr(k)))
+        end
+      end
+    end
+    r = r or x:new()
+    check.tensorOf(name, r, 'result')
+    check.sameType(name, r, x)
+
+    local nout = kind == 'single' and 1 or ks[1]
+    local vol = x:contiguous():view(xs)
+    if mode == 'F' then vol = padded(vol, pads) end
+    local kern = (flip and flipped(k, n) or k:contiguous()):view(ks)
+    local out = x:new():resize(nout, outSize[2], outSize[3], outSize[4]):zero()
+    local loop = xcorrLoops[x._dt]
+    local id, ir, ic = vol._sz[2], vol._sz[3], vol._sz[4]
+    local kd, kr, kc = ks[3], ks[4], ks[5]
+    for q = 1, nout do
+      local o = out:select(1, q)
+      local first, last = 1, xs[1]
+      if kind == 'planes' then first, last = q, q end
+      for p = first, last do
+        local kq = kind == 'sum' and kern:select(1, q):select(1, p) or kern:select(1, q):select(1, 1)
+        loop(ptr(o), ptr(vol:select(1, p)), id, ir, ic, ptr(kq), kd, kr, kc)
+      end
+    end
+
+    local shape = {}
+    if kind ~= 'single' then shape[1] = nout end
+    for d = 5 - n, 4 do shape[#shape + 1] = outSize[d] end
+    return r:resize(shape):copy(out:view(shape))
+  end
+  torch._method(name, f)
+  torch[name] = f
+end
+
+defineConv('conv2', 2, true)
+defineConv('xcorr2', 2, false)
+defineConv('conv3', 3, true)
+defineConv('xcorr3', 3, false)

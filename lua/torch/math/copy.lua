@@ -24,6 +24,7 @@ torch._method('copy', function(t, src)
   check.tensorOf('copy', src, 'source')
   if src._device then return src:_copyTo(t) end
   check.sameElements('copy', t, src)
+  if apply.numel(t) == 0 then return t end
   if t._dt.half or src._dt.half then
     memory.py.copy_tensor(t, src)
   else

@@ -1,1 +1,461 @@
--- placeholder: being written this session
+-- Linear algebra through LAPACK (numpy's library, via the FFI), with torch7's functions,
+-- argument orders and result conventions: gesv trtrs gels eig symeig svd inverse potrf potrs
+-- potri pstrf qr geqrf orgqr ormqr, for Float and Double tensors.
+--
+-- As in torch7, matrices handed to LAPACK are column-major, and result tensors are left that
+-- way: a result is reused (resized, then transposed in place when contiguous) so that it comes
+-- back with strides (1, rows).
+local torch = require 'torch.env'
+local check = require 'torch.check'
+local blas = require 'torch.backend.cpu.blas'
+local overlaps = require('torch.math.blas').overlaps
+
+local lapack = blas.lapack
+local max, min = math.max, math.min
+local isTensor = torch.isTensor
+
+local function ptr(t) return t._st._ptr + t._off end
+
+local function isColumnMajor(t, rows, cols)
+  return #t._sz == 2 and t._sz[1] == rows and t._sz[2] == cols
+    and (t._str[1] == 1 or rows == 1) and (t._str[2] == rows or cols == 1)
+end
+
+local function transposeInPlace(t)
+  t._sz[1], t._sz[2] = t._sz[2], t._sz[1]
+  t._str[1], t._str[2] = t._str[2], t._str[1]
+end
+
+-- A rows x cols column-major tensor for LAPACK to write: res itself when it can be made one
+-- (torch7 resizes it to cols x rows and transposes it in place), else a new one.
+local function columnMajorResult(res, like, rows, cols)
+  if res then
+    res:resize(cols, rows)
+    if res:isContiguous() then transposeInPlace(res) end
+    if isColumnMajor(res, rows, cols) then return res end
+  end
+  return like:new():resize(cols, rows):t()
+end
+
+-- A column-major copy of matrix src with nrows rows (src's rows first) for LAPACK to overwrite:
+-- src itself when res is src and already fits, else res (see columnMajorResult).
+local function columnMajor(res, src, nrows)
+  nrows = nrows or src._sz[1]
+  if res == src and isColumnMajor(src, nrows, src._sz[2]) then return src end
+  local work = columnMajorResult(res ~= src and res or nil, src, nrows, src._sz[2])
+  if overlaps(work, src) then src = src:clone() end
+  work:narrow(1, 1, src._sz[1]):copy(src)
+  return work
+end
+
+-- The result: res, holding work's values when LAPACK worked elsewhere.
+local function finish(work, res)
+  if res and res ~= work then res:resizeAs(work):copy(work) end
+  return res or work
+end
+
+-- Calls f(work pointer, lwork) to ask the optimal workspace size (lwork = -1), then for real.
+local function withWorkspace(like, f)
+  local query = like:new():resize(1)
+  f(ptr(query), -1)
+  local work = like:new():resize(max(1, math.floor(query[1])))
+  return f(ptr(work), work._sz[1])
+end
+
+------------------------------------------------------------------------------------------------
+-- argument checks
+
+local function usable(op, t, name)
+  check.tensorOf(op, t, name)
+  if not lapack then
+    check.error(op .. ': LAPACK is not available (luabridge found no BLAS/LAPACK library beside numpy)')
+  end
+  local dt = t._dt.name
+  if dt ~= 'Float' and dt ~= 'Double' then
+    check.error(('%s: only torch.FloatTensor and torch.DoubleTensor are supported, got %s'):format(op, torch.typename(t)))
+  end
+  return t
+end
+
+local function matrix(op, t, name, square)
+  usable(op, t, name)
+  if #t._sz ~= 2 then check.error(('%s: %s should have 2 dimensions, but has %d'):format(op, name, #t._sz)) end
+  if square and t._sz[1] ~= t._sz[2] then
+    check.error(('%s: %s should be square, but is %s'):format(op, name, check.sizestr(t)))
+  end
+  if t._sz[1] == 0 or t._sz[2] == 0 then check.error(('%s: %s is empty (%s)'):format(op, name, check.sizestr(t))) end
+  return t
+end
+
+-- B of A X = B: a matrix, or a vector seen as one column; its rows must match A's.
+local function rightHandSide(op, b, a)
+  usable(op, b, 'B')
+  local nd = #b._sz
+  if nd ~= 1 and nd ~= 2 then check.error(('%s: B should have 1 or 2 dimensions, but has %d'):format(op, nd)) end
+  if b._sz[1] ~= a._sz[1] then
+    check.error(('%s: A,B size incompatible - A has %d rows, B has %d'):format(op, a._sz[1], b._sz[1]))
+  end
+  if nd == 1 then b = b:unsqueeze(2) end
+  if b._sz[2] == 0 then check.error(op .. ': B is empty (' .. check.sizestr(b) .. ')') end
+  return b
+end
+
+local function results(op, like, ...)
+  for i = 1, select('#', ...) do
+    local r = select(i, ...)
+    if r ~= nil then
+      check.tensorOf(op, r, 'result')
+      check.sameType(op, like, r)
+    end
+  end
+end
+
+-- A char option: one of the letters in allowed, default when nil.
+local function option(op, value, default, allowed, name)
+  value = value or default
+  if type(value) ~= 'string' or #value ~= 1 or not allowed:find(value, 1, true) then
+    local choices = {}
+    for c in allowed:gmatch('.') do choices[#choices + 1] = "'" .. c .. "'" end
+    check.error(('%s: %s must be %s, got %s'):format(op, name, table.concat(choices, ' or '), tostring(value)))
+  end
+  return value
+end
+
+-- torch7's function forms torch.f([r1, ..., rn,] inputs...): the results are given when
+-- argument nres + nin is a tensor; otherwise they come back nil.
+local function withResults(nres, nin, ...)
+  if isTensor((select(nres + nin, ...))) then return ... end
+  if nres == 1 then return nil, ... elseif nres == 2 then return nil, nil, ... end
+  return nil, nil, nil, ...
+end
+
+local function failed(op, info, message, ...)
+  if info < 0 then check.error(('%s: LAPACK rejected argument %d'):format(op, -info)) end
+  if info > 0 then check.error(op .. ': ' .. message:format(...)) end
+end
+
+------------------------------------------------------------------------------------------------
+-- linear systems
+
+-- torch.gesv([resb, resa,] B, A): X, LU with A X = B
+local function gesv(...)
+  local rb, ra, b, a = withResults(2, 2, ...)
+  matrix('gesv', a, 'A', true)
+  b = rightHandSide('gesv', b, a)
+  check.sameType('gesv', a, b)
+  results('gesv', a, rb, ra)
+  if ra and overlaps(ra, b) then b = b:clone() end
+  local A = columnMajor(ra, a)
+  local B = columnMajor(rb, b)
+  local n = a._sz[1]
+  local info = lapack.gesv(a._dt, n, B._sz[2], ptr(A), n, lapack.ints(n), ptr(B), n)
+  failed('gesv', info, 'U(%d,%d) is zero, singular U', info, info)
+  return finish(B, rb), finish(A, ra)
+end
+
+-- torch.trtrs([resb, resa,] B, A [, uplo [, trans [, diag]]]): X with op(A) X = B, A triangular
+local function trtrs(...)
+  local rb, ra, b, a, uplo, trans, diag = withResults(2, 2, ...)
+  matrix('trtrs', a, 'A', true)
+  b = rightHandSide('trtrs', b, a)
+  check.sameType('trtrs', a, b)
+  results('trtrs', a, rb, ra)
+  uplo = option('trtrs', uplo, 'U', 'UL', 'uplo')
+  trans = option('trtrs', trans, 'N', 'NT', 'trans')
+  diag = option('trtrs', diag, 'N', 'NU', 'diag')
+  if ra and overlaps(ra, b) then b = b:clone() end
+  local A = columnMajor(ra, a)
+  local B = columnMajor(rb, b)
+  local n = a._sz[1]
+  local info = lapack.trtrs(a._dt, uplo, trans, diag, n, B._sz[2], ptr(A), n, ptr(B), n)
+  failed('trtrs', info, 'A(%d,%d) is zero, singular A', info, info)
+  return finish(B, rb), finish(A, ra)
+end
+
+-- torch.gels([resb, resa,] B, A): least squares (m >= n) or minimum norm (m < n) solution
+local function gels(...)
+  local rb, ra, b, a = withResults(2, 2, ...)
+  matrix('gels', a, 'A')
+  b = rightHandSide('gels', b, a)
+  check.sameType('gels', a, b)
+  results('gels', a, rb, ra)
+  if ra and overlaps(ra, b) then b = b:clone() end
+  local m, n = a._sz[1], a._sz[2]
+  local ldb = max(m, n)
+  local A = columnMajor(ra, a)
+  local B = columnMajor(rb, b, ldb)
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.gels(a._dt, 'N', m, n, B._sz[2], ptr(A), m, ptr(B), ldb, work, lwork)
+  end)
+  failed('gels', info, 'the %d-th diagonal element of the triangular factor of A is zero', info)
+  B._sz[1] = n   -- the solution is the first n rows (B keeps its leading dimension)
+  return finish(B, rb), finish(A, ra)
+end
+
+------------------------------------------------------------------------------------------------
+-- eigenvalues and singular values
+
+-- torch.eig([rese, resv,] A [, 'N'|'V']): eigenvalues as n x 2 (real, imaginary) and the right
+-- eigenvectors as columns of V (LAPACK's real form for complex pairs)
+local function eig(...)
+  local re, rv, a, jobvr = withResults(2, 1, ...)
+  matrix('eig', a, 'A', true)
+  results('eig', a, re, rv)
+  jobvr = option('eig', jobvr, 'N', 'NV', 'jobvr')
+  local n = a._sz[1]
+  local A = columnMajor(nil, a)
+  local wr, wi = a:new():resize(n), a:new():resize(n)
+  local V
+  if jobvr == 'V' then
+    rv = rv or a:new()
+    V = columnMajorResult(rv, a, n, n)
+  end
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.geev(a._dt, 'N', jobvr, n, ptr(A), n, ptr(wr), ptr(wi), nil, 1,
+      V and ptr(V) or nil, V and n or 1, work, lwork)
+  end)
+  failed('eig', info, 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)', info)
+  re = re or a:new()
+  re:resize(n, 2)
+  re:select(2, 1):copy(wr)
+  re:select(2, 2):copy(wi)
+  if V then finish(V, rv) end
+  return re, rv or a:new()
+end
+
+-- torch.symeig([rese, resv,] A [, 'N'|'V' [, 'U'|'L']]): eigenvalues (ascending) and vectors
+-- of the symmetric matrix whose uplo triangle A holds
+local function symeig(...)
+  local re, rv, a, jobz, uplo = withResults(2, 1, ...)
+  matrix('symeig', a, 'A', true)
+  results('symeig', a, re, rv)
+  jobz = option('symeig', jobz, 'N', 'NV', 'jobz')
+  uplo = option('symeig', uplo, 'U', 'UL', 'uplo')
+  local n = a._sz[1]
+  local V = columnMajor(rv, a)
+  local w = a:new():resize(n)
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.syev(a._dt, jobz, uplo, n, ptr(V), n, ptr(w), work, lwork)
+  end)
+  failed('symeig', info, '%d off-diagonal elements did not converge to zero', info)
+  re = re or a:new()
+  re:resize(n):copy(w)
+  return re, finish(V, rv)
+end
+
+-- torch.svd([resu, ress, resv,] A [, 'S'|'A']): U, S, V with A = U diag(S) V^T
+local function svd(...)
+  local ru, rs, rv, a, jobu = withResults(3, 1, ...)
+  matrix('svd', a, 'A')
+  results('svd', a, ru, rs, rv)
+  jobu = option('svd', jobu, 'S', 'SA', 'jobu')
+  local m, n = a._sz[1], a._sz[2]
+  local k = min(m, n)
+  local A = columnMajor(nil, a)
+  local U = columnMajorResult(ru or a:new(), a, m, jobu == 'A' and m or k)
+  local s = a:new():resize(k)
+  local vt = a:new():resize(n, n)   -- V^T column-major, i.e. V row by row
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.gesvd(a._dt, jobu, jobu, m, n, ptr(A), m, ptr(s), ptr(U), m, ptr(vt), n, work, lwork)
+  end)
+  failed('svd', info, '%d superdiagonals failed to converge', info)
+  local V = jobu == 'S' and vt:narrow(2, 1, k) or vt
+  rs = rs or a:new()
+  rs:resize(k):copy(s)
+  rv = rv or a:new()
+  rv:resizeAs(V):copy(V)
+  return finish(U, ru), rs, rv
+end
+
+------------------------------------------------------------------------------------------------
+-- inverse and Cholesky
+
+-- torch.inverse([res,] A)
+local function inverse(...)
+  local ra, a = withResults(1, 1, ...)
+  matrix('inverse', a, 'A', true)
+  results('inverse', a, ra)
+  local n = a._sz[1]
+  local A = columnMajor(ra, a)
+  local ipiv = lapack.ints(n)
+  local info = lapack.getrf(a._dt, n, n, ptr(A), n, ipiv)
+  failed('inverse', info, 'U(%d,%d) is 0, U is singular', info, info)
+  info = withWorkspace(a, function(work, lwork)
+    return lapack.getri(a._dt, n, ptr(A), n, ipiv, work, lwork)
+  end)
+  failed('inverse', info, 'U(%d,%d) is 0, U is singular', info, info)
+  return finish(A, ra)
+end
+
+-- Keeps the uplo triangle of square A (zeroing the other one), in place.
+local function keepTriangle(A, uplo)
+  if uplo == 'U' then torch.triu(A, A) else torch.tril(A, A) end
+end
+
+-- Copies the uplo triangle of square A onto the other one, in place (a symmetric matrix).
+local function mirrorTriangle(A, uplo)
+  local n = A._sz[1]
+  for j = 1, n - 1 do
+    local row, col = A:select(1, j):narrow(1, j + 1, n - j), A:select(2, j):narrow(1, j + 1, n - j)
+    if uplo == 'U' then col:copy(row) else row:copy(col) end
+  end
+end
+
+-- torch.potrf([res,] A [, 'U'|'L']): the Cholesky factor (U^T U = A, or L L^T = A)
+local function potrf(...)
+  local ra, a, uplo = withResults(1, 1, ...)
+  matrix('potrf', a, 'A', true)
+  results('potrf', a, ra)
+  uplo = option('potrf', uplo, 'U', 'UL', 'uplo')
+  local n = a._sz[1]
+  local A = columnMajor(ra, a)
+  local info = lapack.potrf(a._dt, uplo, n, ptr(A), n)
+  failed('potrf', info, 'the leading minor of order %d is not positive definite', info)
+  keepTriangle(A, uplo)
+  return finish(A, ra)
+end
+
+-- torch.potrs([res,] B, chol [, 'U'|'L']): X with A X = B, given A's Cholesky factor
+local function potrs(...)
+  local rb, b, a, uplo = withResults(1, 2, ...)
+  matrix('potrs', a, 'A', true)
+  b = rightHandSide('potrs', b, a)
+  check.sameType('potrs', a, b)
+  results('potrs', a, rb)
+  uplo = option('potrs', uplo, 'U', 'UL', 'uplo')
+  local n = a._sz[1]
+  local A = columnMajor(nil, a)
+  local B = columnMajor(rb, b)
+  local info = lapack.potrs(a._dt, uplo, n, B._sz[2], ptr(A), n, ptr(B), n)
+  failed('potrs', info, 'A(%d,%d) is zero, singular A', info, info)
+  return finish(B, rb)
+end
+
+-- torch.potri([res,] chol [, 'U'|'L']): the inverse of A from its Cholesky factor
+local function potri(...)
+  local ra, a, uplo = withResults(1, 1, ...)
+  matrix('potri', a, 'A', true)
+  results('potri', a, ra)
+  uplo = option('potri', uplo, 'U', 'UL', 'uplo')
+  local n = a._sz[1]
+  local A = columnMajor(ra, a)
+  local info = lapack.potri(a._dt, uplo, n, ptr(A), n)
+  failed('potri', info, 'A(%d,%d) is 0, A cannot be factorized', info, info)
+  mirrorTriangle(A, uplo)
+  return finish(A, ra)
+end
+
+-- torch.pstrf([res, piv,] A [, 'U'|'L' [, tol]]): the pivoted Cholesky factor of a positive
+-- semidefinite A and the (1-based) pivots as an IntTensor: U^T U = A[piv][piv] ('U')
+local function pstrf(...)
+  local ra, rpiv, a, uplo, tol = withResults(2, 1, ...)
+  matrix('pstrf', a, 'A', true)
+  results('pstrf', a, ra)
+  if rpiv ~= nil and torch.typename(rpiv) ~= 'torch.IntTensor' then
+    check.error('pstrf: the pivots result must be a torch.IntTensor, got ' .. torch.type(rpiv))
+  end
+  uplo = option('pstrf', uplo, 'U', 'UL', 'uplo')
+  tol = check.number('pstrf', tol or -1, 'tol')
+  local n = a._sz[1]
+  local A = columnMajor(ra, a)
+  local piv = lapack.ints(n)
+  local work = a:new():resize(2 * n)
+  local _, info = lapack.pstrf(a._dt, uplo, n, ptr(A), n, piv, tol, ptr(work))
+  failed('pstrf', info, 'matrix is rank deficient or not positive semidefinite')
+  keepTriangle(A, uplo)
+  rpiv = rpiv or torch.IntTensor()
+  rpiv:resize(n)
+  for i = 1, n do rpiv[i] = tonumber(piv[i - 1]) end
+  return finish(A, ra), rpiv
+end
+
+------------------------------------------------------------------------------------------------
+-- QR
+
+-- torch.geqrf([res, tau,] A): R above the diagonal and Householder reflectors below, and tau
+local function geqrf(...)
+  local ra, rtau, a = withResults(2, 1, ...)
+  matrix('geqrf', a, 'A')
+  results('geqrf', a, ra, rtau)
+  local m, n = a._sz[1], a._sz[2]
+  local A = columnMajor(ra, a)
+  rtau = rtau or a:new()
+  local tau = a:new():resize(min(m, n))
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.geqrf(a._dt, m, n, ptr(A), m, ptr(tau), work, lwork)
+  end)
+  failed('geqrf', info, 'unexpected LAPACK error %d', info)
+  rtau:resize(tau._sz[1]):copy(tau)
+  return finish(A, ra), rtau
+end
+
+local function reflectors(op, a, tau)
+  check.tensorOf(op, tau, 'tau')
+  check.sameType(op, a, tau)
+  local k = a._sz[2] < a._sz[1] and a._sz[2] or a._sz[1]
+  if #tau._sz ~= 1 or tau._sz[1] > k then
+    check.error(('%s: tau should be a vector of at most %d elements, got %s'):format(op, k, check.sizestr(tau)))
+  end
+  return tau:contiguous()
+end
+
+-- torch.orgqr([res,] A, tau): the m x n matrix Q of geqrf's reflectors (its first k columns)
+local function orgqr(...)
+  local rq, a, tau = withResults(1, 2, ...)
+  matrix('orgqr', a, 'A')
+  results('orgqr', a, rq)
+  tau = reflectors('orgqr', a, tau)
+  local m, k = a._sz[1], tau._sz[1]
+  local Q = columnMajor(rq, a)
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.orgqr(a._dt, m, k, k, ptr(Q), m, ptr(tau), work, lwork)
+  end)
+  failed('orgqr', info, 'unexpected LAPACK error %d', info)
+  return finish(Q, rq)
+end
+
+-- torch.ormqr([res,] A, tau, C [, 'L'|'R' [, 'N'|'T']]): Q C, Q^T C, C Q or C Q^T
+local function ormqr(...)
+  local rc, a, tau, c, side, trans = withResults(1, 3, ...)
+  matrix('ormqr', a, 'A')
+  matrix('ormqr', c, 'C')
+  check.sameType('ormqr', a, c)
+  results('ormqr', a, rc)
+  tau = reflectors('ormqr', a, tau)
+  side = option('ormqr', side, 'L', 'LR', 'side')
+  trans = option('ormqr', trans, 'N', 'NT', 'trans')
+  local m, n = c._sz[1], c._sz[2]
+  local q = side == 'L' and m or n
+  if a._sz[1] ~= q then
+    check.error(('ormqr: A (%s) should have %d rows to multiply C (%s) from the %s'):format(
+      check.sizestr(a), q, check.sizestr(c), side == 'L' and 'left' or 'right'))
+  end
+  local A = columnMajor(nil, a)
+  local C = columnMajor(rc, c)
+  local info = withWorkspace(a, function(work, lwork)
+    return lapack.ormqr(a._dt, side, trans, m, n, tau._sz[1], ptr(A), q, ptr(tau), ptr(C), m, work, lwork)
+  end)
+  failed('ormqr', info, 'unexpected LAPACK error %d', info)
+  return finish(C, rc)
+end
+
+-- torch.qr([q, r,] A): the thin QR decomposition, Q m x k (column-major) and R k x n
+local function qr(...)
+  local rq, rr, a = withResults(2, 1, ...)
+  matrix('qr', a, 'A')
+  results('qr', a, rq, rr)
+  local m, n = a._sz[1], a._sz[2]
+  local packed, tau = geqrf(a)
+  rr = rr or a:new()
+  torch.triu(rr, packed:narrow(1, 1, min(m, n)))
+  rq = orgqr(rq or a:new(), packed, tau)
+  rq._sz[2] = min(m, n)   -- Q is its first k columns
+  return rq, rr
+end
+
+local functions = {
+  gesv = gesv, trtrs = trtrs, gels = gels, eig = eig, symeig = symeig, svd = svd,
+  inverse = inverse, potrf = potrf, potrs = potrs, potri = potri, pstrf = pstrf,
+  geqrf = geqrf, orgqr = orgqr, ormqr = ormqr, qr = qr,
+}
+for name, f in pairs(functions) do torch[name] = f end

@@ -1,1 +1,199 @@
--- placeholder: being written this session
+-- BLAS and LAPACK for Float and Double data: the library numpy links (OpenBLAS in its wheels),
+-- called through the FFI with no Python on the way. Python (luabridge/linalg.py) only says once
+-- where it is and how its symbols are named. Without such a library, BLAS runs as numpy calls
+-- over the shared memory and LAPACK is unavailable.
+--
+-- Everything here is column-major, as BLAS: callers pass pointers, sizes, leading dimensions and
+-- increments that they have already made valid (ld >= max(1, rows), inc > 0).
+local ffi = require 'ffi'
+local memory = require 'torch.memory'
+local check = require 'torch.check'
+
+local py = memory.py
+local blas = {}
+
+local ColMajor, NoTrans, Trans = 102, 111, 112
+
+-- cblas prototypes; R is the element type, I the BLAS integer.
+local cblas = {
+  gemm = 'void %s(int, int, int, I, I, I, R, const R *, I, const R *, I, R, R *, I)',
+  gemv = 'void %s(int, int, I, I, R, const R *, I, const R *, I, R, R *, I)',
+  ger  = 'void %s(int, I, I, R, const R *, I, const R *, I, R *, I)',
+  dot  = 'R %s(I, const R *, I, const R *, I)',
+}
+
+-- LAPACK (Fortran) arguments, all by reference: c char, i integer in, o integer out (returned
+-- in order), I integer array, r real in, R real array. Each char adds a hidden length argument.
+local lapackSpecs = {
+  gesv  = 'i i R i I R i o',
+  trtrs = 'c c c i i R i R i o',
+  gels  = 'c i i i R i R i R i o',
+  geev  = 'c c i R i R R R i R i R i o',
+  syev  = 'c c i R i R R i o',
+  gesvd = 'c c i i R i R R i R i R i o',
+  getrf = 'i i R i I o',
+  getri = 'i R i I R i o',
+  potrf = 'c i R i o',
+  potrs = 'c i i R i R i o',
+  potri = 'c i R i o',
+  pstrf = 'c i R i I o r R o',
+  geqrf = 'i i R i R R i o',
+  orgqr = 'i i i R i R R i o',
+  ormqr = 'c c i i i R i R R i R i o',
+}
+
+local prefixOf = { Float = 's', Double = 'd' }
+
+local function words(s)
+  local r = {}
+  for w in s:gmatch('%S+') do r[#r + 1] = w end
+  return r
+end
+
+------------------------------------------------------------------------------------------------
+-- through the FFI
+
+local function bindLibrary(path, prefix, suffix, intBits, hasLapack)
+  local INT = intBits == 64 and 'int64_t' or 'int'
+  local lib = ffi.load(path)
+  local decls, names = {}, {}
+  local function declare(key, name, proto)
+    names[key] = name
+    decls[#decls + 1] = proto:format(name) .. ';'
+  end
+  for t, real in pairs({ s = 'float', d = 'double' }) do
+    for op, proto in pairs(cblas) do
+      declare(t .. op, prefix .. 'cblas_' .. t .. op .. suffix, (proto:gsub('R', real):gsub('I', INT)))
+    end
+    if hasLapack then
+      for op, spec in pairs(lapackSpecs) do
+        local args, hidden = {}, {}
+        for _, k in ipairs(words(spec)) do
+          if k == 'c' then
+            args[#args + 1] = 'const char *'
+            hidden[#hidden + 1] = 'size_t'
+          else
+            args[#args + 1] = (k == 'r' or k == 'R') and (real .. ' *') or (INT .. ' *')
+          end
+        end
+        for _, h in ipairs(hidden) do args[#args + 1] = h end
+        declare(t .. op, prefix .. t .. op .. '_' .. suffix, 'void %s(' .. table.concat(args, ', ') .. ')')
+      end
+    end
+  end
+  ffi.cdef(table.concat(decls, '\n'))
+  local fn = {}
+  for key, name in pairs(names) do
+    local ok, f = pcall(function() return lib[name] end)   -- a build may lack some routines
+    fn[key] = ok and f or nil
+  end
+  return fn, INT
+end
+
+local function ffiBlas(fn)
+  local sgemm, dgemm, sgemv, dgemv = fn.sgemm, fn.dgemm, fn.sgemv, fn.dgemv
+  local sger, dger, sdot, ddot = fn.sger, fn.dger, fn.sdot, fn.ddot
+  function blas.gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    local f = dt.name == 'Double' and dgemm or sgemm
+    f(ColMajor, ta and Trans or NoTrans, tb and Trans or NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+  end
+  function blas.gemv(dt, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+    local f = dt.name == 'Double' and dgemv or sgemv
+    f(ColMajor, trans and Trans or NoTrans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+  end
+  function blas.ger(dt, m, n, alpha, x, incx, y, incy, a, lda)
+    local f = dt.name == 'Double' and dger or sger
+    f(ColMajor, m, n, alpha, x, incx, y, incy, a, lda)
+  end
+  function blas.dot(dt, n, x, incx, y, incy)
+    local f = dt.name == 'Double' and ddot or sdot
+    return tonumber(f(n, x, incx, y, incy))
+  end
+end
+
+-- lapack.NAME(dt, args...) calls ?NAME with plain Lua values for the i/c/r arguments and
+-- returns the o outputs (info last).
+local function ffiLapack(fn, INT)
+  local lapack = {}
+  local intArray = ffi.typeof(INT .. '[?]')
+  for op, spec in pairs(lapackSpecs) do
+    local kinds = words(spec)
+    local nchar = 0
+    for _, k in ipairs(kinds) do if k == 'c' then nchar = nchar + 1 end end
+    lapack[op] = function(dt, ...)
+      local f = fn[prefixOf[dt.name] .. op]
+      if not f then check.error(('LAPACK routine %s%s is missing from %s'):format(prefixOf[dt.name], op, blas.library)) end
+      local given = { ... }
+      local args, outs, j = {}, {}, 1
+      for i, k in ipairs(kinds) do
+        if k == 'i' then
+          args[i] = intArray(1, given[j]); j = j + 1
+        elseif k == 'o' then
+          args[i] = intArray(1); outs[#outs + 1] = args[i]
+        elseif k == 'r' then
+          args[i] = ffi.new(dt.ctype .. '[1]', given[j]); j = j + 1
+        else
+          args[i] = given[j]; j = j + 1
+        end
+      end
+      for h = 1, nchar do args[#kinds + h] = 1 end
+      f(unpack(args, 1, #kinds + nchar))
+      for i = 1, #outs do outs[i] = tonumber(outs[i][0]) end
+      return unpack(outs)
+    end
+  end
+  -- an integer array of n elements, for I arguments
+  function lapack.ints(n) return intArray(math.max(n, 1)) end
+  return lapack
+end
+
+------------------------------------------------------------------------------------------------
+-- through numpy (fallback)
+
+local TWO32 = 4294967296ULL
+
+-- A pointer as two 32-bit halves, each exact as a Lua number.
+local function split(p)
+  local v = ffi.cast('uint64_t', p)
+  return tonumber(v / TWO32), tonumber(v % TWO32)
+end
+
+local function numpyBlas()
+  function blas.gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    local ah, al = split(a)
+    local bh, bl = split(b)
+    local ch, cl = split(c)
+    py.blas_gemm(dt.name, ta, tb, m, n, k, alpha, ah, al, lda, bh, bl, ldb, beta, ch, cl, ldc)
+  end
+  function blas.gemv(dt, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+    local ah, al = split(a)
+    local xh, xl = split(x)
+    local yh, yl = split(y)
+    py.blas_gemv(dt.name, trans, m, n, alpha, ah, al, lda, xh, xl, incx, beta, yh, yl, incy)
+  end
+  function blas.ger(dt, m, n, alpha, x, incx, y, incy, a, lda)
+    local xh, xl = split(x)
+    local yh, yl = split(y)
+    local ah, al = split(a)
+    py.blas_ger(dt.name, m, n, alpha, xh, xl, incx, yh, yl, incy, ah, al, lda)
+  end
+  function blas.dot(dt, n, x, incx, y, incy)
+    local xh, xl = split(x)
+    local yh, yl = split(y)
+    return py.blas_dot(dt.name, n, xh, xl, incx, yh, yl, incy)
+  end
+end
+
+------------------------------------------------------------------------------------------------
+
+local path, prefix, suffix, intBits, hasLapack = py.blas_library()
+if path then
+  local fn, INT = bindLibrary(path, prefix, suffix, intBits, hasLapack)
+  ffiBlas(fn)
+  if hasLapack then blas.lapack = ffiLapack(fn, INT) end
+  blas.library = path
+else
+  numpyBlas()
+end
+
+return blas

@@ -1,0 +1,350 @@
+"""Reductions (lua/torch/math/reduce.lua) and histograms, against numpy float64 references.
+
+torch7 conventions checked here: a reduction along dim keeps that dim with size 1; max/min
+return the first extreme's 1-based index, and a NaN wins (the first one); integer tensors
+accumulate in int64 and wrap when stored; std/var divide by n - 1 unless the flag says biased.
+"""
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import luabridge
+from luabridge.runtime import bridge
+
+
+def lua_fn(code: str) -> Callable[..., Any]:
+    """A Lua function callable from Python; Lua errors come out as luabridge.LuaError."""
+    fn = luabridge.eval(code)
+    return lambda *args: bridge().call(fn, *args)
+
+
+def np_of(t: Any) -> np.ndarray:
+    return luabridge.to_numpy(t).copy()
+
+
+def views(rng: np.random.Generator, shape: tuple, dtype: Any, low: float = -5, high: float = 5):
+    """(name, array) pairs: contiguous and non-contiguous views with the given shape."""
+    def draw(s):
+        a = rng.uniform(low, high, size=s)
+        return (np.round(a) if np.dtype(dtype).kind in "iu" else a).astype(dtype)
+    big = draw(tuple(2 * n + 1 for n in shape))
+    yield "contiguous", draw(shape)
+    yield "strided", big[tuple(slice(1, None, 2) for _ in shape)]
+    yield "transposed", np.ascontiguousarray(draw(shape[::-1])).T
+    yield "reversed", draw(shape)[::-1]
+
+
+FLOATS = [np.float32, np.float64]
+NUMERIC = FLOATS + [np.uint8, np.int32, np.int64]
+SHAPES = [(7,), (5, 40), (3, 4, 33), (1, 6, 1)]
+
+
+def tol(dtype) -> dict:
+    return dict(rtol=2e-5, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+
+
+@pytest.fixture(scope="module")
+def f(lua):
+    return {
+        "whole": lua_fn("function(x, op, ...) return x[op](x, ...) end"),
+        "fn": lua_fn("function(op, ...) return torch[op](...) end"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# whole-tensor reductions -> numbers
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_whole_sum_max_min(f, rng, dtype, shape):
+    for name, a in views(rng, shape, dtype, 0, 9):
+        t = luabridge.from_numpy(a)
+        ref = a.astype(np.float64)
+        assert f["whole"](t, "sum") == pytest.approx(ref.sum(), rel=1e-6), name
+        assert f["whole"](t, "max") == ref.max(), name
+        assert f["whole"](t, "min") == ref.min(), name
+        assert f["fn"]("sum", t) == pytest.approx(ref.sum(), rel=1e-6)
+
+
+def test_whole_prod_and_integer_accumulation(f, rng):
+    a = rng.uniform(0.5, 1.5, size=(6, 7))
+    assert f["whole"](luabridge.from_numpy(a), "prod") == pytest.approx(np.prod(a), rel=1e-12)
+    b = np.full(1000, 255, dtype=np.uint8)  # sums past the element type's range (int64 accreal)
+    assert f["whole"](luabridge.from_numpy(b), "sum") == 255000
+    c = np.array([2**40, 2**40 + 3], dtype=np.int64)
+    assert f["whole"](luabridge.from_numpy(c), "sum") == 2**41 + 3
+    assert f["whole"](luabridge.from_numpy(c), "max") == 2**40 + 3
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 1000, 100_003])
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sum_and_max_lengths(f, rng, n, dtype):
+    a = rng.standard_normal(n).astype(dtype)
+    t = luabridge.from_numpy(a)
+    assert f["whole"](t, "sum") == pytest.approx(a.astype(np.float64).sum(), rel=1e-9, abs=1e-9)
+    assert f["whole"](t, "max") == a.max()
+    assert f["whole"](t, "min") == a.min()
+
+
+@pytest.mark.parametrize("where", [0, 1, 57, 99])
+def test_whole_max_min_nan(f, rng, where):
+    a = rng.standard_normal(100)
+    a[where] = np.nan
+    t = luabridge.from_numpy(a)
+    assert np.isnan(f["whole"](t, "max")) and np.isnan(f["whole"](t, "min"))
+    a[where] = np.inf  # an infinity is a value, not a NaN
+    assert f["whole"](t, "max") == np.inf and f["whole"](t, "min") == a.min()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_whole_mean_std_var_norm(f, rng, dtype):
+    for name, a in views(rng, (6, 9), dtype):
+        t = luabridge.from_numpy(a)
+        ref = a.astype(np.float64)
+        assert f["whole"](t, "mean") == pytest.approx(ref.mean(), rel=1e-9, abs=1e-9), name
+        assert f["whole"](t, "var") == pytest.approx(ref.var(ddof=1), rel=1e-6), name
+        assert f["whole"](t, "var", True) == pytest.approx(ref.var(), rel=1e-6), name
+        assert f["whole"](t, "std") == pytest.approx(ref.std(ddof=1), rel=1e-6), name
+        assert f["whole"](t, "std", True) == pytest.approx(ref.std(), rel=1e-6), name
+        assert f["whole"](t, "norm") == pytest.approx(np.sqrt((ref ** 2).sum()), rel=1e-6)
+        assert f["whole"](t, "norm", 1) == pytest.approx(np.abs(ref).sum(), rel=1e-6)
+        assert f["whole"](t, "norm", 3) == pytest.approx((np.abs(ref) ** 3).sum() ** (1 / 3), rel=1e-6)
+        assert f["whole"](t, "norm", 0) == np.count_nonzero(ref)
+
+
+def test_dist(f, rng):
+    a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 4)).T
+    ta, tb = luabridge.from_numpy(a), luabridge.from_numpy(b)
+    assert f["fn"]("dist", ta, tb) == pytest.approx(np.sqrt(((a - b) ** 2).sum()), rel=1e-12)
+    assert f["fn"]("dist", ta, tb, 3) == pytest.approx((np.abs(a - b) ** 3).sum() ** (1 / 3), rel=1e-12)
+    assert f["whole"](ta, "dist", tb, 1) == pytest.approx(np.abs(a - b).sum(), rel=1e-12)
+
+
+def test_all_any_equal(f, rng):
+    ones, mixed = np.ones(7, np.uint8), np.array([0, 1, 0], np.uint8)
+    assert f["whole"](luabridge.from_numpy(ones), "all") is True
+    assert f["whole"](luabridge.from_numpy(mixed), "all") is False
+    assert f["whole"](luabridge.from_numpy(mixed), "any") is True
+    assert f["whole"](luabridge.from_numpy(np.zeros(3, np.uint8)), "any") is False
+    a = rng.standard_normal((3, 4))
+    same = lambda x, y: f["fn"]("equal", luabridge.from_numpy(x), luabridge.from_numpy(y))  # noqa: E731
+    assert same(a, np.ascontiguousarray(a.T).T) is True
+    b = a.copy()
+    b[2, 3] += 1
+    assert same(a, b) is False
+    assert same(a, a[:2]) is False
+    assert same(a.reshape(4, 3), a.reshape(4, 3)) is True
+    assert same(np.array([np.nan]), np.array([np.nan])) is False
+
+
+def test_empty_and_zero_size(f):
+    empty = luabridge.eval("torch.DoubleTensor()")
+    assert f["whole"](empty, "sum") == 0
+    assert f["whole"](empty, "prod") == 1
+    z = luabridge.from_numpy(np.zeros((0, 3)))
+    assert f["whole"](z, "sum") == 0
+    np.testing.assert_array_equal(np_of(f["whole"](z, "sum", 1)), np.zeros((1, 3)))
+    np.testing.assert_array_equal(np_of(f["whole"](z, "prod", 1)), np.ones((1, 3)))
+    assert np_of(f["whole"](z, "sum", 2)).shape == (0, 1)
+    np.testing.assert_array_equal(np_of(f["whole"](z, "cumsum", 1)), np.zeros((0, 3)))
+    with pytest.raises(luabridge.LuaError, match="max: the tensor has no elements"):
+        f["whole"](z, "max")
+    with pytest.raises(luabridge.LuaError, match="min: cannot reduce dimension 1 of size 0"):
+        f["whole"](z, "min", 1)
+
+
+# --------------------------------------------------------------------------------------------
+# along a dimension -> tensors keeping the dim
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_sum_prod_along_dim(f, rng, dtype, shape):
+    for name, a in views(rng, shape, dtype, 0, 3):
+        t = luabridge.from_numpy(a)
+        for d in range(len(shape)):
+            for op, ref in (("sum", np.sum), ("prod", np.prod)):
+                got = np_of(f["whole"](t, op, d + 1))
+                acc = np.int64 if np.dtype(dtype).kind in "iu" else np.float64
+                want = ref(a.astype(acc), axis=d, keepdims=True).astype(dtype)  # integers wrap
+                assert got.dtype == dtype and got.shape == want.shape, (name, op, d)
+                np.testing.assert_allclose(got, want, **tol(dtype), err_msg=f"{name} {op} {d}")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_float_sums_accumulate_in_double(f, dtype):
+    # 1 + 2^-24 * n: a float32 running sum would lose the small terms entirely
+    a = np.full((3, 4096), 2.0 ** -24, dtype=dtype)
+    a[:, 0] = 1
+    for arr in (a, np.ascontiguousarray(a.T).T):
+        got = np_of(f["whole"](luabridge.from_numpy(arr), "sum", 2))
+        np.testing.assert_array_equal(got, np.full((3, 1), 1 + 4095 * 2.0 ** -24).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("shape", SHAPES + [(4, 100)])
+def test_max_min_along_dim(f, rng, dtype, shape):
+    for name, a in views(rng, shape, dtype, 0, 4):  # few distinct values: many ties
+        t = luabridge.from_numpy(a)
+        for d in range(len(shape)):
+            for op, val, arg in (("max", np.max, np.argmax), ("min", np.min, np.argmin)):
+                v, i = f["whole"](t, op, d + 1)
+                np.testing.assert_array_equal(np_of(v), val(a, axis=d, keepdims=True), err_msg=name)
+                # the first extreme, 1-based
+                np.testing.assert_array_equal(np_of(i), np.expand_dims(arg(a, axis=d), d) + 1,
+                                              err_msg=f"{name} {op} dim {d}")
+                assert np_of(i).dtype == np.int64
+
+
+@pytest.mark.parametrize("n", [5, 100])
+def test_max_along_dim_nan(f, rng, n):
+    a = rng.standard_normal((3, n))
+    a[0, 2], a[0, 4] = np.nan, np.nan
+    a[2, n - 1] = np.nan
+    for arr, d in ((a, 2), (np.ascontiguousarray(a.T), 1)):
+        v, i = f["whole"](luabridge.from_numpy(arr), "max", d)
+        v, i = np_of(v).ravel(), np_of(i).ravel()
+        assert np.isnan(v[0]) and i[0] == 3  # the first NaN
+        assert v[1] == a[1].max() and i[1] == a[1].argmax() + 1
+        assert np.isnan(v[2]) and i[2] == n
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_mean_std_var_norm_along_dim(f, rng, dtype):
+    for name, a in views(rng, (4, 5, 37), dtype):
+        t = luabridge.from_numpy(a)
+        ref = a.astype(np.float64)
+        for d in range(3):
+            check = lambda got, want: np.testing.assert_allclose(  # noqa: E731
+                np_of(got), want.astype(dtype), rtol=1e-5, atol=1e-5, err_msg=f"{name} dim {d}")
+            check(f["whole"](t, "mean", d + 1), ref.mean(axis=d, keepdims=True))
+            check(f["whole"](t, "var", d + 1), ref.var(axis=d, ddof=1, keepdims=True))
+            check(f["whole"](t, "var", d + 1, True), ref.var(axis=d, keepdims=True))
+            check(f["whole"](t, "std", d + 1), ref.std(axis=d, ddof=1, keepdims=True))
+            check(f["whole"](t, "std", d + 1, False), ref.std(axis=d, ddof=1, keepdims=True))
+            for p in (0, 1, 2, 3.5):
+                want = (np.count_nonzero(ref, axis=d, keepdims=True) if p == 0 else
+                        (np.abs(ref) ** p).sum(axis=d, keepdims=True) ** (1 / p))
+                check(f["whole"](t, "norm", p, d + 1), want)
+
+
+def test_var_of_one_element_is_nan(f):
+    assert np.isnan(f["whole"](luabridge.from_numpy(np.array([3.0])), "var"))
+    t = luabridge.from_numpy(np.array([[3.0, 4.0]]))
+    assert np.isnan(np_of(f["whole"](t, "std", 1))).all()
+    np.testing.assert_array_equal(np_of(f["whole"](t, "var", 1, True)), [[0, 0]])
+
+
+@pytest.mark.parametrize("dtype", NUMERIC)
+def test_cumsum_cumprod(f, rng, dtype):
+    for name, a in views(rng, (4, 6, 70), dtype, 1, 2):
+        t = luabridge.from_numpy(a)
+        acc = np.int64 if np.dtype(dtype).kind in "iu" else np.float64
+        for d in range(3):
+            for op, ref in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
+                want = ref(a.astype(acc), axis=d).astype(dtype)
+                got = np_of(f["whole"](t, op, d + 1))
+                np.testing.assert_allclose(got, want, **tol(dtype), err_msg=f"{name} {op} {d}")
+        # default dim is 1, as torch7
+        np.testing.assert_allclose(np_of(f["whole"](t, "cumsum")), np.cumsum(a.astype(acc), 0).astype(dtype),
+                                   **tol(dtype))
+
+
+def test_result_forms(f, rng):
+    a = rng.standard_normal((5, 6))
+    t = luabridge.from_numpy(a)
+    res = luabridge.eval("torch.DoubleTensor(7, 7)")
+    out = f["fn"]("sum", res, t, 2)
+    assert luabridge.eval("function(a, b) return a == b end")(out, res)
+    np.testing.assert_allclose(np_of(res), a.sum(1, keepdims=True))
+    vals, inds = luabridge.eval("torch.DoubleTensor()"), luabridge.eval("torch.LongTensor()")
+    f["fn"]("min", vals, inds, t, 1)
+    np.testing.assert_array_equal(np_of(vals), a.min(0, keepdims=True))
+    np.testing.assert_array_equal(np_of(inds), a.argmin(0)[None] + 1)
+    # a preallocated result with the reduced shape, seen by numpy, is written in place
+    arr = np.zeros((1, 6))
+    f["fn"]("prod", luabridge.from_numpy(arr), t, 1)
+    np.testing.assert_allclose(arr, a.prod(0, keepdims=True))
+    cum = np.zeros((5, 6))
+    f["fn"]("cumsum", luabridge.from_numpy(cum), t, 2)
+    np.testing.assert_allclose(cum, np.cumsum(a, 1))
+
+
+def test_renorm(f, rng):
+    for p in (1, 2, 3):
+        a = rng.standard_normal((4, 5, 6))
+        for d in range(3):
+            moved = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+            norms = (np.abs(moved) ** p).sum(1) ** (1 / p)
+            maxnorm = float(np.median(norms))
+            scale = np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+            want = np.moveaxis(moved * scale[:, None], 0, 0).reshape(np.moveaxis(a, d, 0).shape)
+            want = np.moveaxis(want, 0, d)
+            got = np_of(f["fn"]("renorm", luabridge.from_numpy(a), p, d + 1, maxnorm))
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=f"p {p} dim {d}")
+            inplace = a.copy()
+            f["whole"](luabridge.from_numpy(inplace), "renorm", p, d + 1, maxnorm)
+            np.testing.assert_allclose(inplace, want, rtol=1e-12)
+
+
+def test_histc(f, rng):
+    # torch7's rule: bin = floor((v - min) / (max - min) * nbins), the max going to the last bin
+    def ref(a, nbins, lo, hi):
+        a = a.ravel()
+        inside = a[(a >= lo) & (a <= hi)]
+        bins = np.minimum(np.floor((inside - lo) / (hi - lo) * nbins).astype(int), nbins - 1)
+        return np.bincount(bins, minlength=nbins).astype(float)
+    x = np.array([2, 4, 2, 2, 5, 4], float)
+    np.testing.assert_array_equal(np_of(f["fn"]("histc", luabridge.from_numpy(x), 5, 1, 5)), [0, 3, 0, 2, 1])
+    a = rng.standard_normal((30, 40))[::2, 1::3]
+    t = luabridge.from_numpy(a)
+    np.testing.assert_array_equal(np_of(f["fn"]("histc", t, 7, -1, 1.5)), ref(a, 7, -1, 1.5))
+    np.testing.assert_array_equal(np_of(f["fn"]("histc", t)), ref(a, 100, a.min(), a.max()))
+    const = luabridge.from_numpy(np.full(4, 3.0))  # min = max = 3: the range becomes [2, 4]
+    np.testing.assert_array_equal(np_of(f["fn"]("histc", const, 4)), [0, 0, 4, 0])
+
+
+def test_bhistc(f, rng):
+    x = np.array([[2, 4, 2, 2, 5, 4], [3, 5, 1, 5, 3, 5], [3, 4, 2, 5, 5, 1]], float)
+    want = [[0, 3, 0, 2, 1], [1, 0, 2, 0, 3], [1, 1, 1, 1, 2]]
+    np.testing.assert_array_equal(np_of(f["fn"]("bhistc", luabridge.from_numpy(x), 5, 1, 5)), want)
+    a = rng.uniform(0, 1, (6, 50)).astype(np.float32).T.copy().T  # non-contiguous rows
+    got = np_of(f["fn"]("bhistc", luabridge.from_numpy(a), 10, 0, 1))
+    for row, counts in zip(a, got):
+        np.testing.assert_array_equal(counts, np.histogram(row.astype(np.float64), 10, (0, 1))[0])
+
+
+# --------------------------------------------------------------------------------------------
+# errors: checked before anything is written
+
+def test_errors(f):
+    t = luabridge.from_numpy(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(luabridge.LuaError, match="sum: dimension 3 out of range of 2D tensor"):
+        f["whole"](t, "sum", 3)
+    with pytest.raises(luabridge.LuaError, match="max: expected torch.DoubleTensor, got torch.FloatTensor"):
+        f["fn"]("max", luabridge.eval("torch.FloatTensor()"), t, 1)
+    with pytest.raises(luabridge.LuaError, match="min: the index result must be a torch.LongTensor"):
+        f["fn"]("min", luabridge.eval("torch.DoubleTensor()"), luabridge.eval("torch.IntTensor()"), t, 1)
+    long = luabridge.from_numpy(np.arange(4))
+    with pytest.raises(luabridge.LuaError, match="mean: expected a torch.FloatTensor or torch.DoubleTensor"):
+        f["whole"](long, "mean")
+    with pytest.raises(luabridge.LuaError, match="all: expected a torch.ByteTensor"):
+        f["whole"](long, "all")
+    with pytest.raises(luabridge.LuaError, match=r"dist: inconsistent tensor size, 2x3 \(6 elements\) and 4"):
+        f["fn"]("dist", t, luabridge.from_numpy(np.zeros(4)))
+    with pytest.raises(luabridge.LuaError, match="renorm: expected at least 2 dimensions"):
+        f["fn"]("renorm", luabridge.from_numpy(np.ones(3)), 2, 1, 1)
+    with pytest.raises(luabridge.LuaError, match="renorm: the norm must be positive"):
+        f["fn"]("renorm", t, 0, 1, 1)
+    with pytest.raises(luabridge.LuaError, match="bhistc: expected a 2D tensor"):
+        f["fn"]("bhistc", luabridge.from_numpy(np.ones(3)))
+    with pytest.raises(luabridge.LuaError, match="histc: the number of bins must be a positive integer"):
+        f["fn"]("histc", t, 0)
+    with pytest.raises(luabridge.LuaError, match="sum: not available for torch.HalfTensor"):
+        f["whole"](luabridge.eval("torch.HalfTensor(3)"), "sum")
+    with pytest.raises(luabridge.LuaError, match="sum: expected a tensor, got string"):
+        f["fn"]("sum", "x")
+    res = np.full((1, 3), 7.0)
+    with pytest.raises(luabridge.LuaError, match="prod: dimension 0 out of range"):
+        f["fn"]("prod", luabridge.from_numpy(res), t, 0)
+    np.testing.assert_array_equal(res, 7.0)  # untouched by the failed call
