@@ -6,11 +6,12 @@ variable ``LUABRIDGE_CUDA_ARRAY_MODULE=numpy``), so that the backend runs and is
 without a GPU. The arrays live in the runtime's buffer registry (``luabridge/memory.py``) next to
 the CPU buffers, so a CUDA storage is released by the same handle mechanism as a CPU one.
 
-Lua validates every argument, then calls ``cuda_op(name, ...)``: each Lua tensor argument becomes an
-``xp`` view (a CPU tensor: a numpy view) built from (storage id, offset, sizes, strides), and the op
-writes its result into the result view. Dimensions arrive 0-based; index tensors hold 1-based
-indices, as in Lua. Random numbers come from an ``xp.random.RandomState`` per runtime (seeded by
-``torch.cudaManualSeed``), so CUDA draws follow the array module's generator, not torch7's.
+Lua validates every argument, then calls ``cuda_op(name, ...)``: each Lua tensor argument arrives
+flattened (see ``Backend.arguments``) and becomes an ``xp`` view (a CPU tensor: a numpy view) built
+from (storage id, offset, sizes, strides); the op writes its result into the result view.
+Dimensions arrive 0-based; index tensors hold 1-based indices, as in Lua. Random numbers come from
+an ``xp.random.RandomState`` per runtime (seeded by ``torch.cudaManualSeed``), so CUDA draws follow
+the array module's generator, not torch7's.
 """
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ import os
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from lupa import luajit21 as lupa
 
 from .memory import DTYPES
 from .pyside import lua_list, tensor_view
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 ENV_VAR = "LUABRIDGE_CUDA_ARRAY_MODULE"
 _chosen: Any = None        # set by use_array_module
 _auto: Any = None          # the detected module, or the reason there is none (a string)
+DEVICE, HOST = "\0device", "\0host"   # the markers of flattened tensor arguments (cuda.lua)
 
 # numpy dtype name -> the torch7 name of the CUDA type ('Cuda' is float32, as in cutorch)
 CUDA_TYPES = {dt.name: "Cuda" + ("" if name == "Float" else name) for name, dt in DTYPES.items()}
@@ -85,20 +86,17 @@ class Backend:
 
     def __init__(self, bridge: "Bridge") -> None:
         self.bridge = bridge
+        self.xp: Any = None     # the array module, refreshed at every entry from Lua or Python
         self._random: Any = None
         self._random_xp: Any = None
-
-    @property
-    def xp(self) -> Any:
-        return array_module()
 
     def alloc(self, n: int, np_dtype: str) -> tuple[Any, Any]:
         """A zeroed device buffer of n elements registered with the runtime: (id, None) or (None, why)."""
         try:
-            xp = self.xp
+            self.xp = array_module()
         except RuntimeError as e:
             return None, str(e)
-        return self.bridge.buffers.register(xp.zeros(max(int(n), 1), dtype=np_dtype)), None
+        return self.bridge.buffers.register(self.xp.zeros(max(int(n), 1), dtype=np_dtype)), None
 
     def register(self, span: Any) -> int:
         return self.bridge.buffers.register(span)
@@ -107,32 +105,57 @@ class Backend:
         """The array a Lua tensor stands for: an xp view for a CUDA tensor, numpy for a CPU one."""
         if not t._device:
             return tensor_view(self.bridge, t)
-        xp = self.xp
-        sizes = lua_list(t._sz)
+        self.xp = array_module()
         st = t._st
-        if not st:
-            return xp.empty(sizes or (0,), dtype=t._dt.np)
-        base = self.bridge.buffers.array(st._id)
+        return self.device_view(st._id if st else 0, t._off + st._baseoff if st else 0, t._dt.np,
+                                lua_list(t._sz), lua_list(t._str))
+
+    def device_view(self, buffer_id: int, offset: int, dtype: str, sizes: Any, strides: Any) -> Any:
+        shape = tuple(sizes) or (0,)
+        if not buffer_id or 0 in shape:   # no element: its offset may lie anywhere
+            return self.xp.empty(shape, dtype=dtype)
+        base = self.bridge.buffers.array(buffer_id)
         item = base.itemsize
-        strides = tuple(int(s) * item for s in lua_list(t._str))
-        start = base[int(t._off + st._baseoff):]
-        return xp.lib.stride_tricks.as_strided(start, shape=tuple(int(s) for s in sizes) or (0,),
-                                               strides=strides or (item,))
+        steps = tuple(s * item for s in strides) or (item,)
+        if isinstance(base, np.ndarray):  # numpy standing in: the direct constructor is the fast one
+            return np.ndarray(shape, base.dtype, base, offset * item, steps)
+        return self.xp.lib.stride_tricks.as_strided(base[offset:], shape=shape, strides=steps)
+
+    def arguments(self, raw: tuple) -> list:
+        """Lua's flattened arguments with each tensor as an array. A tensor comes as its kind
+        (DEVICE or HOST), storage id (0: none), element offset, dtype name (numpy's for a device
+        tensor, luabridge.memory's for a host one), dim count n, n sizes and n strides."""
+        out, i = [], 0
+        while i < len(raw):
+            a = raw[i]
+            if a == DEVICE or a == HOST:
+                buffer_id, offset, dtype, nd = raw[i + 1:i + 5]
+                sizes, strides = raw[i + 5:i + 5 + nd], raw[i + 5 + nd:i + 5 + 2 * nd]
+                if a == DEVICE:
+                    out.append(self.device_view(buffer_id, offset, dtype, sizes, strides))
+                elif buffer_id:
+                    out.append(self.bridge.buffers.view(buffer_id, dtype, offset, sizes, strides))
+                else:
+                    out.append(np.empty(sizes or (0,), dtype=DTYPES[dtype]))
+                i += 5 + 2 * nd
+            else:
+                out.append(a)
+                i += 1
+        return out
 
     def random(self) -> Any:
-        xp = self.xp
-        if self._random is None or self._random_xp is not xp:
-            self._random, self._random_xp = xp.random.RandomState(), xp
+        if self._random is None or self._random_xp is not self.xp:
+            self._random, self._random_xp = self.xp.random.RandomState(), self.xp
         return self._random
 
     def seed(self, seed: int) -> None:
         self._random, self._random_xp = self.xp.random.RandomState(int(seed)), self.xp
 
     def call(self, name: str, args: tuple) -> Any:
-        fn = OPS[name]
-        values = [self.view(a) if lupa.lua_type(a) == "table" else a for a in args]
+        self.xp = array_module()
+        values = self.arguments(args)
         with np.errstate(all="ignore"):  # C semantics: integer division by zero, NaN casts...
-            return fn(self, *values)
+            return OPS[name](self, *values)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -198,7 +221,7 @@ BINARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "fmod": lambda xp, a, b: xp.fmod(a, b),
     "remainder": lambda xp, a, b: xp.remainder(a, b),
     "pow": _pow,
-    "tpow": lambda xp, a, b: _pow(xp, b, a) if _is_int(b) else xp.power(b, a),
+    "tpow": lambda xp, a, b: _pow(xp, b, a),   # value ^ tensor
     "max": lambda xp, a, b: xp.maximum(a, b),
     "min": lambda xp, a, b: xp.minimum(a, b),
     "atan2": lambda xp, a, b: xp.arctan2(a, b),
@@ -233,7 +256,7 @@ UNARY: dict[str, Callable[[Any, Any], Any]] = {
     "frac": lambda xp, a: a - xp.trunc(a),
     "cinv": lambda xp, a: 1 / a,
     "abs": lambda xp, a: xp.abs(a),
-    "sign": lambda xp, a: xp.sign(a),
+    "sign": lambda xp, a: (a > 0).astype(a.dtype) - (a < 0).astype(a.dtype),   # torch7's: 0 for NaN
     "neg": lambda xp, a: -a,
 }
 
@@ -261,7 +284,7 @@ def download(b: Backend, host: np.ndarray, a: Any) -> None:
 
 @op
 def item(b: Backend, a: Any) -> Any:
-    return a.reshape(()).item() if a.size == 1 else None
+    return a.item()
 
 
 @op
@@ -407,15 +430,22 @@ def index_select(b: Backend, r: Any, a: Any, dim: int, idx: Any) -> None:
     r[...] = b.xp.take(a, _index(b, idx), axis=dim)
 
 
+def _slices(xp: Any, r: Any, dim: int, src: Any) -> tuple[Any, Any]:
+    """r and src with dim first; src's slices shaped as r's (they match element for element)."""
+    target, values = xp.moveaxis(r, dim, 0), xp.moveaxis(src, dim, 0)
+    return target, values.reshape(values.shape[:1] + target.shape[1:])
+
+
 @op
 def index_copy(b: Backend, r: Any, dim: int, idx: Any, src: Any) -> None:
-    b.xp.moveaxis(r, dim, 0)[_index(b, idx)] = b.xp.moveaxis(src, dim, 0)
+    target, values = _slices(b.xp, r, dim, src)
+    target[_index(b, idx)] = values
 
 
 @op
 def index_add(b: Backend, r: Any, dim: int, idx: Any, src: Any) -> None:
     xp = b.xp
-    target, values = xp.moveaxis(r, dim, 0), xp.moveaxis(src, dim, 0)
+    target, values = _slices(xp, r, dim, src)
     if hasattr(xp.add, "at"):
         xp.add.at(target, _index(b, idx), values)
     else:  # older CuPy
@@ -483,10 +513,19 @@ def minmax(b: Backend, a: Any) -> tuple[Any, Any]:
 # ----------------------------------------------------------------------------------------------
 # sorting
 
+def _argsort(xp: Any, a: Any, dim: int) -> Any:
+    """Stable argsort (CuPy's always is, and takes no kind)."""
+    return xp.argsort(a, axis=dim, kind="stable") if xp is np else xp.argsort(a, axis=dim)
+
+
+def _span_along(a: Any, dim: int, part: slice) -> Any:
+    return a[tuple(part if d == dim else slice(None) for d in range(a.ndim))]
+
+
 @op
 def sort(b: Backend, r: Any, idx: Any, a: Any, dim: int, descending: bool) -> None:
     xp = b.xp
-    i = xp.argsort(a, axis=dim, kind="stable")
+    i = _argsort(xp, a, dim)
     if descending:
         i = xp.flip(i, axis=dim)
     r[...] = a[_along(xp, i, dim)]
@@ -497,11 +536,9 @@ def sort(b: Backend, r: Any, idx: Any, a: Any, dim: int, descending: bool) -> No
 def topk(b: Backend, r: Any, idx: Any, a: Any, k: int, dim: int, largest: bool) -> None:
     """The k largest (descending) or smallest (ascending) along dim, sorted."""
     xp = b.xp
-    i = xp.argsort(a, axis=dim, kind="stable")
+    i = _argsort(xp, a, dim)
     n = a.shape[dim]
-    pick = [slice(None)] * a.ndim
-    pick[dim] = slice(n - 1, n - 1 - k if n - 1 - k >= 0 else None, -1) if largest else slice(0, k)
-    i = i[tuple(pick)]
+    i = _span_along(i, dim, slice(n - 1, n - 1 - k if k < n else None, -1) if largest else slice(0, k))
     r[...] = a[_along(xp, i, dim)]
     idx[...] = i + 1
 
@@ -509,7 +546,7 @@ def topk(b: Backend, r: Any, idx: Any, a: Any, k: int, dim: int, largest: bool) 
 @op
 def kthvalue(b: Backend, r: Any, idx: Any, a: Any, k: int, dim: int) -> None:
     xp = b.xp
-    i = xp.take(xp.argsort(a, axis=dim, kind="stable"), [k - 1], axis=dim)
+    i = _span_along(_argsort(xp, a, dim), dim, slice(k - 1, k))
     r[...] = a[_along(xp, i, dim)]
     idx[...] = i + 1
 

@@ -5,6 +5,7 @@ found: LUABRIDGE_BLAS=numpy); the integer types through Lua loops. Operands come
 layout BLAS must cope with: contiguous, transposed, strided in both dims (copied), reversed
 (negative strides) and expanded (zero strides).
 """
+import os
 import threading
 from typing import Any, Callable
 
@@ -88,16 +89,14 @@ def test_addmm_shapes_into_result_layouts(lua, m, n, k, la, lb, lr, seed):
     f = lua_fn("function(r, beta, t, alpha, a, b) return torch.addmm(r, beta, t, alpha, a, b) end")
     rng = np.random.default_rng(seed)
     a, b, t = draw(rng, (m, k), np.float64), draw(rng, (k, n), np.float64), draw(rng, (m, n), np.float64)
-    r = layout(np.zeros((m, n)), lr)
-    base = r.base if r.base is not None else r
-    before = base.copy()
+    big = np.full((3 * m + 1, 3 * n + 1), 7.0)
+    r = {"contiguous": np.zeros((m, n)), "transposed": np.zeros((n, m)).T,
+         "strided": big[1::3, 1::3], "reversed": np.zeros((m, n))[::-1, ::-1]}[lr]
     out = f(T(r), 0.5, T(t), -2.0, T(layout(a, la)), T(layout(b, lb)))
     np.testing.assert_allclose(N(out), 0.5 * t - 2 * a @ b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(r, 0.5 * t - 2 * a @ b, rtol=1e-12, atol=1e-12)
-    untouched = np.ones(base.shape, bool)
-    untouched[np.unravel_index(np.arange(base.size), base.shape)] = True
-    changed = base != before
-    assert changed.sum() <= m * n
+    big[1::3, 1::3] = 7.0
+    assert (big == 7.0).all()
 
 
 @pytest.mark.parametrize("dtype", TYPES)
@@ -321,5 +320,7 @@ def test_numpy_fallback(monkeypatch):
 
 
 def test_library_found(lua):
+    """numpy's own BLAS is found (numpy wheels ship it), so products skip Python entirely."""
     backend = luabridge.require("torch.backend.cpu.blas")
-    assert backend.library and "blas" in backend.library.lower()
+    assert backend.library and os.path.isfile(backend.library)
+    assert backend.lapack is not None

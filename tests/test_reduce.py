@@ -325,6 +325,8 @@ def test_errors(f):
         f["fn"]("max", luabridge.eval("torch.FloatTensor()"), t, 1)
     with pytest.raises(luabridge.LuaError, match="min: the index result must be a torch.LongTensor"):
         f["fn"]("min", luabridge.eval("torch.DoubleTensor()"), luabridge.eval("torch.IntTensor()"), t, 1)
+    with pytest.raises(luabridge.LuaError, match="max: a result tensor was given but no dimension"):
+        f["fn"]("max", t, t)
     long = luabridge.from_numpy(np.arange(4))
     with pytest.raises(luabridge.LuaError, match="mean: expected a torch.FloatTensor or torch.DoubleTensor"):
         f["whole"](long, "mean")

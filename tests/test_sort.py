@@ -44,11 +44,9 @@ def stable_order(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     """Positions sorting a along axis, stably, NaN largest (last ascending, first descending)."""
     if not descending:
         return np.argsort(a, axis=axis, kind="stable")
-    # descending and stable: sort the negated keys; NaN (largest) first
-    key = np.where(np.isnan(a), -np.inf, -a) if a.dtype.kind == "f" else -a.astype(np.float64)
-    nan_first = np.argsort(~np.isnan(a) if a.dtype.kind == "f" else np.zeros(a.shape, bool), axis=axis, kind="stable")
-    order = np.argsort(np.take_along_axis(key, nan_first, axis), axis=axis, kind="stable")
-    return np.take_along_axis(nan_first, order, axis)
+    f = a.astype(np.float64)
+    nan = np.isnan(f)
+    return np.lexsort((-np.where(nan, 0, f), ~nan), axis=axis)  # stable; the last key first
 
 
 def layouts(rng, shape, dtype, distinct=False):

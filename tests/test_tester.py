@@ -124,10 +124,10 @@ def test_error_assertions(lua, expr, expected):
 
 
 @pytest.mark.parametrize("expr, message", [
-    ("t:eq(1, 1, 'm', 'n')", "already have a message"),
+    ("t:eq(1, 1, 'm', 'n')", "Unexpected string argument; already have a message"),
     ("t:eq(1, 1, 0.1, 0.2)", "already have a tolerance"),
     ("t:eq(1, 1, -1)", "tolerance cannot be negative"),
-    ("t:eq(1, 1, {})", "unrecognized argument"),
+    ("t:eq(1, 1, {})", "Unrecognized argument"),
     ("t:asserteq(1, 1, 5)", "message must be a string"),
     ("t:assertTensorEq({}, torch.Tensor())", "First argument should be a Tensor"),
     ("t:assertTableEq({}, 1)", "Second argument should be a Table"),

@@ -110,12 +110,14 @@ end
 function Storage.type(s, name)
   if name == nil then return torch.typename(s) end
   if name == torch.typename(s) then return s end
-  local mt = byName[name]
-  if not mt then check.error('type: unknown storage type ' .. tostring(name)) end
-  return newStorage(mt, s._n):copy(s)
+  local mt = torch.getmetatable(name)
+  if not mt or not rawget(mt, '__storage') then check.error('type: unknown storage type ' .. tostring(name)) end
+  return (rawget(mt, '__alloc') or newStorage)(mt, s._n):copy(s)
 end
 
+-- torch.<Type>Storage(...); mt.__alloc(mt, n), when set, makes the storages of another backend.
 local function construct(mt, a, b, c)
+  local newStorage = rawget(mt, '__alloc') or newStorage
   if a == nil then return newStorage(mt, 0) end
   if type(a) == 'number' then
     if a < 0 or a ~= math.floor(a) then check.error(mt.__typename .. ': size must be a non-negative integer') end
@@ -132,7 +134,7 @@ local function construct(mt, a, b, c)
     end
     -- _base is the storage owning the buffer, _baseoff this view's element offset into it
     local root = a._base or a
-    return setmetatable({ _ptr = a._ptr + (offset - 1), _n = n, _h = false, _id = root._id, _dt = a._dt,
+    return setmetatable({ _ptr = a._ptr and a._ptr + (offset - 1), _n = n, _h = false, _id = root._id, _dt = a._dt,
                           _base = root, _baseoff = a._baseoff + offset - 1 }, mt)
   end
   if type(a) == 'table' then
@@ -195,4 +197,5 @@ function torch._storageFromBuffer(typeName, id, hi, lo, n)
 end
 
 torch._storageMetatables = byName
+torch._constructStorage = construct
 return Storage

@@ -213,6 +213,7 @@ end
 
 -- select(dim, index): one index along dim, dropping it (a number for a 1-dim tensor).
 function Tensor.select(t, d, index)
+  if #t._sz == 1 and type(d) == 'number' and d >= 1 then d = 1 end   -- torch7 ignores the dim of a 1D tensor
   check.dim('select', t, d)
   local n = t._sz[d]
   if type(index) ~= 'number' or index ~= math.floor(index) then
@@ -661,6 +662,7 @@ local function fromTable(mt, tbl)
   return t
 end
 
+-- torch.<Type>Tensor(...); another backend's types give mt.__fromTable for the table form.
 local function construct(mt, a, ...)
   if a == nil then return make(mt) end
   if type(a) == 'number' then return make(mt):resize(a, ...) end
@@ -673,9 +675,10 @@ local function construct(mt, a, ...)
     if a._dt.name == 'Long' then return make(mt):resize(a, ...) end  -- LongStorage sizes[, strides]
     check.error(('%s: cannot view a %s'):format(mt.__typename, torch.typename(a)))
   end
-  if type(a) == 'table' then return fromTable(mt, a) end
+  if type(a) == 'table' then return (rawget(mt, '__fromTable') or fromTable)(mt, a) end
   check.error(mt.__typename .. ': expected sizes, a LongStorage, a storage, a tensor or a table, got ' .. torch.type(a))
 end
+torch._constructTensor = construct
 
 for _, dt in ipairs(dtype.list) do
   local name = dt.tensor

@@ -100,7 +100,7 @@ end
 
 -- The optional message argument ('' or 'message\n').
 local function messageArg(message, extra)
-  if extra ~= nil then raise('unexpected arguments passed to the assertion') end
+  if extra ~= nil then raise('Unexpected arguments passed to test function') end
   if message == nil or message == '' then return '' end
   if type(message) ~= 'string' then raise('the message must be a string, got ' .. type(message)) end
   return message .. '\n'
@@ -112,14 +112,14 @@ local function toleranceAndMessage(defaultTolerance, ...)
   for i = 1, select('#', ...) do
     local a = select(i, ...)
     if type(a) == 'string' then
-      if message then raise('unexpected string argument: already have a message') end
+      if message then raise('Unexpected string argument; already have a message') end
       message = a .. '\n'
     elseif type(a) == 'number' then
-      if tolerance then raise('unexpected number argument: already have a tolerance') end
+      if tolerance then raise('Unexpected number argument; already have a tolerance') end
       if a < 0 then raise('tolerance cannot be negative') end
       tolerance = a
     elseif a ~= nil then
-      raise('unrecognized argument: expected a tolerance or a message, got ' .. type(a))
+      raise('Unrecognized argument; should be a tolerance or a message, got ' .. type(a))
     end
   end
   return tolerance or defaultTolerance, message or ''

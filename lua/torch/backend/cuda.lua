@@ -20,7 +20,31 @@ local isTensor, isStorage = torch.isTensor, torch.isStorage
 local numel = apply.numel
 local sizestr = check.sizestr
 
-local function call(op, ...) return py.cuda_op(op, ...) end
+-- Calls the Python op with each tensor argument flattened into numbers (Python then reads no
+-- Lua table): its kind, storage id (0: none), element offset, dtype name, dims, sizes, strides.
+local DEVICE, HOST = '\0device', '\0host'
+local function call(op, ...)
+  local out, n = { op }, 1
+  for i = 1, select('#', ...) do
+    local x = select(i, ...)
+    local mt = getmetatable(x)
+    if type(mt) == 'table' and rawget(mt, '__tensor') then
+      local st, sz, str = x._st, x._sz, x._str
+      local nd = #sz
+      out[n + 1] = rawget(mt, '_device') and DEVICE or HOST
+      out[n + 2] = st and st._id or 0
+      out[n + 3] = st and st._baseoff + x._off or 0
+      out[n + 4] = rawget(mt, '_device') and x._dt.np or x._dt.name
+      out[n + 5] = nd
+      for d = 1, nd do out[n + 5 + d], out[n + 5 + nd + d] = sz[d], str[d] end
+      n = n + 5 + 2 * nd
+    else
+      n = n + 1
+      out[n] = x
+    end
+  end
+  return py.cuda_op(unpack(out, 1, n))
+end
 
 local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
 
@@ -63,7 +87,7 @@ end
 -- A storage as a 1-D tensor of its type (CPU or CUDA).
 local function asTensor(s) return make(torch.getmetatable(s._dt.tensor), s, 0, { s._n }, { 1 }) end
 
-local function checkIndex(s, i)
+local function checkStorageIndex(s, i)
   if type(i) ~= 'number' or i ~= math.floor(i) then
     check.error('storage index must be an integer, got ' .. tostring(i))
   end
@@ -107,51 +131,29 @@ end
 -- Storage.copy of a CPU storage from this one.
 function Storage._copyTo(s, dst) asTensor(dst):copy(asTensor(s)) return dst end
 
-function Storage.type(s, name)
-  if name == nil then return torch.typename(s) end
-  if name == torch.typename(s) then return s end
-  local mt = torch.getmetatable(name)
-  if not mt or not rawget(mt, '__storage') then check.error('type: unknown storage type ' .. tostring(name)) end
-  return mt.__constructor(s._n):copy(s)
-end
-
-local function constructStorage(mt, a, b, c)
-  if a == nil then return newStorage(mt, 0) end
-  if type(a) == 'number' then
-    if a < 0 or a ~= math.floor(a) then check.error(mt.__typename .. ': size must be a non-negative integer') end
-    local s = newStorage(mt, a)
-    if b ~= nil then s:fill(b) end
-    return s
-  end
-  if isStorage(a) then   -- a view of part of another storage of the same type
-    if a._dt ~= mt.__dtype then check.error(mt.__typename .. ': cannot view a ' .. torch.typename(a)) end
-    local offset = b or 1
-    local n = c or (a._n - offset + 1)
-    if offset < 1 or n < 0 or offset - 1 + n > a._n then
-      check.error(('%s: view [%d, %d] out of bounds of storage of size %d'):format(mt.__typename, offset, offset + n - 1, a._n))
-    end
-    local root = a._base or a
-    return setmetatable({ _n = n, _h = false, _id = root._id, _dt = a._dt, _base = root,
-                          _baseoff = a._baseoff + offset - 1 }, mt)
-  end
-  if type(a) == 'table' then return newStorage(mt, #a):copy(a) end
-  check.error(mt.__typename .. ': expected nothing, a size, a table or a storage')
+-- Byte and Char storages to and from Lua strings, through the host.
+function Storage.string(s, str)
+  local h = torch[s._dt.host.name .. 'Storage']()
+  if str == nil then return h:resize(s._n):copy(s):string() end
+  h:string(str)
+  return s:resize(h._n):copy(h)
 end
 
 for _, dt in pairs(dtypes) do
-  local mt = { __typename = dt.storage, __storage = true, __dtype = dt, _device = 'cuda' }
+  local mt = { __typename = dt.storage, __storage = true, __dtype = dt, _device = 'cuda', __alloc = newStorage }
   for k, v in pairs(Storage) do mt[k] = v end
+  mt.type = torch._storageMetatables[dt.host.storage].type   -- Storage.lua's, via __alloc
   mt.__index = function(s, k)
     local m = mt[k]
     if m ~= nil then return m end
     if type(k) == 'number' then
-      checkIndex(s, k)
+      checkStorageIndex(s, k)
       return asTensor(s)[k]
     end
   end
   mt.__newindex = function(s, k, v)
     if type(k) == 'number' then
-      checkIndex(s, k)
+      checkStorageIndex(s, k)
       asTensor(s)[k] = v
     else
       rawset(s, k, v)
@@ -162,7 +164,7 @@ for _, dt in pairs(dtypes) do
   mt.__factory = function() return newStorage(mt, 0) end
   mt.__constructor = setmetatable({}, {
     __index = mt, __newindex = mt,
-    __call = function(_, ...) return constructStorage(mt, ...) end,
+    __call = function(_, ...) return torch._constructStorage(mt, ...) end,
   })
   storageMts[dt.name] = mt
   torch[dt.name .. 'Storage'] = mt.__constructor
@@ -190,6 +192,11 @@ end
 for _, dt in ipairs(dtype.list) do   -- float(), double(), ... back to the CPU
   local name = dt.name:lower()
   Methods[name] = Tensor[name]
+end
+-- CPU methods written with tensor methods only (math/join.lua, math/operators.lua) serve both;
+-- torch.cat, torch.split, torch.chunk too. Absent ones stay absent.
+for _, name in ipairs { 'cat', 'split', 'chunk', '__add', '__sub', '__mul', '__div', '__mod', '__unm' } do
+  Methods[name] = torch._tensorMetatables.Float[name]
 end
 
 function Methods.data() check.error('data: a CUDA tensor has no host pointer') end
@@ -228,17 +235,16 @@ end
 ------------------------------------------------------------------------------------------------
 -- argument forms, as torch7's wrappers declare them; each letter is one argument:
 --   R  result of the operand type: optional in torch.f (a new one), self in the method
---   S  source: required in torch.f, optional in the method (self when absent)
+--   S  source: required in torch.f; in the method of a form with R, optional (self when absent)
 --   r  optional result (new when absent)     T  tensor    n  number    b  boolean
---   A  table of tensors     x=v  optional, default v (nil: none)     =v  the constant v
+--   x=v  optional, default v (nil: none)     =v  the constant v
 
 local accepts = {
   R = isTensor, S = isTensor, r = isTensor, T = isTensor,
   n = function(x) return type(x) == 'number' end,
   b = function(x) return type(x) == 'boolean' end,
-  A = function(x) return type(x) == 'table' and not isTensor(x) end,
 }
-local shown = { R = '[result]', S = 'tensor', r = '[result]', T = 'tensor', n = 'number', b = 'boolean', A = '{tensors}' }
+local shown = { R = '[result]', S = 'tensor', r = '[result]', T = 'tensor', n = 'number', b = 'boolean' }
 
 local function valueOf(s)
   if s == 'nil' then return nil end
@@ -248,13 +254,14 @@ end
 
 local function parseForm(form, isMethod)
   local specs = {}
+  local sourceDefaults = isMethod and form:find('R') ~= nil   -- S defaults to self only beside an R
   for tok in form:gmatch('%S+') do
     local kind, eq, def = tok:match('^(%a?)(=?)(.*)$')
     local s = { kind = kind, default = valueOf(def) }
     if kind == '' then s.fixed = true
     elseif eq == '=' or kind == 'r' then s.optional = true
     elseif kind == 'R' then s.optional = not isMethod
-    elseif kind == 'S' then s.optional, s.self = isMethod, isMethod end
+    elseif kind == 'S' then s.optional, s.self = sourceDefaults, sourceDefaults end
     specs[#specs + 1] = s
   end
   return specs
@@ -336,7 +343,7 @@ local function dispatcher(name, forms, isMethod)
     end
     local got = {}
     for i = 1, n do got[i] = torch.type(args[i]) end
-    check.error(('%s: invalid arguments: %s; expected arguments: %s'):format(name, table.concat(got, ' '), usage))
+    check.error(('%s: invalid arguments (%s); expected %s'):format(name, table.concat(got, ', '), usage))
   end
 end
 
@@ -350,8 +357,19 @@ end
 ------------------------------------------------------------------------------------------------
 -- checks
 
+-- The ops torch7 has for floating-point types only.
 local function floatOnly(op, t)
-  if t._dt.integer then check.error(('%s: not supported for %s'):format(op, torch.typename(t))) end
+  if t._dt.integer then
+    check.error(('%s: expected a torch.CudaTensor, torch.CudaDoubleTensor or torch.CudaHalfTensor, got %s'):format(
+      op, torch.typename(t)))
+  end
+end
+
+-- Integer types have no division by zero (C traps): refused before anything is written.
+local function divisor(op, t, v)
+  if t._dt.integer and (v < 0 and math.ceil(v) or math.floor(v)) == 0 then
+    check.error(('%s: integer division by zero (%s)'):format(op, torch.typename(t)))
+  end
 end
 
 -- r (or a new tensor of src's type) resized as src, once src's partners are checked.
@@ -373,25 +391,41 @@ local function sized(op, r, src, sz)
   return r:resize(sz)
 end
 
--- An index tensor (LongTensor or CudaLongTensor) of nDim dims whose values lie in [1, n].
-local function checkIndex(op, idx, nDim, n)
-  check.tensorOf(op, idx, 'index')
+-- An index tensor: a LongTensor or CudaLongTensor (on the host or the device: both are read).
+local function checkLong(op, idx)
+  check.tensorOf(op, idx, 'the index')
   if idx._dt ~= dtype.Long and idx._dt ~= dtypes.Long then
-    check.error(('%s: index must be a torch.LongTensor or torch.CudaLongTensor, got %s'):format(op, torch.typename(idx)))
+    check.error(('%s: the index must be a torch.LongTensor or torch.CudaLongTensor, got %s'):format(
+      op, torch.typename(idx)))
   end
-  if nDim and #idx._sz ~= nDim then check.error(('%s: index must be %dD, got %dD'):format(op, nDim, #idx._sz)) end
-  if numel(idx) == 0 then return end
-  local lo, hi = call('minmax', idx)
-  if lo < 1 or hi > n then check.error(('%s: index out of range (%d to %d for size %d)'):format(op, lo, hi, n)) end
 end
 
--- A mask (ByteTensor or CudaByteTensor) with t's element count.
+-- Every index lies in [1, size of t's dimension d].
+local function checkRange(op, idx, t, d)
+  if numel(idx) == 0 then return end
+  local lo, hi = call('minmax', idx)
+  if lo < 1 or hi > t._sz[d] then
+    check.error(('%s: index %d out of range for dimension %d of size %d'):format(op, lo < 1 and lo or hi, d, t._sz[d]))
+  end
+end
+
+-- A 1-D index into dimension d of t.
+local function checkIndexVector(op, idx, t, d)
+  check.dim(op, t, d)
+  checkLong(op, idx)
+  if #idx._sz ~= 1 then check.error(('%s: the index must be a vector (1D), got %s'):format(op, sizestr(idx))) end
+  checkRange(op, idx, t, d)
+end
+
+-- A mask (ByteTensor or CudaByteTensor of 0 and 1) with t's element count.
 local function checkMask(op, mask, t)
   check.tensorOf(op, mask, 'mask')
   if mask._dt ~= dtype.Byte and mask._dt ~= dtypes.Byte then
-    check.error(('%s: mask must be a torch.ByteTensor or torch.CudaByteTensor, got %s'):format(op, torch.typename(mask)))
+    check.error(('%s: the mask must be a torch.ByteTensor or torch.CudaByteTensor, got %s'):format(
+      op, torch.typename(mask)))
   end
   check.sameElements(op, t, mask)
+  if numel(mask) > 0 and select(2, call('minmax', mask)) > 1 then check.error(op .. ': the mask can hold 0 and 1 only') end
 end
 
 -- t's sizes with dim d set to n.
@@ -429,33 +463,38 @@ for _, name in ipairs {
   end })
 end
 
--- r = s (op) value
-for name, op in pairs { mul = 'mul', div = 'div', fmod = 'fmod', remainder = 'remainder', mod = 'fmod' } do
-  def(name, { 'R S n', function(r, s, v)
+-- r = s (op) value and r = s (op) t (elementwise), for the Python binary ops
+local divides = { div = true, fmod = true, remainder = true }
+local function byValue(name, op)
+  return { 'R S n', function(r, s, v)
+    if divides[op] then divisor(name, s, v) end
     r = result(name, r, s)
     call('binary', op, r, s, v)
     return r
-  end })
+  end }
 end
-
--- r = s (op) t, elementwise (and cmax / cmin with a value)
-for name, op in pairs { cmul = 'mul', cdiv = 'div', cpow = 'pow', cfmod = 'fmod', cmod = 'fmod',
-                        cremainder = 'remainder', cmax = 'max', cmin = 'min', atan2 = 'atan2' } do
-  local forms = { { 'R S T', function(r, s, t)
-    if name == 'atan2' then floatOnly(name, s) end
+local function byTensor(name, op)
+  return { 'R S T', function(r, s, t)
+    if op == 'atan2' then floatOnly(name, s) end
     r = result(name, r, s, t)
     call('binary', op, r, s, t)
     return r
-  end } }
-  if name == 'cmax' or name == 'cmin' then
-    forms[2] = { 'R S n', function(r, s, v)
-      r = result(name, r, s)
-      call('binary', op, r, s, v)
-      return r
-    end }
-  end
-  def(name, unpack(forms))
+  end }
 end
+for name, op in pairs { mul = 'mul', div = 'div', fmod = 'fmod', mod = 'fmod', remainder = 'remainder' } do
+  def(name, byValue(name, op))
+end
+for name, op in pairs { cmul = 'mul', cdiv = 'div', cpow = 'pow', cfmod = 'fmod', cmod = 'fmod',
+                        cremainder = 'remainder', atan2 = 'atan2' } do
+  def(name, byTensor(name, op))
+end
+def('cmax', byTensor('cmax', 'max'), byValue('cmax', 'max'))
+def('cmin', byTensor('cmin', 'min'), byValue('cmin', 'min'))
+def('pow', byValue('pow', 'pow'), { 'R n S', function(r, v, s)   -- value ^ s
+  r = result('pow', r, s)
+  call('binary', 'tpow', r, s, v)
+  return r
+end })
 
 -- add: r = s + value, r = s + value * t; csub subtracts
 for name, sign in pairs { add = 1, csub = -1 } do
@@ -481,18 +520,6 @@ for _, name in ipairs { 'addcmul', 'addcdiv' } do
     return r
   end })
 end
-
-def('pow',
-  { 'R S n', function(r, s, v)
-    r = result('pow', r, s)
-    call('binary', 'pow', r, s, v)
-    return r
-  end },
-  { 'R n S', function(r, v, s)   -- value ^ s
-    r = result('pow', r, s)
-    call('binary', 'tpow', r, s, v)
-    return r
-  end })
 
 def('clamp', { 'R S n n', function(r, s, lo, hi)
   r = result('clamp', r, s)
@@ -525,6 +552,13 @@ for _, name in ipairs { 'lt', 'le', 'gt', 'ge', 'eq', 'ne' } do
   def(name, { 'r S n', compare }, { 'r S T', compare })
 end
 
+-- Values (r, or new) and CudaLongTensor indices (idx, or new) with sizes sz.
+local function sortedOut(op, r, idx, s, sz)
+  if idx ~= nil and idx._dt ~= dtypes.Long then check.error(op .. ': indices must be a torch.CudaLongTensor') end
+  r = sized(op, r, s, sz)
+  return r, (idx or torch.CudaLongTensor()):resize(sz)
+end
+
 ------------------------------------------------------------------------------------------------
 -- reductions: over all elements (a number) or along a dim (kept with size 1)
 
@@ -532,11 +566,13 @@ local function reduction(name, allForm, dimForm, opts)
   def(name,
     { allForm, function(s, p)
       if opts.float then floatOnly(name, s) end
-      if opts.byte and s._dt ~= dtypes.Byte then check.error(name .. ': only for torch.CudaByteTensor') end
-      if opts.nonEmpty and numel(s) == 0 then check.error(name .. ': tensor must have at least one element') end
+      if opts.byte and s._dt ~= dtypes.Byte then
+        check.error(('%s: expected a torch.CudaByteTensor, got %s'):format(name, torch.typename(s)))
+      end
       return call('reduce_all', name, s, p)
     end },
     dimForm and { dimForm, function(r, s, d, p)
+      if opts.pFirst then d, p = p, d end   -- norm(p, dim)
       if opts.float then floatOnly(name, s) end
       check.dim(name, s, d)
       r = sized(name, r, s, withSize(s, d, 1))
@@ -552,35 +588,19 @@ reduction('var', 'S b=false', 'r S n b=false', { float = true })
 reduction('std', 'S b=false', 'r S n b=false', { float = true })
 reduction('all', 'S', nil, { byte = true })
 reduction('any', 'S', nil, { byte = true })
--- norm([p]) / norm(p, dim): the dim body receives (p, dim) in that order
-def('norm',
-  { 'S n=2', function(s, p)
-    floatOnly('norm', s)
-    return call('reduce_all', 'norm', s, p)
-  end },
-  { 'r S n n', function(r, s, p, d)
-    floatOnly('norm', s)
-    check.dim('norm', s, d)
-    r = sized('norm', r, s, withSize(s, d, 1))
-    call('reduce_dim', 'norm', r, s, d - 1, p)
-    return r
-  end })
+reduction('norm', 'S n=2', 'r S n n', { float = true, pFirst = true })
 
 -- max / min: the element, or values and CudaLongTensor indices along a dim
 for _, name in ipairs { 'max', 'min' } do
   def(name,
     { 'S', function(s)
-      if numel(s) == 0 then check.error(name .. ': tensor must have at least one element') end
+      if numel(s) == 0 then check.error(name .. ': the tensor has no elements') end
       return call('reduce_all', name, s, nil)
     end },
     { 'r r S n', function(r, idx, s, d)
       check.dim(name, s, d)
-      if s._sz[d] == 0 then check.error(('%s: dimension %d has size 0'):format(name, d)) end
-      local sz = withSize(s, d, 1)
-      r = sized(name, r, s, sz)
-      idx = idx or torch.CudaLongTensor()
-      if idx._dt ~= dtypes.Long then check.error(name .. ': indices must be a torch.CudaLongTensor') end
-      idx:resize(sz)
+      if s._sz[d] == 0 then check.error(('%s: cannot reduce dimension %d of size 0'):format(name, d)) end
+      r, idx = sortedOut(name, r, idx, s, withSize(s, d, 1))
       call('argreduce', name, r, idx, s, d - 1)
       return r, idx
     end })
@@ -626,7 +646,7 @@ end })
 local products = {   -- dims of t, a, b; the size of t; batch: sum over the batch (addbmm)
   addmm = { 2, 2, 2, function(a, b) return { a._sz[1], b._sz[2] } end },
   addmv = { 1, 2, 1, function(a) return { a._sz[1] } end },
-  addr = { 2, 1, 1, function(a, b) return { a._sz[1], b._sz[1] } end },
+  addr = { 2, 1, 1, function(a, b) return { a._sz[1], b._sz[1] } end, outer = true },
   baddbmm = { 3, 3, 3, function(a, b) return { a._sz[1], a._sz[2], b._sz[3] } end },
   addbmm = { 2, 3, 3, function(a, b) return { a._sz[2], b._sz[3] } end, batch = true },
 }
@@ -636,7 +656,7 @@ local function factors(op, p, a, b)
   if #a._sz ~= p[2] or #b._sz ~= p[3] then
     check.error(('%s: expected %dD and %dD factors, got %dD, %dD'):format(op, p[2], p[3], #a._sz, #b._sz))
   end
-  if op == 'addr' then return a:unsqueeze(2), b:unsqueeze(1) end
+  if p.outer then return a:unsqueeze(2), b:unsqueeze(1) end
   local inner = p[2] == 3 and 3 or 2
   if p[2] == 3 and a._sz[1] ~= b._sz[1] then
     check.error(('%s: size mismatch, equal number of batches expected, %s and %s'):format(op, sizestr(a), sizestr(b)))
@@ -654,6 +674,7 @@ local function product(op, r, beta, t, alpha, a, b)
   if #t._sz ~= p[1] or not apply.sameSizes(t, { _sz = want }) then
     check.error(('%s: size mismatch, t: %s, expected %s'):format(op, sizestr(t), table.concat(want, 'x')))
   end
+  if r == a or r == b then fa, fb = fa:clone(), fb:clone() end   -- resizing r must not move them
   r:resizeAs(t)
   call('gemm', r, beta, t, alpha, fa, fb, p.batch or false)
   return r
@@ -673,6 +694,7 @@ for name, op in pairs { mm = 'addmm', mv = 'addmv', bmm = 'baddbmm', ger = 'addr
     check.sameType(name, r, a)
     check.sameType(name, r, b)
     local fa, fb = factors(name, p, a, b)
+    if r == a or r == b then fa, fb = fa:clone(), fb:clone() end
     r:resize(p[4](a, b))
     call('gemm', r, 0, nil, 1, fa, fb, false)
     return r
@@ -684,8 +706,8 @@ end
 
 -- index(dim, idx): the slices idx along dim (a new tensor, or res:index(src, dim, idx))
 def('index', { 'r S n T', function(r, s, d, idx)
-  check.dim('index', s, d)
-  checkIndex('index', idx, 1, s._sz[d])
+  if #s._sz == 0 then check.error('index: the source tensor is empty') end
+  checkIndexVector('index', idx, s, d)
   r = sized('index', r, s, withSize(s, d, idx._sz[1]))
   call('index_select', r, s, d - 1, idx)
   return r
@@ -693,12 +715,16 @@ end })
 
 for name, op in pairs { indexCopy = 'index_copy', indexAdd = 'index_add' } do
   def(name, { 'T n T T', function(t, d, idx, src)
-    check.dim(name, t, d)
-    checkIndex(name, idx, 1, t._sz[d])
+    checkIndexVector(name, idx, t, d)
+    check.tensorOf(name, src, 'source')
     check.sameType(name, t, src)
-    if not apply.sameSizes(src, { _sz = withSize(t, d, idx._sz[1]) }) then
-      check.error(('%s: source of size %s does not match %s with %d indices along dimension %d'):format(
-        name, sizestr(src), sizestr(t), idx._sz[1], d))
+    check.dim(name, src, d)
+    if src._sz[d] ~= idx._sz[1] then
+      check.error(('%s: %d indices but the source has size %d in dimension %d'):format(name, idx._sz[1], src._sz[d], d))
+    end
+    if numel(src) / math.max(src._sz[d], 1) ~= numel(t) / math.max(t._sz[d], 1) then
+      check.error(('%s: slices of the destination (%s) and the source (%s) along dimension %d differ in size'):format(
+        name, sizestr(t), sizestr(src), d))
     end
     call(op, t, d - 1, idx, src)
     return t
@@ -706,21 +732,27 @@ for name, op in pairs { indexCopy = 'index_copy', indexAdd = 'index_add' } do
 end
 
 def('indexFill', { 'T n T n', function(t, d, idx, v)
-  check.dim('indexFill', t, d)
-  checkIndex('indexFill', idx, 1, t._sz[d])
+  checkIndexVector('indexFill', idx, t, d)
   call('index_fill', t, d - 1, idx, v)
   return t
 end })
 
--- gather / scatter: idx has the operand's dims; its sizes bound the others' (torch7)
-local function checkAlong(op, t, d, idx, other)
-  check.dim(op, t, d)
-  checkIndex(op, idx, #t._sz, t._sz[d])
-  for k = 1, #t._sz do
-    if k ~= d and idx._sz[k] ~= t._sz[k] or (other and idx._sz[k] > other._sz[k]) then
-      check.error(('%s: index of size %s does not match %s along dimension %d'):format(op, sizestr(idx), sizestr(t), k))
+-- gather / scatter: an index of the operand's dims picks positions along dim d.
+-- a and b have the same dimension count and sizes except along d.
+local function checkAligned(op, a, b, d, what)
+  if #a._sz ~= #b._sz then check.error(('%s: %s must have %d dimensions, got %s'):format(op, what, #a._sz, sizestr(b))) end
+  for k = 1, #a._sz do
+    if k ~= d and a._sz[k] ~= b._sz[k] then
+      check.error(('%s: %s (%s) must match %s in every dimension but %d'):format(op, what, sizestr(b), sizestr(a), d))
     end
   end
+end
+
+local function checkAlong(op, t, d, idx)
+  check.dim(op, t, d)
+  checkLong(op, idx)
+  checkAligned(op, t, idx, d, 'the index')
+  checkRange(op, idx, t, d)
 end
 
 def('gather', { 'r S n T', function(r, s, d, idx)
@@ -732,9 +764,13 @@ end })
 
 def('scatter',
   { 'T n T T', function(t, d, idx, src)
+    checkAlong('scatter', t, d, idx)
     check.sameType('scatter', t, src)
-    if #src._sz ~= #t._sz then check.error('scatter: source must have the dims of the tensor') end
-    checkAlong('scatter', t, d, idx, src)
+    checkAligned('scatter', idx, src, d, 'the source')
+    if src._sz[d] < idx._sz[d] then
+      check.error(('scatter: the source (%s) is smaller than the index (%s) in dimension %d'):format(
+        sizestr(src), sizestr(idx), d))
+    end
     call('scatter', t, d - 1, idx, src)
     return t
   end },
@@ -755,7 +791,7 @@ def('maskedCopy', { 'T T T', function(t, mask, src)
   check.sameType('maskedCopy', t, src)
   local n = call('count_nonzero', mask)
   if n > numel(src) then
-    check.error(('maskedCopy: the mask selects %d elements but the source has %d'):format(n, numel(src)))
+    check.error(('maskedCopy: the mask has %d ones but the source only %d elements'):format(n, numel(src)))
   end
   call('masked_copy', t, mask, src)
   return t
@@ -779,14 +815,8 @@ end })
 ------------------------------------------------------------------------------------------------
 -- sorting: values and CudaLongTensor indices along a dim (the last one by default)
 
-local function sortedOut(op, r, idx, s, sz)
-  r = sized(op, r, s, sz)
-  idx = idx or torch.CudaLongTensor()
-  if idx._dt ~= dtypes.Long then check.error(op .. ': indices must be a torch.CudaLongTensor') end
-  return r, idx:resize(sz)
-end
-
 local function lastDim(op, s, d)
+  if #s._sz == 0 then check.error(op .. ': the tensor is empty (no dimensions)') end
   d = d or #s._sz
   check.dim(op, s, d)
   return d
@@ -802,7 +832,7 @@ end })
 def('topk', { 'r r S n=1 n=nil b=false b=false', function(r, idx, s, k, d, largest)
   d = lastDim('topk', s, d)
   if k < 1 or k > s._sz[d] or k ~= math.floor(k) then
-    check.error(('topk: k %s out of range for dimension %d of size %d'):format(tostring(k), d, s._sz[d]))
+    check.error(('topk: k = %s out of range for dimension %d of size %d'):format(tostring(k), d, s._sz[d]))
   end
   r, idx = sortedOut('topk', r, idx, s, withSize(s, d, k))
   call('topk', r, idx, s, k, d - 1, largest)
@@ -813,7 +843,7 @@ local function kth(op, r, idx, s, k, d)
   d = lastDim(op, s, d)
   k = k or math.floor((s._sz[d] + 1) / 2)   -- median: the lower middle
   if k < 1 or k > s._sz[d] or k ~= math.floor(k) then
-    check.error(('%s: k %s out of range for dimension %d of size %d'):format(op, tostring(k), d, s._sz[d]))
+    check.error(('%s: k = %s out of range for dimension %d of size %d'):format(op, tostring(k), d, s._sz[d]))
   end
   r, idx = sortedOut(op, r, idx, s, withSize(s, d, 1))
   call('kthvalue', r, idx, s, k, d - 1)
@@ -821,50 +851,6 @@ local function kth(op, r, idx, s, k, d)
 end
 def('kthvalue', { 'r r S n n=nil', function(r, idx, s, k, d) return kth('kthvalue', r, idx, s, k, d) end })
 def('median', { 'r r S n=nil', function(r, idx, s, d) return kth('median', r, idx, s, nil, d) end })
-
-------------------------------------------------------------------------------------------------
--- cat: along dim (default: the last dim of the largest), copying each part on the device
-
-local function catList(r, list, d)
-  if #list == 0 then check.error('cat: expected at least one tensor') end
-  local first = list[1]
-  local nd = 0
-  for i, t in ipairs(list) do
-    check.tensorOf('cat', t)
-    check.sameType('cat', first, t)
-    nd = math.max(nd, #t._sz)
-  end
-  d = d or math.max(nd, 1)
-  if d < 1 or d ~= math.floor(d) then check.error(('cat: invalid dimension %s'):format(tostring(d))) end
-  nd = math.max(nd, d)
-  -- sizes as torch7 takes them: a missing dim counts 1 (0 for an empty tensor)
-  local function sizeOf(t, k) return k <= #t._sz and t._sz[k] or math.min(#t._sz, 1) end
-  local sz = {}
-  for k = 1, nd do
-    sz[k] = sizeOf(first, k)
-    for i = 2, #list do
-      local s = sizeOf(list[i], k)
-      if k == d then sz[k] = sz[k] + s
-      elseif sz[k] == 0 then sz[k] = s
-      elseif s ~= 0 and s ~= sz[k] then
-        check.error(('cat: inconsistent tensor sizes %s and %s along dimension %d'):format(sizestr(first), sizestr(list[i]), k))
-      end
-    end
-  end
-  r = sized('cat', r, first, sz)
-  local pos = 1
-  for _, t in ipairs(list) do
-    if numel(t) > 0 then
-      r:narrow(d, pos, sizeOf(t, d)):copy(t)
-      pos = pos + sizeOf(t, d)
-    end
-  end
-  return r
-end
-
-def('cat',
-  { 'r T T n=nil', function(r, a, b, d) return catList(r, { a, b }, d) end },
-  { 'r A n=nil', function(r, list, d) return catList(r, list, d) end })
 
 ------------------------------------------------------------------------------------------------
 -- random numbers (the array module's generator; see luabridge/cuda.py)
@@ -919,53 +905,12 @@ function torch.cudaManualSeed(seed)
 end
 
 ------------------------------------------------------------------------------------------------
--- operators, as torch7's: new tensors
-
-local function clone(x) return x:clone() end
-Methods.__add = function(a, b)
-  if type(a) == 'number' then return clone(b):add(a) end
-  if type(b) == 'number' then return clone(a):add(b) end
-  return clone(a):add(b)
-end
-Methods.__sub = function(a, b)
-  if type(a) == 'number' then return clone(b):mul(-1):add(a) end
-  if type(b) == 'number' then return clone(a):add(-b) end
-  return clone(a):add(-1, b)
-end
-Methods.__mul = function(a, b)
-  if type(a) == 'number' then return clone(b):mul(a) end
-  if type(b) == 'number' then return clone(a):mul(b) end
-  if #a._sz == 1 and #b._sz == 1 then return a:dot(b) end
-  if #a._sz == 2 and #b._sz == 1 then return a:new():mv(a, b) end
-  if #a._sz == 2 and #b._sz == 2 then return a:new():mm(a, b) end
-  check.error(('__mul: multiplication of %dD by %dD tensors is not defined'):format(#a._sz, #b._sz))
-end
-Methods.__div = function(a, b)
-  if type(b) ~= 'number' then check.error('__div: a tensor can only be divided by a number') end
-  return clone(a):div(b)
-end
-Methods.__unm = function(a) return clone(a):mul(-1) end
-
-------------------------------------------------------------------------------------------------
 -- the tensor types
 
-local function construct(mt, a, ...)
-  if a == nil then return make(mt) end
-  if type(a) == 'number' then return make(mt):resize(a, ...) end
-  if isTensor(a) then
-    if a._dt ~= mt.__dtype then check.error(('%s: cannot share the storage of a %s'):format(mt.__typename, torch.typename(a))) end
-    return make(mt):set(a)
-  end
-  if isStorage(a) then
-    if a._dt == mt.__dtype then return make(mt):set(a, ...) end
-    if a._dt == dtype.Long then return make(mt):resize(a, ...) end
-    check.error(('%s: cannot view a %s'):format(mt.__typename, torch.typename(a)))
-  end
-  if type(a) == 'table' then
-    local h = torch[mt.__dtype.host.name .. 'Tensor'](a)
-    return make(mt):resize(copyArray(h._sz)):copy(h)
-  end
-  check.error(mt.__typename .. ': expected sizes, a LongStorage, a storage, a tensor or a table, got ' .. torch.type(a))
+-- torch.CudaTensor({...}): the table's values through a CPU tensor of the host type.
+local function fromTable(mt, tbl)
+  local h = torch[mt.__dtype.host.name .. 'Tensor'](tbl)
+  return make(mt):resize(copyArray(h._sz)):copy(h)
 end
 
 -- t[k] with a CUDA mask or index tensor; the rest as on the CPU.
@@ -996,7 +941,7 @@ local function newindex(t, k, v)
 end
 
 for _, dt in pairs(dtypes) do
-  local mt = { __typename = dt.tensor, __tensor = true, __dtype = dt, _device = 'cuda' }
+  local mt = { __typename = dt.tensor, __tensor = true, __dtype = dt, _device = 'cuda', __fromTable = fromTable }
   for k, v in pairs(Methods) do mt[k] = v end
   mt.__index = function(t, k)
     local m = mt[k]
@@ -1010,7 +955,7 @@ for _, dt in pairs(dtypes) do
   mt.__constructor = setmetatable({}, {
     __index = mt,
     __newindex = function(_, k, v) mt[k] = v end,
-    __call = function(_, ...) return construct(mt, ...) end,
+    __call = function(_, ...) return torch._constructTensor(mt, ...) end,
   })
   tensorMts[dt.name] = mt
   torch[dt.name .. 'Tensor'] = mt.__constructor

@@ -3,6 +3,7 @@
 local torch = require 'torch.env'
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
+local overlaps = require('torch.math.blas').overlaps
 
 local isTensor = torch.isTensor
 local numel = apply.numel
@@ -124,7 +125,7 @@ local function diag(...)
   k = integer('diag', k or 0, 'k')
   r = r or t:new()
   check.sameType('diag', r, t)
-  if r._st and r._st == t._st then t = t:clone() end
+  if overlaps(r, t) then t = t:clone() end
   local nd = #t._sz
   if nd == 1 then
     local n = t._sz[1]
@@ -157,7 +158,10 @@ local function triangle(name, keepBelow)
     if #t._sz ~= 2 then check.error(('%s: expected a matrix, got a %dD tensor'):format(name, #t._sz)) end
     r = r or t:new()
     check.sameType(name, r, t)
-    if r ~= t then r:resizeAs(t):copy(t) end
+    if r ~= t then
+      if overlaps(r, t) then t = t:clone() end
+      r:resizeAs(t):copy(t)
+    end
     local rows, cols = t._sz[1], t._sz[2]
     for i = 1, rows do
       -- tril keeps columns <= i + k of row i, triu keeps columns >= i + k
@@ -189,7 +193,7 @@ local function reshape(...)
   end
   r = r or t:new()
   check.sameType('reshape', r, t)
-  if r._st and r._st == t._st then t = t:clone() end
+  if overlaps(r, t) then t = t:clone() end
   return r:resize(sz):copy(t)
 end
 torch._method('reshape', reshape)
@@ -208,7 +212,7 @@ local function repeatTensor(...)
   end
   r = r or t:new()
   check.sameType('repeatTensor', r, t)
-  if r._st and r._st == t._st then t = t:clone() end
+  if overlaps(r, t) then t = t:clone() end
   local xsize, rsize = {}, {}
   for d = 1, nd do
     xsize[d] = t._sz[d - (nd - #t._sz)] or 1
@@ -252,8 +256,8 @@ local function cross(...)
   if a._sz[dim] ~= 3 then check.error(('cross: dimension %d does not have size 3 (%s)'):format(dim, check.sizestr(a))) end
   r = r or a:new()
   check.sameType('cross', r, a)
-  if r._st and r._st == a._st then a = a:clone() end
-  if r._st and r._st == b._st then b = b:clone() end
+  if overlaps(r, a) then a = a:clone() end
+  if overlaps(r, b) then b = b:clone() end
   r:resizeAs(a)
   for i = 1, 3 do
     local j, k = i % 3 + 1, (i + 1) % 3 + 1

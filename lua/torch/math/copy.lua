@@ -9,7 +9,7 @@ local copyKernel = apply.kernel(2, '$1 = $2')
 
 torch._method('fill', function(t, v)
   check.number('fill', v, 'value')
-  if t._dt.half then return t:copy(torch.FloatTensor(t._sz):fill(v)) end
+  if t._dt.half then return t:copy(torch.FloatTensor():resize(t._sz):fill(v)) end
   fillKernel(t, v)
   return t
 end)

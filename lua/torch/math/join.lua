@@ -168,7 +168,7 @@ R.define('histc', function(...)
   res = R.result('histc', res[1], x)
   local counts = torch.DoubleTensor(nbins)
   local f, h = R.rowKernel(HISTOGRAM, x._dt), counts._st._ptr
-  R.rows(x, function(p, n, s) f(p, n, s, h, lo, hi, nbins) end, true)
+  R.rows(x, function(p, n, s) f(p, n, s, h, lo, hi, nbins) end)
   return res:resize(nbins):copy(counts)
 end)
 

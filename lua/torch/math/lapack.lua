@@ -392,7 +392,7 @@ end
 local function reflectors(op, a, tau)
   check.tensorOf(op, tau, 'tau')
   check.sameType(op, a, tau)
-  local k = a._sz[2] < a._sz[1] and a._sz[2] or a._sz[1]
+  local k = min(a._sz[1], a._sz[2])
   if #tau._sz ~= 1 or tau._sz[1] > k then
     check.error(('%s: tau should be a vector of at most %d elements, got %s'):format(op, k, check.sizestr(tau)))
   end

@@ -18,53 +18,22 @@ local P = {}
 -- where numpy's loops take over
 
 -- Element counts from which an op runs numpy's loop on contiguous Float / Double operands
--- rather than the LuaJIT kernel. Measured with `python bench/tensor_ops.py --thresholds`
--- (AMD EPYC Zen 5, AVX-512, numpy 2.4): a loop call costs about 40 ns, a kernel about 0.5 ns
--- an element for + and *, 4-10 ns for exp or tanh. Ops not listed always run in Lua.
-local thresholds = {
-  -- op          Float  Double
-  { 'add',          64,    64 },
-  { 'cadd',         64,    64 },
-  { 'csub',         64,    64 },
-  { 'mul',          64,    64 },
-  { 'div',          64,    64 },
-  { 'cmul',         64,    64 },
-  { 'cdiv',         64,    64 },
-  { 'cmax',         64,    64 },
-  { 'cmin',         64,    64 },
-  { 'shift',        64,    64 },
-  { 'fmod',         16,    16 },
-  { 'cfmod',        16,    16 },
-  { 'pow',          16,    16 },
-  { 'tpow',         16,    16 },
-  { 'cpow',         16,    16 },
-  { 'square',       64,    64 },
-  { 'atan2',        16,    16 },
-  { 'exp',          16,    16 },
-  { 'log',          16,    16 },
-  { 'log1p',        16,    16 },
-  { 'sqrt',         64,    64 },
-  { 'rsqrt',        64,    64 },
-  { 'cinv',         64,    64 },
-  { 'sigmoid',      16,    16 },
-  { 'sin',          16,    16 },
-  { 'cos',          16,    16 },
-  { 'tan',          16,    16 },
-  { 'asin',         16,    16 },
-  { 'acos',         16,    16 },
-  { 'atan',         16,    16 },
-  { 'sinh',         16,    16 },
-  { 'cosh',         16,    16 },
-  { 'tanh',         16,    16 },
-  { 'floor',        64,    64 },
-  { 'ceil',         64,    64 },
-  { 'trunc',        64,    64 },
-  { 'abs',          64,    64 },
-  { 'neg',          64,    64 },
-  { 'compare',      64,    64 },
+-- rather than the LuaJIT kernel. Measured with `python bench/tensor_ops.py --thresholds` (AMD
+-- EPYC Zen 5 with AVX-512, numpy 2.4): a loop call costs a few ns, so numpy wins from 4 to 16
+-- elements and by 4x (+, *) to 50x (tanh) at 1024; ops switch at 16 but for these exceptions.
+local numpyFromAll = 16
+P.numpyFrom = {
+  floor   = { Float = 32,  Double = 16 },
+  rsqrt   = { Float = 16,  Double = 256 },   -- two loops
+  sigmoid = { Float = 64,  Double = 512 },   -- four loops
+  square  = { Float = 512, Double = 256 },   -- x * x is as fast in Lua
 }
-P.numpyFrom = {}
-for _, row in ipairs(thresholds) do P.numpyFrom[row[1]] = { Float = row[2], Double = row[3] } end
+
+-- An op key, with its thresholds (the default unless an exception above).
+local function numpyKey(key)
+  P.numpyFrom[key] = P.numpyFrom[key] or { Float = numpyFromAll, Double = numpyFromAll }
+  return key
+end
 
 local intptr = ffi.typeof('intptr_t')
 local typeChar = { Float = 'f', Double = 'd' }
@@ -73,12 +42,12 @@ local typeChar = { Float = 'f', Double = 'd' }
 local function address(t) return tonumber(ffi.cast(intptr, t._st._ptr)) + t._off * t._dt.size end
 local function data(t) return t._st._ptr + t._off end
 
--- The address of r's elements when numpy's loop may write the n elements of r for op `key`:
--- contiguous, aligned, and at least the op's threshold; else nil.
-local function numpyTarget(key, r, n)
+-- The address of r's elements when numpy's loop may write the n elements of r for op `key` on
+-- sources of type dt: contiguous, aligned, and at least the op's threshold; else nil.
+local function numpyTarget(key, dt, r, n)
   local from = P.numpyFrom[key]
-  local least = from and from[r._dt.name]
-  if not least or n < least or not isContiguous(r) then return nil end
+  local least = from and from[dt.name]
+  if not least or n < least or n == 0 or not isContiguous(r) then return nil end
   local p = address(r)
   if p % r._dt.size ~= 0 then return nil end
   return p
@@ -145,7 +114,7 @@ end
 
 -- apply.kernel runners by dtype id for an n-operand op: bodies is one body for every type or
 -- { F =, I =, L = } (L falls back on I).
-function P.kernels(n, bodies)
+local function kernels(n, bodies)
   local byType = {}
   for _, dt in ipairs(dtype.list) do
     local c = classOf(dt)
@@ -154,90 +123,137 @@ function P.kernels(n, bodies)
   end
   return byType
 end
-local kernels = P.kernels
 
 ------------------------------------------------------------------------------------------------
 -- runners: kernel or numpy loop, for checked and resized operands
+
+-- No loop runs per call on the way to a kernel or numpy loop: a short loop entered on every
+-- call gets hot by itself, fails to make a trace, is blacklisted, and then every trace through
+-- it aborts (so chains below are nested closures, not loops).
 
 -- r = f(a). chain: numpy's loops in turn, the first reading a and the rest r in place; a step
 -- is a ufunc name or { name, c }, a binary ufunc with the constant c second.
 local function map1(key, bodies, chain)
   local run = kernels(2, bodies)
   if not chain then return function(r, a) run[r._dt.id](r, a) end end
+  numpyKey(key)
   local steps = {}
   for i, s in ipairs(chain) do
     steps[i] = type(s) == 'table' and { loop = numpyLoop(s[1], 2), c = s[2] } or { loop = numpyLoop(s, 1) }
   end
-  local function loopsFor(dt)
-    for _, s in ipairs(steps) do if not s.loop(dt) then return false end end
-    return true
+  local function stepFrom(i)
+    local s, after = steps[i], steps[i + 1] and stepFrom(i + 1)
+    return function(dt, n, src, out, size)
+      if s.c then
+        local k = scalars[dt.id]
+        k[0] = s.c
+        ufunc.binary(s.loop(dt), n, src, size, k, 0, out, size)
+      else
+        ufunc.unary(s.loop(dt), n, src, size, out, size)
+      end
+      if after then return after(dt, n, out, out, size) end
+    end
+  end
+  local first = stepFrom(1)
+  local available = {}   -- by dtype id: numpy lends every loop of the chain
+  local function numpyHas(dt)
+    local ok = available[dt.id]
+    if ok == nil then
+      ok = true
+      for _, s in ipairs(steps) do ok = ok and s.loop(dt) ~= false end
+      available[dt.id] = ok
+    end
+    return ok
   end
   return function(r, a)
     local dt = r._dt
     local n = numel(r)
-    local pr = numpyTarget(key, r, n)
-    if pr and numpySource(a, r, pr, n) and loopsFor(dt) then
-      local size, out = dt.size, data(r)
-      local src = data(a)
-      for i = 1, #steps do
-        local s = steps[i]
-        if s.c then
-          local k = scalars[dt.id]
-          k[0] = s.c
-          ufunc.binary(s.loop(dt), n, src, size, k, 0, out, size)
-        else
-          ufunc.unary(s.loop(dt), n, src, size, out, size)
-        end
-        src = out
-      end
-      return
+    local pr = numpyTarget(key, dt, r, n)
+    if pr and numpySource(a, r, pr, n) and numpyHas(dt) then
+      return first(dt, n, data(a), data(r), dt.size)
     end
     run[dt.id](r, a)
   end
 end
 
--- r = f(a, v) for a number v (already of r's type); the kernels see v as v1. ufuncName takes
--- v second, or first with vFirst; numpyValue(v) gives numpy's operand (or nil: no numpy).
-local function mapScalar(key, bodies, ufuncName, vFirst, numpyValue)
+-- Copies of a value, for the loops (fmax, fmin) that run slowly on a step-0 operand: up to CHUNK
+-- of them per element type, refilled as far as needed when the value changes.
+local CHUNK = 4096
+local function constants()
+  local byType = {}
+  return function(dt, v, m)
+    local c = byType[dt.id]
+    if not c then
+      c = { buf = ffi.new(dt.ctype .. '[?]', CHUNK), filled = 0 }
+      byType[dt.id] = c
+    end
+    if c.v ~= v then c.v, c.filled = v, 0 end
+    if c.filled < m then
+      for i = c.filled, m - 1 do c.buf[i] = v end
+      c.filled = m
+    end
+    return c.buf
+  end
+end
+
+-- In the two runners below the kernels and loops go by the source's type (the result's, but for
+-- comparisons into a ByteTensor: numpy's bool output, a byte of 0 or 1, when boolOut).
+
+-- r = f(a, v) for a number v (already of a's type); the kernels see v as v1 (and v2). numpy's
+-- ufuncName takes v second at step 0; operand 'first' puts it first, 'array' passes an array of
+-- copies (in CHUNK-sized calls; not for nan, which fmax and fmin skip where torch7 keeps it).
+local function mapScalar(key, bodies, ufuncName, operand, boolOut)
   local run = kernels(2, bodies)
-  local loop = ufuncName and numpyLoop(ufuncName, 2)
+  local loop = ufuncName and numpyLoop(ufuncName, 2, boolOut)
+  local copies = operand == 'array' and constants()
+  local function numpyRun(l, dt, n, pa, v, pr, out)
+    local size = dt.size
+    if copies then
+      if n <= CHUNK then return ufunc.binary(l, n, pa, size, copies(dt, v, n), size, pr, out) end
+      local buf = copies(dt, v, CHUNK)
+      for off = 0, n - 1, CHUNK do
+        ufunc.binary(l, math.min(CHUNK, n - off), pa + off, size, buf, size, pr + off, out)
+      end
+      return
+    end
+    local k = scalars[dt.id]
+    k[0] = v
+    if operand == 'first' then return ufunc.binary(l, n, k, 0, pa, size, pr, out) end
+    ufunc.binary(l, n, pa, size, k, 0, pr, out)
+  end
+  if loop then numpyKey(key) end
   return function(r, a, v, v2)
-    local dt = r._dt
-    if loop then
+    local dt = a._dt
+    if loop and (v == v or not copies) and r._dt == (boolOut and dtype.Byte or dt) then
       local n = numel(r)
-      local pr = numpyTarget(key, r, n)
-      local nv = pr and (numpyValue and numpyValue(v) or v)
-      if nv and numpySource(a, r, pr, n) and loop(dt) then
-        local k, size = scalars[dt.id], dt.size
-        k[0] = nv
-        if vFirst then ufunc.binary(loop(dt), n, k, 0, data(a), size, data(r), size)
-        else ufunc.binary(loop(dt), n, data(a), size, k, 0, data(r), size) end
-        return
+      local pr = numpyTarget(key, dt, r, n)
+      if pr and numpySource(a, r, pr, n) and loop(dt) then
+        return numpyRun(loop(dt), dt, n, data(a), v, data(r), r._dt.size)
       end
     end
     run[dt.id](r, a, v, v2)
   end
 end
 
--- r = f(a, b) for tensors of r's type with r's element count.
-local function map2(key, bodies, ufuncName)
+-- r = f(a, b) for tensors of a's type with r's element count.
+local function map2(key, bodies, ufuncName, boolOut)
   local run = kernels(3, bodies)
-  local loop = ufuncName and numpyLoop(ufuncName, 2)
+  local loop = ufuncName and numpyLoop(ufuncName, 2, boolOut)
+  if loop then numpyKey(key) end
   return function(r, a, b, v)
-    local dt = r._dt
-    if loop then
+    local dt = a._dt
+    if loop and r._dt == (boolOut and dtype.Byte or dt) then
       local n = numel(r)
-      local pr = numpyTarget(key, r, n)
+      local pr = numpyTarget(key, dt, r, n)
       if pr and numpySource(a, r, pr, n) and numpySource(b, r, pr, n) and loop(dt) then
         local size = dt.size
-        ufunc.binary(loop(dt), n, data(a), size, data(b), size, data(r), size)
-        return
+        return ufunc.binary(loop(dt), n, data(a), size, data(b), size, data(r), r._dt.size)
       end
     end
     run[dt.id](r, a, b, v)
   end
 end
-P.numpyLoop, P.numpyTarget, P.numpySource, P.data = numpyLoop, numpyTarget, numpySource, data
+P.mapScalar, P.map2 = mapScalar, map2
 
 ------------------------------------------------------------------------------------------------
 -- argument forms and checks
@@ -252,11 +268,11 @@ local typesText = {
   [ALL] = 'every tensor type but torch.HalfTensor',
   [ABS] = 'torch.IntTensor, torch.LongTensor, torch.FloatTensor and torch.DoubleTensor only',
 }
-P.FLOATS, P.ALL = FLOATS, ALL
+P.INTEGERS, P.ALL = INTEGERS, ALL
 
--- Checks that op (name) supports t's type (one of the sets above).
+-- Checks that op (name) supports t's type (one of the sets above; device types are in none).
 function P.supports(name, types, t)
-  if not types[t._dt.name] or rawget(t, '_device') then
+  if not types[t._dt.name] then
     check.error(('%s: %s is not supported; torch7 has %s for %s'):format(
       name, torch.typename(t), name, typesText[types]))
   end
@@ -272,10 +288,11 @@ end
 local result = P.result
 
 -- Another tensor operand of src's type and element count.
-local function partner(name, src, t)
+function P.partner(name, src, t)
   check.sameType(name, src, t)
   check.sameElements(name, src, t)
 end
+local partner = P.partner
 
 local function invalid(name, usage, ...)
   local got = {}
@@ -286,20 +303,22 @@ end
 
 -- Installs res:name(...) and torch.name(...) from core(res, ...), which returns the result, or
 -- nil when its arguments are none of the op's forms (having written nothing). The method's
--- source may be left out (self is the source); torch.name's result may be (a new tensor).
--- numberFn(...) answers torch.name on numbers only.
-function P.define(name, core, usage, numberFn)
-  torch._method(name, function(self, a, b, c, d)
-    local r = isTensor(self) and (core(self, a, b, c, d) or (d == nil and core(self, self, a, b, c)))
-    if not r then invalid(name, usage, self, a, b, c, d) end
-    return r
-  end)
-  torch[name] = function(a, b, c, d, e)
+-- source may be left out (self is the source) unless methodAsFunction (then the method takes
+-- torch.name's forms); torch.name's result may be left out (a new tensor). numberFn(...)
+-- answers torch.name on numbers only.
+function P.define(name, core, usage, numberFn, methodAsFunction)
+  local function fn(a, b, c, d, e)
     if numberFn and type(a) == 'number' and not isTensor(b) and not isTensor(c) then return numberFn(a, b, c) end
     local r = isTensor(a) and core(a, b, c, d, e) or (e == nil and core(nil, a, b, c, d))
     if not r then invalid(name, usage, a, b, c, d, e) end
     return r
   end
+  torch[name] = fn
+  torch._method(name, methodAsFunction and fn or function(self, a, b, c, d)
+    local r = isTensor(self) and (core(self, a, b, c, d) or (d == nil and core(self, self, a, b, c)))
+    if not r then invalid(name, usage, self, a, b, c, d) end
+    return r
+  end)
 end
 
 ------------------------------------------------------------------------------------------------
@@ -313,7 +332,7 @@ local unaryOps = {
   -- name      types     kernel body (F)                              numpy chain          number form
   { 'exp',     FLOATS,   'math.exp($2)',                              { 'exp' },           math.exp },
   { 'log',     FLOATS,   'math.log($2)',                              { 'log' },           math.log },
-  { 'log1p',   FLOATS,   'torch._libm.log1p($2)',                     { 'log1p' },         function(x) return libm.log1p(x) end },
+  { 'log1p',   FLOATS,   'torch._libm.log1p($2)',                     { 'log1p' },         libm.log1p },
   { 'sqrt',    FLOATS,   'math.sqrt($2)',                             { 'sqrt' },          math.sqrt },
   { 'rsqrt',   FLOATS,   '1 / math.sqrt($2)',                         { 'sqrt', 'reciprocal' }, function(x) return 1 / math.sqrt(x) end },
   { 'sigmoid', FLOATS,   '1 / (1 + math.exp(-$2))',                   { 'negative', 'exp', { 'add', 1 }, 'reciprocal' }, sigmoid },
@@ -328,9 +347,9 @@ local unaryOps = {
   { 'tanh',    FLOATS,   'math.tanh($2)',                             { 'tanh' },          math.tanh },
   { 'floor',   FLOATS,   'math.floor($2)',                            { 'floor' },         math.floor },
   { 'ceil',    FLOATS,   'math.ceil($2)',                             { 'ceil' },          math.ceil },
-  { 'trunc',   FLOATS,   'torch._libm.trunc($2)',                     { 'trunc' },         function(x) return libm.trunc(x) end },
+  { 'trunc',   FLOATS,   'torch._libm.trunc($2)',                     { 'trunc' },         libm.trunc },
   -- C round() (halves away from zero), unlike numpy's rint
-  { 'round',   FLOATS,   'torch._libm.round($2)',                     nil,                 function(x) return libm.round(x) end },
+  { 'round',   FLOATS,   'torch._libm.round($2)',                     nil,                 libm.round },
   { 'frac',    FLOATS,   'local x = $2; $1 = x - torch._libm.trunc(x)', nil,               frac },
   { 'neg',     FLOATS,   '-$2',                                       { 'negative' } },
   { 'cinv',    FLOATS,   '1 / $2',                                    { 'reciprocal' } },
@@ -368,7 +387,7 @@ for _, spec in ipairs(unaryOps) do
 end
 
 ------------------------------------------------------------------------------------------------
--- a source tensor and a number: r = f(a, v)
+-- a source tensor and a number, r = f(a, v); two source tensors, r = f(a, b)
 
 -- Integer types have no division by zero (C traps): refused before anything is written.
 local function divisor(name, dt, v)
@@ -377,92 +396,80 @@ local function divisor(name, dt, v)
   end
 end
 
--- The masks giving rshift the unsigned operand torch7 shifts.
+-- The masks giving rshift the unsigned operand torch7 shifts; kernels see them as v2 (with a
+-- number) or v1 (with a tensor).
 local unsignedMask = { Byte = 0xFF, Char = 0xFF, Short = 0xFFFF, Int = 0xFFFFFFFF }
-local function pow2(v) return 2 ^ v end
 
-local scalarOps = {
-  -- name         types     kernel bodies                   numpy ufunc  key      numpy value / checks
-  { 'mul',        ALL,      '$2 * v1',                      'multiply' },
-  { 'div',        ALL,      '$2 / v1',                      'divide',    nil,     nil,  divisor },
-  { 'fmod',       ALL,      { F = 'math.fmod($2, v1)', I = 'math.fmod($2, v1)', L = '$2 % v1' },
-                                                            'fmod',      nil,     nil,  divisor },
-  { 'remainder',  ALL,      { F = 'local x = $2; $1 = x - v1 * math.floor(x / v1)', I = '$2 % v1',
-                              L = 'local m = $2 % v1; if m ~= 0 and (m < 0) ~= (v1 < 0) then m = m + v1 end; $1 = m' },
-                                                            nil,         nil,     nil,  divisor },
-  -- floats shift by multiplying with 2^v, as torch7
-  { 'lshift',     ALL,      { F = '$2 * v1', I = 'bit.lshift($2, v1)' },
-                                                            'multiply',  'shift', pow2 },
-  { 'rshift',     ALL,      { F = '$2 / v1', I = 'bit.rshift(bit.band($2, v2), v1)', L = 'bit.rshift($2, v1)' },
-                                                            'divide',    'shift', pow2 },
-  { 'bitand',     INTEGERS, 'bit.band($2, v1)' },
-  { 'bitor',      INTEGERS, 'bit.bor($2, v1)' },
-  { 'bitxor',     INTEGERS, 'bit.bxor($2, v1)' },
-}
-
-local function scalarCore(name, types, run, floatValue, validate)
-  return function(r, a, v, extra)
-    if not isTensor(a) or type(v) ~= 'number' or extra ~= nil then return nil end
-    supports(name, types, a)
-    local dt = a._dt
-    if floatValue and not dt.integer then v = floatValue(v) end
-    v = toReal(dt, v)
-    if validate then validate(name, dt, v) end
-    r = result(name, r, a):resizeAs(a)
-    run(r, a, v, unsignedMask[dt.name])
-    return r
+-- Defines ops of the form [res,] tensor, value from specs
+-- { name, types, kernel bodies, numpy ufunc, numpy threshold key, Float/Double value map, check }.
+function P.scalarOps(specs)
+  for _, spec in ipairs(specs) do
+    local name, types, floatValue, validate = spec[1], spec[2], spec[6], spec[7]
+    local run = mapScalar(spec[5] or name, assign(spec[3]), spec[4])
+    P.define(name, function(r, a, v, extra)
+      if not isTensor(a) or type(v) ~= 'number' or extra ~= nil then return nil end
+      supports(name, types, a)
+      local dt = a._dt
+      if floatValue and not dt.integer then v = floatValue(v) end
+      v = toReal(dt, v)
+      if validate then validate(name, dt, v) end
+      r = result(name, r, a):resizeAs(a)
+      run(r, a, v, unsignedMask[dt.name])
+      return r
+    end, '[res,] tensor, value')
   end
 end
 
-for _, spec in ipairs(scalarOps) do
-  local name, types = spec[1], spec[2]
-  local run = mapScalar(spec[5] or name, assign(spec[3]), spec[4])
-  P.define(name, scalarCore(name, types, run, spec[6], spec[7]), '[res,] tensor, value')
-end
-P.define('mod', scalarCore('mod', ALL, mapScalar('fmod', assign(scalarOps[3][3]), 'fmod'), nil, divisor),
-  '[res,] tensor, value')   -- torch7's deprecated alias of fmod
-
-------------------------------------------------------------------------------------------------
--- two source tensors: r = f(a, b)
-
-local binaryOps = {
-  -- name          types     kernel bodies                                   numpy ufunc
-  { 'cmul',        ALL,      '$2 * $3',                                      'multiply' },
-  { 'cdiv',        ALL,      '$2 / $3',                                      'divide' },
-  { 'cpow',        ALL,      '$2 ^ $3',                                      'power' },
-  { 'cfmod',       ALL,      { F = 'math.fmod($2, $3)', I = 'math.fmod($2, $3)', L = '$2 % $3' }, 'fmod' },
-  { 'cremainder',  ALL,      { F = 'local x, y = $2, $3; $1 = x - y * math.floor(x / y)', I = '$2 % $3',
-                               L = 'local y = $3; local m = $2 % y; if m ~= 0 and (m < 0) ~= (y < 0) then m = m + y end; $1 = m' } },
-  { 'clshift',     ALL,      { F = '$2 * 2 ^ $3', I = 'bit.lshift($2, $3)', L = 'bit.lshift($2, tonumber($3))' } },
-  { 'crshift',     ALL,      { F = '$2 / 2 ^ $3', I = 'bit.rshift(bit.band($2, v1), $3)', L = 'bit.rshift($2, tonumber($3))' } },
-  { 'cbitand',     INTEGERS, 'bit.band($2, $3)' },
-  { 'cbitor',      INTEGERS, 'bit.bor($2, $3)' },
-  { 'cbitxor',     INTEGERS, 'bit.bxor($2, $3)' },
-  { 'atan2',       FLOATS,   'math.atan2($2, $3)',                           'arctan2' },
-}
-
-local function binaryCore(name, types, run)
-  return function(r, a, b, extra)
-    if not isTensor(a) or not isTensor(b) or extra ~= nil then return nil end
-    supports(name, types, a)
-    partner(name, a, b)
-    r = result(name, r, a):resizeAs(a)
-    run(r, a, b, unsignedMask[a._dt.name])
-    return r
+-- Defines ops of the form [res,] tensor1, tensor2 from specs
+-- { name, types, kernel bodies, numpy ufunc, number form }.
+function P.binaryOps(specs)
+  for _, spec in ipairs(specs) do
+    local name, types = spec[1], spec[2]
+    local run = map2(name, assign(spec[3]), spec[4])
+    P.define(name, function(r, a, b, extra)
+      if not isTensor(a) or not isTensor(b) or extra ~= nil then return nil end
+      supports(name, types, a)
+      partner(name, a, b)
+      r = result(name, r, a):resizeAs(a)
+      run(r, a, b, unsignedMask[a._dt.name])
+      return r
+    end, '[res,] tensor1, tensor2', spec[5])
   end
 end
 
-for _, spec in ipairs(binaryOps) do
-  local name = spec[1]
-  local run = map2(name, assign(spec[3]), spec[4])
-  P.define(name, binaryCore(name, spec[2], run), '[res,] tensor1, tensor2',
-    name == 'atan2' and function(y, x)
-      check.number(name, x)
+local fmodBodies = { F = 'math.fmod($2, v1)', I = 'math.fmod($2, v1)', L = '$2 % v1' }
+local remainderBodies = {
+  F = 'local x = $2; $1 = x - v1 * math.floor(x / v1)',
+  I = '$2 % v1',
+  L = 'local m = $2 % v1; if m ~= 0 and (m < 0) ~= (v1 < 0) then m = m + v1 end; $1 = m',
+}
+-- the same with a tensor divisor
+local function withTensor(bodies)
+  local r = {}
+  for k, body in pairs(bodies) do r[k] = 'local y = $3; ' .. assign(body):gsub('v1', 'y') end
+  return r
+end
+
+P.scalarOps {
+  { 'mul',        ALL,      '$2 * v1',                 'multiply' },
+  { 'div',        ALL,      '$2 / v1',                 'divide',    nil,     nil,  divisor },
+  { 'fmod',       ALL,      fmodBodies,                'fmod',      nil,     nil,  divisor },
+  { 'mod',        ALL,      fmodBodies,                'fmod',      'fmod',  nil,  divisor },  -- torch7's old alias
+  { 'remainder',  ALL,      remainderBodies,           nil,         nil,     nil,  divisor },
+}
+
+P.binaryOps {
+  { 'cmul',        ALL,      '$2 * $3',                  'multiply' },
+  { 'cdiv',        ALL,      '$2 / $3',                  'divide' },
+  { 'cpow',        ALL,      '$2 ^ $3',                  'power' },
+  { 'cfmod',       ALL,      withTensor(fmodBodies),     'fmod' },
+  { 'cmod',        ALL,      withTensor(fmodBodies),     'fmod' },   -- torch7's old alias
+  { 'cremainder',  ALL,      withTensor(remainderBodies) },
+  { 'atan2',       FLOATS,   'math.atan2($2, $3)',       'arctan2', function(y, x)
+      check.number('atan2', x)
       return math.atan2(y, x)
-    end)
-end
-P.define('cmod', binaryCore('cmod', ALL, map2('cfmod', assign(binaryOps[4][3]), 'fmod')),
-  '[res,] tensor1, tensor2')   -- torch7's deprecated alias of cfmod
+    end },
+}
 
 ------------------------------------------------------------------------------------------------
 -- add and csub: r = a + v, r = a + b, r = a + v * b (csub subtracts)
@@ -496,48 +503,13 @@ P.define('add', addCore('add', 1), '[res,] tensor, value | [res,] tensor1, [valu
 P.define('csub', addCore('csub', -1), '[res,] tensor, value | [res,] tensor1, [value,] tensor2')
 
 ------------------------------------------------------------------------------------------------
--- cmax and cmin: with a tensor or a number
-
--- math.max(x, y) is x > y and x or y (maxsd), torch7's rule also for nan; int64 has no math.max.
-local extremes = {
-  cmax = { math = 'math.max', op = '>', ufunc = 'fmax' },
-  cmin = { math = 'math.min', op = '<', ufunc = 'fmin' },
-}
-for name, e in pairs(extremes) do
-  local withTensor = map2(name, {
-    F = ('%s($2, $3)'):format(e.math),
-    L = ('local x, y = $2, $3; if x %s y then $1 = x else $1 = y end'):format(e.op),
-    I = ('%s($2, $3)'):format(e.math) })
-  -- numpy's fmax/fmin agree with torch7 for any v but nan
-  local withValue = mapScalar(name, {
-    F = ('%s($2, v1)'):format(e.math),
-    L = ('local x = $2; if x %s v1 then $1 = x else $1 = v1 end'):format(e.op),
-    I = ('%s($2, v1)'):format(e.math) }, e.ufunc, false, function(v) if v == v then return v end end)
-  P.define(name, function(r, a, b, extra)
-    if not isTensor(a) or extra ~= nil then return nil end
-    if isTensor(b) then
-      supports(name, ALL, a)
-      partner(name, a, b)
-      r = result(name, r, a):resizeAs(a)
-      withTensor(r, a, b)
-    elseif type(b) == 'number' then
-      supports(name, ALL, a)
-      local v = toReal(a._dt, b)
-      r = result(name, r, a):resizeAs(a)
-      withValue(r, a, v)
-    else
-      return nil
-    end
-    return r
-  end, '[res,] tensor1, tensor2 | [res,] tensor, value')
-end
-
-------------------------------------------------------------------------------------------------
 -- clamp(min, max), lerp(b, weight), addcmul / addcdiv([value,] t1, t2)
 
 -- torch7: x < min and min or (x > max and max or x); with min <= max that is min(max(x, lo), hi).
-local clampOrdered = kernels(2, { F = '$1 = math.min(v2, math.max(v1, $2))', I = '$1 = math.min(v2, math.max(v1, $2))' })
-local clampAny = kernels(2, 'local x = $2; if x < v1 then x = v1 elseif x > v2 then x = v2 end; $1 = x')
+local clampBranches = 'local x = $2; if x < v1 then x = v1 elseif x > v2 then x = v2 end; $1 = x'
+local clampOrdered = kernels(2, { F = '$1 = math.min(v2, math.max(v1, $2))', I = '$1 = math.min(v2, math.max(v1, $2))',
+                                  L = clampBranches })
+local clampAny = kernels(2, clampBranches)
 P.define('clamp', function(r, a, lo, hi, extra)
   if not isTensor(a) or type(lo) ~= 'number' or type(hi) ~= 'number' or extra ~= nil then return nil end
   supports('clamp', ALL, a)
@@ -599,7 +571,7 @@ local powBy = {
   [-2] = map1('pow', 'local x = $2; $1 = 1 / (x * x)', { 'square', 'reciprocal' }),
 }
 local powValue = mapScalar('pow', '$1 = $2 ^ v1', 'power')
-local tpowValue = mapScalar('tpow', '$1 = v1 ^ $2', 'power', true)
+local tpowValue = mapScalar('tpow', '$1 = v1 ^ $2', 'power', 'first')
 
 P.define('pow', function(r, a, b, extra)
   if extra ~= nil then return nil end

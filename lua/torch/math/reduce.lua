@@ -37,6 +37,13 @@ function R.split(op, k, ...)
   return res, select(lead, ...)
 end
 
+-- Result tensors only make sense with a dimension to reduce.
+function R.needDim(op, res, dim)
+  if dim == nil and #res > 0 then
+    check.error(op .. ': a result tensor was given but no dimension to reduce')
+  end
+end
+
 function R.noHalf(op, t)
   if t._dt.half then check.error(op .. ': not available for torch.HalfTensor (convert with :float())') end
 end
@@ -86,11 +93,10 @@ function R.spread(t, dim, n)
   return torch._makeTensor(getmetatable(t), t._st, t._off, sz, st)
 end
 
--- Calls fn(p, n, s) for 1-D runs covering all of t's elements: p points at a run's first
--- element, which has n elements at stride s. Dims merge where the layout allows; with anyOrder
--- (folds whose result does not depend on the order) the dims are first ordered by decreasing
--- stride, for locality.
-function R.rows(t, fn, anyOrder)
+-- Calls fn(p, n, s) for 1-D runs covering all of t's elements, in no particular order: p points
+-- at a run's first element, which has n elements at stride s. The dims are ordered by decreasing
+-- stride (for locality) and merged where the layout allows.
+function R.rows(t, fn)
   local total = numel(t)
   if total == 0 then return end
   local ptr = t._st._ptr
@@ -98,9 +104,7 @@ function R.rows(t, fn, anyOrder)
   local nd = #t._sz
   local order = {}
   for d = 1, nd do order[d] = d end
-  if anyOrder then
-    table.sort(order, function(a, b) return math.abs(t._str[a]) > math.abs(t._str[b]) end)
-  end
+  table.sort(order, function(a, b) return math.abs(t._str[a]) > math.abs(t._str[b]) end)
   local sz, st = {}, {}
   for i = 1, nd do
     local d = order[i]
@@ -189,28 +193,37 @@ R.SUM, R.NONZERO = SUM, NONZERO
 local function foldAll(x, fold, c)
   local f = foldKernel(fold, x._dt)
   local a = fold.unit
-  R.rows(x, function(p, n, s) a = f(p, n, s, a, c) end, true)
+  R.rows(x, function(p, n, s) a = f(p, n, s, a, c) end)
   return tonumber(a)
 end
 R.foldAll = foldAll
 
 -- r (sizes of x with 1 at dim) = finish(fold of x along dim). The accumulation runs in the
--- accreal type; finish is a body over ($1 = r, $2 = accumulator) with v1 = finishArg.
+-- accreal type; finish is a body over ($1 = r, $2 = accumulator) with v1 = finishArg. C is the
+-- number c, or for a tensor c (Double, r's sizes) the element of c of the row's position.
 local function foldDim(x, dim, r, fold, c, finish, finishArg)
   local acc = r
   if finish or r._dt.name ~= accName(x._dt) then acc = R.new(accName(x._dt), r._sz) end
   acc:fill(fold.unit)
   local n = x._sz[dim]
+  local perRow = isTensor(c)
   if n > 0 and numel(x) > 0 then
     if n >= 32 and (x._str[dim] == 1 or numel(x) <= 8 * n) then
       -- long rows: one register-accumulated fold per row
       local f = foldKernel(fold, x._dt)
-      local xp, ap, s = x._st._ptr, acc._st._ptr, x._str[dim]
-      apply.slices({ x, acc }, dim, function(ox, oa) ap[oa] = f(xp + ox, n, s, fold.unit, c) end)
+      local xp, ap, s, unit = x._st._ptr, acc._st._ptr, x._str[dim], fold.unit
+      if perRow then
+        local cp = c._st._ptr
+        apply.slices({ x, acc, c }, dim, function(ox, oa, oc) ap[oa] = f(xp + ox, n, s, unit, cp[oc]) end)
+      else
+        apply.slices({ x, acc }, dim, function(ox, oa) ap[oa] = f(xp + ox, n, s, unit, c) end)
+      end
     else
       -- short or strided rows: accumulate elementwise into the result spread along dim
-      local expr = fold.expr:gsub('X', '$2'):gsub('C', 'v1')
-      R.kernel(2, ('$1 = $1 %s %s'):format(fold.op, expr))(R.spread(acc, dim, n), x, c)
+      local expr = fold.expr:gsub('X', '$2'):gsub('C', perRow and '$3' or 'v1')
+      local body = ('$1 = $1 %s %s'):format(fold.op, expr)
+      if perRow then R.kernel(3, body)(R.spread(acc, dim, n), x, R.spread(c, dim, n))
+      else R.kernel(2, body)(R.spread(acc, dim, n), x, c) end
     end
   end
   if acc ~= r then R.kernel(2, finish or '$1 = $2')(r, acc, finishArg) end
@@ -291,7 +304,7 @@ local function extremeAll(op, x, keep)
       if z == z then m = r; return end
     end
     m = exact(p, n, s, m)
-  end, true)
+  end)
   return tonumber(m)
 end
 R.extremeAll = extremeAll
@@ -335,6 +348,7 @@ for name, keep in pairs({ max = '<=', min = '>=' }) do
   R.define(name, function(...)
     local res, x, dim = R.split(name, 2, ...)
     R.noHalf(name, x)
+    R.needDim(name, res, dim)
     if dim == nil then return extremeAll(name, x, keep) end
     check.dim(name, x, dim)
     local vals, inds = R.result(name, res[1], x), R.indexResult(name, res[2])
@@ -352,6 +366,7 @@ local function reduction(name, floatOnly, whole, alongDim)
     local res, x, dim = R.split(name, 1, ...)
     R.noHalf(name, x)
     if floatOnly then R.floating(name, x) end
+    R.needDim(name, res, dim)
     if dim == nil then return whole(x) end
     check.dim(name, x, dim)
     local r = R.result(name, res[1], x)
@@ -438,6 +453,7 @@ R.define('norm', function(...)
   R.floating('norm', x)
   p = p or 2
   check.number('norm', p, 'p')
+  R.needDim('norm', res, dim)
   if dim == nil then return normAll(x, p) end
   check.dim('norm', x, dim)
   local r = R.result('norm', res[1], x)
@@ -506,7 +522,10 @@ local function spreadOf(name, sqrtOf)
   R.define(name, function(...)
     local res, x, dim, biased = R.split(name, 1, ...)
     R.floating(name, x)
-    if type(dim) == 'boolean' or dim == nil then return whole(x, dim) end
+    if type(dim) == 'boolean' or dim == nil then
+      R.needDim(name, res, nil)
+      return whole(x, dim)
+    end
     check.dim(name, x, dim)
     local r = R.result(name, res[1], x)
     r:resize(R.sizesWith(x, dim, 1))
@@ -514,9 +533,7 @@ local function spreadOf(name, sqrtOf)
     -- two passes (mean, then squared deviations) for accuracy
     local mean = R.new('Double', r._sz)
     foldDim(x, dim, mean, SUM, nil, '$1 = $2 / v1', n)
-    local dev = R.new('Double', x._sz)
-    R.kernel(3, '$1 = $2 - $3')(dev, x, R.spread(mean, dim, n))
-    foldDim(dev, dim, r, SQUARES, nil, sqrtOf and '$1 = math.sqrt($2 / v1)' or '$1 = $2 / v1',
+    foldDim(x, dim, r, SQDEV, mean, sqrtOf and '$1 = math.sqrt($2 / v1)' or '$1 = $2 / v1',
       biased and n or n - 1)
     return r
   end)

@@ -56,10 +56,15 @@ local function compile(n, body)
   return chunk()
 end
 
+-- Tensors of up to 2 dims (most calls) take loop-free paths: a short loop run on every call of
+-- an op gets hot on its own, and LuaJIT then blacklists it and the traces of its callers.
 function apply.isContiguous(t)
   local sz, st = t._sz, t._str
+  local nd = #sz
+  if nd == 1 then return sz[1] == 1 or st[1] == 1 end
+  if nd == 2 then return (sz[2] == 1 or st[2] == 1) and (sz[1] == 1 or st[1] == sz[2]) end
   local z = 1
-  for d = #sz, 1, -1 do
+  for d = nd, 1, -1 do
     local s = sz[d]
     if s ~= 1 then
       if st[d] ~= z then return false end
@@ -71,17 +76,23 @@ end
 local isContiguous = apply.isContiguous
 
 local function numel(t)
-  local n = 1
   local sz = t._sz
-  for d = 1, #sz do n = n * sz[d] end
-  return #sz == 0 and 0 or n
+  local nd = #sz
+  if nd == 1 then return sz[1] end
+  if nd == 2 then return sz[1] * sz[2] end
+  local n = 1
+  for d = 1, nd do n = n * sz[d] end
+  return nd == 0 and 0 or n
 end
 apply.numel = numel
 
 local function sameSizes(a, b)
   local x, y = a._sz, b._sz
-  if #x ~= #y then return false end
-  for d = 1, #x do if x[d] ~= y[d] then return false end end
+  local nd = #x
+  if nd ~= #y then return false end
+  if nd == 1 then return x[1] == y[1] end
+  if nd == 2 then return x[1] == y[1] and x[2] == y[2] end
+  for d = 1, nd do if x[d] ~= y[d] then return false end end
   return true
 end
 

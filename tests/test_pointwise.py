@@ -1,0 +1,527 @@
+"""Elementwise math (lua/torch/math/pointwise.lua, operators.lua) against numpy float64.
+
+Every op runs on random shapes in several layouts (contiguous, transposed, narrowed, strided,
+1-D, zero-size), in its function form (new result, given result) and its method forms, on the
+LuaJIT kernels and on numpy's loops (the `path` fixture moves the size thresholds).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import luabridge
+from luabridge.runtime import bridge
+
+FLOATS = ["Float", "Double"]
+INTEGERS = ["Byte", "Char", "Short", "Int", "Long"]
+NP = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
+      "Float": np.float32, "Double": np.float64}
+UNSIGNED = {"Byte": np.uint8, "Char": np.uint8, "Short": np.uint16, "Int": np.uint32, "Long": np.uint64}
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers (test_compare.py uses them too)
+
+@pytest.fixture(params=["lua", "numpy"])
+def path(request, lua):
+    """Runs a test on the LuaJIT kernels only, then with numpy's loops for every size."""
+    limits = lua.eval("package.loaded['torch.math.pointwise'].numpyFrom")
+    saved = {k: (v.Float, v.Double) for k, v in limits.items()}
+    for v in limits.values():
+        v.Float = v.Double = (1e18 if request.param == "lua" else 0)
+    yield request.param
+    for k, (f, d) in saved.items():
+        limits[k].Float, limits[k].Double = f, d
+
+
+def run(fn: Any, *args: Any) -> Any:
+    """Calls a Lua function as luabridge does (a Lua error raises luabridge.LuaError)."""
+    return bridge().call(fn, *args)
+
+
+def call(name: str, *args: Any) -> Any:
+    """torch.name(*args), numpy arrays passed as tensors sharing their memory."""
+    return run(luabridge.eval("function(name, ...) return torch[name](...) end"), name, *map(lua_arg, args))
+
+
+def method(obj: np.ndarray, name: str, *args: Any) -> Any:
+    """obj:name(*args) on the tensor viewing obj."""
+    return run(luabridge.eval("function(name, self, ...) return self[name](self, ...) end"),
+               name, lua_arg(obj), *map(lua_arg, args))
+
+
+def lua_arg(x: Any) -> Any:
+    return luabridge.from_numpy(x) if isinstance(x, np.ndarray) else x
+
+
+def values(rng: np.random.Generator, shape: tuple[int, ...], type_name: str, domain: str) -> np.ndarray:
+    """Random elements of the type: floats in the domain, integers in a small range."""
+    dtype = NP[type_name]
+    if type_name in INTEGERS:
+        lo = 0 if type_name == "Byte" else -20
+        hi = 40 if domain != "positive" else 12
+        x = rng.integers(1 if domain in ("positive", "nonzero") else lo, hi, shape)
+        if domain == "nonzero" and type_name != "Byte":
+            x = x * rng.choice([-1, 1], shape)
+        return x.astype(dtype)
+    ranges = {"any": (-3, 3), "positive": (0.1, 3), "unit": (-0.95, 0.95), "nonzero": (0.2, 3)}
+    lo, hi = ranges[domain]
+    x = rng.uniform(lo, hi, shape)
+    if domain == "nonzero":
+        x = x * rng.choice([-1, 1], shape)
+    return x.astype(dtype)
+
+
+def layouts(rng: np.random.Generator) -> list[tuple[str, Callable]]:
+    """(name, build) per layout over one random 2-D shape: build(make) views an array that
+    make(shape) fills."""
+    m, n = (int(x) for x in rng.integers(1, 7, 2))
+    return [
+        ("contiguous", lambda f: f((m, n))),
+        ("transposed", lambda f: f((n, m)).T),
+        ("narrowed", lambda f: f((m, n + 3))[:, 1:n + 1]),
+        ("strided", lambda f: f((2 * m, n))[::2]),
+        ("reversed", lambda f: f((m, n))[:, ::-1]),
+        ("1-D", lambda f: f((m * n,))),
+        ("3-D permuted", lambda f: f((n, 2, m)).transpose(2, 1, 0)),
+        ("empty", lambda f: f((0, n))),
+    ]
+
+
+def operands(rng, type_name: str, domains: list[str]) -> Iterator[tuple[str, list[np.ndarray]]]:
+    """Operand lists (one array per domain) of one shape, per layout: the first operand's, the
+    others taking the next layouts round where those give the same shape."""
+    builds = layouts(rng)
+
+    def maker(domain: str) -> Callable:
+        return lambda shape: values(rng, shape, type_name, domain)
+
+    for i, (name, build) in enumerate(builds):
+        arrays = [builds[(i + k) % len(builds)][1](maker(d)) for k, d in enumerate(domains)]
+        if any(a.shape != arrays[0].shape for a in arrays):
+            arrays = [build(maker(d)) for d in domains]
+        yield name, arrays
+
+
+# float32 results may be a few ulps off numpy's float64 (numpy's SIMD loops, rounding steps)
+TOLERANCE = {"Float": dict(rtol=2e-6, atol=1e-6), "Double": dict(rtol=1e-12, atol=1e-12)}
+
+
+def expect(got: Any, want: np.ndarray, type_name: str, what: str) -> None:
+    arr = luabridge.to_numpy(got) if not isinstance(got, np.ndarray) else got
+    assert arr.dtype == NP[type_name], what
+    assert arr.shape == want.shape, what
+    if type_name in INTEGERS:
+        np.testing.assert_array_equal(arr, np.asarray(want).astype(arr.dtype), err_msg=what)
+        return
+    np.testing.assert_allclose(arr.astype(np.float64), want.astype(np.float64), equal_nan=True,
+                               err_msg=what, **TOLERANCE[type_name])
+
+
+def c_cast(x: Any, type_name: str) -> np.ndarray:
+    """C's conversion to the type: floats round to float32, integers truncate and wrap."""
+    x = np.asarray(x, dtype=np.float64)
+    if type_name in FLOATS:
+        return x.astype(NP[type_name])
+    return np.trunc(x).astype(np.int64).astype(NP[type_name])
+
+
+def check_forms(name: str, args: list[Any], want: np.ndarray, type_name: str, src_optional: bool = True) -> None:
+    """torch.name(args...) (new), torch.name(r, args...) and r:name(args...) (r a strided view,
+    written in place), and src:name(rest...) in place, all against want."""
+    first = next(a for a in args if isinstance(a, np.ndarray))
+    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    expect(call(name, *args), want, type_name, f"torch.{name}(...) [new]")
+    for a, b in zip(args, before):
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=f"torch.{name} changed an operand")
+    for form in ("function", "method"):
+        base = np.full((2,) + want.shape[::-1], 77, dtype=NP[type_name])
+        r = base[0].T  # the result's shape, not contiguous (for 2+ dims)
+        got = call(name, r, *args) if form == "function" else method(r, name, *args)
+        assert np.shares_memory(luabridge.to_numpy(got), r) or r.size == 0, f"{name}: result not written in place"
+        expect(r, want, type_name, f"{name} [{form} into a given result]")
+        assert (base[1] == 77).all(), f"{name} wrote outside its result"
+    if src_optional and args[0] is first:
+        x = np.zeros(first.shape[::-1], first.dtype).T  # a strided copy of the source
+        x[...] = first
+        method(x, name, *args[1:])
+        expect(x, want, type_name, f"x:{name}(...) [in place]")
+
+
+# ----------------------------------------------------------------------------------------------
+# one source tensor
+
+def _round(x):
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+UNARY = {
+    # name: (reference, input domain, types)
+    "exp": (np.exp, "any", FLOATS),
+    "log": (np.log, "positive", FLOATS),
+    "log1p": (np.log1p, "positive", FLOATS),
+    "sqrt": (np.sqrt, "positive", FLOATS),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), "positive", FLOATS),
+    "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), "any", FLOATS),
+    "sin": (np.sin, "any", FLOATS),
+    "cos": (np.cos, "any", FLOATS),
+    "tan": (np.tan, "unit", FLOATS),
+    "asin": (np.arcsin, "unit", FLOATS),
+    "acos": (np.arccos, "unit", FLOATS),
+    "atan": (np.arctan, "any", FLOATS),
+    "sinh": (np.sinh, "any", FLOATS),
+    "cosh": (np.cosh, "any", FLOATS),
+    "tanh": (np.tanh, "any", FLOATS),
+    "floor": (np.floor, "any", FLOATS),
+    "ceil": (np.ceil, "any", FLOATS),
+    "trunc": (np.trunc, "any", FLOATS),
+    "round": (_round, "any", FLOATS),
+    "frac": (lambda x: x - np.trunc(x), "any", FLOATS),
+    "neg": (np.negative, "any", FLOATS),
+    "cinv": (lambda x: 1 / x, "nonzero", FLOATS),
+    "abs": (np.abs, "nonzero", ["Int", "Long"] + FLOATS),
+    "sign": (np.sign, "nonzero", INTEGERS + FLOATS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(path, rng, name):
+    ref, domain, types = UNARY[name]
+    for type_name in types:
+        for layout, (a,) in operands(rng, type_name, [domain]):
+            want = c_cast(ref(a.astype(np.float64)), type_name)
+            check_forms(name, [a], want, type_name)
+
+
+def test_unary_special_values(path, lua):
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 2.5, -2.5, 0.5, -0.5, 1e-30] * 8)
+    for name, ref in (("round", _round), ("sign", lambda v: np.nan_to_num(np.sign(v), nan=0.0)),
+                      ("floor", np.floor), ("trunc", np.trunc), ("frac", lambda v: v - np.trunc(v)),
+                      ("abs", np.abs), ("sigmoid", lambda v: 1 / (1 + np.exp(-v))), ("log1p", np.log1p)):
+        with np.errstate(all="ignore"):
+            want = ref(x)
+        for t in FLOATS:
+            got = luabridge.to_numpy(call(name, x.astype(NP[t])))
+            np.testing.assert_allclose(got, want.astype(NP[t]), rtol=1e-6, atol=0, equal_nan=True, err_msg=name)
+
+
+def test_number_forms(lua):
+    assert call("exp", 1.0) == pytest.approx(np.e)
+    assert call("abs", -3) == 3
+    assert call("pow", 2, 10) == 1024
+    assert call("atan2", 1.0, 2.0) == pytest.approx(np.arctan2(1.0, 2.0))
+    assert call("lerp", 1.0, 3.0, 0.25) == pytest.approx(1.5)
+    assert (call("round", 2.5), call("round", -2.5)) == (3, -3)
+    assert call("sigmoid", 0.0) == 0.5
+    assert call("frac", -1.75) == -0.75
+    assert call("log1p", 1e-20) == 1e-20
+
+
+# ----------------------------------------------------------------------------------------------
+# a source tensor and a number
+
+def _int_div(a, v, t):
+    return np.trunc(a / v) if t in INTEGERS else a / v
+
+
+SCALAR = {
+    # name: (reference(a, v, type), domain, values, types)
+    "mul": (lambda a, v, t: a * v, "any", [2.5, -3.0, 0.0], INTEGERS + FLOATS),
+    "div": (_int_div, "any", [2.0, -3.0, 0.5], INTEGERS + FLOATS),
+    "fmod": (lambda a, v, t: np.fmod(a, v), "any", [2.0, -3.0, 0.7], INTEGERS + FLOATS),
+    "mod": (lambda a, v, t: np.fmod(a, v), "any", [3.0], INTEGERS + FLOATS),
+    "remainder": (lambda a, v, t: a - v * np.floor(a / v), "any", [2.0, -3.0, 0.7], INTEGERS + FLOATS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR))
+def test_scalar(path, rng, name):
+    ref, domain, vals, types = SCALAR[name]
+    for type_name in types:
+        for v in vals:
+            cast = float(c_cast(v, type_name))  # torch7 casts the value to the type first
+            if cast == 0 and name != "mul":
+                continue
+            for layout, (a,) in operands(rng, type_name, [domain]):
+                with np.errstate(all="ignore"):
+                    want = c_cast(ref(a.astype(np.float64), cast, type_name), type_name)
+                check_forms(name, [a, v], want, type_name)
+
+
+def test_add_and_csub_forms(path, rng):
+    for type_name in INTEGERS + FLOATS:
+        for layout, (a, b) in operands(rng, type_name, ["any", "any"]):
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            for sign, name in ((1, "add"), (-1, "csub")):
+                check_forms(name, [a, 2.0], c_cast(x + sign * 2.0, type_name), type_name)
+                check_forms(name, [a, b], c_cast(x + sign * y, type_name), type_name)
+                check_forms(name, [a, 3.0, b], c_cast(x + sign * 3.0 * y, type_name), type_name)
+                # x:add(v, y) and x:add(y): the source defaults to x
+                z = a.copy()
+                method(z, name, 3.0, b)
+                expect(z, c_cast(x + sign * 3.0 * y, type_name), type_name, f"x:{name}(v, y)")
+                z = a.copy()
+                method(z, name, b)
+                expect(z, c_cast(x + sign * y, type_name), type_name, f"x:{name}(y)")
+
+
+def test_byte_arithmetic_wraps_as_c(lua):
+    a = np.array([200, 10, 255], np.uint8)
+    expect(call("add", a, 100), np.array([44, 110, 99], np.uint8), "Byte", "add")
+    expect(call("add", a, -1), np.array([199, 9, 254], np.uint8), "Byte", "add -1")
+    expect(call("mul", a, 2), np.array([144, 20, 254], np.uint8), "Byte", "mul")
+    c = np.array([-128, 127, -7], np.int8)
+    expect(call("div", c, -1), np.array([-128, -127, 7], np.int8), "Char", "div")
+
+
+@pytest.mark.parametrize("v", [1, 2, 3, 0.5, -0.5, -1, -2, 1.7, 0])
+def test_pow(path, rng, v):
+    for type_name in FLOATS:
+        for layout, (a,) in operands(rng, type_name, ["positive"]):
+            want = c_cast(np.power(a.astype(np.float64), v), type_name)
+            check_forms("pow", [a, v], want, type_name)
+            # v ^ a: torch.pow([res,] v, a)
+            base = abs(v) + 1.5
+            want = c_cast(np.power(base, a.astype(np.float64)), type_name)
+            check_forms("pow", [base, a], want, type_name, src_optional=False)
+
+
+def test_tpow_in_place_as_documented(lua):
+    x = np.array([1.0, 2.0, 3.0])
+    call("pow", x, 2.0, x)  # torch.pow(x, n, x): x = n ^ x
+    np.testing.assert_allclose(x, [2.0, 4.0, 8.0])
+
+
+def test_clamp(path, rng):
+    for type_name in INTEGERS + FLOATS:
+        for lo, hi in ((-1.5, 2.5), (2.0, 2.0), (3.0, -1.0)):  # torch7's rule also when min > max
+            clo, chi = (float(c_cast(x, type_name)) for x in (lo, hi))
+            for layout, (a,) in operands(rng, type_name, ["any"]):
+                x = a.astype(np.float64)
+                want = c_cast(np.where(x < clo, clo, np.where(x > chi, chi, x)), type_name)
+                check_forms("clamp", [a, lo, hi], want, type_name)
+
+
+def test_clamp_keeps_nan(lua):
+    x = np.array([np.nan, -5.0, 5.0, 0.5] * 30)
+    got = luabridge.to_numpy(call("clamp", x, 0.0, 1.0))
+    np.testing.assert_array_equal(got, [np.nan, 0.0, 1.0, 0.5] * 30)
+
+
+# ----------------------------------------------------------------------------------------------
+# two source tensors
+
+def _cdiv(a, b, t):
+    return np.trunc(a / b) if t in INTEGERS else a / b
+
+
+BINARY = {
+    # name: (reference(a, b, type), domains, types)
+    "cmul": (lambda a, b, t: a * b, ["any", "any"], INTEGERS + FLOATS),
+    "cdiv": (_cdiv, ["any", "nonzero"], INTEGERS + FLOATS),
+    "cpow": (lambda a, b, t: np.trunc(a ** b) if t in INTEGERS else a ** b, ["positive", "unit"], FLOATS),
+    "cfmod": (lambda a, b, t: np.fmod(a, b), ["any", "nonzero"], INTEGERS + FLOATS),
+    "cmod": (lambda a, b, t: np.fmod(a, b), ["any", "nonzero"], INTEGERS + FLOATS),
+    "cremainder": (lambda a, b, t: a - b * np.floor(a / b), ["any", "nonzero"], INTEGERS + FLOATS),
+    "atan2": (lambda a, b, t: np.arctan2(a, b), ["any", "any"], FLOATS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary(path, rng, name):
+    ref, domains, types = BINARY[name]
+    for type_name in types:
+        for layout, (a, b) in operands(rng, type_name, domains):
+            want = c_cast(ref(a.astype(np.float64), b.astype(np.float64), type_name), type_name)
+            check_forms(name, [a, b], want, type_name)
+
+
+def test_integer_cpow(lua):
+    a = np.array([2, 3, -2, 5], np.int32)
+    b = np.array([3, 2, 3, 0], np.int32)
+    for t in ("Int", "Long", "Short"):
+        expect(call("cpow", a.astype(NP[t]), b.astype(NP[t])), np.array([8, 9, -8, 1], NP[t]), t, "cpow")
+
+
+def test_same_element_count_any_shape(lua, rng):
+    a = rng.standard_normal((2, 6))
+    b = rng.standard_normal((3, 4))
+    got = call("cmul", a, b)
+    expect(got, a * b.reshape(2, 6), "Double", "cmul of 2x6 and 3x4")
+    got = call("add", a, 2.0, b)
+    expect(got, a + 2 * b.reshape(2, 6), "Double", "add of 2x6 and 3x4")
+
+
+def test_lerp(path, rng):
+    for type_name in FLOATS:
+        for layout, (a, b) in operands(rng, type_name, ["any", "any"]):
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            check_forms("lerp", [a, b, 0.3], c_cast(x + 0.3 * (y - x), type_name), type_name)
+
+
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+def test_addcmul_addcdiv(path, rng, name):
+    for type_name in INTEGERS + FLOATS:
+        for layout, (t, a, b) in operands(rng, type_name, ["any", "any", "nonzero"]):
+            x, y, z = (u.astype(np.float64) for u in (t, a, b))
+            for v in (1.0, 2.0):
+                term = y * z if name == "addcmul" else y / z
+                if type_name in INTEGERS and name == "addcdiv":
+                    term = np.trunc(v * y / z) / v
+                want = c_cast(x + v * term, type_name)
+                args = [t, v, a, b] if v != 1.0 else [t, a, b]
+                check_forms(name, args, want, type_name)
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy's loops: overlap, alignment, large sizes
+
+def test_large_contiguous_uses_the_same_semantics(lua, rng):
+    for t in FLOATS:
+        a = rng.uniform(-3, 3, 5000).astype(NP[t])
+        b = rng.uniform(0.5, 2, 5000).astype(NP[t])
+        for name, want in (("exp", np.exp(a.astype(np.float64))), ("tanh", np.tanh(a.astype(np.float64))),
+                           ("sigmoid", 1 / (1 + np.exp(-a.astype(np.float64))))):
+            expect(call(name, a), c_cast(want, t), t, name)
+        expect(call("cdiv", a, b), c_cast(a.astype(np.float64) / b, t), t, "cdiv")
+        expect(call("cmax", a, 0.5), c_cast(np.maximum(a, 0.5), t), t, "cmax")
+
+
+def test_partly_overlapping_result_reads_in_order(path, lua):
+    # r is a shifted by one element in the same memory: torch7's loops go element by element,
+    # each reading what the step before wrote
+    buf = np.zeros(201)
+    call("add", buf[1:], buf[:-1], 1.0)
+    expect(buf, np.arange(201.0), "Double", "overlapping add")
+
+
+def test_unaligned_memory(lua):
+    raw = np.zeros(4 * 300 + 1, np.uint8)
+    arr = np.ndarray((300,), np.float32, buffer=raw, offset=1)  # float32 elements at odd addresses
+    arr[:] = np.linspace(-1, 1, 300, dtype=np.float32)
+    expect(call("exp", arr), np.exp(arr.astype(np.float64)).astype(np.float32), "Float", "exp unaligned")
+
+
+# ----------------------------------------------------------------------------------------------
+# operators
+
+def test_operators(lua, rng):
+    run = luabridge.eval("""function(a, b, v)
+      return a + b, a + v, v + a, a - b, a - v, v - a, a * v, v * a, a / v, a % v, -a
+    end""")
+    for t in INTEGERS + FLOATS:
+        a = values(rng, (3, 4), t, "any")
+        b = values(rng, (3, 4), t, "any")
+        x, y, v = a.astype(np.float64), b.astype(np.float64), 3.0
+        got = run(luabridge.from_numpy(a), luabridge.from_numpy(b), v)
+        wants = [x + y, x + v, v + x, x - y, x - v, v - x, x * v, v * x, _int_div(x, v, t),
+                 x - v * np.floor(x / v), -x]
+        for i, (g, w) in enumerate(zip(got, wants)):
+            expect(g, c_cast(w, t), t, f"operator {i}")
+        np.testing.assert_array_equal(a, c_cast(x, t))  # operands untouched
+
+
+def test_tensor_products(lua, rng):
+    m = rng.standard_normal((3, 4))
+    n = rng.standard_normal((4, 2))
+    u = rng.standard_normal(4)
+    w = rng.standard_normal(4)
+    run = luabridge.eval("function(m, n, u, w) return u * w, m * u, m * n end")
+    dot, mv, mm = run(*(luabridge.from_numpy(x) for x in (m, n, u, w)))
+    assert dot == pytest.approx(u @ w)
+    expect(mv, m @ u, "Double", "mv")
+    expect(mm, m @ n, "Double", "mm")
+
+
+def test_operator_errors(lua):
+    t = luabridge.from_numpy(np.ones((2, 2, 2)))
+    with pytest.raises(luabridge.LuaError, match="__div: expected a tensor and a number"):
+        run(luabridge.eval("function(t) return 2 / t end"), t)
+    with pytest.raises(luabridge.LuaError, match="multiplication between 3D and 3D tensors"):
+        run(luabridge.eval("function(t) return t * t end"), t)
+    with pytest.raises(luabridge.LuaError, match="__add: expected two tensors or a tensor and a number"):
+        run(luabridge.eval("function(t) return t + 'x' end"), t)
+
+
+# ----------------------------------------------------------------------------------------------
+# errors
+
+def test_errors(lua):
+    f = np.ones((2, 3), np.float32)
+    d = np.ones((2, 3))
+    i = np.ones(3, np.int32)
+    cases = [
+        (lambda: call("exp", i), r"exp: torch\.IntTensor is not supported; torch7 has exp for torch\.FloatTensor"),
+        (lambda: call("abs", np.ones(3, np.int16)), r"abs: torch\.ShortTensor is not supported"),
+        (lambda: call("add", luabridge.eval("torch.HalfTensor(3)"), 1), r"add: torch\.HalfTensor is not supported"),
+        (lambda: call("cmul", f, np.ones(5, np.float32)), r"cmul: inconsistent tensor size, 2x3 \(6 elements\) and 5"),
+        (lambda: call("cmul", f, d), r"cmul: expected torch\.FloatTensor, got torch\.DoubleTensor"),
+        (lambda: call("exp", d, f), r"exp: expected torch\.FloatTensor, got torch\.DoubleTensor"),
+        (lambda: call("add", f, "x"), r"add: invalid arguments \(torch\.FloatTensor, string\)"),
+        (lambda: call("mul", f), r"mul: invalid arguments \(torch\.FloatTensor\); expected \[res,\] tensor, value"),
+        (lambda: call("div", i, 0), r"div: integer division by zero \(torch\.IntTensor\)"),
+        (lambda: call("fmod", i, 0.5), r"fmod: integer division by zero"),
+        (lambda: call("lerp", f, f), r"lerp: invalid arguments"),
+        (lambda: call("pow", i, 2), r"pow: torch\.IntTensor is not supported"),
+        (lambda: call("clamp", f, 0), r"clamp: invalid arguments"),
+    ]
+    for fn, pattern in cases:
+        with pytest.raises(luabridge.LuaError, match=pattern):
+            fn()
+
+
+def test_failed_call_leaves_operands_unchanged(lua):
+    r = np.full((4, 4), 5.0)
+    a = np.ones((2, 3))
+    with pytest.raises(luabridge.LuaError, match="inconsistent tensor size"):
+        call("cmul", r, a, np.ones(7))
+    with pytest.raises(luabridge.LuaError, match="inconsistent tensor size"):
+        call("addcmul", r, a, np.ones(6), np.ones(5))
+    with pytest.raises(luabridge.LuaError, match="expected torch.DoubleTensor"):
+        call("add", r, a, np.ones(6, np.float32))
+    rt = luabridge.from_numpy(r)
+    with pytest.raises(luabridge.LuaError):
+        run(luabridge.eval("function(r, a) r:add(a, torch.DoubleTensor(7)) end"), rt, luabridge.from_numpy(a))
+    assert luabridge.eval("function(r) return r:dim(), r:size(1), r:size(2) end")(rt) == (2, 4, 4)
+    np.testing.assert_array_equal(r, np.full((4, 4), 5.0))
+
+
+def test_error_names_the_callers_line(lua):
+    code = "local t = torch.LongTensor(2)\nlocal _ = 1\nt:exp()"
+    with pytest.raises(luabridge.LuaError, match=r"^mycode:3: exp: torch\.LongTensor is not supported"):
+        run(luabridge.eval("function(src) assert(loadstring(src, '=mycode'))() end"), code)
+
+
+# ----------------------------------------------------------------------------------------------
+# integer semantics as C (hypothesis)
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-2**31 + 1, 2**31 - 1), min_size=1, max_size=20),
+       st.integers(-1000, 1000).filter(lambda v: v != 0))
+def test_int_division_as_c(lua, xs, v):
+    for t in ("Int", "Long"):
+        a = np.array(xs, NP[t])
+        c_div = np.array([abs(x) // abs(v) * (1 if (x >= 0) == (v > 0) else -1) for x in xs])  # truncated
+        expect(call("div", a, v), c_div.astype(NP[t]), t, "div")
+        expect(call("fmod", a, v), np.array([x - v * q for x, q in zip(xs, c_div)], NP[t]), t, "fmod")
+        expect(call("remainder", a, v), np.array([x % v for x in xs], NP[t]), t, "remainder")
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy's loops as lent by luabridge/ufuncs.py
+
+def test_numpy_loops_are_found_and_checked(monkeypatch):
+    from luabridge import ufuncs
+
+    fn, data = ufuncs.find_loop("add", "ff->f")
+    assert fn and ufuncs._agrees(np.add, "ff->f", ufuncs._LOOP(fn), data)
+    assert not ufuncs._agrees(np.subtract, "ff->f", ufuncs._LOOP(fn), data)  # a wrong loop is refused
+    assert ufuncs.find_loop("exp", "ff->f") is None       # no such signature
+    assert ufuncs.find_loop("no_such_ufunc", "f->f") is None
+    monkeypatch.setenv("LUABRIDGE_UFUNC", "lua")
+    assert ufuncs.find_loop("exp", "f->f") is None
