@@ -7,6 +7,8 @@ first, the memory stays valid for the other.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 # Lua element type name -> numpy dtype
@@ -31,8 +33,16 @@ def split_address(addr: int) -> tuple[int, int]:
 class BufferRegistry:
     """The numpy arrays behind this runtime's Lua storages, by id."""
 
+    # Released buffers of at least POOL_MIN bytes that nothing else references are kept (up to
+    # POOL_MAX bytes in all) and handed out again: fresh large buffers cost page faults.
+    POOL_MIN = 1 << 20
+    POOL_MAX = 256 << 20
+
     def __init__(self) -> None:
         self._arrays: dict[int, np.ndarray] = {}
+        self._owned: set[int] = set()  # ids allocated here (not user arrays shared in)
+        self._pool: dict[tuple[np.dtype, int], list[np.ndarray]] = {}
+        self._pool_bytes = 0
         self._next_id = 1
 
     def __len__(self) -> int:
@@ -49,13 +59,31 @@ class BufferRegistry:
         n = int(n)
         if n < 0:
             raise ValueError(f"storage size must be non-negative, got {n}")
-        array = np.zeros(max(n, 1), dtype=DTYPES[type_name])
-        return (self.register(array), *split_address(array.ctypes.data))
+        dtype = DTYPES[type_name]
+        reusable = self._pool.get((dtype, n))
+        if reusable:
+            array = reusable.pop()
+            self._pool_bytes -= array.nbytes
+            array.fill(0)
+        else:
+            array = np.zeros(max(n, 1), dtype=dtype)
+        buffer_id = self.register(array)
+        self._owned.add(buffer_id)
+        return (buffer_id, *split_address(array.ctypes.data))
 
     def release(self, ids: str) -> None:
         for part in ids.split(","):
-            if part:
-                self._arrays.pop(int(part), None)
+            if not part:
+                continue
+            buffer_id = int(part)
+            array = self._arrays.pop(buffer_id, None)
+            if buffer_id in self._owned:
+                self._owned.discard(buffer_id)
+                # two references: `array` here and getrefcount's argument; a numpy view adds more
+                if (array.nbytes >= self.POOL_MIN and sys.getrefcount(array) == 2
+                        and self._pool_bytes + array.nbytes <= self.POOL_MAX):
+                    self._pool.setdefault((array.dtype, array.size), []).append(array)
+                    self._pool_bytes += array.nbytes
 
     def array(self, buffer_id: int) -> np.ndarray:
         return self._arrays[int(buffer_id)]

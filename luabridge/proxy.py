@@ -12,7 +12,7 @@ from .runtime import bridge
 
 def _kind(obj: Any) -> str:
     """'tensor', 'storage', 'object' (a torch class instance), 'table' or 'other' for a Lua value."""
-    if lupa.lua_type(obj) != "table":
+    if lupa.lua_type(obj) not in ("table", "userdata"):
         return "other"
     return bridge().lua.globals().__luabridge_kind(obj)
 

@@ -648,9 +648,9 @@ def test_device_views_and_from_device_array(xp, rng):
 
 def test_storages_are_released(xp):
     registry = bridge().buffers
-    L("function() collectgarbage(); collectgarbage(); torch.CudaTensor(1) end")()
+    L("function() for _ = 1, 3 do collectgarbage() end; torch.CudaTensor(1) end")()
     before = len(registry)
     L("function() for i = 1, 50 do local t = torch.CudaTensor(100):fill(i) end end")()
-    L("function() collectgarbage(); collectgarbage(); torch.CudaTensor(1) end")()
+    L("function() for _ = 1, 3 do collectgarbage() end; torch.CudaTensor(1) end")()
     gc.collect()
     assert len(registry) <= before + 2

@@ -73,3 +73,29 @@ def test_bad_arrays_are_refused(lua):
         luabridge.from_numpy(np.zeros(3, dtype=np.complex64))
     with pytest.raises(TypeError, match="unsupported dtype"):
         luabridge.from_numpy(np.zeros(3, dtype=">f8"))
+
+
+def test_released_buffers_are_reused_only_when_unreferenced(lua):
+    from luabridge.runtime import bridge
+
+    luabridge.execute("for _ = 1, 3 do collectgarbage() end; torch.FloatTensor(1)")
+    before = len(bridge().buffers)
+    make = luabridge.eval("function(v) return torch.DoubleTensor(262144):fill(v) end")  # 2 MiB
+    view = luabridge.to_numpy(make(1))  # the Lua tensor is garbage at once, the view holds the buffer
+    for v in range(2, 40):               # 76 MiB of new buffers: the collector runs, buffers recycle
+        t = make(v)
+        assert luabridge.to_numpy(t)[0] == v
+        del t
+    assert (view == 1).all()
+    assert len(bridge().buffers) < before + 40
+
+
+def test_dead_tensors_do_not_pile_up(lua):
+    from luabridge.runtime import bridge
+
+    luabridge.execute("for _ = 1, 3 do collectgarbage() end; torch.FloatTensor(1)")
+    before = len(bridge().buffers)
+    make = luabridge.eval("function() return torch.FloatTensor(1048576):fill(2) end")  # 4 MiB
+    for _ in range(100):
+        assert luabridge.to_numpy(make())[7] == 2
+    assert len(bridge().buffers) < before + 40

@@ -4,6 +4,7 @@ local torch = require 'torch.env'
 local dtype = require 'torch.dtype'
 local memory = require 'torch.memory'
 local check = require 'torch.check'
+local object = require 'torch.object'
 
 local Storage = {}     -- methods shared by every storage type
 local byName = {}      -- 'torch.FloatStorage' -> metatable
@@ -17,7 +18,7 @@ torch.isStorage = isStorage
 local function newStorage(mt, n)
   local dt = mt.__dtype
   local ptr, h, id = memory.alloc(n, dt)
-  return setmetatable({ _ptr = ptr, _n = n, _h = h, _id = id, _dt = dt, _base = false, _baseoff = 0 }, mt)
+  return object.new(mt, { _ptr = ptr, _n = n, _h = h, _id = id, _dt = dt, _base = false, _baseoff = 0 })
 end
 
 -- Reads element i (0-based) as a Lua number.
@@ -134,8 +135,8 @@ local function construct(mt, a, b, c)
     end
     -- _base is the storage owning the buffer, _baseoff this view's element offset into it
     local root = a._base or a
-    return setmetatable({ _ptr = a._ptr and a._ptr + (offset - 1), _n = n, _h = false, _id = root._id, _dt = a._dt,
-                          _base = root, _baseoff = a._baseoff + offset - 1 }, mt)
+    return object.new(mt, { _ptr = a._ptr and a._ptr + (offset - 1), _n = n, _h = false, _id = root._id, _dt = a._dt,
+                            _base = root, _baseoff = a._baseoff + offset - 1 })
   end
   if type(a) == 'table' then
     local s = newStorage(mt, #a)
@@ -152,29 +153,23 @@ end
 
 for _, dt in ipairs(dtype.list) do
   local name = dt.storage
-  local mt = {}
-  for k, v in pairs(Storage) do mt[k] = v end
+  local mt = object.metatable(Storage)
   mt.__typename = name
   mt.__storage = true
   mt.__dtype = dt
-  mt.__index = function(s, k)
-    local m = mt[k]
-    if m ~= nil then return m end
+  mt.__index = object.indexer(mt, function(s, k)
     if type(k) == 'number' then
       checkIndex(s, k)
       if dt.half then return s:totable()[k] end
       return get(s, k - 1)
     end
-  end
-  mt.__newindex = function(s, k, v)
-    if type(k) == 'number' then
-      checkIndex(s, k)
-      if dt.half then check.error('HalfStorage: copy from a FloatStorage to set elements') end
-      s._ptr[k - 1] = v
-    else
-      rawset(s, k, v)
-    end
-  end
+  end)
+  mt.__newindex = object.setter(function(s, k, v)
+    if type(k) ~= 'number' then check.error('storage index must be an integer, got ' .. type(k)) end
+    checkIndex(s, k)
+    if dt.half then check.error('HalfStorage: copy from a FloatStorage to set elements') end
+    s._ptr[k - 1] = v
+  end)
   mt.__len = function(s) return s._n end
   mt.__tostring = function(s) return s:__tostring__() end   -- __tostring__: print.lua
   mt.__factory = function() return newStorage(mt, 0) end
@@ -193,7 +188,7 @@ function torch._storageFromBuffer(typeName, id, hi, lo, n)
   local mt = byName['torch.' .. typeName .. 'Storage']
   local dt = mt.__dtype
   local ptr = require('ffi').cast(dt.ptr, memory.address(hi, lo))
-  return setmetatable({ _ptr = ptr, _n = n, _h = memory.handle(id), _id = id, _dt = dt, _base = false, _baseoff = 0 }, mt)
+  return object.new(mt, { _ptr = ptr, _n = n, _h = memory.handle(id), _id = id, _dt = dt, _base = false, _baseoff = 0 })
 end
 
 torch._storageMetatables = byName

@@ -5,6 +5,7 @@ local torch = require 'torch.env'
 local dtype = require 'torch.dtype'
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
+local object = require 'torch.object'
 
 local Tensor = {}        -- methods shared by every CPU tensor type
 local metatables = {}    -- dtype name -> metatable
@@ -20,7 +21,7 @@ end
 torch.isTensor = isTensor
 
 local function make(mt, st, off, sz, str)
-  return setmetatable({ _st = st or false, _off = off or 0, _sz = sz or {}, _str = str or {}, _dt = mt.__dtype }, mt)
+  return object.new(mt, { _st = st or false, _off = off or 0, _sz = sz or {}, _str = str or {}, _dt = mt.__dtype })
 end
 torch._makeTensor = make
 
@@ -213,7 +214,7 @@ end
 
 -- select(dim, index): one index along dim, dropping it (a number for a 1-dim tensor).
 function Tensor.select(t, d, index)
-  if #t._sz == 1 and type(d) == 'number' and d >= 1 then d = 1 end   -- torch7 ignores the dim of a 1D tensor
+  if #t._sz == 1 and type(d) == 'number' and d >= 1 and d == math.floor(d) then d = 1 end   -- torch7 ignores the dim of a 1D tensor
   check.dim('select', t, d)
   local n = t._sz[d]
   if type(index) ~= 'number' or index ~= math.floor(index) then
@@ -564,7 +565,7 @@ local function newindex(t, k, v)
       check.error('index: tensor indices must be a ByteTensor mask or a LongTensor')
     end
   else
-    rawset(t, k, v)
+    check.error('index: cannot assign with a key of type ' .. type(k))
   end
 end
 
@@ -682,13 +683,9 @@ torch._constructTensor = construct
 
 for _, dt in ipairs(dtype.list) do
   local name = dt.tensor
-  local mt = { __typename = name, __tensor = true, __dtype = dt }
-  mt.__index = function(t, k)
-    local m = mt[k]
-    if m ~= nil then return m end
-    return index(t, k)
-  end
-  mt.__newindex = newindex
+  local mt = object.metatable { __typename = name, __tensor = true, __dtype = dt }
+  mt.__index = object.indexer(mt, index)
+  mt.__newindex = object.setter(newindex)
   mt.__len = function(t) return t:size() end
   mt.__tostring = function(t) return t:__tostring__() end
   mt.__factory = function() return make(mt) end

@@ -155,13 +155,10 @@ end
 
 -- A number identifying an object (tensors: the address of their first element).
 function torch.pointer(obj)
-  if type(obj) == 'table' then
-    local data = obj._st ~= nil and rawget(obj, '_st')
-    if data and data._ptr then
-      return tonumber(require('ffi').cast('intptr_t', data._ptr + obj._off))
-    end
-    if rawget(obj, '_ptr') then return tonumber(require('ffi').cast('intptr_t', obj._ptr)) end
+  if torch.isTensor(obj) and obj._st and obj._st._ptr then
+    return tonumber(require('ffi').cast('intptr_t', obj._st._ptr + obj._off))
   end
+  if torch.isStorage(obj) and obj._ptr then return tonumber(require('ffi').cast('intptr_t', obj._ptr)) end
   if type(obj) == 'cdata' then return tonumber(require('ffi').cast('intptr_t', obj)) end
   local mt = type(obj) == 'table' and getmetatable(obj)
   if mt then setmetatable(obj, nil) end

@@ -8,6 +8,12 @@ ffi.cdef [[ typedef struct { int64_t id; } luabridge_buffer_handle; ]]
 local py = rawget(_G, '__luabridge_py')
 local memory = {}
 local pending = {}
+-- The collector cannot see numpy-owned bytes, so it is run after every COLLECT_BYTES of new
+-- buffers: otherwise dead tensors would keep their buffers long after they are unreachable.
+-- A dead tensor frees its buffer after three cycles: LuaJIT's weak-keyed tables (object.lua)
+-- keep a dead key's value alive for one more cycle, and the chain is tensor, storage, handle.
+local COLLECT_BYTES = 64 * 1024 * 1024
+local allocatedSinceCollect = 0
 
 local function on_collect(h)
   pending[#pending + 1] = tonumber(h.id)
@@ -32,6 +38,11 @@ end
 
 -- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
 function memory.alloc(n, dt)
+  allocatedSinceCollect = allocatedSinceCollect + n * dt.size
+  if allocatedSinceCollect > COLLECT_BYTES then
+    allocatedSinceCollect = 0
+    for _ = 1, 3 do collectgarbage() end
+  end
   memory.flush()
   local id, hi, lo = py.alloc(n, dt.name)
   return ffi.cast(dt.ptr, memory.address(hi, lo)), memory.handle(id), id

@@ -12,6 +12,7 @@ local dtype = require 'torch.dtype'
 local check = require 'torch.check'
 local memory = require 'torch.memory'
 local apply = require 'torch.backend.cpu.apply'
+local object = require 'torch.object'
 
 local py = memory.py
 local Tensor = torch._TensorMethods
@@ -63,7 +64,7 @@ for _, host in ipairs(dtype.list) do
 end
 
 local function isCuda(x)
-  local mt = type(x) == 'table' and getmetatable(x)
+  local mt = getmetatable(x)
   return type(mt) == 'table' and rawget(mt, '_device') ~= nil
 end
 
@@ -81,7 +82,7 @@ local function newStorage(mt, n)
   memory.flush()
   local id, why = py.cuda_alloc(n, mt.__dtype.np)
   if not id then check.error(mt.__typename .. ': ' .. why) end
-  return setmetatable({ _n = n, _h = memory.handle(id), _id = id, _dt = mt.__dtype, _base = false, _baseoff = 0 }, mt)
+  return object.new(mt, { _n = n, _h = memory.handle(id), _id = id, _dt = mt.__dtype, _base = false, _baseoff = 0 })
 end
 
 -- A storage as a 1-D tensor of its type (CPU or CUDA).
@@ -140,25 +141,19 @@ function Storage.string(s, str)
 end
 
 for _, dt in pairs(dtypes) do
-  local mt = { __typename = dt.storage, __storage = true, __dtype = dt, _device = 'cuda', __alloc = newStorage }
-  for k, v in pairs(Storage) do mt[k] = v end
+  local mt = object.metatable(Storage)
+  mt.__typename, mt.__storage, mt.__dtype, mt._device, mt.__alloc = dt.storage, true, dt, 'cuda', newStorage
   mt.type = torch._storageMetatables[dt.host.storage].type   -- Storage.lua's, via __alloc
-  mt.__index = function(s, k)
-    local m = mt[k]
-    if m ~= nil then return m end
+  mt.__index = object.indexer(mt, function(s, k)
     if type(k) == 'number' then
       checkStorageIndex(s, k)
       return asTensor(s)[k]
     end
-  end
-  mt.__newindex = function(s, k, v)
-    if type(k) == 'number' then
-      checkStorageIndex(s, k)
-      asTensor(s)[k] = v
-    else
-      rawset(s, k, v)
-    end
-  end
+  end)
+  mt.__newindex = object.setter(function(s, k, v)
+    checkStorageIndex(s, k)
+    asTensor(s)[k] = v
+  end)
   mt.__len = function(s) return s._n end
   mt.__tostring = function(s) return s:__tostring__() end
   mt.__factory = function() return newStorage(mt, 0) end
@@ -174,7 +169,7 @@ end
 -- A storage over a device array that Python registered (luabridge.cuda.from_device_array).
 function torch._cudaStorageFromBuffer(typeName, id, n)
   local mt = storageMts[typeName]
-  return setmetatable({ _n = n, _h = memory.handle(id), _id = id, _dt = mt.__dtype, _base = false, _baseoff = 0 }, mt)
+  return object.new(mt, { _n = n, _h = memory.handle(id), _id = id, _dt = mt.__dtype, _base = false, _baseoff = 0 })
 end
 
 ------------------------------------------------------------------------------------------------
@@ -941,14 +936,10 @@ local function newindex(t, k, v)
 end
 
 for _, dt in pairs(dtypes) do
-  local mt = { __typename = dt.tensor, __tensor = true, __dtype = dt, _device = 'cuda', __fromTable = fromTable }
-  for k, v in pairs(Methods) do mt[k] = v end
-  mt.__index = function(t, k)
-    local m = mt[k]
-    if m ~= nil then return m end
-    return index(t, k)
-  end
-  mt.__newindex = newindex
+  local mt = object.metatable(Methods)
+  mt.__typename, mt.__tensor, mt.__dtype, mt._device, mt.__fromTable = dt.tensor, true, dt, 'cuda', fromTable
+  mt.__index = object.indexer(mt, index)
+  mt.__newindex = object.setter(newindex)
   mt.__len = function(t) return t:size() end
   mt.__tostring = function(t) return t:__tostring__() end
   mt.__factory = function() return make(mt) end

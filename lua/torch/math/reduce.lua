@@ -21,7 +21,7 @@ local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return
 function R.define(name, fn)
   torch._method(name, fn)
   torch[name] = function(a, ...)
-    if type(a) == 'table' and rawget(a, '_device') then return a[name](a, ...) end
+    if torch.isTensor(a) and a._device then return a[name](a, ...) end
     return fn(a, ...)
   end
 end
