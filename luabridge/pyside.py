@@ -52,11 +52,5 @@ def table_for(bridge: "Bridge") -> Any:
         "copy_storage": copy_storage,
     }
     for name in PROVIDERS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-            continue
-        funcs.update(module.callbacks(bridge))
+        funcs.update(importlib.import_module(name).callbacks(bridge))
     return bridge.lua.table_from(funcs)

@@ -681,11 +681,14 @@ local function construct(mt, a, ...)
 end
 torch._constructTensor = construct
 
-for _, dt in ipairs(dtype.list) do
-  local name = dt.tensor
-  local mt = object.metatable { __typename = name, __tensor = true, __dtype = dt }
-  mt.__index = object.indexer(mt, index)
-  mt.__newindex = object.setter(newindex)
+-- Makes the tensor class of element type dt (torch.<Name>Tensor) with the given methods,
+-- element reads index(t, key) and writes newindex(t, key, value), plus the entries of extra.
+function torch._newTensorClass(dt, methods, indexFn, newindexFn, extra)
+  local mt = object.metatable(methods)
+  mt.__typename, mt.__tensor, mt.__dtype = dt.tensor, true, dt
+  for k, v in pairs(extra or {}) do mt[k] = v end
+  mt.__index = object.indexer(mt, indexFn)
+  mt.__newindex = object.setter(newindexFn)
   mt.__len = function(t) return t:size() end
   mt.__tostring = function(t) return t:__tostring__() end
   mt.__factory = function() return make(mt) end
@@ -694,10 +697,13 @@ for _, dt in ipairs(dtype.list) do
     __newindex = function(_, k, v) mt[k] = v end,
     __call = function(_, ...) return construct(mt, ...) end,
   })
-  for k, v in pairs(Tensor) do mt[k] = v end
-  metatables[dt.name] = mt
-  torch[dt.name .. 'Tensor'] = mt.__constructor
-  torch._registermetatable(name, mt)
+  torch[dt.tensor:match('^torch%.(.*)$')] = mt.__constructor
+  torch._registermetatable(dt.tensor, mt)
+  return mt
+end
+
+for _, dt in ipairs(dtype.list) do
+  metatables[dt.name] = torch._newTensorClass(dt, Tensor, index, newindex)
 end
 
 -- Installs a method on every CPU tensor type (later files add math this way).

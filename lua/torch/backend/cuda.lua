@@ -936,21 +936,8 @@ local function newindex(t, k, v)
 end
 
 for _, dt in pairs(dtypes) do
-  local mt = object.metatable(Methods)
-  mt.__typename, mt.__tensor, mt.__dtype, mt._device, mt.__fromTable = dt.tensor, true, dt, 'cuda', fromTable
-  mt.__index = object.indexer(mt, index)
-  mt.__newindex = object.setter(newindex)
-  mt.__len = function(t) return t:size() end
-  mt.__tostring = function(t) return t:__tostring__() end
-  mt.__factory = function() return make(mt) end
-  mt.__constructor = setmetatable({}, {
-    __index = mt,
-    __newindex = function(_, k, v) mt[k] = v end,
-    __call = function(_, ...) return torch._constructTensor(mt, ...) end,
-  })
-  tensorMts[dt.name] = mt
-  torch[dt.name .. 'Tensor'] = mt.__constructor
-  torch._registermetatable(dt.tensor, mt)
+  tensorMts[dt.name] = torch._newTensorClass(dt, Methods, index, newindex,
+                                             { _device = 'cuda', __fromTable = fromTable })
 end
 
 ------------------------------------------------------------------------------------------------
