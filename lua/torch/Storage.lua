@@ -14,6 +14,7 @@ local function isStorage(x)
   return type(mt) == 'table' and rawget(mt, '__storage') == true
 end
 torch.isStorage = isStorage
+Storage.isStorage = isStorage
 
 local function newStorage(mt, n)
   local dt = mt.__dtype

@@ -19,6 +19,7 @@ local function isTensor(x)
   return type(mt) == 'table' and rawget(mt, '__tensor') == true
 end
 torch.isTensor = isTensor
+Tensor.isTensor = isTensor   -- torch.Tensor.isTensor(x), as torch7
 
 local function make(mt, st, off, sz, str)
   return object.new(mt, { _st = st or false, _off = off or 0, _sz = sz or {}, _str = str or {}, _dt = mt.__dtype })

@@ -132,7 +132,9 @@ function torch.isTypeOf(obj, typeSpec)
   if type(wanted) ~= 'string' then error('torch.isTypeOf: type must be a string or a class', 2) end
   while mt do
     local n = rawget(mt, '__typename')
-    if n == wanted or (n and n:match('^' .. wanted .. '$')) then return true end
+    local match = n and n:match(wanted)
+    -- a plain name must match whole; a pattern may match a part ('.*Long')
+    if match and (match ~= wanted or match == n) then return true end
     mt = parents[mt]
   end
   return false
