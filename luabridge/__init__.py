@@ -20,5 +20,16 @@ __all__ = [
     "to_numpy",
     "unwrap",
     "wrap",
+    "nn",
+    "optim",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """luabridge.nn and luabridge.optim, imported on first use."""
+    if name in ("nn", "optim"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'luabridge' has no attribute {name!r}")

@@ -1,13 +1,24 @@
 """Lua objects seen from Python: attribute reads, method calls as m.f(x) -> m:f(x), tensors
-that numpy, DLPack consumers and PyTorch can take without a copy."""
+that numpy, DLPack consumers and PyTorch can take without a copy, Lua module tables (nn, optim)
+as namespaces. Values cross as follows (unwrap: Python -> Lua, wrap: Lua -> Python):
+
+  proxies <-> their Lua object        numpy arrays -> tensors sharing the memory
+  lists, tuples -> Lua arrays         Lua tables -> lists (keys 1..n) or dicts, copied
+  dicts -> Lua tables (synced back)   Python functions -> Lua functions (callback)
+  Lua functions -> Function proxies   numbers, strings, booleans, nil as lupa converts them
+"""
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from lupa import luajit21 as lupa
 import numpy as np
 
+from .errors import LuaError
 from .runtime import bridge
+
+_raised = threading.local()  # the exception a Python callback raised into Lua, per thread
 
 
 def _kind(obj: Any) -> str:
@@ -17,19 +28,88 @@ def _kind(obj: Any) -> str:
     return bridge().lua.globals().__luabridge_kind(obj)
 
 
-def unwrap(x: Any) -> Any:
-    """The Lua value behind a proxy; numpy arrays become shared Lua tensors."""
+def unwrap(x: Any, synced: list | None = None) -> Any:
+    """The Lua value for a Python one: a proxy's Lua object; numpy arrays become shared Lua
+    tensors; lists and tuples become Lua arrays and dicts Lua tables (elements converted alike);
+    Python functions become Lua functions (see `callback`). With `synced`, each dict converted at
+    the top level is recorded there as (dict, table) so that `sync` can copy Lua's changes back."""
+    if lupa.lua_type(x) is not None:
+        return x
     if isinstance(x, LuaObject):
         return x._lua
     if isinstance(x, np.ndarray):
         from .interop import from_numpy
 
         return from_numpy(x)
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, (list, tuple)):
+        return bridge().lua.table_from([unwrap(v) for v in x])
+    if isinstance(x, dict):
+        table = bridge().lua.table_from({k: unwrap(v) for k, v in x.items()})
+        if synced is not None:
+            synced.append((x, table))
+        return table
+    if callable(x) and not isinstance(x, type):
+        return callback(x)
     return x
 
 
+def sync(synced: list) -> None:
+    """Copies the Lua tables made from dicts back into those dicts (optim's config and state
+    tables gain fields, such as momentum buffers, that the next call must see again)."""
+    for d, table in synced:
+        d.clear()
+        d.update(_from_table(table, {}))
+
+
+def callback(fn: Any) -> Any:
+    """fn as a function for Lua: it receives proxies (tensors, objects, lists) and its results
+    reach Lua as Lua values (numbers, tensors from arrays or proxies, tables); a tuple gives
+    several results, as in optim's `return loss, grad`."""
+    def from_lua(*args: Any) -> Any:
+        try:
+            result = fn(*[wrap(a) for a in args])
+        except BaseException as e:
+            _raised.error = e  # `call` raises it again once the Lua error reaches Python
+            raise
+        if isinstance(result, tuple):
+            return tuple(unwrap(r) for r in result)
+        return unwrap(result)
+
+    return from_lua
+
+
+def call(fn: Any, *args: Any, self: Any = None) -> Any:
+    """Calls a Lua function with Python arguments (converted by unwrap; `self`, a proxy, goes
+    first); results come back wrapped, several as a tuple, `self` as its own proxy so that calls
+    chain. Dicts passed in see the changes Lua made to their tables."""
+    synced: list = []
+    lua_args = [unwrap(a, synced) for a in args]
+    if self is not None:
+        lua_args.insert(0, self._lua)
+    _raised.error = None
+    try:
+        result = bridge().call(fn, *lua_args)
+    except LuaError as e:
+        error, _raised.error = _raised.error, None
+        if error is not None and str(error) in str(e):
+            raise error from e  # a Python callback failed: its own exception, Lua's traceback as cause
+        raise
+    sync(synced)
+    same = bridge().lua.globals().rawequal
+
+    def back(r: Any) -> Any:
+        if self is not None and lupa.lua_type(r) == "table" and same(r, self._lua):
+            return self
+        return wrap(r)
+
+    return tuple(back(r) for r in result) if isinstance(result, tuple) else back(result)
+
+
 def wrap(x: Any) -> Any:
-    """A Python view of a Lua value: tensors and class instances become proxies."""
+    """A Python view of a Lua value: tensors, storages and class instances become proxies
+    (sharing the Lua object); plain tables become lists (keys 1..n) or dicts, copied."""
     kind = _kind(x)
     if kind == "tensor":
         return Tensor(x)
@@ -37,7 +117,82 @@ def wrap(x: Any) -> Any:
         return Storage(x)
     if kind == "object":
         return LuaObject(x)
+    if kind == "table":
+        return Function(x) if _callable_table(x) else _from_table(x, {})
+    if lupa.lua_type(x) == "function":
+        return Function(x)
     return x
+
+
+def _callable_table(table: Any) -> bool:
+    """True for a table whose metatable has __call (a class constructor such as nn.Linear)."""
+    g = bridge().lua.globals()
+    mt = g.getmetatable(table)
+    return lupa.lua_type(mt) == "table" and g.rawget(mt, "__call") is not None
+
+
+def _identity(table: Any) -> Any:
+    g = bridge().lua.globals()
+    return g.torch.pointer(table) if g.torch is not None else str(g.tostring(table))
+
+
+def _from_table(table: Any, seen: dict) -> Any:
+    """A plain Lua table as a list or dict of wrapped values (shared subtables stay shared)."""
+    key = _identity(table)
+    if key in seen:
+        return seen[key]
+    items = list(table.items())
+    n = len(items)
+    is_list = all(type(k) is int and 1 <= k <= n for k, _ in items)
+    out: Any = [None] * n if is_list else {}
+    seen[key] = out
+    for k, v in items:
+        value = _from_table(v, seen) if _kind(v) == "table" else wrap(v)
+        if is_list:
+            out[k - 1] = value
+        else:
+            out[k] = value
+    return out
+
+
+class Namespace:
+    """A Lua module table reached by name, such as `nn` or `optim.ConfusionMatrix`: fields read
+    as namespaces (tables, functions, class constructors) or wrapped values; calling it calls the
+    Lua value (see `call`). It resolves in the calling thread's runtime, requiring `module`."""
+
+    __slots__ = ("_module", "_path")
+
+    def __init__(self, module: str, path: tuple[str, ...] = ()) -> None:
+        self._module, self._path = module, path
+
+    def _value(self) -> Any:
+        b = bridge()
+        value = b.lua.globals().package.loaded[self._module]
+        if lupa.lua_type(value) != "table":  # not loaded yet (or a failed load's sentinel)
+            value = b.call(b.lua.globals().require, self._module)
+        for name in self._path:
+            value = value[name]
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = self._value()[name]
+        if value is None:
+            raise AttributeError(f"{'.'.join((self._module, *self._path))} has no field {name!r}")
+        if lupa.lua_type(value) == "function" or _kind(value) == "table":
+            return Namespace(self._module, (*self._path, name))
+        return wrap(value)
+
+    def __dir__(self) -> list[str]:
+        value = self._value()
+        return sorted(str(k) for k in value.keys()) if _kind(value) == "table" else []
+
+    def __call__(self, *args: Any) -> Any:
+        return call(self._value(), *args)
+
+    def __repr__(self) -> str:
+        return str(bridge().lua.globals().tostring(self._value()))
 
 
 class LuaObject:
@@ -62,6 +217,10 @@ class LuaObject:
     def _typename(self) -> str:
         return str(bridge().lua.globals().torch.type(self._lua))
 
+    def __call__(self, *args: Any) -> Any:
+        """The object's __call__ (a module: forward, and backward given a gradOutput)."""
+        return call(self._lua, *args)
+
     def __repr__(self) -> str:
         return str(bridge().lua.globals().tostring(self._lua))
 
@@ -75,12 +234,17 @@ class _Method:
         self.owner, self.fn, self.name = owner, fn, name
 
     def __call__(self, *args: Any) -> Any:
-        result = bridge().call(self.fn, self.owner._lua, *[unwrap(a) for a in args])
-        if isinstance(result, tuple):
-            return tuple(self.owner if r is self.owner._lua else wrap(r) for r in result)
-        if result is not None and _kind(result) != "other" and result == self.owner._lua:
-            return self.owner  # chained calls keep the same proxy
-        return wrap(result)
+        return call(self.fn, *args, self=self.owner)
+
+
+class Function(LuaObject):
+    """A Lua function (or callable table): calling it converts arguments and results as `call`
+    does."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"a Lua function has no field {name!r}")
 
 
 class Tensor(LuaObject):
@@ -125,6 +289,13 @@ class Tensor(LuaObject):
 
     def __len__(self) -> int:
         return self.shape[0] if self.shape else 0
+
+    def __getitem__(self, key: Any) -> Any:
+        """numpy indexing (0-based) of the shared memory: slices are views, elements numbers."""
+        return self.numpy()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.numpy()[key] = value
 
 
 class Storage(LuaObject):

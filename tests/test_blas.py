@@ -7,76 +7,25 @@ layout BLAS must cope with: contiguous, transposed, strided in both dims (copied
 """
 import os
 import threading
-from typing import Any, Callable
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import luabridge
-from luabridge.runtime import bridge
+from helpers import LAYOUTS, N, T, assert_lua_error, call, draw, layout, lua_fn, method, tol
 
 FLOATS = [np.float64, np.float32]
 TYPES = FLOATS + [np.int32, np.int64]
-
-
-def lua_fn(code: str) -> Callable[..., Any]:
-    """A Lua function callable from Python; Lua errors come out as luabridge.LuaError."""
-    fn = luabridge.eval(code)
-    return lambda *args: bridge().call(fn, *args)
-
-
-def T(a: np.ndarray) -> Any:
-    return luabridge.from_numpy(a)
-
-
-def N(t: Any) -> np.ndarray:
-    return luabridge.to_numpy(t).copy()
-
-
-def draw(rng, shape, dtype) -> np.ndarray:
-    a = rng.uniform(-4, 4, size=shape)
-    return (np.round(a) if np.dtype(dtype).kind in "iu" else a).astype(dtype)
-
-
-def layout(a: np.ndarray, kind: str) -> np.ndarray:
-    """a's values in the named memory layout."""
-    if kind == "contiguous":
-        return a.copy()
-    if kind == "transposed":
-        return np.asfortranarray(a)
-    if kind == "strided":
-        big = np.zeros(tuple(3 * n + 1 for n in a.shape), a.dtype)
-        view = big[tuple(slice(1, None, 3) for _ in a.shape)]
-        view[...] = a
-        return view
-    if kind == "reversed":
-        return a[::-1, ::-1].copy()[::-1, ::-1]
-    raise ValueError(kind)
-
-
-LAYOUTS = ["contiguous", "transposed", "strided", "reversed"]
-
-
-def tol(dtype) -> dict:
-    return dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
-
-
-@pytest.fixture(scope="module")
-def f(lua):
-    return {
-        "call": lua_fn("function(name, ...) return torch[name](...) end"),
-        "method": lua_fn("function(name, r, ...) return r[name](r, ...) end"),
-        "expanded": lua_fn("function(t, n) return t:expand(t:size(1), n) end"),
-    }
+expanded = lua_fn("function(t, n) return t:expand(t:size(1), n) end")
 
 
 @pytest.mark.parametrize("dtype", TYPES)
 @pytest.mark.parametrize("la", LAYOUTS)
 @pytest.mark.parametrize("lb", LAYOUTS)
-def test_mm_layouts(f, rng, dtype, la, lb):
+def test_mm_layouts(rng, dtype, la, lb):
     a, b = draw(rng, (5, 7), dtype), draw(rng, (7, 3), dtype)
-    got = N(f["call"]("mm", T(layout(a, la)), T(layout(b, lb))))
+    got = N(call("mm", T(layout(a, la)), T(layout(b, lb))))
     np.testing.assert_allclose(got, a.astype(np.float64) @ b, **tol(dtype))
     assert got.dtype == dtype
 
@@ -86,13 +35,12 @@ def test_mm_layouts(f, rng, dtype, la, lb):
        lb=st.sampled_from(LAYOUTS), lr=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**31))
 def test_addmm_shapes_into_result_layouts(lua, m, n, k, la, lb, lr, seed):
     """Sizes of 1 and every layout of the result too (written in place, other memory untouched)."""
-    f = lua_fn("function(r, beta, t, alpha, a, b) return torch.addmm(r, beta, t, alpha, a, b) end")
     rng = np.random.default_rng(seed)
     a, b, t = draw(rng, (m, k), np.float64), draw(rng, (k, n), np.float64), draw(rng, (m, n), np.float64)
     big = np.full((3 * m + 1, 3 * n + 1), 7.0)
     r = {"contiguous": np.zeros((m, n)), "transposed": np.zeros((n, m)).T,
          "strided": big[1::3, 1::3], "reversed": np.zeros((m, n))[::-1, ::-1]}[lr]
-    out = f(T(r), 0.5, T(t), -2.0, T(layout(a, la)), T(layout(b, lb)))
+    out = call("addmm", T(r), 0.5, T(t), -2.0, T(layout(a, la)), T(layout(b, lb)))
     np.testing.assert_allclose(N(out), 0.5 * t - 2 * a @ b, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(r, 0.5 * t - 2 * a @ b, rtol=1e-12, atol=1e-12)
     big[1::3, 1::3] = 7.0
@@ -100,18 +48,17 @@ def test_addmm_shapes_into_result_layouts(lua, m, n, k, la, lb, lr, seed):
 
 
 @pytest.mark.parametrize("dtype", TYPES)
-def test_mm_zero_stride_operand(f, rng, dtype):
+def test_mm_zero_stride_operand(rng, dtype):
     a = draw(rng, (6, 4), dtype)
     col = draw(rng, (4, 1), dtype)
-    got = N(f["call"]("mm", T(a), f["expanded"](T(col), 5)))
+    got = N(call("mm", T(a), expanded(T(col), 5)))
     np.testing.assert_allclose(got, a.astype(np.float64) @ np.repeat(col, 5, axis=1), **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", TYPES)
-def test_addmm_forms(f, rng, dtype):
+def test_addmm_forms(rng, dtype):
     a, b, m = draw(rng, (4, 3), dtype), draw(rng, (3, 5), dtype), draw(rng, (4, 5), dtype)
     ref = a.astype(np.float64) @ b
-    call, method = f["call"], f["method"]
     np.testing.assert_allclose(N(call("addmm", T(m), T(a), T(b))), m + ref, **tol(dtype))
     np.testing.assert_allclose(N(call("addmm", 2, T(m), 3, T(a), T(b))), 2 * m + 3 * ref, **tol(dtype))
     np.testing.assert_allclose(N(call("addmm", T(m), 3, T(a), T(b))), m + 3 * ref, **tol(dtype))
@@ -138,114 +85,114 @@ def test_addmm_forms(f, rng, dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-def test_beta_zero_ignores_nan_in_result(f, rng, dtype):
+def test_beta_zero_ignores_nan_in_result(rng, dtype):
     a, b = draw(rng, (3, 3), dtype), draw(rng, (3, 2), dtype)
     r = np.full((3, 2), np.nan, dtype)
-    f["method"]("addmm", T(r), 0, 1, T(a), T(b))
+    method("addmm", T(r), 0, 1, T(a), T(b))
     np.testing.assert_allclose(r, a.astype(np.float64) @ b, **tol(dtype))
     v = np.full(3, np.nan, dtype)
-    f["method"]("addmv", T(v), 0, 1, T(a), T(b[:, 0].copy()))
+    method("addmv", T(v), 0, 1, T(a), T(b[:, 0].copy()))
     np.testing.assert_allclose(v, a.astype(np.float64) @ b[:, 0], **tol(dtype))
     g = np.full((3, 2), np.nan, dtype)
-    f["method"]("addr", T(g), 0, 1, T(a[:, 0].copy()), T(b[0].copy()))
+    method("addr", T(g), 0, 1, T(a[:, 0].copy()), T(b[0].copy()))
     np.testing.assert_allclose(g, np.outer(a[:, 0], b[0]), **tol(dtype))
 
 
-def test_mm_resizes_result_and_zero_sizes(f, rng):
+def test_mm_resizes_result_and_zero_sizes(rng):
     r = np.zeros(20)
-    out = f["call"]("mm", T(r), T(draw(rng, (2, 3), np.float64)), T(draw(rng, (3, 4), np.float64)))
+    out = call("mm", T(r), T(draw(rng, (2, 3), np.float64)), T(draw(rng, (3, 4), np.float64)))
     assert N(out).shape == (2, 4)
-    assert N(f["call"]("mm", T(np.zeros((0, 3))), T(np.ones((3, 4))))).shape == (0, 4)
-    np.testing.assert_array_equal(N(f["call"]("mm", T(np.ones((3, 0))), T(np.ones((0, 4))))), np.zeros((3, 4)))
+    assert N(call("mm", T(np.zeros((0, 3))), T(np.ones((3, 4))))).shape == (0, 4)
+    np.testing.assert_array_equal(N(call("mm", T(np.ones((3, 0))), T(np.ones((0, 4))))), np.zeros((3, 4)))
     m = draw(rng, (3, 4), np.float64)
-    np.testing.assert_allclose(N(f["call"]("addmm", 2, T(m), T(np.ones((3, 0))), T(np.ones((0, 4))))), 2 * m)
-    np.testing.assert_array_equal(N(f["call"]("mv", T(np.ones((3, 0))), T(np.ones(0)))), np.zeros(3))
+    np.testing.assert_allclose(N(call("addmm", 2, T(m), T(np.ones((3, 0))), T(np.ones((0, 4))))), 2 * m)
+    np.testing.assert_array_equal(N(call("mv", T(np.ones((3, 0))), T(np.ones(0)))), np.zeros(3))
 
 
 @pytest.mark.parametrize("dtype", TYPES)
 @pytest.mark.parametrize("la", LAYOUTS)
-def test_mv_addmv(f, rng, dtype, la):
+def test_mv_addmv(rng, dtype, la):
     a, x, y = draw(rng, (6, 4), dtype), draw(rng, 8, dtype)[::2], draw(rng, 6, dtype)
     ref = a.astype(np.float64) @ x
-    np.testing.assert_allclose(N(f["call"]("mv", T(layout(a, la)), T(x))), ref, **tol(dtype))
-    np.testing.assert_allclose(N(f["call"]("addmv", 2, T(y), 3, T(layout(a, la)), T(x[::-1]))),
+    np.testing.assert_allclose(N(call("mv", T(layout(a, la)), T(x))), ref, **tol(dtype))
+    np.testing.assert_allclose(N(call("addmv", 2, T(y), 3, T(layout(a, la)), T(x[::-1]))),
                                2 * y + 3 * (a.astype(np.float64) @ x[::-1]), **tol(dtype))
     r = y.copy()
-    f["method"]("addmv", T(r), T(a), T(x))
+    method("addmv", T(r), T(a), T(x))
     np.testing.assert_allclose(r, y + ref, **tol(dtype))
     strided = np.zeros(12, dtype)
-    f["method"]("mv", T(strided[::2]), T(layout(a, la)), T(x))
+    method("mv", T(strided[::2]), T(layout(a, la)), T(x))
     np.testing.assert_allclose(strided[::2], ref, **tol(dtype))
     assert not strided[1::2].any()
 
 
 @pytest.mark.parametrize("dtype", TYPES)
 @pytest.mark.parametrize("lr", LAYOUTS)
-def test_ger_addr(f, rng, dtype, lr):
+def test_ger_addr(rng, dtype, lr):
     x, y, m = draw(rng, 5, dtype), draw(rng, 8, dtype)[::-2], draw(rng, (5, 4), dtype)
     outer = np.outer(x.astype(np.float64), y)
-    np.testing.assert_allclose(N(f["call"]("ger", T(x), T(y))), outer, **tol(dtype))
-    np.testing.assert_allclose(N(f["call"]("addr", 2, T(m), 3, T(x), T(y))), 2 * m + 3 * outer, **tol(dtype))
+    np.testing.assert_allclose(N(call("ger", T(x), T(y))), outer, **tol(dtype))
+    np.testing.assert_allclose(N(call("addr", 2, T(m), 3, T(x), T(y))), 2 * m + 3 * outer, **tol(dtype))
     r = layout(m, lr)
-    f["method"]("addr", T(r), T(x), T(y))
+    method("addr", T(r), T(x), T(y))
     np.testing.assert_allclose(r, m + outer, **tol(dtype))
     r = layout(m, lr)
-    f["method"]("addr", T(r), -1, 2, T(x), T(y))
+    method("addr", T(r), -1, 2, T(x), T(y))
     np.testing.assert_allclose(r, -m + 2 * outer, **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", TYPES)
-def test_bmm_baddbmm_addbmm(f, rng, dtype):
+def test_bmm_baddbmm_addbmm(rng, dtype):
     b1, b2 = draw(rng, (4, 3, 5), dtype), draw(rng, (4, 5, 2), dtype)
     prods = np.einsum("bij,bjk->bik", b1.astype(np.float64), b2)
-    np.testing.assert_allclose(N(f["call"]("bmm", T(b1), T(b2))), prods, **tol(dtype))
-    np.testing.assert_allclose(N(f["call"]("bmm", T(b1.transpose(0, 2, 1).copy().transpose(0, 2, 1)),
+    np.testing.assert_allclose(N(call("bmm", T(b1), T(b2))), prods, **tol(dtype))
+    np.testing.assert_allclose(N(call("bmm", T(b1.transpose(0, 2, 1).copy().transpose(0, 2, 1)),
                                            T(b2[:, ::-1].copy()[:, ::-1]))), prods, **tol(dtype))
     t3 = draw(rng, (4, 3, 2), dtype)
-    np.testing.assert_allclose(N(f["call"]("baddbmm", 2, T(t3), 3, T(b1), T(b2))), 2 * t3 + 3 * prods, **tol(dtype))
+    np.testing.assert_allclose(N(call("baddbmm", 2, T(t3), 3, T(b1), T(b2))), 2 * t3 + 3 * prods, **tol(dtype))
     r = t3.copy()
-    f["method"]("baddbmm", T(r), T(b1), T(b2))
+    method("baddbmm", T(r), T(b1), T(b2))
     np.testing.assert_allclose(r, t3 + prods, **tol(dtype))
     t2 = draw(rng, (3, 2), dtype)
-    np.testing.assert_allclose(N(f["call"]("addbmm", 2, T(t2), 3, T(b1), T(b2))),
+    np.testing.assert_allclose(N(call("addbmm", 2, T(t2), 3, T(b1), T(b2))),
                                2 * t2 + 3 * prods.sum(0), **tol(dtype))
     r = t2.copy()
-    f["method"]("addbmm", T(r), 0, 1, T(b1), T(b2))
+    method("addbmm", T(r), 0, 1, T(b1), T(b2))
     np.testing.assert_allclose(r, prods.sum(0), **tol(dtype))
     strided = np.zeros((4, 3, 4), dtype)
-    f["method"]("bmm", T(strided[:, :, ::2]), T(b1), T(b2))
+    method("bmm", T(strided[:, :, ::2]), T(b1), T(b2))
     np.testing.assert_allclose(strided[:, :, ::2], prods, **tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", TYPES)
-def test_dot(f, rng, dtype):
+def test_dot(rng, dtype):
     a, b = draw(rng, (4, 6), dtype), draw(rng, (6, 4), dtype)
     ref = float(np.dot(a.ravel().astype(np.float64), b.ravel()))
-    assert f["call"]("dot", T(a), T(b)) == pytest.approx(ref, rel=1e-5)
-    assert f["method"]("dot", T(a[:, ::2]), T(b[::2])) == pytest.approx(
+    assert call("dot", T(a), T(b)) == pytest.approx(ref, rel=1e-5)
+    assert method("dot", T(a[:, ::2]), T(b[::2])) == pytest.approx(
         float(np.dot(a[:, ::2].ravel().astype(np.float64), b[::2].ravel())), rel=1e-5)
     v = draw(rng, 10, dtype)
-    assert f["call"]("dot", T(v[::-1]), T(v[::-1])) == pytest.approx(float(np.dot(v.astype(np.float64), v)), rel=1e-5)
-    assert f["call"]("dot", T(np.zeros(0, dtype)), T(np.zeros(0, dtype))) == 0
+    assert call("dot", T(v[::-1]), T(v[::-1])) == pytest.approx(float(np.dot(v.astype(np.float64), v)), rel=1e-5)
+    assert call("dot", T(np.zeros(0, dtype)), T(np.zeros(0, dtype))) == 0
 
 
-def test_long_products_are_exact(f):
+def test_long_products_are_exact(lua):
     a = np.array([[2**40, 3], [1, 2**41]], np.int64)
-    np.testing.assert_array_equal(N(f["call"]("mm", T(a), T(np.eye(2, dtype=np.int64) * 3))), a * 3)
-    assert f["call"]("dot", T(np.array([2**31, 2**31], np.int64)), T(np.array([2**21, 1], np.int64))) == 2**52 + 2**31
+    np.testing.assert_array_equal(N(call("mm", T(a), T(np.eye(2, dtype=np.int64) * 3))), a * 3)
+    assert call("dot", T(np.array([2**31, 2**31], np.int64)), T(np.array([2**21, 1], np.int64))) == 2**52 + 2**31
 
 
-def test_inputs_aliasing_the_result(f, rng):
+def test_inputs_aliasing_the_result(rng):
     a, b = draw(rng, (4, 4), np.float64), draw(rng, (4, 4), np.float64)
     r = a.copy()
-    f["method"]("mm", T(r), T(r), T(b))
+    method("mm", T(r), T(r), T(b))
     np.testing.assert_allclose(r, a @ b, rtol=1e-12)
     r = a.copy()
-    f["method"]("addmm", T(r), T(r.T), T(b))
+    method("addmm", T(r), T(r.T), T(b))
     np.testing.assert_allclose(r, a + a.T @ b, rtol=1e-12)
     v = draw(rng, 4, np.float64)
     r = v.copy()
-    f["method"]("mv", T(r), T(a), T(r))
+    method("mv", T(r), T(a), T(r))
     np.testing.assert_allclose(r, a @ v, rtol=1e-12)
 
 
@@ -264,18 +211,17 @@ def test_inputs_aliasing_the_result(f, rng):
     ("torch.mm(torch.HalfTensor(2, 2), torch.HalfTensor(2, 2))", "mm: not supported for torch.HalfTensor"),
     ("torch.Tensor(2, 2):addmm(1, torch.Tensor(2, 2), torch.Tensor(2, 2), torch.Tensor(2, 2))", "addmm: bad arguments"),
     ("torch.addmm(torch.Tensor(2, 2), 'x', torch.Tensor(2, 2), torch.Tensor(2, 2))", "addmm: bad arguments"),
-    ("torch.dot(torch.Tensor(3), torch.Tensor(4))", "dot: inconsistent tensor size, 3 .3 elements. and 4"),
+    ("torch.dot(torch.Tensor(3), torch.Tensor(4))", "dot: inconsistent tensor size, 3 (3 elements) and 4"),
     ("torch.mm(3, torch.Tensor(2, 2))", "mm: first factor must be a tensor, got number"),
 ])
 def test_errors(lua, code, message):
-    with pytest.raises(luabridge.LuaError, match=message):
-        luabridge.execute(code)
+    assert_lua_error(code, message)
 
 
-def test_failed_call_leaves_result_unchanged(f):
+def test_failed_call_leaves_result_unchanged(lua):
     r = np.arange(6.0).reshape(2, 3)
     with pytest.raises(luabridge.LuaError, match="size mismatch"):
-        f["method"]("mm", T(r), T(np.ones((4, 2))), T(np.ones((3, 3))))
+        method("mm", T(r), T(np.ones((4, 2))), T(np.ones((3, 3))))
     np.testing.assert_array_equal(r, np.arange(6.0).reshape(2, 3))
 
 
@@ -290,7 +236,6 @@ def test_numpy_fallback(monkeypatch):
             backend = luabridge.require("torch.backend.cpu.blas")
             results["library"] = backend.library
             rng = np.random.default_rng(5)
-            call = lua_fn("function(name, ...) return torch[name](...) end")
             for dtype in FLOATS:
                 a, b, m = draw(rng, (5, 4), dtype), draw(rng, (4, 3), dtype), draw(rng, (5, 3), dtype)
                 x, y = draw(rng, 4, dtype), draw(rng, 5, dtype)

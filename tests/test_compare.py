@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import luabridge
-from test_pointwise import (FLOATS, INTEGERS, NP, UNSIGNED, c_cast, call, check_forms, expect, method, operands,
-                            path, run)  # noqa: F401 (path: the fixture)
+from helpers import FLOATS, INTEGERS, NP, c_cast, call, check_forms, expect, lua_fn, method, operands
+
+UNSIGNED = {"Byte": np.uint8, "Char": np.uint8, "Short": np.uint16, "Int": np.uint32, "Long": np.uint64}
 
 COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
                "eq": np.equal, "ne": np.not_equal}
@@ -23,7 +24,7 @@ def test_comparisons(path, rng, name):
                 want = want.astype(np.uint8)
                 # torch.lt(a, b), a:lt(b): a new ByteTensor; torch.lt(r, a, b) into a ByteTensor
                 expect(call(name, a, other), want, "Byte", f"{name} new")
-                expect(method(a, name, other), want, "Byte", f"a:{name} new")
+                expect(method(name, a, other), want, "Byte", f"a:{name} new")
                 check_forms(name, [a, other], want, "Byte", src_optional=False)
                 # torch.lt(resT, a, b): the result of a's type holds 0 / 1
                 r = np.full(a.shape, 9, NP[type_name])
@@ -45,7 +46,7 @@ def test_comparisons_with_nan(path, lua):
 def test_comparison_result_is_resized(lua):
     a = np.arange(6.0).reshape(2, 3)
     r = luabridge.eval("torch.ByteTensor(10)")
-    got = run(luabridge.eval("function(r, a) return torch.gt(r, a, 2) end"), r, luabridge.from_numpy(a))
+    got = lua_fn("function(r, a) return torch.gt(r, a, 2) end")(r, a)
     expect(got, (a > 2).astype(np.uint8), "Byte", "gt resized")
 
 

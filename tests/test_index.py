@@ -3,27 +3,11 @@
 torch7 conventions: indices are 1-based LongTensors, masks ByteTensors of 0/1 with the
 operand's element count; every index and mask is validated before anything is written.
 """
-from typing import Any, Callable
-
 import numpy as np
 import pytest
 
 import luabridge
-from luabridge.runtime import bridge
-
-
-def lua_fn(code: str) -> Callable[..., Any]:
-    """A Lua function callable from Python; Lua errors come out as luabridge.LuaError."""
-    fn = luabridge.eval(code)
-    return lambda *args: bridge().call(fn, *args)
-
-
-def np_of(t: Any) -> np.ndarray:
-    return luabridge.to_numpy(t).copy()
-
-
-def T(a: np.ndarray) -> Any:  # noqa: N802 - reads like torch.Tensor
-    return luabridge.from_numpy(a)
+from helpers import N, T, lua_fn
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +45,8 @@ def test_masked_fill_select_copy(m, rng, dtype):
     mask = rng.integers(0, 2, a.shape).astype(np.uint8)
     for x in layouts(a):
         for mk in layouts(mask):
-            np.testing.assert_array_equal(np_of(m["m"](T(x), "maskedSelect", T(mk))), a[mask == 1])
-            np.testing.assert_array_equal(np_of(m["get"](T(x), T(mk))), a[mask == 1])
+            np.testing.assert_array_equal(N(m["m"](T(x), "maskedSelect", T(mk))), a[mask == 1])
+            np.testing.assert_array_equal(N(m["get"](T(x), T(mk))), a[mask == 1])
             y = x.copy() if x.flags.c_contiguous else strided(x)
             m["m"](T(y), "maskedFill", T(mk), 7)
             want = a.copy()
@@ -76,11 +60,11 @@ def test_masked_fill_select_copy(m, rng, dtype):
             np.testing.assert_array_equal(y, want)
     # a mask of another shape with the same element count walks in row-major order
     flat = mask.reshape(-1)
-    np.testing.assert_array_equal(np_of(m["m"](T(a), "maskedSelect", T(flat))), a.reshape(-1)[flat == 1])
+    np.testing.assert_array_equal(N(m["m"](T(a), "maskedSelect", T(flat))), a.reshape(-1)[flat == 1])
     # res:maskedSelect(src, mask) writes res
-    res = luabridge.eval("function(t) return t.new(t) end")(T(a))
+    res = luabridge.eval("function(t) return t.new() end")(T(a))
     m["m"](res, "maskedSelect", T(a), T(mask))
-    np.testing.assert_array_equal(np_of(res), a[mask == 1])
+    np.testing.assert_array_equal(N(res), a[mask == 1])
 
 
 def test_masked_assign_through_indexing(m, rng):
@@ -99,8 +83,8 @@ def test_masked_assign_through_indexing(m, rng):
 
 def test_masked_zero_size(m):
     z = np.zeros((0, 3))
-    assert np_of(m["m"](T(z), "maskedSelect", T(np.zeros((0, 3), np.uint8)))).shape == (0,)
-    np.testing.assert_array_equal(np_of(m["m"](T(np.ones(3)), "maskedSelect", T(np.zeros(3, np.uint8)))), [])
+    assert N(m["m"](T(z), "maskedSelect", T(np.zeros((0, 3), np.uint8)))).shape == (0,)
+    np.testing.assert_array_equal(N(m["m"](T(np.ones(3)), "maskedSelect", T(np.zeros(3, np.uint8)))), [])
 
 
 def test_mask_errors_leave_tensor_unchanged(m, rng):
@@ -132,7 +116,7 @@ def test_index_family(m, rng, dtype, shape):
         perm = rng.permutation(n)[: max(1, n // 2)]     # distinct, for indexCopy
         for x in layouts(a):
             for ix in (idx, idx[::-1]):
-                got = np_of(m["m"](T(x), "index", d + 1, T(ix + 1)))
+                got = N(m["m"](T(x), "index", d + 1, T(ix + 1)))
                 np.testing.assert_array_equal(got, np.take(a, ix, axis=d), err_msg=f"dim {d}")
             src_shape = list(shape)
             src_shape[d] = len(perm)
@@ -164,8 +148,8 @@ def test_index_result_forms_and_indexing_syntax(m, rng):
     idx = np.array([5, 1, 1])
     res = luabridge.eval("torch.DoubleTensor(9)")
     m["m"](res, "index", T(a), 1, T(idx))
-    np.testing.assert_array_equal(np_of(res), a[idx - 1])
-    np.testing.assert_array_equal(np_of(m["get"](T(a), T(idx))), a[idx - 1])
+    np.testing.assert_array_equal(N(res), a[idx - 1])
+    np.testing.assert_array_equal(N(m["get"](T(a), T(idx))), a[idx - 1])
     x = a.copy()
     m["put"](T(x), T(np.array([2, 4])), T(np.zeros((2, 3))))
     want = a.copy()
@@ -177,7 +161,7 @@ def test_index_result_forms_and_indexing_syntax(m, rng):
     want[2] = 8
     np.testing.assert_array_equal(x, want)
     empty = np.zeros(0, np.int64)
-    assert np_of(m["m"](T(a), "index", 2, T(empty))).shape == (5, 0)
+    assert N(m["m"](T(a), "index", 2, T(empty))).shape == (5, 0)
 
 
 def test_index_errors_leave_tensor_unchanged(m, rng):
@@ -217,9 +201,9 @@ def test_gather_scatter(m, rng, dtype):
         idx = rng.integers(0, shape[d], ishape)
         for x in layouts(a):
             for ix in layouts(idx):
-                got = np_of(m["fn"]("gather", T(x), d + 1, T(ix + 1)))
+                got = N(m["fn"]("gather", T(x), d + 1, T(ix + 1)))
                 np.testing.assert_array_equal(got, take_along(a, idx, d), err_msg=f"dim {d}")
-        np.testing.assert_array_equal(np_of(m["m"](T(a), "gather", d + 1, T(idx + 1))), take_along(a, idx, d))
+        np.testing.assert_array_equal(N(m["m"](T(a), "gather", d + 1, T(idx + 1))), take_along(a, idx, d))
         # scatter with distinct positions along d (repeats would leave the winner unspecified)
         pos = np.argsort(rng.random(shape), axis=d).take(range(3), axis=d)
         src = (rng.standard_normal(ishape) * 10).astype(dtype)
@@ -238,7 +222,7 @@ def test_gather_scatter(m, rng, dtype):
 def test_gather_of_max_indices(m, rng):
     a = rng.standard_normal((3, 4, 5))
     vals, inds = m["m"](T(a), "max", 3)
-    np.testing.assert_array_equal(np_of(m["fn"]("gather", T(a), 3, inds)), np_of(vals))
+    np.testing.assert_array_equal(N(m["fn"]("gather", T(a), 3, inds)), N(vals))
 
 
 def test_gather_scatter_errors(m, rng):
@@ -262,14 +246,14 @@ def test_gather_scatter_errors(m, rng):
 def test_nonzero(m, rng, dtype, shape):
     a = rng.integers(0, 2, shape).astype(dtype)
     for x in layouts(a):
-        got = np_of(m["m"](T(x), "nonzero"))
+        got = N(m["m"](T(x), "nonzero"))
         want = np.argwhere(a) + 1
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got.reshape(want.shape), want)
         assert got.shape == (len(want), a.ndim)
     res = luabridge.eval("torch.LongTensor()")
     m["fn"]("nonzero", res, T(a))
-    np.testing.assert_array_equal(np_of(res).reshape(-1, a.ndim), np.argwhere(a) + 1)
+    np.testing.assert_array_equal(N(res).reshape(-1, a.ndim), np.argwhere(a) + 1)
 
 
 # --------------------------------------------------------------------------------------------
@@ -283,22 +267,22 @@ def test_cat(m, rng):
             s[d] = n
             parts.append(rng.standard_normal(s))
         want = np.concatenate(parts, axis=d)
-        got = np_of(m["fn"]("cat", T(parts[0]), T(strided(parts[1])), d + 1))
+        got = N(m["fn"]("cat", T(parts[0]), T(strided(parts[1])), d + 1))
         np.testing.assert_array_equal(got, np.concatenate(parts[:2], axis=d))
         lst = luabridge.runtime().table_from([T(p) for p in (parts[0], strided(parts[1]), parts[2])])
-        np.testing.assert_array_equal(np_of(m["fn"]("cat", lst, d + 1)), want)
+        np.testing.assert_array_equal(N(m["fn"]("cat", lst, d + 1)), want)
         res = np.zeros(want.shape)
         m["fn"]("cat", T(res), lst, d + 1)
         np.testing.assert_array_equal(res, want)
     # default dim: the last; empty tensors are skipped; vectors along dim 2 become columns
     a, b = rng.standard_normal((2, 3)), rng.standard_normal((2, 4))
-    np.testing.assert_array_equal(np_of(m["fn"]("cat", T(a), T(b))), np.concatenate([a, b], 1))
+    np.testing.assert_array_equal(N(m["fn"]("cat", T(a), T(b))), np.concatenate([a, b], 1))
     empty = luabridge.eval("torch.DoubleTensor()")
-    np.testing.assert_array_equal(np_of(m["fn"]("cat", empty, T(a), 1)), a)
+    np.testing.assert_array_equal(N(m["fn"]("cat", empty, T(a), 1)), a)
     assert luabridge.eval("torch.cat(torch.DoubleTensor(), torch.DoubleTensor()):dim()") == 0
     u, v = np.arange(3.0), np.arange(3.0) + 10
-    np.testing.assert_array_equal(np_of(m["fn"]("cat", T(u), T(v), 2)), np.stack([u, v], 1))
-    np.testing.assert_array_equal(np_of(m["m"](T(u), "cat", T(v))), np.concatenate([u, v]))
+    np.testing.assert_array_equal(N(m["fn"]("cat", T(u), T(v), 2)), np.stack([u, v], 1))
+    np.testing.assert_array_equal(N(m["m"](T(u), "cat", T(v))), np.concatenate([u, v]))
 
 
 def test_cat_errors(m):
@@ -316,11 +300,11 @@ def test_cat_errors(m):
 def test_split_chunk(m, rng):
     a = rng.standard_normal((7, 4))
     parts = m["m"](T(a), "split", 3)
-    got = [np_of(parts[i]) for i in range(1, len(parts) + 1)]
+    got = [N(parts[i]) for i in range(1, len(parts) + 1)]
     for g, w in zip(got, [a[0:3], a[3:6], a[6:7]], strict=True):
         np.testing.assert_array_equal(g, w)
     chunks = m["fn"]("chunk", T(a), 3, 2)
-    got = [np_of(chunks[i]) for i in range(1, len(chunks) + 1)]
+    got = [N(chunks[i]) for i in range(1, len(chunks) + 1)]
     for g, w in zip(got, [a[:, 0:2], a[:, 2:4]], strict=True):
         np.testing.assert_array_equal(g, w)
     # split views share memory

@@ -6,151 +6,14 @@ LuaJIT kernels and on numpy's loops (the `path` fixture moves the size threshold
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import luabridge
-from luabridge.runtime import bridge
-
-FLOATS = ["Float", "Double"]
-INTEGERS = ["Byte", "Char", "Short", "Int", "Long"]
-NP = {"Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32, "Long": np.int64,
-      "Float": np.float32, "Double": np.float64}
-UNSIGNED = {"Byte": np.uint8, "Char": np.uint8, "Short": np.uint16, "Int": np.uint32, "Long": np.uint64}
-
-
-# ----------------------------------------------------------------------------------------------
-# helpers (test_compare.py uses them too)
-
-@pytest.fixture(params=["lua", "numpy"])
-def path(request, lua):
-    """Runs a test on the LuaJIT kernels only, then with numpy's loops for every size."""
-    limits = lua.eval("package.loaded['torch.math.pointwise'].numpyFrom")
-    saved = {k: (v.Float, v.Double) for k, v in limits.items()}
-    for v in limits.values():
-        v.Float = v.Double = (1e18 if request.param == "lua" else 0)
-    yield request.param
-    for k, (f, d) in saved.items():
-        limits[k].Float, limits[k].Double = f, d
-
-
-def run(fn: Any, *args: Any) -> Any:
-    """Calls a Lua function as luabridge does (a Lua error raises luabridge.LuaError)."""
-    return bridge().call(fn, *args)
-
-
-def call(name: str, *args: Any) -> Any:
-    """torch.name(*args), numpy arrays passed as tensors sharing their memory."""
-    return run(luabridge.eval("function(name, ...) return torch[name](...) end"), name, *map(lua_arg, args))
-
-
-def method(obj: np.ndarray, name: str, *args: Any) -> Any:
-    """obj:name(*args) on the tensor viewing obj."""
-    return run(luabridge.eval("function(name, self, ...) return self[name](self, ...) end"),
-               name, lua_arg(obj), *map(lua_arg, args))
-
-
-def lua_arg(x: Any) -> Any:
-    return luabridge.from_numpy(x) if isinstance(x, np.ndarray) else x
-
-
-def values(rng: np.random.Generator, shape: tuple[int, ...], type_name: str, domain: str) -> np.ndarray:
-    """Random elements of the type: floats in the domain, integers in a small range."""
-    dtype = NP[type_name]
-    if type_name in INTEGERS:
-        lo = 0 if type_name == "Byte" else -20
-        hi = 40 if domain != "positive" else 12
-        x = rng.integers(1 if domain in ("positive", "nonzero") else lo, hi, shape)
-        if domain == "nonzero" and type_name != "Byte":
-            x = x * rng.choice([-1, 1], shape)
-        return x.astype(dtype)
-    ranges = {"any": (-3, 3), "positive": (0.1, 3), "unit": (-0.95, 0.95), "nonzero": (0.2, 3)}
-    lo, hi = ranges[domain]
-    x = rng.uniform(lo, hi, shape)
-    if domain == "nonzero":
-        x = x * rng.choice([-1, 1], shape)
-    return x.astype(dtype)
-
-
-def layouts(rng: np.random.Generator) -> list[tuple[str, Callable]]:
-    """(name, build) per layout over one random 2-D shape: build(make) views an array that
-    make(shape) fills."""
-    m, n = (int(x) for x in rng.integers(1, 7, 2))
-    return [
-        ("contiguous", lambda f: f((m, n))),
-        ("transposed", lambda f: f((n, m)).T),
-        ("narrowed", lambda f: f((m, n + 3))[:, 1:n + 1]),
-        ("strided", lambda f: f((2 * m, n))[::2]),
-        ("reversed", lambda f: f((m, n))[:, ::-1]),
-        ("1-D", lambda f: f((m * n,))),
-        ("3-D permuted", lambda f: f((n, 2, m)).transpose(2, 1, 0)),
-        ("empty", lambda f: f((0, n))),
-    ]
-
-
-def operands(rng, type_name: str, domains: list[str]) -> Iterator[tuple[str, list[np.ndarray]]]:
-    """Operand lists (one array per domain) of one shape, per layout: the first operand's, the
-    others taking the next layouts round where those give the same shape."""
-    builds = layouts(rng)
-
-    def maker(domain: str) -> Callable:
-        return lambda shape: values(rng, shape, type_name, domain)
-
-    for i, (name, build) in enumerate(builds):
-        arrays = [builds[(i + k) % len(builds)][1](maker(d)) for k, d in enumerate(domains)]
-        if any(a.shape != arrays[0].shape for a in arrays):
-            arrays = [build(maker(d)) for d in domains]
-        yield name, arrays
-
-
-# float32 results may be a few ulps off numpy's float64 (numpy's SIMD loops, rounding steps)
-TOLERANCE = {"Float": dict(rtol=2e-6, atol=1e-6), "Double": dict(rtol=1e-12, atol=1e-12)}
-
-
-def expect(got: Any, want: np.ndarray, type_name: str, what: str) -> None:
-    arr = luabridge.to_numpy(got) if not isinstance(got, np.ndarray) else got
-    assert arr.dtype == NP[type_name], what
-    assert arr.shape == want.shape, what
-    if type_name in INTEGERS:
-        np.testing.assert_array_equal(arr, np.asarray(want).astype(arr.dtype), err_msg=what)
-        return
-    np.testing.assert_allclose(arr.astype(np.float64), want.astype(np.float64), equal_nan=True,
-                               err_msg=what, **TOLERANCE[type_name])
-
-
-def c_cast(x: Any, type_name: str) -> np.ndarray:
-    """C's conversion to the type: floats round to float32, integers truncate and wrap."""
-    x = np.asarray(x, dtype=np.float64)
-    if type_name in FLOATS:
-        return x.astype(NP[type_name])
-    return np.trunc(x).astype(np.int64).astype(NP[type_name])
-
-
-def check_forms(name: str, args: list[Any], want: np.ndarray, type_name: str, src_optional: bool = True) -> None:
-    """torch.name(args...) (new), torch.name(r, args...) and r:name(args...) (r a strided view,
-    written in place), and src:name(rest...) in place, all against want."""
-    first = next(a for a in args if isinstance(a, np.ndarray))
-    before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    expect(call(name, *args), want, type_name, f"torch.{name}(...) [new]")
-    for a, b in zip(args, before):
-        if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(a, b, err_msg=f"torch.{name} changed an operand")
-    for form in ("function", "method"):
-        base = np.full((2,) + want.shape[::-1], 77, dtype=NP[type_name])
-        r = base[0].T  # the result's shape, not contiguous (for 2+ dims)
-        got = call(name, r, *args) if form == "function" else method(r, name, *args)
-        assert np.shares_memory(luabridge.to_numpy(got), r) or r.size == 0, f"{name}: result not written in place"
-        expect(r, want, type_name, f"{name} [{form} into a given result]")
-        assert (base[1] == 77).all(), f"{name} wrote outside its result"
-    if src_optional and args[0] is first:
-        x = np.zeros(first.shape[::-1], first.dtype).T  # a strided copy of the source
-        x[...] = first
-        method(x, name, *args[1:])
-        expect(x, want, type_name, f"x:{name}(...) [in place]")
+from helpers import (FLOATS, INTEGERS, NP, assert_lua_errors, c_cast, call, check_forms, expect, lua_fn, method,
+                     operands, values)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -263,10 +126,10 @@ def test_add_and_csub_forms(path, rng):
                 check_forms(name, [a, 3.0, b], c_cast(x + sign * 3.0 * y, type_name), type_name)
                 # x:add(v, y) and x:add(y): the source defaults to x
                 z = a.copy()
-                method(z, name, 3.0, b)
+                method(name, z, 3.0, b)
                 expect(z, c_cast(x + sign * 3.0 * y, type_name), type_name, f"x:{name}(v, y)")
                 z = a.copy()
-                method(z, name, b)
+                method(name, z, b)
                 expect(z, c_cast(x + sign * y, type_name), type_name, f"x:{name}(y)")
 
 
@@ -411,14 +274,14 @@ def test_unaligned_memory(lua):
 # operators
 
 def test_operators(lua, rng):
-    run = luabridge.eval("""function(a, b, v)
+    run = lua_fn("""function(a, b, v)
       return a + b, a + v, v + a, a - b, a - v, v - a, a * v, v * a, a / v, a % v, -a
     end""")
     for t in INTEGERS + FLOATS:
         a = values(rng, (3, 4), t, "any")
         b = values(rng, (3, 4), t, "any")
         x, y, v = a.astype(np.float64), b.astype(np.float64), 3.0
-        got = run(luabridge.from_numpy(a), luabridge.from_numpy(b), v)
+        got = run(a, b, v)
         wants = [x + y, x + v, v + x, x - y, x - v, v - x, x * v, v * x, _int_div(x, v, t),
                  x - v * np.floor(x / v), -x]
         for i, (g, w) in enumerate(zip(got, wants)):
@@ -431,21 +294,17 @@ def test_tensor_products(lua, rng):
     n = rng.standard_normal((4, 2))
     u = rng.standard_normal(4)
     w = rng.standard_normal(4)
-    run = luabridge.eval("function(m, n, u, w) return u * w, m * u, m * n end")
-    dot, mv, mm = run(*(luabridge.from_numpy(x) for x in (m, n, u, w)))
+    dot, mv, mm = lua_fn("function(m, n, u, w) return u * w, m * u, m * n end")(m, n, u, w)
     assert dot == pytest.approx(u @ w)
     expect(mv, m @ u, "Double", "mv")
     expect(mm, m @ n, "Double", "mm")
 
 
 def test_operator_errors(lua):
-    t = luabridge.from_numpy(np.ones((2, 2, 2)))
-    with pytest.raises(luabridge.LuaError, match="__div: expected a tensor and a number"):
-        run(luabridge.eval("function(t) return 2 / t end"), t)
-    with pytest.raises(luabridge.LuaError, match="multiplication between 3D and 3D tensors"):
-        run(luabridge.eval("function(t) return t * t end"), t)
-    with pytest.raises(luabridge.LuaError, match="__add: expected two tensors or a tensor and a number"):
-        run(luabridge.eval("function(t) return t + 'x' end"), t)
+    assert_lua_errors([("function(t) return 2 / t end", "__div: expected a tensor and a number"),
+                       ("function(t) return t * t end", "multiplication between 3D and 3D tensors"),
+                       ("function(t) return t + 'x' end", "__add: expected two tensors or a tensor and a number")],
+                      np.ones((2, 2, 2)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -486,7 +345,7 @@ def test_failed_call_leaves_operands_unchanged(lua):
         call("add", r, a, np.ones(6, np.float32))
     rt = luabridge.from_numpy(r)
     with pytest.raises(luabridge.LuaError):
-        run(luabridge.eval("function(r, a) r:add(a, torch.DoubleTensor(7)) end"), rt, luabridge.from_numpy(a))
+        lua_fn("function(r, a) r:add(a, torch.DoubleTensor(7)) end")(rt, a)
     assert luabridge.eval("function(r) return r:dim(), r:size(1), r:size(2) end")(rt) == (2, 4, 4)
     np.testing.assert_array_equal(r, np.full((4, 4), 5.0))
 
@@ -494,7 +353,7 @@ def test_failed_call_leaves_operands_unchanged(lua):
 def test_error_names_the_callers_line(lua):
     code = "local t = torch.LongTensor(2)\nlocal _ = 1\nt:exp()"
     with pytest.raises(luabridge.LuaError, match=r"^mycode:3: exp: torch\.LongTensor is not supported"):
-        run(luabridge.eval("function(src) assert(loadstring(src, '=mycode'))() end"), code)
+        lua_fn("function(src) assert(loadstring(src, '=mycode'))() end")(code)
 
 
 # ----------------------------------------------------------------------------------------------

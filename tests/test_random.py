@@ -12,7 +12,7 @@ import pytest
 
 import luabridge
 from luabridge import LuaError
-from luabridge.runtime import bridge
+from helpers import N, assert_lua_error, lua_fn
 
 TWO32 = 2.0**32
 
@@ -27,19 +27,9 @@ def ev(src: str) -> Any:
     return luabridge.eval(src)
 
 
-def fn(src: str) -> Any:
-    """A Lua function from source; its Lua errors raise LuaError."""
-    f = luabridge.eval(src)
-    return lambda *args: bridge().call(f, *args)
-
-
-def arr(t: Any) -> np.ndarray:
-    return np.array(luabridge.to_numpy(t), copy=True)
-
-
 def seeded(seed: int, expr: str) -> np.ndarray:
     """The tensor expr evaluates to right after torch.manualSeed(seed), as a numpy array."""
-    return arr(ev(f"(function() torch.manualSeed({seed}); return {expr} end)()"))
+    return N(ev(f"(function() torch.manualSeed({seed}); return {expr} end)()"))
 
 
 def within(sample: np.ndarray, mean: float, var: float, k: float = 5.0) -> bool:
@@ -99,10 +89,10 @@ def test_generators_are_independent(lua):
       end
       return torch.DoubleTensor(a), torch.DoubleTensor(b), torch.DoubleTensor(c)
     end)()""")
-    np.testing.assert_array_equal(arr(out[0]), raw(11, 700))
-    np.testing.assert_array_equal(arr(out[2]), raw(33, 700))
+    np.testing.assert_array_equal(N(out[0]), raw(11, 700))
+    np.testing.assert_array_equal(N(out[2]), raw(33, 700))
     b = raw(22, 700 * 4).reshape(700, 4)[:, 0]
-    np.testing.assert_array_equal(arr(out[1]), b)
+    np.testing.assert_array_equal(N(out[1]), b)
     assert ev("torch.typename(torch.Generator())") == "torch.Generator"
     assert ev("torch.typename(torch._gen)") == "torch.Generator"
 
@@ -164,8 +154,8 @@ def test_get_set_state_replays_including_cached_normal(lua):
       c:normal()
       return a, b, c
     end)()""")
-    np.testing.assert_array_equal(arr(before), arr(after))
-    np.testing.assert_array_equal(arr(before), arr(again))
+    np.testing.assert_array_equal(N(before), N(after))
+    np.testing.assert_array_equal(N(before), N(again))
 
 
 def test_forked_state_in_another_generator(lua):
@@ -178,8 +168,8 @@ def test_forked_state_in_another_generator(lua):
       torch.rand(100000)
       return target, torch.rand(gen, 1000)
     end)()""")
-    np.testing.assert_array_equal(arr(target), arr(forked))
-    np.testing.assert_array_equal(arr(target), raw(1, 1001)[1:] / TWO32)
+    np.testing.assert_array_equal(N(target), N(forked))
+    np.testing.assert_array_equal(N(target), raw(1, 1001)[1:] / TWO32)
 
 
 def test_get_state_into_given_tensor(lua):
@@ -188,14 +178,14 @@ def test_get_state_into_given_tensor(lua):
 
 
 def test_set_state_errors(lua):
-    set_state = fn("function(s) torch.setRNGState(s) end")
+    set_state = lua_fn("function(s) torch.setRNGState(s) end")
     with pytest.raises(LuaError, match="wrong size"):
         set_state(ev("torch.ByteTensor(10)"))
     with pytest.raises(LuaError, match="ByteTensor"):
         set_state(ev("torch.getRNGState():double()"))
     with pytest.raises(LuaError, match="contiguous"):
         set_state(ev("torch.ByteTensor(5048, 2):select(2, 1)"))
-    state = arr(ev("torch.getRNGState()"))
+    state = N(ev("torch.getRNGState()"))
     bad = state.copy()
     bad[8:12] = np.frombuffer(np.int32(1000).tobytes(), np.uint8)   # left > 624
     with pytest.raises(LuaError, match="Invalid RNG state"):
@@ -207,10 +197,8 @@ def test_set_state_errors(lua):
 
 
 def test_manual_seed_errors(lua):
-    with pytest.raises(LuaError, match="manualSeed: seed must be a number"):
-        ev("torch.manualSeed('x')")
-    with pytest.raises(LuaError, match="seed out of range"):
-        ev("torch.manualSeed(0/0)")
+    assert_lua_error("torch.manualSeed('x')", "manualSeed: seed must be a number")
+    assert_lua_error("torch.manualSeed(0/0)", "seed out of range")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,7 +217,7 @@ def box_muller(u: np.ndarray, n: int) -> np.ndarray:
 
 def test_normal_is_box_muller_with_cached_half(lua):
     a, b = ev("(function() torch.manualSeed(31); return torch.randn(3), torch.randn(4) end)()")
-    got = np.concatenate([arr(a), arr(b)])
+    got = np.concatenate([N(a), N(b)])
     np.testing.assert_allclose(got, box_muller(raw(31, 8) / TWO32, 7), rtol=1e-14, atol=1e-15)
     mean_std = seeded(31, "torch.Tensor(7):normal(2, 0.5)")
     np.testing.assert_allclose(mean_std, box_muller(raw(31, 8) / TWO32, 7) * 0.5 + 2, rtol=1e-14)
@@ -270,10 +258,8 @@ def test_random_bounds(lua):
     nums = ev("(function() torch.manualSeed(6); return {torch.random(10), torch.random(-5, 5), torch.random(2.7)} end)()")
     r = raw(6, 3)
     assert [nums[1], nums[2], nums[3]] == [r[0] % 10 + 1, r[1] % 11 - 5, r[2] % 2 + 1]
-    with pytest.raises(LuaError, match="upper bound must be strictly positive"):
-        ev("torch.random(0)")
-    with pytest.raises(LuaError, match="upper bound must be larger than lower bound"):
-        ev("torch.LongTensor(3):random(5, 4)")
+    assert_lua_error("torch.random(0)", "upper bound must be strictly positive")
+    assert_lua_error("torch.LongTensor(3):random(5, 4)", "upper bound must be larger than lower bound")
 
 
 def test_number_forms_and_generator_argument(lua):
@@ -302,19 +288,19 @@ def test_torch_function_form_with_tensor(lua):
 def test_bernoulli_with_probability_tensor(lua):
     p = np.random.default_rng(0).random((4, 6))
     pt = luabridge.from_numpy(p.T.copy().T)                    # a strided DoubleTensor
-    got = arr(fn("function(p) torch.manualSeed(9); return torch.ByteTensor(4, 6):bernoulli(p) end")(pt))
+    got = N(lua_fn("function(p) torch.manualSeed(9); return torch.ByteTensor(4, 6):bernoulli(p) end")(pt))
     np.testing.assert_array_equal(got, (raw(9, 24) / TWO32 <= p.ravel()).reshape(4, 6))
-    f = fn("function(p) torch.manualSeed(9); return torch.DoubleTensor(24):bernoulli(p:float():view(-1)) end")(pt)
-    np.testing.assert_array_equal(arr(f), raw(9, 24) / TWO32 <= p.astype(np.float32).ravel())
+    f = lua_fn("function(p) torch.manualSeed(9); return torch.DoubleTensor(24):bernoulli(p:float():view(-1)) end")(pt)
+    np.testing.assert_array_equal(N(f), raw(9, 24) / TWO32 <= p.astype(np.float32).ravel())
 
 
 def test_bernoulli_tensor_errors_leave_output_unchanged(lua):
     out = np.full(3, 7.0)
     t = luabridge.from_numpy(out)
     with pytest.raises(LuaError, match="p must be >= 0 and <= 1"):
-        fn("function(t) t:bernoulli(torch.Tensor({0.5, 1.5, 0.2})) end")(t)
+        lua_fn("function(t) t:bernoulli(torch.Tensor({0.5, 1.5, 0.2})) end")(t)
     with pytest.raises(LuaError, match="inconsistent tensor size"):
-        fn("function(t) t:bernoulli(torch.Tensor(4):fill(0.5)) end")(t)
+        lua_fn("function(t) t:bernoulli(torch.Tensor(4):fill(0.5)) end")(t)
     np.testing.assert_array_equal(out, 7.0)
 
 
@@ -333,8 +319,7 @@ def test_bernoulli_tensor_errors_leave_output_unchanged(lua):
     ("torch.rand(2, -1)", "rand: sizes must be non-negative"),
 ])
 def test_argument_errors(lua, code, message):
-    with pytest.raises(LuaError, match=message):
-        ev(code)
+    assert_lua_error(code, message)
 
 
 def test_empty_tensors_draw_nothing(lua):
@@ -346,7 +331,7 @@ def test_empty_tensors_draw_nothing(lua):
 # ---------------------------------------------------------------------------------------------
 # statistics of large samples
 
-N = 200_000
+SAMPLES = 200_000
 
 
 @pytest.mark.parametrize("expr, mean, var", [
@@ -357,32 +342,32 @@ N = 200_000
     ("geometric(0.6)", 1 / 0.4, 0.6 / 0.16),      # P(k) = 0.4 * 0.6^(k-1)
 ])
 def test_sample_moments(lua, expr, mean, var):
-    x = seeded(2024, f"torch.DoubleTensor({N}):{expr}")
+    x = seeded(2024, f"torch.DoubleTensor({SAMPLES}):{expr}")
     assert within(x, mean, var)
     assert abs(x.var() - var) <= 0.05 * var
 
 
 def test_normal_tails_and_lognormal(lua):
-    x = seeded(17, f"torch.randn({N})")
+    x = seeded(17, f"torch.randn({SAMPLES})")
     assert abs(np.mean(np.abs(x) < 1) - 0.682689) < 0.005
     assert abs(np.mean(np.abs(x) < 2) - 0.954500) < 0.003
-    y = seeded(17, f"torch.Tensor({N}):logNormal(0.5, 0.25)")
+    y = seeded(17, f"torch.Tensor({SAMPLES}):logNormal(0.5, 0.25)")
     logs = np.log(y)
     assert within(logs, 0.5, 0.0625) and abs(logs.std() - 0.25) < 0.005
 
 
 def test_cauchy_quartiles(lua):
-    x = seeded(5, f"torch.Tensor({N}):cauchy(3, 2)")
+    x = seeded(5, f"torch.Tensor({SAMPLES}):cauchy(3, 2)")
     q1, median, q3 = np.quantile(x, [0.25, 0.5, 0.75])
     assert abs(median - 3) < 0.05 and abs(q1 - 1) < 0.06 and abs(q3 - 5) < 0.06
 
 
 def test_uniform_range_and_random_frequencies(lua):
-    u = seeded(1, f"torch.rand({N})")
+    u = seeded(1, f"torch.rand({SAMPLES})")
     assert u.min() >= 0 and u.max() < 1
-    counts = np.bincount(seeded(1, f"torch.LongTensor({N}):random(1, 10)").astype(int), minlength=11)[1:]
-    chi2 = ((counts - N / 10) ** 2 / (N / 10)).sum()
-    assert counts.sum() == N and chi2 < 35        # 9 degrees of freedom: p ~ 1e-4
+    counts = np.bincount(seeded(1, f"torch.LongTensor({SAMPLES}):random(1, 10)").astype(int), minlength=11)[1:]
+    chi2 = ((counts - SAMPLES / 10) ** 2 / (SAMPLES / 10)).sum()
+    assert counts.sum() == SAMPLES and chi2 < 35        # 9 degrees of freedom: p ~ 1e-4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,11 +381,10 @@ def test_rand_randn_forms(lua):
     res = ev("(function() local r = torch.FloatTensor(9); local g = torch.Generator(); torch.manualSeed(g, 1); "
               "return torch.rand(r, g, 3, 2) == r, r end)()")
     assert res[0] is True
-    np.testing.assert_array_equal(arr(res[1]), (raw(1, 6) / TWO32).astype(np.float32).reshape(3, 2))
+    np.testing.assert_array_equal(N(res[1]), (raw(1, 6) / TWO32).astype(np.float32).reshape(3, 2))
     np.testing.assert_allclose(seeded(1, "torch.randn(5)"), box_muller(raw(1, 6) / TWO32, 5), rtol=1e-14)
     np.testing.assert_array_equal(seeded(1, "torch.Tensor():rand(4)"), raw(1, 4) / TWO32)
-    with pytest.raises(LuaError, match="rand: sizes must be"):
-        ev("torch.rand('a')")
+    assert_lua_error("torch.rand('a')", "rand: sizes must be")
 
 
 def torch7_randperm(seed: int, n: int) -> np.ndarray:
@@ -418,10 +402,9 @@ def test_randperm(lua):
     np.testing.assert_array_equal(p, torch7_randperm(10, 500))
     typed = ev("(function() torch.manualSeed(10); local r = torch.LongTensor(); return torch.randperm(r, 9) == r, r end)()")
     assert typed[0] is True
-    np.testing.assert_array_equal(arr(typed[1]), torch7_randperm(10, 9))
+    np.testing.assert_array_equal(N(typed[1]), torch7_randperm(10, 9))
     assert list(seeded(10, "torch.randperm(1)")) == [1]
-    with pytest.raises(LuaError, match="randperm: n must be a strictly positive integer"):
-        ev("torch.randperm(0)")
+    assert_lua_error("torch.randperm(0)", "randperm: n must be a strictly positive integer")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,7 +419,7 @@ def torch7_multinomial(probs: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 def test_multinomial_with_replacement_matches_torch7_search(lua):
     p = np.array([0.1, 0.0, 2.0, 0.5, 1.4])           # unnormalised, with a zero
-    got = arr(fn("function(p) torch.manualSeed(21); return torch.multinomial(p, 3000, true) end")(
+    got = N(lua_fn("function(p) torch.manualSeed(21); return torch.multinomial(p, 3000, true) end")(
         luabridge.from_numpy(p)))
     assert got.dtype == np.int64 and got.shape == (3000,)
     np.testing.assert_array_equal(got, torch7_multinomial(p, raw(21, 3000) / TWO32))
@@ -446,7 +429,7 @@ def test_multinomial_with_replacement_matches_torch7_search(lua):
 def test_multinomial_frequencies_2d(lua):
     p = np.array([[1.0, 2.0, 3.0, 4.0, 0.0], [5.0, 0.0, 0.0, 1.0, 4.0]])
     pt = luabridge.from_numpy(np.asfortranarray(p))                    # non-contiguous rows
-    got = arr(fn("function(p) torch.manualSeed(3); return torch.multinomial(p, 20000, true) end")(pt))
+    got = N(lua_fn("function(p) torch.manualSeed(3); return torch.multinomial(p, 20000, true) end")(pt))
     assert got.shape == (2, 20000)
     for row, probs in zip(got, p):
         counts = np.bincount(row, minlength=6)[1:]
@@ -458,22 +441,22 @@ def test_multinomial_frequencies_2d(lua):
 
 def test_multinomial_without_replacement(lua):
     p = np.array([[0.2, 0.3, 0.0, 0.5, 1.0, 2.0]] * 50)
-    got = arr(fn("function(p) torch.manualSeed(8); return torch.multinomial(p, 4, false) end")(
+    got = N(lua_fn("function(p) torch.manualSeed(8); return torch.multinomial(p, 4, false) end")(
         luabridge.from_numpy(p)))
     assert got.shape == (50, 4)
     for row in got:
         assert len(set(row)) == 4 and 3 not in row
-    full = arr(ev("(function() torch.manualSeed(8); return torch.multinomial(torch.Tensor{1, 1, 1, 1}, 4) end)()"))
+    full = N(ev("(function() torch.manualSeed(8); return torch.multinomial(torch.Tensor{1, 1, 1, 1}, 4) end)()"))
     np.testing.assert_array_equal(np.sort(full), [1, 2, 3, 4])
     # the first draw of a row follows probs; the largest category is picked first most often
-    firsts = arr(ev("(function() torch.manualSeed(8); "
+    firsts = N(ev("(function() torch.manualSeed(8); "
                      "return torch.multinomial(torch.Tensor{1, 8, 1}:view(1, 3):expand(4000, 3), 2) end)()"))[:, 0]
     assert abs(np.mean(firsts == 2) - 0.8) < 0.03
 
 
 def test_multinomial_exact_without_replacement(lua):
     p = np.array([0.1, 0.4, 0.2, 0.3])
-    got = arr(fn("function(p) torch.manualSeed(12); return torch.multinomial(p, 3) end")(luabridge.from_numpy(p)))
+    got = N(lua_fn("function(p) torch.manualSeed(12); return torch.multinomial(p, 3) end")(luabridge.from_numpy(p)))
     u = raw(12, 3) / TWO32
     cum, want = np.cumsum(p) / p.sum(), []
     for x in u:                            # torch7: remove the drawn mass, renormalise, search again
@@ -491,7 +474,7 @@ def test_multinomial_result_and_generator(lua):
       local r = torch.LongTensor(7)
       return torch.multinomial(r, g, torch.Tensor{1, 3}, 5, true) == r, r end)()""")
     assert same is True
-    np.testing.assert_array_equal(arr(res), torch7_multinomial(np.array([1.0, 3.0]), raw(4, 5) / TWO32))
+    np.testing.assert_array_equal(N(res), torch7_multinomial(np.array([1.0, 3.0]), raw(4, 5) / TWO32))
 
 
 @pytest.mark.parametrize("code, message", [
@@ -507,8 +490,7 @@ def test_multinomial_result_and_generator(lua):
     ("torch.multinomial(torch.Tensor{1, 2}, 1, 'yes')", "replacement must be a boolean"),
 ])
 def test_multinomial_errors(lua, code, message):
-    with pytest.raises(LuaError, match=message):
-        ev(code)
+    assert_lua_error(code, message)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,20 +508,20 @@ def alias_probabilities(J: np.ndarray, q: np.ndarray) -> np.ndarray:
 def test_alias_setup_encodes_probs(lua, rng):
     probs = rng.random(50)
     probs[[3, 17]] = 0
-    state = fn("function(p) return torch.multinomialAliasSetup(p) end")(luabridge.from_numpy(probs))
-    J, q = arr(state[1]), arr(state[2])
+    state = lua_fn("function(p) return torch.multinomialAliasSetup(p) end")(luabridge.from_numpy(probs))
+    J, q = N(state[1]), N(state[2])
     assert J.dtype == np.int64 and J.min() >= 1 and J.max() <= 50
     assert q.min() >= 0 and q.max() <= 1
     np.testing.assert_allclose(alias_probabilities(J, q), probs / probs.sum(), atol=1e-12)
-    same = fn("function(p, s) return torch.multinomialAliasSetup(p, s) == s end")(
+    same = lua_fn("function(p, s) return torch.multinomialAliasSetup(p, s) == s end")(
         luabridge.from_numpy(probs[::-1].copy()), state)
     assert same is True
-    np.testing.assert_allclose(alias_probabilities(arr(state[1]), arr(state[2])), probs[::-1] / probs.sum(), atol=1e-12)
+    np.testing.assert_allclose(alias_probabilities(N(state[1]), N(state[2])), probs[::-1] / probs.sum(), atol=1e-12)
 
 
 def test_alias_draws(lua):
     probs = np.array([0.05, 0.5, 0.0, 0.25, 0.2])
-    out = arr(fn("""function(p)
+    out = N(lua_fn("""function(p)
       torch.manualSeed(2)
       local state = torch.multinomialAliasSetup(p)
       local out = torch.LongTensor(400, 500)
@@ -552,20 +534,16 @@ def test_alias_draws(lua):
     live = expected > 0
     assert ((counts[live] - expected[live]) ** 2 / expected[live]).sum() < 25
     # torch7's draw: slot = floor(u * K), keep it when the next uniform <= q[slot], else J[slot]
-    state = fn("function(p) return torch.multinomialAliasSetup(p) end")(luabridge.from_numpy(probs))
-    J, q = arr(state[1]), arr(state[2])
-    got = arr(fn("function(s) torch.manualSeed(6); return torch.multinomialAlias(torch.LongTensor(300), s[1], s[2]) end")(state))
+    state = lua_fn("function(p) return torch.multinomialAliasSetup(p) end")(luabridge.from_numpy(probs))
+    J, q = N(state[1]), N(state[2])
+    got = N(lua_fn("function(s) torch.manualSeed(6); return torch.multinomialAlias(torch.LongTensor(300), s[1], s[2]) end")(state))
     u = (raw(6, 600) / TWO32).reshape(300, 2)
     slot = np.floor(u[:, 0] * 5).astype(int)
     np.testing.assert_array_equal(got, np.where(u[:, 1] <= q[slot], slot + 1, J[slot]))
 
 
 def test_alias_errors(lua):
-    with pytest.raises(LuaError, match="probs must be a 1D"):
-        ev("torch.multinomialAliasSetup(torch.Tensor(2, 2):fill(1))")
-    with pytest.raises(LuaError, match="sum of probabilities"):
-        ev("torch.multinomialAliasSetup(torch.Tensor(3):zero())")
-    with pytest.raises(LuaError, match="output must be a torch.LongTensor"):
-        ev("torch.multinomialAlias(torch.Tensor(3), torch.multinomialAliasSetup(torch.Tensor{1, 2}))")
-    with pytest.raises(LuaError, match="invalid alias table"):
-        ev("torch.multinomialAlias(torch.LongTensor(3), {torch.LongTensor{1, 7}, torch.Tensor{1, 1}})")
+    assert_lua_error("torch.multinomialAliasSetup(torch.Tensor(2, 2):fill(1))", "probs must be a 1D")
+    assert_lua_error("torch.multinomialAliasSetup(torch.Tensor(3):zero())", "sum of probabilities")
+    assert_lua_error("torch.multinomialAlias(torch.Tensor(3), torch.multinomialAliasSetup(torch.Tensor{1, 2}))", "output must be a torch.LongTensor")
+    assert_lua_error("torch.multinomialAlias(torch.LongTensor(3), {torch.LongTensor{1, 7}, torch.Tensor{1, 1}})", "invalid alias table")

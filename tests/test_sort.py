@@ -6,8 +6,6 @@ keep their order, which numpy's stable argsort reproduces) and NaN sorts as the 
 median is the lower middle element; mode is the smallest most frequent value, at its last
 occurrence (torch7's documented behaviour).
 """
-from typing import Any, Callable
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,20 +14,7 @@ from hypothesis.extra import numpy as hnp
 
 import luabridge
 from luabridge.runtime import bridge
-
-
-def lua_fn(code: str) -> Callable[..., Any]:
-    """A Lua function callable from Python; Lua errors come out as luabridge.LuaError."""
-    fn = luabridge.eval(code)
-    return lambda *args: bridge().call(fn, *args)
-
-
-def np_of(t: Any) -> np.ndarray:
-    return luabridge.to_numpy(t).copy()
-
-
-def T(a: np.ndarray) -> Any:  # noqa: N802
-    return luabridge.from_numpy(a)
+from helpers import N, T, lua_fn
 
 
 @pytest.fixture(scope="module")
@@ -71,23 +56,23 @@ def test_sort_with_ties(m, rng, dtype, shape):
             for desc in (False, True):
                 vals, inds = m["m"](T(a), "sort", d + 1, desc)
                 order = stable_order(a, d, desc)
-                np.testing.assert_array_equal(np_of(inds), order + 1, err_msg=f"dim {d} desc {desc}")
-                np.testing.assert_array_equal(np_of(vals), np.take_along_axis(a, order, d))
+                np.testing.assert_array_equal(N(inds), order + 1, err_msg=f"dim {d} desc {desc}")
+                np.testing.assert_array_equal(N(vals), np.take_along_axis(a, order, d))
     # defaults: the last dim, ascending; torch.sort(x, true) is descending
     vals, inds = m["fn"]("sort", T(a))
-    np.testing.assert_array_equal(np_of(inds), stable_order(a, -1, False) + 1)
+    np.testing.assert_array_equal(N(inds), stable_order(a, -1, False) + 1)
     vals, inds = m["fn"]("sort", T(a), True)
-    np.testing.assert_array_equal(np_of(inds), stable_order(a, -1, True) + 1)
+    np.testing.assert_array_equal(N(inds), stable_order(a, -1, True) + 1)
 
 
 def test_sort_nan_and_results(m, rng):
     a = np.array([[3.0, np.nan, -1.0, 2.0, np.nan], [0.5, 0.5, -np.inf, np.inf, 1.0]])
     vals, inds = m["m"](T(a), "sort")
-    np.testing.assert_array_equal(np_of(vals), [[-1, 2, 3, np.nan, np.nan], [-np.inf, 0.5, 0.5, 1, np.inf]])
-    np.testing.assert_array_equal(np_of(inds), [[3, 4, 1, 2, 5], [3, 1, 2, 5, 4]])
+    np.testing.assert_array_equal(N(vals), [[-1, 2, 3, np.nan, np.nan], [-np.inf, 0.5, 0.5, 1, np.inf]])
+    np.testing.assert_array_equal(N(inds), [[3, 4, 1, 2, 5], [3, 1, 2, 5, 4]])
     vals, inds = m["m"](T(a), "sort", 2, True)
-    np.testing.assert_array_equal(np_of(vals), [[np.nan, np.nan, 3, 2, -1], [np.inf, 1, 0.5, 0.5, -np.inf]])
-    np.testing.assert_array_equal(np_of(inds), [[2, 5, 1, 4, 3], [4, 5, 1, 2, 3]])
+    np.testing.assert_array_equal(N(vals), [[np.nan, np.nan, 3, 2, -1], [np.inf, 1, 0.5, 0.5, -np.inf]])
+    np.testing.assert_array_equal(N(inds), [[2, 5, 1, 4, 3], [4, 5, 1, 2, 3]])
     # results given: written in place (an in-place sort of x itself works too)
     x = rng.standard_normal((4, 6))
     res_v, res_i = np.zeros((4, 6)), np.zeros((4, 6), np.int64)
@@ -108,8 +93,8 @@ def test_sort_property(a, d, desc):
     d = d % a.ndim
     vals, inds = bridge().call(luabridge.eval("function(x, d, s) return x:sort(d, s) end"), T(a), d + 1, desc)
     order = stable_order(a, d, desc)
-    np.testing.assert_array_equal(np_of(inds), order + 1)
-    np.testing.assert_array_equal(np_of(vals), np.take_along_axis(a, order, d))
+    np.testing.assert_array_equal(N(inds), order + 1)
+    np.testing.assert_array_equal(N(vals), np.take_along_axis(a, order, d))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
@@ -121,14 +106,14 @@ def test_topk(m, rng, dtype):
                 for largest in (False, True):
                     vals, inds = m["m"](T(a), "topk", k, d + 1, largest, True)
                     order = stable_order(a, d, largest).take(range(k), axis=d)
-                    np.testing.assert_array_equal(np_of(inds), order + 1)
-                    np.testing.assert_array_equal(np_of(vals), np.take_along_axis(a, order, d))
+                    np.testing.assert_array_equal(N(inds), order + 1)
+                    np.testing.assert_array_equal(N(vals), np.take_along_axis(a, order, d))
     # defaults: k = 1, the last dim, the smallest
     a = rng.standard_normal((3, 9))
     vals, inds = m["fn"]("topk", T(a))
-    np.testing.assert_array_equal(np_of(vals), a.min(1, keepdims=True))
+    np.testing.assert_array_equal(N(vals), a.min(1, keepdims=True))
     vals, inds = m["fn"]("topk", T(a), 2, True)
-    np.testing.assert_array_equal(np_of(vals), -np.sort(-a, 1)[:, :2])
+    np.testing.assert_array_equal(N(vals), -np.sort(-a, 1)[:, :2])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.int32])
@@ -140,17 +125,17 @@ def test_kthvalue_median(m, rng, dtype):
             for k in (1, 2, n):
                 vals, inds = m["m"](T(a), "kthvalue", k, d + 1)
                 pick = order.take([k - 1], axis=d)
-                np.testing.assert_array_equal(np_of(inds), pick + 1)
-                np.testing.assert_array_equal(np_of(vals), np.take_along_axis(a, pick, d))
+                np.testing.assert_array_equal(N(inds), pick + 1)
+                np.testing.assert_array_equal(N(vals), np.take_along_axis(a, pick, d))
             vals, inds = m["m"](T(a), "median", d + 1)
             pick = order.take([(n - 1) // 2], axis=d)   # the lower middle for an even count
-            np.testing.assert_array_equal(np_of(inds), pick + 1)
-            np.testing.assert_array_equal(np_of(vals), np.take_along_axis(a, pick, d))
+            np.testing.assert_array_equal(N(inds), pick + 1)
+            np.testing.assert_array_equal(N(vals), np.take_along_axis(a, pick, d))
     # defaults: the last dim
     a = rng.standard_normal((4, 6))
     vals, _ = m["fn"]("median", T(a))
-    np.testing.assert_array_equal(np_of(vals), np.sort(a, 1)[:, 2:3])
-    np.testing.assert_array_equal(np_of(m["fn"]("kthvalue", T(np.array([3.0, 5, 4, 1, 1, 5])), 3)[0]), [3])
+    np.testing.assert_array_equal(N(vals), np.sort(a, 1)[:, 2:3])
+    np.testing.assert_array_equal(N(m["fn"]("kthvalue", T(np.array([3.0, 5, 4, 1, 1, 5])), 3)[0]), [3])
 
 
 def mode_ref(a: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
@@ -172,20 +157,20 @@ def test_mode(m, rng, dtype):
         for d in range(3):
             vals, inds = m["m"](T(a), "mode", d + 1)
             want_v, want_p = mode_ref(a, d)
-            np.testing.assert_array_equal(np_of(vals), want_v)
-            np.testing.assert_array_equal(np_of(inds), want_p + 1)
+            np.testing.assert_array_equal(N(vals), want_v)
+            np.testing.assert_array_equal(N(inds), want_p + 1)
     a = np.array([[1, 2, 2, 2, 3, 2], [1.5, 2, 2, 1.5, 1.5, 5]])
     vals, inds = m["fn"]("mode", T(a))
-    np.testing.assert_array_equal(np_of(vals), [[2], [1.5]])
-    np.testing.assert_array_equal(np_of(inds), [[6], [5]])
+    np.testing.assert_array_equal(N(vals), [[2], [1.5]])
+    np.testing.assert_array_equal(N(inds), [[6], [5]])
 
 
 def test_zero_size(m):
     z = np.zeros((0, 4))
     vals, inds = m["m"](T(z), "sort", 1)
-    assert np_of(vals).shape == (0, 4) and np_of(inds).shape == (0, 4)
+    assert N(vals).shape == (0, 4) and N(inds).shape == (0, 4)
     vals, inds = m["m"](T(z), "kthvalue", 1, 2)
-    assert np_of(vals).shape == (0, 1)
+    assert N(vals).shape == (0, 1)
 
 
 def test_errors(m, rng):

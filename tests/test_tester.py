@@ -10,11 +10,7 @@ import pytest
 import luabridge
 from luabridge import LuaError
 from luabridge.runtime import bridge
-
-
-def fn(src: str) -> Any:
-    f = luabridge.eval(src)
-    return lambda *args: bridge().call(f, *args)
+from helpers import assert_lua_error, lua_fn
 
 
 def check(expr: str) -> Any:
@@ -100,7 +96,7 @@ def test_strided_tensors_compare_elementwise(lua, rng):
     b[2, 5] += 0.25
     ta = luabridge.from_numpy(a[:, ::2])                 # strided views of different layouts
     tb = luabridge.from_numpy(np.asfortranarray(b)[:, ::2])
-    eq = fn("function(a, b, tol) return torch.Tester():eq(a, b, tol) end")
+    eq = lua_fn("function(a, b, tol) return torch.Tester():eq(a, b, tol) end")
     assert eq(ta, tb, 0) is True                          # column 5 is not in the view
     tb2 = luabridge.from_numpy(np.asfortranarray(b)[:, 1::2])
     ta2 = luabridge.from_numpy(a[:, 1::2])
@@ -222,23 +218,16 @@ def test_add_forms_and_errors(lua):
       t:add({ b = function() end, a = function() end })      -- plain table: by name, with a warning
       t:add(function() end)
       return table.concat(t._order, ',')""") == "a,b,unknown"
-    with pytest.raises(LuaError, match="already exists"):
-        luabridge.execute("local t = torch.Tester(); t:add(function() end, 'x'); t:add(function() end, 'x')")
-    with pytest.raises(LuaError, match="Nested sets of tests"):
-        luabridge.execute("torch.Tester():add({ a = { function() end } })")
-    with pytest.raises(LuaError, match="only functions"):
-        luabridge.execute("torch.Tester():add(3)")
-    with pytest.raises(LuaError, match="unrecognized test 'nope'"):
-        luabridge.execute("torch.Tester():disable('nope')")
+    assert_lua_error("local t = torch.Tester(); t:add(function() end, 'x'); t:add(function() end, 'x')", "already exists")
+    assert_lua_error("torch.Tester():add({ a = { function() end } })", "Nested sets of tests")
+    assert_lua_error("torch.Tester():add(3)", "only functions")
+    assert_lua_error("torch.Tester():disable('nope')", "unrecognized test 'nope'")
 
 
 def test_test_suite(lua):
-    with pytest.raises(LuaError, match="Test f is already defined"):
-        luabridge.execute("local s = torch.TestSuite(); function s.f() end; function s.f() end")
-    with pytest.raises(LuaError, match="Only functions are supported"):
-        luabridge.execute("local s = torch.TestSuite(); s.x = 1")
-    with pytest.raises(LuaError, match="Nested tables of tests"):
-        luabridge.execute("local s = torch.TestSuite(); s.x = {}")
+    assert_lua_error("local s = torch.TestSuite(); function s.f() end; function s.f() end", "Test f is already defined")
+    assert_lua_error("local s = torch.TestSuite(); s.x = 1", "Only functions are supported")
+    assert_lua_error("local s = torch.TestSuite(); s.x = {}", "Nested tables of tests")
     got = luabridge.execute("""
       local s = torch.TestSuite()
       function s.c() end; function s.a() end; function s.b() end
@@ -257,7 +246,7 @@ def test_timer_measures_real_and_cpu_time(lua):
     busy = luabridge.eval("function(s) local t = os.clock(); while os.clock() - t < s do end end")
     busy(0.05)
     elapsed = time.perf_counter() - t0
-    r = fn("function(t) return t:time() end")(timer)
+    r = lua_fn("function(t) return t:time() end")(timer)
     assert 0.09 <= r["real"] <= elapsed + 0.01
     assert 0.04 <= r["user"] + r["sys"] <= elapsed + 0.05
     assert r["sys"] >= 0
@@ -291,7 +280,7 @@ def test_timer_stop_resume_reset(lua):
 def test_tic_toc(lua):
     mark = luabridge.eval("torch.tic()")
     time.sleep(0.02)
-    since = fn("function(m) return torch.toc(m), torch.toc() end")(mark)
+    since = lua_fn("function(m) return torch.toc(m), torch.toc() end")(mark)
     assert 0.02 <= since[0] < 1 and 0.02 <= since[1] < 1
     with pytest.raises(LuaError, match="toc: expected a mark"):
         luabridge.eval("torch.toc('x')")

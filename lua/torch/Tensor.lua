@@ -418,9 +418,6 @@ function Tensor.unfold(t, d, size, step)
   return r
 end
 
-function Tensor.new(t, ...)
-  return torch[t._dt.name .. 'Tensor'](...)
-end
 
 function Tensor.contiguous(t)
   if isContiguous(t) then return t end
@@ -693,6 +690,9 @@ function torch._newTensorClass(dt, methods, indexFn, newindexFn, extra)
   mt.__len = function(t) return t:size() end
   mt.__tostring = function(t) return t:__tostring__() end
   mt.__factory = function() return make(mt) end
+  -- new is the constructor, as in torch7: x.new() is an empty tensor of x's type, while
+  -- x.new() passes x and so makes a tensor sharing x's storage
+  mt.new = function(...) return construct(mt, ...) end
   mt.__constructor = setmetatable({}, {
     __index = mt,
     __newindex = function(_, k, v) mt[k] = v end,
@@ -712,5 +712,8 @@ function torch._method(name, fn)
   Tensor[name] = fn
   for _, mt in pairs(metatables) do mt[name] = fn end
 end
+
+-- Function forms of the view methods, as torch7's: torch.view([res,] src, sizes), ...
+for _, name in ipairs { 'view', 'viewAs', 'expand', 'expandAs' } do torch[name] = Tensor[name] end
 
 return Tensor

@@ -562,7 +562,7 @@ function torch.multinomialAliasSetup(probs, a, b)
   for j = 0, ns - 1 do qs[small[j]] = 1 end   -- left over by rounding: keep themselves
   for j = 0, nl - 1 do qs[large[j]] = 1 end
   J = (J or torch.LongTensor()):resize(k):copy(jd)
-  q = (q or probs.new(probs)):resize(k):copy(qd)
+  q = (q or probs.new()):resize(k):copy(qd)
   if type(a) == 'table' and not isTensor(a) then a[1], a[2] = J, q; return a end
   return { J, q }
 end

@@ -180,7 +180,7 @@ for _, name in ipairs {
   'dim', 'nDimension', 'size', 'stride', 'nElement', 'numel', 'storage', 'storageOffset',
   'isContiguous', 'elementSize', 'isSameSizeAs', 'isSize', 'isSetTo', 'set', 'resize', 'resizeAs',
   'narrow', 'select', 'sub', 'transpose', 't', 'permute', 'view', 'viewAs', 'expand', 'expandAs',
-  'squeeze', 'unsqueeze', 'unfold', 'new', 'contiguous', 'clone', 'type', 'typeAs',
+  'squeeze', 'unsqueeze', 'unfold', 'contiguous', 'clone', 'type', 'typeAs',
 } do
   Methods[name] = assert(Tensor[name], name)
 end
@@ -369,7 +369,7 @@ end
 
 -- r (or a new tensor of src's type) resized as src, once src's partners are checked.
 local function result(op, r, src, ...)
-  r = r or src:new()
+  r = r or src.new()
   check.sameType(op, src, r)
   for i = 1, select('#', ...) do
     local x = select(i, ...)
@@ -381,7 +381,7 @@ end
 
 -- r (or a new tensor of src's type) with sizes sz.
 local function sized(op, r, src, sz)
-  r = r or src:new()
+  r = r or src.new()
   check.sameType(op, src, r)
   return r:resize(sz)
 end
@@ -662,7 +662,7 @@ end
 
 local function product(op, r, beta, t, alpha, a, b)
   local p = products[op]
-  r = r or t:new()
+  r = r or t.new()
   for _, x in ipairs { t, a, b } do check.sameType(op, r, x) end
   local fa, fb = factors(op, p, a, b)
   local want = p[4](a, b)
@@ -685,7 +685,7 @@ end
 for name, op in pairs { mm = 'addmm', mv = 'addmv', bmm = 'baddbmm', ger = 'addr' } do
   def(name, { 'R T T', function(r, a, b)
     local p = products[op]
-    r = r or a:new()
+    r = r or a.new()
     check.sameType(name, r, a)
     check.sameType(name, r, b)
     local fa, fb = factors(name, p, a, b)

@@ -8,9 +8,8 @@ local blas = require 'torch.backend.cpu.blas'
 
 local max = math.max
 local sizestr = check.sizestr
+local ptr = apply.ptr
 local scaleKernel = apply.kernel(1, '$1 = $1 * v1')
-
-local function ptr(t) return t._st._ptr + t._off end
 
 local function notHalf(op, t)
   if t._dt.half then check.error(op .. ': not supported for torch.HalfTensor') end
@@ -71,8 +70,7 @@ end
 
 -- r (m x n) = beta * r + alpha * a (m x k) * b (k x n)
 local function gemmBlas(r, beta, alpha, a, b, m, n, k)
-  local c, ct, ldc = r, layout(r, m, n)
-  if ct == nil then c, ct, ldc = r:clone(), true, max(1, n) end
+  local c, ct, ldc = operand(r, m, n)   -- written in place, or in a copy put back after
   local a_, ta, lda = operand(a, m, k)
   local b_, tb, ldb = operand(b, k, n)
   if ct then   -- BLAS sees c^T = b^T a^T
@@ -88,19 +86,15 @@ local function gemvBlas(r, beta, alpha, mat, vec, m, n)
   local a, trans, lda = operand(mat, m, n)
   local x, incx = vector(vec)
   local y, incy = vector(r)
-  if trans then
-    blas.gemv(r._dt, true, n, m, alpha, ptr(a), lda, ptr(x), incx, beta, ptr(y), incy)
-  else
-    blas.gemv(r._dt, false, m, n, alpha, ptr(a), lda, ptr(x), incx, beta, ptr(y), incy)
-  end
+  if trans then m, n = n, m end   -- BLAS sees mat^T, column-major n x m
+  blas.gemv(r._dt, trans, m, n, alpha, ptr(a), lda, ptr(x), incx, beta, ptr(y), incy)
   if y ~= r then r:copy(y) end
 end
 
 -- r (m x n) = beta * r + alpha * x y^T
 local function gerBlas(r, beta, alpha, x, y, m, n)
   scale(r, beta)
-  local c, ct, ldc = r, layout(r, m, n)
-  if ct == nil then c, ct, ldc = r:clone(), true, max(1, n) end
+  local c, ct, ldc = operand(r, m, n)
   local x_, incx = vector(x)
   local y_, incy = vector(y)
   if ct then
@@ -114,7 +108,7 @@ end
 ------------------------------------------------------------------------------------------------
 -- integer types: one strided loop, compiled per element type (Long computes in int64)
 
-local loopSource = [[
+local loops = apply.perType('gemm', [[
 return function(m, n, k, alpha, pa, as1, as2, pb, bs1, bs2, beta, pr, rs1, rs2)
   for i = 0, m - 1 do
     for j = 0, n - 1 do
@@ -124,12 +118,7 @@ return function(m, n, k, alpha, pa, as1, as2, pb, bs1, bs2, beta, pr, rs1, rs2)
       if beta == 0 then pr[o] = alpha * s else pr[o] = beta * pr[o] + alpha * s end
     end
   end
-end]]
-local loops = setmetatable({}, { __index = function(cache, dt)
-  local f = loadstring(loopSource, '=gemm loop (' .. dt.name .. ')')()
-  cache[dt] = f
-  return f
-end })
+end]])
 
 -- r = beta * r + alpha * a * b, on (pointer, stride1, stride2) operands
 local function gemmLoop(r, beta, alpha, a, b, m, n, k)
@@ -323,7 +312,7 @@ for op in pairs(ops) do
     local n = select('#', ...)
     local v, a, b = parse(op, functionForms, n, { ... }, fusage)
     check.tensorOf(op, v.t, 't')
-    return compute(op, v.r or v.t:new(), v.beta or 1, v.t, v.alpha or 1, a, b)
+    return compute(op, v.r or v.t.new(), v.beta or 1, v.t, v.alpha or 1, a, b)
   end
 end
 
@@ -362,7 +351,7 @@ for name, p in pairs(products) do
   torch[name] = function(r, a, b)
     if b == nil then r, a, b = nil, r, a end
     check.tensorOf(name, a, 'first factor')
-    r = r or a:new()
+    r = r or a.new()
     check.tensorOf(name, r, 'result')
     return r[name](r, a, b)
   end
@@ -371,17 +360,12 @@ end
 ------------------------------------------------------------------------------------------------
 -- dot: the sum of products of two tensors' elements in row-major order (any shapes)
 
-local dotSource = [[
+local dotLoops = apply.perType('dot', [[
 return function(n, px, ix, py, iy)
   local s = 0
   for i = 0, n - 1 do s = s + px[i * ix] * py[i * iy] end
   return tonumber(s)
-end]]
-local dotLoops = setmetatable({}, { __index = function(cache, dt)
-  local f = loadstring(dotSource, '=dot loop (' .. dt.name .. ')')()
-  cache[dt] = f
-  return f
-end })
+end]])
 
 -- t as a flat run: the tensor (contiguous copy if needed) and its element step
 local function flat(t)

@@ -25,19 +25,44 @@ local function viewOf(t, off, sz, str)
   return torch._makeTensor(getmetatable(t), t._st, t._off + off, sz, str)
 end
 
-------------------------------------------------------------------------------------------------
--- zeros, ones: x:zeros(sizes) resizes x; torch.zeros([res,] sizes) makes a default-type tensor
+-- The arguments of op([res,] x, sizes): res or nil, x, and the sizes as a table.
+local function tensorAndSizes(op, ...)
+  local r, t = optionalResult(1, ...)
+  check.tensorOf(op, t)
+  return r, t, torch._sizesFrom(op, select(r and 3 or 2, ...))
+end
 
-local function filled(name, value)
-  local function method(r, ...)
-    r:resize(torch._sizesFrom(name, ...))
-    return r:fill(value)
-  end
+-- The result of op on t: r, or a new tensor of t's type; t is copied when r shares its memory.
+local function resultFor(op, r, t)
+  r = r or t.new()
+  check.sameType(op, r, t)
+  if overlaps(r, t) then t = t:clone() end
+  return r, t
+end
+
+-- Installs f as the method x:name(...) and as torch.name(...).
+local function define(name, f)
+  torch._method(name, f)
+  torch[name] = f
+end
+
+-- Installs r:name(...) and torch.name([r,] ...), where r defaults to a new default-type tensor.
+local function constructor(name, method)
   torch._method(name, method)
   torch[name] = function(a, ...)
     if isTensor(a) then return method(a, ...) end
     return method(torch.Tensor(), a, ...)
   end
+end
+
+------------------------------------------------------------------------------------------------
+-- zeros, ones: x:zeros(sizes) resizes x; torch.zeros([res,] sizes) makes a default-type tensor
+
+local function filled(name, value)
+  constructor(name, function(r, ...)
+    r:resize(torch._sizesFrom(name, ...))
+    return r:fill(value)
+  end)
 end
 filled('zeros', 0)
 filled('ones', 1)
@@ -47,18 +72,13 @@ filled('ones', 1)
 -- has n already), computed in double and copied (any type and strides)
 
 local function sequence(name, count, fill)
-  local function method(r, ...)
+  constructor(name, function(r, ...)
     local n, a, b, c = count(...)
     if numel(r) ~= n then r:resize(n) end
     local tmp = torch.DoubleTensor(n)
     fill(tmp._st._ptr, n, a, b, c)
     return r:copy(tmp)
-  end
-  torch._method(name, method)
-  torch[name] = function(a, ...)
-    if isTensor(a) then return method(a, ...) end
-    return method(torch.Tensor(), a, ...)
-  end
+  end)
 end
 
 sequence('range', function(xmin, xmax, step)
@@ -100,7 +120,7 @@ end)
 ------------------------------------------------------------------------------------------------
 -- eye([res,] n [, m])
 
-local function eye(r, n, m)
+constructor('eye', function(r, n, m)
   integer('eye', n, 'n')
   if n < 1 then check.error('eye: n must be positive, got ' .. n) end
   m = m or 0
@@ -109,12 +129,7 @@ local function eye(r, n, m)
   r:resize(n, m):zero()
   viewOf(r, 0, { math.min(n, m) }, { r._str[1] + r._str[2] }):fill(1)
   return r
-end
-torch._method('eye', eye)
-torch.eye = function(a, ...)
-  if isTensor(a) then return eye(a, ...) end
-  return eye(torch.Tensor(), a, ...)
-end
+end)
 
 ------------------------------------------------------------------------------------------------
 -- diag([res,] x [, k]): the k-th diagonal of a matrix, or the matrix with vector x on it
@@ -123,9 +138,7 @@ local function diag(...)
   local r, t, k = optionalResult(1, ...)
   check.tensorOf('diag', t)
   k = integer('diag', k or 0, 'k')
-  r = r or t:new()
-  check.sameType('diag', r, t)
-  if overlaps(r, t) then t = t:clone() end
+  r, t = resultFor('diag', r, t)
   local nd = #t._sz
   if nd == 1 then
     local n = t._sz[1]
@@ -144,8 +157,7 @@ local function diag(...)
   end
   return r
 end
-torch._method('diag', diag)
-torch.diag = diag
+define('diag', diag)
 
 ------------------------------------------------------------------------------------------------
 -- tril / triu([res,] x [, k]): x with the elements above (below) the k-th diagonal zeroed
@@ -156,7 +168,7 @@ local function triangle(name, keepBelow)
     check.tensorOf(name, t)
     k = integer(name, k or 0, 'k')
     if #t._sz ~= 2 then check.error(('%s: expected a matrix, got a %dD tensor'):format(name, #t._sz)) end
-    r = r or t:new()
+    r = r or t.new()
     check.sameType(name, r, t)
     if r ~= t then
       if overlaps(r, t) then t = t:clone() end
@@ -172,8 +184,7 @@ local function triangle(name, keepBelow)
     end
     return r
   end
-  torch._method(name, f)
-  torch[name] = f
+  define(name, f)
 end
 triangle('tril', true)
 triangle('triu', false)
@@ -182,37 +193,28 @@ triangle('triu', false)
 -- reshape([res,] x, sizes): a copy of x's elements with new sizes
 
 local function reshape(...)
-  local r, t = optionalResult(1, ...)
-  check.tensorOf('reshape', t)
-  local sz = torch._sizesFrom('reshape', select(r and 3 or 2, ...))
+  local r, t, sz = tensorAndSizes('reshape', ...)
   local n = #sz > 0 and 1 or 0
   for d = 1, #sz do n = n * sz[d] end
   if n ~= numel(t) then
     check.error(('reshape: size %s (%d elements) does not match tensor %s (%d elements)'):format(
       table.concat(sz, 'x'), n, check.sizestr(t), numel(t)))
   end
-  r = r or t:new()
-  check.sameType('reshape', r, t)
-  if overlaps(r, t) then t = t:clone() end
+  r, t = resultFor('reshape', r, t)
   return r:resize(sz):copy(t)
 end
-torch._method('reshape', reshape)
-torch.reshape = reshape
+define('reshape', reshape)
 
 ------------------------------------------------------------------------------------------------
 -- repeatTensor([res,] x, sizes): x tiled sizes[d] times along each dim (leading dims added)
 
 local function repeatTensor(...)
-  local r, t = optionalResult(1, ...)
-  check.tensorOf('repeatTensor', t)
-  local times = torch._sizesFrom('repeatTensor', select(r and 3 or 2, ...))
+  local r, t, times = tensorAndSizes('repeatTensor', ...)
   local nd = #times
   if nd < #t._sz then
     check.error(('repeatTensor: %d repeat counts for a %dD tensor; give at least one per dimension'):format(nd, #t._sz))
   end
-  r = r or t:new()
-  check.sameType('repeatTensor', r, t)
-  if overlaps(r, t) then t = t:clone() end
+  r, t = resultFor('repeatTensor', r, t)
   local xsize, rsize = {}, {}
   for d = 1, nd do
     xsize[d] = t._sz[d - (nd - #t._sz)] or 1
@@ -229,8 +231,7 @@ local function repeatTensor(...)
   blocks:copy(src:view(wide):expand(blocks._sz))
   return r
 end
-torch._method('repeatTensor', repeatTensor)
-torch.repeatTensor = repeatTensor
+define('repeatTensor', repeatTensor)
 
 ------------------------------------------------------------------------------------------------
 -- cross([res,] a, b [, dim]): cross products along dim (default: the first of size 3)
@@ -254,9 +255,7 @@ local function cross(...)
   end
   check.dim('cross', a, dim)
   if a._sz[dim] ~= 3 then check.error(('cross: dimension %d does not have size 3 (%s)'):format(dim, check.sizestr(a))) end
-  r = r or a:new()
-  check.sameType('cross', r, a)
-  if overlaps(r, a) then a = a:clone() end
+  r, a = resultFor('cross', r, a)
   if overlaps(r, b) then b = b:clone() end
   r:resizeAs(a)
   for i = 1, 3 do
@@ -267,5 +266,4 @@ local function cross(...)
   end
   return r
 end
-torch._method('cross', cross)
-torch.cross = cross
+define('cross', cross)

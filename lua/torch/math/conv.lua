@@ -10,10 +10,11 @@ local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 
 local isTensor = torch.isTensor
+local ptr = apply.ptr
 
 -- out (od x or x oc) += valid cross-correlation of input (id x ir x ic) with kernel (kd x kr x kc);
 -- pointers to contiguous data. The innermost loop runs along an output row.
-local xcorrSource = [[
+local xcorrLoops = apply.perType('xcorr', [[
 return function(po, pi, id, ir, ic, pk, kd, kr, kc)
   local od, orows, oc = id - kd + 1, ir - kr + 1, ic - kc + 1
   for z = 0, od - 1 do
@@ -31,14 +32,7 @@ return function(po, pi, id, ir, ic, pk, kd, kr, kc)
       end
     end
   end
-end]]
-local xcorrLoops = setmetatable({}, { __index = function(cache, dt)
-  local f = loadstring(xcorrSource, '=xcorr loop (' .. dt.name .. ')')()
-  cache[dt] = f
-  return f
-end })
-
-local function ptr(t) return t._st._ptr + t._off end
+end]])
 
 -- A contiguous copy of t with its last n dims reversed (the convolution kernel).
 local function flipped(t, n)
@@ -58,7 +52,7 @@ end
 local function padded(x, pads)
   local sz = {}
   for d = 1, 4 do sz[d] = x._sz[d] + 2 * pads[d] end
-  local p = x:new():resize(sz):zero()
+  local p = x.new():resize(sz):zero()
   local inner = p
   for d = 2, 4 do inner = inner:narrow(d, pads[d] + 1, x._sz[d]) end
   inner:copy(x)
@@ -122,7 +116,7 @@ local function defineConv(name, n, flip)
         end
       end
     end
-    r = r or x:new()
+    r = r or x.new()
     check.tensorOf(name, r, 'result')
     check.sameType(name, r, x)
 
@@ -130,7 +124,7 @@ local function defineConv(name, n, flip)
     local vol = x:contiguous():view(xs)
     if mode == 'F' then vol = padded(vol, pads) end
     local kern = (flip and flipped(k, n) or k:contiguous()):view(ks)
-    local out = x:new():resize(nout, outSize[2], outSize[3], outSize[4]):zero()
+    local out = x.new():resize(nout, outSize[2], outSize[3], outSize[4]):zero()
     local loop = xcorrLoops[x._dt]
     local id, ir, ic = vol._sz[2], vol._sz[3], vol._sz[4]
     local kd, kr, kc = ks[3], ks[4], ks[5]

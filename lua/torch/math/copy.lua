@@ -6,6 +6,9 @@ local memory = require 'torch.memory'
 
 local fillKernel = apply.kernel(1, '$1 = v1')
 local copyKernel = apply.kernel(2, '$1 = $2')
+-- LuaJIT's compiled int64 -> float store yields wrong values (the interpreter's is right): go
+-- through a double for Long -> Float
+local copyViaDouble = apply.kernel(2, '$1 = tonumber($2)')
 
 torch._method('fill', function(t, v)
   check.number('fill', v, 'value')
@@ -27,6 +30,8 @@ torch._method('copy', function(t, src)
   if apply.numel(t) == 0 then return t end
   if t._dt.half or src._dt.half then
     memory.py.copy_tensor(t, src)
+  elseif t._dt.name == 'Float' and src._dt.name == 'Long' then
+    copyViaDouble(t, src)
   else
     copyKernel(t, src)
   end

@@ -18,7 +18,7 @@ local function checkMask(op, t, mask)
     check.error(('%s: the mask must be a torch.ByteTensor, got %s'):format(op, torch.typename(mask)))
   end
   check.sameElements(op, t, mask)
-  if numel(mask) > 0 and R.extremeAll(op, mask, '<=') > 1 then
+  if numel(mask) > 0 and R.extremeAll(op, mask, 'max') > 1 then
     check.error(op .. ': the mask can hold 0 and 1 only')
   end
 end
@@ -26,7 +26,7 @@ end
 -- All elements of the LongTensor idx lie in [1, size] (size of dimension dim).
 local function checkRange(op, idx, dim, size)
   if numel(idx) == 0 then return end
-  local lo, hi = R.extremeAll(op, idx, '>='), R.extremeAll(op, idx, '<=')
+  local lo, hi = R.extremeAll(op, idx, 'min'), R.extremeAll(op, idx, 'max')
   if lo < 1 or hi > size then
     check.error(('%s: index %d out of range for dimension %d of size %d'):format(
       op, lo < 1 and lo or hi, dim, size))
@@ -128,6 +128,29 @@ local function rowCopy(dst, src)
   return apply.isContiguous(dst) and apply.isContiguous(src) and dst._st and src._st
 end
 
+-- For each i and k = idx[i]: slice i of dst = slice k of src (gather: index), or slice k of dst =
+-- slice i of src (indexCopy), or slice k of dst += slice i of src (add: indexAdd). Vectors go
+-- element by element, contiguous copies along dim 1 by blocks of memory, the rest by views.
+local function moveSlices(dst, src, dim, idx, gather, add)
+  -- fn(slice of dst, slice of src) for each index
+  local function each(fn) eachIndex(idx, gather and fn or function(i, k) fn(k, i) end) end
+  if #dst._sz == 1 then
+    local dp, ds, sp, ss = dst._st._ptr + dst._off, dst._str[1], src._st._ptr + src._off, src._str[dim]
+    if add then each(function(a, b) local q = (a - 1) * ds; dp[q] = dp[q] + sp[(b - 1) * ss] end)
+    else each(function(a, b) dp[(a - 1) * ds] = sp[(b - 1) * ss] end) end
+  elseif dim == 1 and not add and rowCopy(dst, src) then
+    local row = numel(dst) / dst._sz[1]
+    local bytes, dp, sp = row * dst._dt.size, dst._st._ptr + dst._off, src._st._ptr + src._off
+    each(function(a, b) ffi.copy(dp + (a - 1) * row, sp + (b - 1) * row, bytes) end)
+  else
+    local addTo = R.kernel(2, '$1 = $1 + $2')
+    each(function(a, b)
+      local to, from = dst:narrow(dim, a, 1), src:narrow(dim, b, 1)
+      if add then addTo(to, from) else to:copy(from) end
+    end)
+  end
+end
+
 -- x:index(dim, idx) -> new tensor; res:index(src, dim, idx) -> res. Slices idx[i] of src.
 torch._method('index', function(a, b, c, d)
   local res, src, dim, idx = nil, a, b, c
@@ -139,58 +162,22 @@ torch._method('index', function(a, b, c, d)
   checkIndexVector('index', idx, src, dim)
   res = R.result('index', res, src)
   res:resize(R.sizesWith(src, dim, idx._sz[1]))
-  if numel(res) == 0 then return res end
-  if #src._sz == 1 then
-    local rp, rs, sp, ss = res._st._ptr + res._off, res._str[1], src._st._ptr + src._off, src._str[1]
-    eachIndex(idx, function(i, k) rp[(i - 1) * rs] = sp[(k - 1) * ss] end)
-  elseif dim == 1 and rowCopy(res, src) then
-    local row = numel(src) / src._sz[1]
-    local bytes = row * src._dt.size
-    local rp, sp = res._st._ptr + res._off, src._st._ptr + src._off
-    eachIndex(idx, function(i, k) ffi.copy(rp + (i - 1) * row, sp + (k - 1) * row, bytes) end)
-  else
-    eachIndex(idx, function(i, k) res:narrow(dim, i, 1):copy(src:narrow(dim, k, 1)) end)
-  end
+  if numel(res) > 0 then moveSlices(res, src, dim, idx, true, false) end
   return res
 end)
 
 -- t:indexCopy(dim, idx, src): slice idx[i] of t = slice i of src.
-torch._method('indexCopy', function(t, dim, idx, src)
-  R.noHalf('indexCopy', t)
-  check.dim('indexCopy', t, dim)
-  checkIndexVector('indexCopy', idx, t, dim)
-  checkSlices('indexCopy', t, dim, idx, src)
-  if numel(t) == 0 or numel(src) == 0 then return t end
-  if #t._sz == 1 then
-    local tp, ts, sp, ss = t._st._ptr + t._off, t._str[1], src._st._ptr + src._off, src._str[dim]
-    eachIndex(idx, function(i, k) tp[(k - 1) * ts] = sp[(i - 1) * ss] end)
-  elseif dim == 1 and rowCopy(t, src) then
-    local row = numel(t) / t._sz[1]
-    local bytes = row * t._dt.size
-    local tp, sp = t._st._ptr + t._off, src._st._ptr + src._off
-    eachIndex(idx, function(i, k) ffi.copy(tp + (k - 1) * row, sp + (i - 1) * row, bytes) end)
-  else
-    eachIndex(idx, function(i, k) t:narrow(dim, k, 1):copy(src:narrow(dim, i, 1)) end)
-  end
-  return t
-end)
-
 -- t:indexAdd(dim, idx, src): slice idx[i] of t += slice i of src (repeated indices add up).
-torch._method('indexAdd', function(t, dim, idx, src)
-  R.noHalf('indexAdd', t)
-  check.dim('indexAdd', t, dim)
-  checkIndexVector('indexAdd', idx, t, dim)
-  checkSlices('indexAdd', t, dim, idx, src)
-  if numel(t) == 0 or numel(src) == 0 then return t end
-  if #t._sz == 1 then
-    local tp, ts, sp, ss = t._st._ptr + t._off, t._str[1], src._st._ptr + src._off, src._str[dim]
-    eachIndex(idx, function(i, k) tp[(k - 1) * ts] = tp[(k - 1) * ts] + sp[(i - 1) * ss] end)
-  else
-    local add = R.kernel(2, '$1 = $1 + $2')
-    eachIndex(idx, function(i, k) add(t:narrow(dim, k, 1), src:narrow(dim, i, 1)) end)
-  end
-  return t
-end)
+for name, add in pairs({ indexCopy = false, indexAdd = true }) do
+  torch._method(name, function(t, dim, idx, src)
+    R.noHalf(name, t)
+    check.dim(name, t, dim)
+    checkIndexVector(name, idx, t, dim)
+    checkSlices(name, t, dim, idx, src)
+    if numel(t) > 0 and numel(src) > 0 then moveSlices(t, src, dim, idx, false, add) end
+    return t
+  end)
+end
 
 -- t:indexFill(dim, idx, value): slices idx[i] of t = value.
 torch._method('indexFill', function(t, dim, idx, value)
@@ -226,13 +213,13 @@ end
 
 -- gather([res,] src, dim, idx): res (sizes of idx) at position p = src at p with p[dim] = idx[p].
 R.define('gather', function(...)
-  local res, src, dim, idx = R.split('gather', 1, ...)
+  local res, src, dim, idx = R.args1('gather', ...)
   R.noHalf('gather', src)
   check.dim('gather', src, dim)
   R.long('gather', idx, 'the index')
   checkAligned('gather', src, idx, dim, 'the index')
   checkRange('gather', idx, dim, src._sz[dim])
-  res = R.result('gather', res[1], src)
+  res = R.result('gather', res, src)
   res:resize(idx:size())
   if numel(res) == 0 then return res end
   local rp, sp, ip = res._st._ptr, src._st._ptr, idx._st._ptr
@@ -281,9 +268,9 @@ end)
 -- nonzero([res,] x): a LongTensor N x dim of the 1-based subscripts of the non-zeros, row-major.
 
 R.define('nonzero', function(...)
-  local res, x = R.split('nonzero', 1, ...)
+  local res, x = R.args1('nonzero', ...)
   R.noHalf('nonzero', x)
-  res = R.indexResult('nonzero', res[1])
+  res = R.indexResult('nonzero', res)
   local nd = #x._sz
   local count = R.foldAll(x, R.NONZERO)
   res:resize(count, nd)

@@ -88,19 +88,25 @@ end)
 ------------------------------------------------------------------------------------------------
 -- split, chunk: narrowed views; an optional first argument is the table to fill
 
--- split([result,] x, size [,dim = 1]): views of size elements along dim (the last one shorter).
-local function split(result, x, size, dim)
-  if not isTensor(result) and type(result) == 'table' then
-    for k in pairs(result) do result[k] = nil end
+-- ([result,] x, count [,dim = 1]) of split and chunk, checked: the table to fill (emptied, or a
+-- new one), x, count (a positive integer, `what`) and dim.
+local function viewArgs(op, what, result, x, count, dim)
+  if isTensor(result) or type(result) ~= 'table' then
+    result, x, count, dim = {}, result, x, count
   else
-    result, x, size, dim = {}, result, x, size
+    for k in pairs(result) do result[k] = nil end
   end
-  check.tensorOf('split', x)
+  check.tensorOf(op, x)
   dim = dim or 1
-  check.dim('split', x, dim)
-  if type(size) ~= 'number' or size < 1 or size ~= math.floor(size) then
-    check.error('split: size must be a positive integer, got ' .. tostring(size))
+  check.dim(op, x, dim)
+  if type(count) ~= 'number' or count < 1 or count ~= math.floor(count) then
+    check.error(('%s: %s must be a positive integer, got %s'):format(op, what, tostring(count)))
   end
+  return result, x, count, dim
+end
+
+-- Appends to result the views of x of size elements along dim (the last one shorter).
+local function views(result, x, size, dim)
   local n = x._sz[dim]
   for first = 1, n, size do
     result[#result + 1] = x:narrow(dim, first, math.min(size, n - first + 1))
@@ -108,16 +114,15 @@ local function split(result, x, size, dim)
   return result
 end
 
+-- split([result,] x, size [,dim = 1]): views of size elements along dim (the last one shorter).
+local function split(...)
+  return views(viewArgs('split', 'size', ...))
+end
+
 -- chunk([result,] x, n [,dim = 1]): n (or fewer) views of equal size along dim.
-local function chunk(result, x, n, dim)
-  if isTensor(result) or type(result) ~= 'table' then result, x, n, dim = {}, result, x, n end
-  check.tensorOf('chunk', x)
-  dim = dim or 1
-  check.dim('chunk', x, dim)
-  if type(n) ~= 'number' or n < 1 or n ~= math.floor(n) then
-    check.error('chunk: the number of chunks must be a positive integer, got ' .. tostring(n))
-  end
-  return split(result, x, math.max(math.ceil(x._sz[dim] / n), 1), dim)
+local function chunk(...)
+  local result, x, n, dim = viewArgs('chunk', 'the number of chunks', ...)
+  return views(result, x, math.max(math.ceil(x._sz[dim] / n), 1), dim)
 end
 
 for name, fn in pairs({ split = split, chunk = chunk }) do
@@ -129,7 +134,7 @@ end
 -- histc, bhistc: counts in nbins equal bins over [min, max] (min = max: the data's range)
 
 -- Adds the row's counts into h (double[nbins]); values outside [lo, hi] are not counted.
-local HISTOGRAM = [[
+local HISTOGRAM = apply.perType('histogram', [[
 local floor = math.floor
 return function(p, n, s, h, lo, hi, nbins)
   local w, q = hi - lo, 0
@@ -142,7 +147,7 @@ return function(p, n, s, h, lo, hi, nbins)
     end
     q = q + s
   end
-end]]
+end]])
 
 -- The arguments after x: the bin count and the range to use (torch7's defaults and fallbacks).
 local function histogramRange(op, x, nbins, lo, hi)
@@ -155,34 +160,34 @@ local function histogramRange(op, x, nbins, lo, hi)
   if x._dt.name == 'Float' then   -- the bounds are elements of x's type, as in torch7
     lo, hi = tonumber(ffi.new('float', lo)), tonumber(ffi.new('float', hi))
   end
-  if lo == hi and numel(x) > 0 then lo, hi = R.extremeAll(op, x, '>='), R.extremeAll(op, x, '<=') end
+  if lo == hi and numel(x) > 0 then lo, hi = R.extremeAll(op, x, 'min'), R.extremeAll(op, x, 'max') end
   if lo == hi then lo, hi = lo - 1, hi + 1 end
   return nbins, lo, hi
 end
 
 -- histc([res,] x [,nbins = 100] [,min = 0] [,max = 0])
 R.define('histc', function(...)
-  local res, x, nbins, lo, hi = R.split('histc', 1, ...)
+  local res, x, nbins, lo, hi = R.args1('histc', ...)
   R.floating('histc', x)
   nbins, lo, hi = histogramRange('histc', x, nbins, lo, hi)
-  res = R.result('histc', res[1], x)
+  res = R.result('histc', res, x)
   local counts = torch.DoubleTensor(nbins)
-  local f, h = R.rowKernel(HISTOGRAM, x._dt), counts._st._ptr
-  R.rows(x, function(p, n, s) f(p, n, s, h, lo, hi, nbins) end)
+  local f, h = HISTOGRAM[x._dt], counts._st._ptr
+  R.foldRuns(x, function(p, n, s) f(p, n, s, h, lo, hi, nbins) end)
   return res:resize(nbins):copy(counts)
 end)
 
 -- bhistc([res,] x [,nbins] [,min] [,max]): one histogram per row of the 2D x.
 R.define('bhistc', function(...)
-  local res, x, nbins, lo, hi = R.split('bhistc', 1, ...)
+  local res, x, nbins, lo, hi = R.args1('bhistc', ...)
   R.floating('bhistc', x)
   if #x._sz ~= 2 then check.error('bhistc: expected a 2D tensor, got ' .. check.sizestr(x)) end
   nbins, lo, hi = histogramRange('bhistc', x, nbins, lo, hi)
-  res = R.result('bhistc', res[1], x)
+  res = R.result('bhistc', res, x)
   local rows, m = x._sz[1], x._sz[2]
   local counts = torch.DoubleTensor(rows, nbins)
   if rows > 0 and m > 0 then
-    local f, h, xp = R.rowKernel(HISTOGRAM, x._dt), counts._st._ptr, x._st._ptr
+    local f, h, xp = HISTOGRAM[x._dt], counts._st._ptr, x._st._ptr
     for i = 0, rows - 1 do
       f(xp + x._off + i * x._str[1], m, x._str[2], h + i * nbins, lo, hi, nbins)
     end

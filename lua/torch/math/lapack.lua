@@ -13,8 +13,7 @@ local overlaps = require('torch.math.blas').overlaps
 local lapack = blas.lapack
 local max, min = math.max, math.min
 local isTensor = torch.isTensor
-
-local function ptr(t) return t._st._ptr + t._off end
+local ptr = require('torch.backend.cpu.apply').ptr
 
 local function isColumnMajor(t, rows, cols)
   return #t._sz == 2 and t._sz[1] == rows and t._sz[2] == cols
@@ -34,7 +33,7 @@ local function columnMajorResult(res, like, rows, cols)
     if res:isContiguous() then transposeInPlace(res) end
     if isColumnMajor(res, rows, cols) then return res end
   end
-  return like:new():resize(cols, rows):t()
+  return like.new():resize(cols, rows):t()
 end
 
 -- A column-major copy of matrix src with nrows rows (src's rows first) for LAPACK to overwrite:
@@ -56,9 +55,9 @@ end
 
 -- Calls f(work pointer, lwork) to ask the optimal workspace size (lwork = -1), then for real.
 local function withWorkspace(like, f)
-  local query = like:new():resize(1)
+  local query = like.new():resize(1)
   f(ptr(query), -1)
-  local work = like:new():resize(max(1, math.floor(query[1])))
+  local work = like.new():resize(max(1, math.floor(query[1])))
   return f(ptr(work), work._sz[1])
 end
 
@@ -100,12 +99,14 @@ local function rightHandSide(op, b, a)
   return b
 end
 
-local function results(op, like, ...)
+-- Checks matrix A (square when asked) and the result tensors given (of A's type).
+local function input(op, a, square, ...)
+  matrix(op, a, 'A', square)
   for i = 1, select('#', ...) do
     local r = select(i, ...)
     if r ~= nil then
       check.tensorOf(op, r, 'result')
-      check.sameType(op, like, r)
+      check.sameType(op, a, r)
     end
   end
 end
@@ -129,65 +130,60 @@ local function withResults(nres, nin, ...)
   return nil, nil, nil, ...
 end
 
-local function failed(op, info, message, ...)
+-- Raises op's error for LAPACK's info: < 0, a rejected argument; > 0, message with each %d
+-- standing for info.
+local function failed(op, info, message)
   if info < 0 then check.error(('%s: LAPACK rejected argument %d'):format(op, -info)) end
-  if info > 0 then check.error(op .. ': ' .. message:format(...)) end
+  if info > 0 then check.error(op .. ': ' .. (message:gsub('%%d', info))) end
 end
 
 ------------------------------------------------------------------------------------------------
 -- linear systems
 
+-- Checks A X = B and gives column-major copies of A and B for LAPACK to overwrite, in ra and
+-- rb when given (so callers check their options first). B's copy has max(m, n) rows: room for
+-- gels' n-row solution (m when A is square).
+local function linearSystem(op, rb, ra, b, a, square)
+  input(op, a, square, rb, ra)
+  b = rightHandSide(op, b, a)
+  check.sameType(op, a, b)
+  if ra and overlaps(ra, b) then b = b:clone() end
+  return columnMajor(ra, a), columnMajor(rb, b, max(a._sz[1], a._sz[2]))
+end
+
 -- torch.gesv([resb, resa,] B, A): X, LU with A X = B
 local function gesv(...)
   local rb, ra, b, a = withResults(2, 2, ...)
-  matrix('gesv', a, 'A', true)
-  b = rightHandSide('gesv', b, a)
-  check.sameType('gesv', a, b)
-  results('gesv', a, rb, ra)
-  if ra and overlaps(ra, b) then b = b:clone() end
-  local A = columnMajor(ra, a)
-  local B = columnMajor(rb, b)
+  local A, B = linearSystem('gesv', rb, ra, b, a, true)
   local n = a._sz[1]
   local info = lapack.gesv(a._dt, n, B._sz[2], ptr(A), n, lapack.ints(n), ptr(B), n)
-  failed('gesv', info, 'U(%d,%d) is zero, singular U', info, info)
+  failed('gesv', info, 'U(%d,%d) is zero, singular U')
   return finish(B, rb), finish(A, ra)
 end
 
 -- torch.trtrs([resb, resa,] B, A [, uplo [, trans [, diag]]]): X with op(A) X = B, A triangular
 local function trtrs(...)
   local rb, ra, b, a, uplo, trans, diag = withResults(2, 2, ...)
-  matrix('trtrs', a, 'A', true)
-  b = rightHandSide('trtrs', b, a)
-  check.sameType('trtrs', a, b)
-  results('trtrs', a, rb, ra)
   uplo = option('trtrs', uplo, 'U', 'UL', 'uplo')
   trans = option('trtrs', trans, 'N', 'NT', 'trans')
   diag = option('trtrs', diag, 'N', 'NU', 'diag')
-  if ra and overlaps(ra, b) then b = b:clone() end
-  local A = columnMajor(ra, a)
-  local B = columnMajor(rb, b)
+  local A, B = linearSystem('trtrs', rb, ra, b, a, true)
   local n = a._sz[1]
   local info = lapack.trtrs(a._dt, uplo, trans, diag, n, B._sz[2], ptr(A), n, ptr(B), n)
-  failed('trtrs', info, 'A(%d,%d) is zero, singular A', info, info)
+  failed('trtrs', info, 'A(%d,%d) is zero, singular A')
   return finish(B, rb), finish(A, ra)
 end
 
 -- torch.gels([resb, resa,] B, A): least squares (m >= n) or minimum norm (m < n) solution
 local function gels(...)
   local rb, ra, b, a = withResults(2, 2, ...)
-  matrix('gels', a, 'A')
-  b = rightHandSide('gels', b, a)
-  check.sameType('gels', a, b)
-  results('gels', a, rb, ra)
-  if ra and overlaps(ra, b) then b = b:clone() end
+  local A, B = linearSystem('gels', rb, ra, b, a, false)
   local m, n = a._sz[1], a._sz[2]
-  local ldb = max(m, n)
-  local A = columnMajor(ra, a)
-  local B = columnMajor(rb, b, ldb)
+  local ldb = B._sz[1]
   local info = withWorkspace(a, function(work, lwork)
     return lapack.gels(a._dt, 'N', m, n, B._sz[2], ptr(A), m, ptr(B), ldb, work, lwork)
   end)
-  failed('gels', info, 'the %d-th diagonal element of the triangular factor of A is zero', info)
+  failed('gels', info, 'the %d-th diagonal element of the triangular factor of A is zero')
   B._sz[1] = n   -- the solution is the first n rows (B keeps its leading dimension)
   return finish(B, rb), finish(A, ra)
 end
@@ -199,72 +195,63 @@ end
 -- eigenvectors as columns of V (LAPACK's real form for complex pairs)
 local function eig(...)
   local re, rv, a, jobvr = withResults(2, 1, ...)
-  matrix('eig', a, 'A', true)
-  results('eig', a, re, rv)
+  input('eig', a, true, re, rv)
   jobvr = option('eig', jobvr, 'N', 'NV', 'jobvr')
   local n = a._sz[1]
   local A = columnMajor(nil, a)
-  local wr, wi = a:new():resize(n), a:new():resize(n)
+  local wr, wi = a.new():resize(n), a.new():resize(n)
   local V
   if jobvr == 'V' then
-    rv = rv or a:new()
+    rv = rv or a.new()
     V = columnMajorResult(rv, a, n, n)
   end
   local info = withWorkspace(a, function(work, lwork)
     return lapack.geev(a._dt, 'N', jobvr, n, ptr(A), n, ptr(wr), ptr(wi), nil, 1,
       V and ptr(V) or nil, V and n or 1, work, lwork)
   end)
-  failed('eig', info, 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)', info)
-  re = re or a:new()
+  failed('eig', info, 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)')
+  re = re or a.new()
   re:resize(n, 2)
   re:select(2, 1):copy(wr)
   re:select(2, 2):copy(wi)
   if V then finish(V, rv) end
-  return re, rv or a:new()
+  return re, rv or a.new()
 end
 
 -- torch.symeig([rese, resv,] A [, 'N'|'V' [, 'U'|'L']]): eigenvalues (ascending) and vectors
 -- of the symmetric matrix whose uplo triangle A holds
 local function symeig(...)
   local re, rv, a, jobz, uplo = withResults(2, 1, ...)
-  matrix('symeig', a, 'A', true)
-  results('symeig', a, re, rv)
+  input('symeig', a, true, re, rv)
   jobz = option('symeig', jobz, 'N', 'NV', 'jobz')
   uplo = option('symeig', uplo, 'U', 'UL', 'uplo')
   local n = a._sz[1]
   local V = columnMajor(rv, a)
-  local w = a:new():resize(n)
+  local w = a.new():resize(n)
   local info = withWorkspace(a, function(work, lwork)
     return lapack.syev(a._dt, jobz, uplo, n, ptr(V), n, ptr(w), work, lwork)
   end)
-  failed('symeig', info, '%d off-diagonal elements did not converge to zero', info)
-  re = re or a:new()
-  re:resize(n):copy(w)
-  return re, finish(V, rv)
+  failed('symeig', info, '%d off-diagonal elements did not converge to zero')
+  return finish(w, re), finish(V, rv)
 end
 
 -- torch.svd([resu, ress, resv,] A [, 'S'|'A']): U, S, V with A = U diag(S) V^T
 local function svd(...)
   local ru, rs, rv, a, jobu = withResults(3, 1, ...)
-  matrix('svd', a, 'A')
-  results('svd', a, ru, rs, rv)
+  input('svd', a, false, ru, rs, rv)
   jobu = option('svd', jobu, 'S', 'SA', 'jobu')
   local m, n = a._sz[1], a._sz[2]
   local k = min(m, n)
   local A = columnMajor(nil, a)
-  local U = columnMajorResult(ru or a:new(), a, m, jobu == 'A' and m or k)
-  local s = a:new():resize(k)
-  local vt = a:new():resize(n, n)   -- V^T column-major, i.e. V row by row
+  local U = columnMajorResult(ru or a.new(), a, m, jobu == 'A' and m or k)
+  local s = a.new():resize(k)
+  local vt = a.new():resize(n, n)   -- V^T column-major, i.e. V row by row
   local info = withWorkspace(a, function(work, lwork)
     return lapack.gesvd(a._dt, jobu, jobu, m, n, ptr(A), m, ptr(s), ptr(U), m, ptr(vt), n, work, lwork)
   end)
-  failed('svd', info, '%d superdiagonals failed to converge', info)
+  failed('svd', info, '%d superdiagonals failed to converge')
   local V = jobu == 'S' and vt:narrow(2, 1, k) or vt
-  rs = rs or a:new()
-  rs:resize(k):copy(s)
-  rv = rv or a:new()
-  rv:resizeAs(V):copy(V)
-  return finish(U, ru), rs, rv
+  return finish(U, ru), finish(s, rs), finish(V, rv or a.new())
 end
 
 ------------------------------------------------------------------------------------------------
@@ -273,17 +260,16 @@ end
 -- torch.inverse([res,] A)
 local function inverse(...)
   local ra, a = withResults(1, 1, ...)
-  matrix('inverse', a, 'A', true)
-  results('inverse', a, ra)
+  input('inverse', a, true, ra)
   local n = a._sz[1]
   local A = columnMajor(ra, a)
   local ipiv = lapack.ints(n)
   local info = lapack.getrf(a._dt, n, n, ptr(A), n, ipiv)
-  failed('inverse', info, 'U(%d,%d) is 0, U is singular', info, info)
+  failed('inverse', info, 'U(%d,%d) is 0, U is singular')
   info = withWorkspace(a, function(work, lwork)
     return lapack.getri(a._dt, n, ptr(A), n, ipiv, work, lwork)
   end)
-  failed('inverse', info, 'U(%d,%d) is 0, U is singular', info, info)
+  failed('inverse', info, 'U(%d,%d) is 0, U is singular')
   return finish(A, ra)
 end
 
@@ -301,56 +287,43 @@ local function mirrorTriangle(A, uplo)
   end
 end
 
--- torch.potrf([res,] A [, 'U'|'L']): the Cholesky factor (U^T U = A, or L L^T = A)
-local function potrf(...)
-  local ra, a, uplo = withResults(1, 1, ...)
-  matrix('potrf', a, 'A', true)
-  results('potrf', a, ra)
-  uplo = option('potrf', uplo, 'U', 'UL', 'uplo')
-  local n = a._sz[1]
-  local A = columnMajor(ra, a)
-  local info = lapack.potrf(a._dt, uplo, n, ptr(A), n)
-  failed('potrf', info, 'the leading minor of order %d is not positive definite', info)
-  keepTriangle(A, uplo)
-  return finish(A, ra)
+-- op([res,] A [, 'U'|'L']) for LAPACK routines working on A's uplo triangle in place; tidy
+-- then sets the other triangle.
+local function onTriangle(op, message, tidy)
+  return function(...)
+    local ra, a, uplo = withResults(1, 1, ...)
+    input(op, a, true, ra)
+    uplo = option(op, uplo, 'U', 'UL', 'uplo')
+    local n = a._sz[1]
+    local A = columnMajor(ra, a)
+    failed(op, lapack[op](a._dt, uplo, n, ptr(A), n), message)
+    tidy(A, uplo)
+    return finish(A, ra)
+  end
 end
+
+-- torch.potrf([res,] A [, 'U'|'L']): the Cholesky factor (U^T U = A, or L L^T = A)
+local potrf = onTriangle('potrf', 'the leading minor of order %d is not positive definite', keepTriangle)
+
+-- torch.potri([res,] chol [, 'U'|'L']): the inverse of A from its Cholesky factor
+local potri = onTriangle('potri', 'A(%d,%d) is 0, A cannot be factorized', mirrorTriangle)
 
 -- torch.potrs([res,] B, chol [, 'U'|'L']): X with A X = B, given A's Cholesky factor
 local function potrs(...)
   local rb, b, a, uplo = withResults(1, 2, ...)
-  matrix('potrs', a, 'A', true)
-  b = rightHandSide('potrs', b, a)
-  check.sameType('potrs', a, b)
-  results('potrs', a, rb)
   uplo = option('potrs', uplo, 'U', 'UL', 'uplo')
+  local A, B = linearSystem('potrs', rb, nil, b, a, true)
   local n = a._sz[1]
-  local A = columnMajor(nil, a)
-  local B = columnMajor(rb, b)
   local info = lapack.potrs(a._dt, uplo, n, B._sz[2], ptr(A), n, ptr(B), n)
-  failed('potrs', info, 'A(%d,%d) is zero, singular A', info, info)
+  failed('potrs', info, 'A(%d,%d) is zero, singular A')
   return finish(B, rb)
-end
-
--- torch.potri([res,] chol [, 'U'|'L']): the inverse of A from its Cholesky factor
-local function potri(...)
-  local ra, a, uplo = withResults(1, 1, ...)
-  matrix('potri', a, 'A', true)
-  results('potri', a, ra)
-  uplo = option('potri', uplo, 'U', 'UL', 'uplo')
-  local n = a._sz[1]
-  local A = columnMajor(ra, a)
-  local info = lapack.potri(a._dt, uplo, n, ptr(A), n)
-  failed('potri', info, 'A(%d,%d) is 0, A cannot be factorized', info, info)
-  mirrorTriangle(A, uplo)
-  return finish(A, ra)
 end
 
 -- torch.pstrf([res, piv,] A [, 'U'|'L' [, tol]]): the pivoted Cholesky factor of a positive
 -- semidefinite A and the (1-based) pivots as an IntTensor: U^T U = A[piv][piv] ('U')
 local function pstrf(...)
   local ra, rpiv, a, uplo, tol = withResults(2, 1, ...)
-  matrix('pstrf', a, 'A', true)
-  results('pstrf', a, ra)
+  input('pstrf', a, true, ra)
   if rpiv ~= nil and torch.typename(rpiv) ~= 'torch.IntTensor' then
     check.error('pstrf: the pivots result must be a torch.IntTensor, got ' .. torch.type(rpiv))
   end
@@ -359,7 +332,7 @@ local function pstrf(...)
   local n = a._sz[1]
   local A = columnMajor(ra, a)
   local piv = lapack.ints(n)
-  local work = a:new():resize(2 * n)
+  local work = a.new():resize(2 * n)
   local _, info = lapack.pstrf(a._dt, uplo, n, ptr(A), n, piv, tol, ptr(work))
   failed('pstrf', info, 'matrix is rank deficient or not positive semidefinite')
   keepTriangle(A, uplo)
@@ -375,18 +348,15 @@ end
 -- torch.geqrf([res, tau,] A): R above the diagonal and Householder reflectors below, and tau
 local function geqrf(...)
   local ra, rtau, a = withResults(2, 1, ...)
-  matrix('geqrf', a, 'A')
-  results('geqrf', a, ra, rtau)
+  input('geqrf', a, false, ra, rtau)
   local m, n = a._sz[1], a._sz[2]
   local A = columnMajor(ra, a)
-  rtau = rtau or a:new()
-  local tau = a:new():resize(min(m, n))
+  local tau = a.new():resize(min(m, n))
   local info = withWorkspace(a, function(work, lwork)
     return lapack.geqrf(a._dt, m, n, ptr(A), m, ptr(tau), work, lwork)
   end)
-  failed('geqrf', info, 'unexpected LAPACK error %d', info)
-  rtau:resize(tau._sz[1]):copy(tau)
-  return finish(A, ra), rtau
+  failed('geqrf', info, 'unexpected LAPACK error %d')
+  return finish(A, ra), finish(tau, rtau)
 end
 
 local function reflectors(op, a, tau)
@@ -402,25 +372,23 @@ end
 -- torch.orgqr([res,] A, tau): the m x n matrix Q of geqrf's reflectors (its first k columns)
 local function orgqr(...)
   local rq, a, tau = withResults(1, 2, ...)
-  matrix('orgqr', a, 'A')
-  results('orgqr', a, rq)
+  input('orgqr', a, false, rq)
   tau = reflectors('orgqr', a, tau)
   local m, k = a._sz[1], tau._sz[1]
   local Q = columnMajor(rq, a)
   local info = withWorkspace(a, function(work, lwork)
     return lapack.orgqr(a._dt, m, k, k, ptr(Q), m, ptr(tau), work, lwork)
   end)
-  failed('orgqr', info, 'unexpected LAPACK error %d', info)
+  failed('orgqr', info, 'unexpected LAPACK error %d')
   return finish(Q, rq)
 end
 
 -- torch.ormqr([res,] A, tau, C [, 'L'|'R' [, 'N'|'T']]): Q C, Q^T C, C Q or C Q^T
 local function ormqr(...)
   local rc, a, tau, c, side, trans = withResults(1, 3, ...)
-  matrix('ormqr', a, 'A')
+  input('ormqr', a, false, rc)
   matrix('ormqr', c, 'C')
   check.sameType('ormqr', a, c)
-  results('ormqr', a, rc)
   tau = reflectors('ormqr', a, tau)
   side = option('ormqr', side, 'L', 'LR', 'side')
   trans = option('ormqr', trans, 'N', 'NT', 'trans')
@@ -435,20 +403,19 @@ local function ormqr(...)
   local info = withWorkspace(a, function(work, lwork)
     return lapack.ormqr(a._dt, side, trans, m, n, tau._sz[1], ptr(A), q, ptr(tau), ptr(C), m, work, lwork)
   end)
-  failed('ormqr', info, 'unexpected LAPACK error %d', info)
+  failed('ormqr', info, 'unexpected LAPACK error %d')
   return finish(C, rc)
 end
 
 -- torch.qr([q, r,] A): the thin QR decomposition, Q m x k (column-major) and R k x n
 local function qr(...)
   local rq, rr, a = withResults(2, 1, ...)
-  matrix('qr', a, 'A')
-  results('qr', a, rq, rr)
+  input('qr', a, false, rq, rr)
   local m, n = a._sz[1], a._sz[2]
   local packed, tau = geqrf(a)
-  rr = rr or a:new()
+  rr = rr or a.new()
   torch.triu(rr, packed:narrow(1, 1, min(m, n)))
-  rq = orgqr(rq or a:new(), packed, tau)
+  rq = orgqr(rq or a.new(), packed, tau)
   rq._sz[2] = min(m, n)   -- Q is its first k columns
   return rq, rr
 end

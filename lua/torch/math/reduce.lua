@@ -1,14 +1,17 @@
 -- Reductions, torch7 style: over the whole tensor they return a number; along a dimension they
 -- return a tensor keeping that dimension with size 1 (max/min also a LongTensor of 1-based
 -- indices). sum prod mean max min cumsum cumprod norm renorm dist std var all any equal.
+-- Runs of Float/Double elements (of any type for max/min) from NUMPY_FROM elements reduce in
+-- numpy's compiled loops (backend/cpu/ufunc.lua); the rest in LuaJIT loops made per element type.
 -- The module also returns the helpers the other math files share (argument parsing, results,
--- row kernels).
+-- runs, kernels).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
+local ufunc = require 'torch.backend.cpu.ufunc'
 
-local isTensor, numel, sameSizes = torch.isTensor, apply.numel, apply.sameSizes
+local isTensor, numel, sameSizes, isContiguous = torch.isTensor, apply.numel, apply.sameSizes, apply.isContiguous
 local R = {}
 
 local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
@@ -26,20 +29,29 @@ function R.define(name, fn)
   end
 end
 
--- ([res1, ..., resk,] x, ...): the results given (a table, nil where absent), x and the rest.
--- Tensors before x are results, as torch7's optional leading result arguments.
-function R.split(op, k, ...)
-  local lead = 0
-  while lead <= k and isTensor((select(lead + 1, ...))) do lead = lead + 1 end
-  if lead == 0 then check.error(('%s: expected a tensor, got %s'):format(op, torch.type((...)))) end
-  local res = {}
-  for i = 1, lead - 1 do res[i] = (select(i, ...)) end
-  return res, select(lead, ...)
+local function expectTensor(op, x)
+  check.error(('%s: expected a tensor, got %s'):format(op, torch.type(x)))
+end
+
+-- ([res,] x, ...): the result given (or nil), x and the rest. A tensor before x is a result, as
+-- torch7's optional leading result arguments. No loop: this runs on every call.
+function R.args1(op, a, b, ...)
+  if not isTensor(a) then expectTensor(op, a) end
+  if isTensor(b) then return a, b, ... end
+  return nil, a, b, ...
+end
+
+-- ([res1, res2,] x, ...): as R.args1, with up to two results.
+function R.args2(op, a, b, c, ...)
+  if not isTensor(a) then expectTensor(op, a) end
+  if not isTensor(b) then return nil, nil, a, b, c, ... end
+  if not isTensor(c) then return a, nil, b, c, ... end
+  return a, b, c, ...
 end
 
 -- Result tensors only make sense with a dimension to reduce.
 function R.needDim(op, res, dim)
-  if dim == nil and #res > 0 then
+  if dim == nil and res ~= nil then
     check.error(op .. ': a result tensor was given but no dimension to reduce')
   end
 end
@@ -64,7 +76,7 @@ end
 
 -- The result: res (checked to be of t's type) or a new tensor of that type.
 function R.result(op, res, t)
-  if res == nil then return t:new() end
+  if res == nil then return t.new() end
   check.sameType(op, t, res)
   return res
 end
@@ -93,18 +105,13 @@ function R.spread(t, dim, n)
   return torch._makeTensor(getmetatable(t), t._st, t._off, sz, st)
 end
 
--- Calls fn(p, n, s) for 1-D runs covering all of t's elements, in no particular order: p points
--- at a run's first element, which has n elements at stride s. The dims are ordered by decreasing
--- stride (for locality) and merged where the layout allows.
-function R.rows(t, fn)
-  local total = numel(t)
-  if total == 0 then return end
-  local ptr = t._st._ptr
-  if apply.isContiguous(t) then return fn(ptr + t._off, total, 1) end
-  local nd = #t._sz
+-- The runs of a non-contiguous t (see R.foldRuns): its dims by decreasing stride, merged where
+-- the layout allows.
+local function stridedRuns(t, run, a, c)
+  local nd, ptr = #t._sz, t._st._ptr
   local order = {}
   for d = 1, nd do order[d] = d end
-  table.sort(order, function(a, b) return math.abs(t._str[a]) > math.abs(t._str[b]) end)
+  table.sort(order, function(i, j) return math.abs(t._str[i]) > math.abs(t._str[j]) end)
   local sz, st = {}, {}
   for i = 1, nd do
     local d = order[i]
@@ -116,22 +123,20 @@ function R.rows(t, fn)
     end
   end
   local m = #sz
-  if m == 1 then return fn(ptr + t._off, sz[1], st[1]) end
+  if m == 1 then return run(ptr + t._off, sz[1], st[1], a, c) end
   local n, s = sz[m], st[m]
-  apply.slices({ { _sz = sz, _str = st, _off = t._off } }, m, function(o) fn(ptr + o, n, s) end)
+  apply.slices({ { _sz = sz, _str = st, _off = t._off } }, m, function(o) a = run(ptr + o, n, s, a, c) end)
+  return a
 end
 
--- Row kernels: Lua source compiled once per element type, so each gets its own traces.
-local compiled = {}
-function R.rowKernel(src, dt)
-  local byType = compiled[src]
-  if not byType then byType = {}; compiled[src] = byType end
-  local f = byType[dt.id]
-  if not f then
-    f = assert(loadstring(src, '=rowkernel'))()
-    byType[dt.id] = f
-  end
-  return f
+-- Folds a = run(p, n, s, a, c) from a over 1-D runs covering all of t's elements, in no
+-- particular order, and returns a: p points at a run's first element, which has n elements
+-- at stride s.
+function R.foldRuns(t, run, a, c)
+  local total = numel(t)
+  if total == 0 then return a end
+  if isContiguous(t) then return run(t._st._ptr + t._off, total, 1, a, c) end
+  return stridedRuns(t, run, a, c)
 end
 
 -- apply.kernel runners by body, made on first use.
@@ -143,21 +148,127 @@ function R.kernel(n, body)
   return k
 end
 
+-- t[dt] = make(dt), made on first use.
+local function byType(make)
+  return setmetatable({}, { __index = function(t, dt)
+    local v = make(dt)
+    t[dt] = v
+    return v
+  end })
+end
+
+-- Calls fn(i, ...) for i = 0 .. count - 1; for one, without entering the loop: a loop entered on
+-- every call but seldom looping would make the callers' traces abort. (The arguments are passed
+-- on, rather than captured in a closure: making a closure aborts the trace of its maker.)
+local function times(count, fn, a, b, c, d, e, f, g, h)
+  if count == 1 then return fn(0, a, b, c, d, e, f, g, h) end
+  for i = 0, count - 1 do fn(i, a, b, c, d, e, f, g, h) end
+end
+
 -- The type accumulations run in: torch7's accreal (long for integers, double for floats).
 local function accName(dt) return dt.integer and 'Long' or 'Double' end
 
-------------------------------------------------------------------------------------------------
--- folds: a = a OP f(x) over elements; f is an expression of X (the element) and C (a scalar)
+local uintptr = ffi.typeof('uintptr_t')
+-- Whether t's elements lie at addresses that are multiples of their size, as numpy's loops need.
+local function aligned(t) return tonumber(ffi.cast(uintptr, t._st._ptr)) % t._dt.size == 0 end
 
--- Four accumulators make independent chains that the CPU overlaps.
-local function foldSource(fold, integer)
-  local unit = fold.unit .. (integer and 'LL' or '')
-  local expr = fold.expr:gsub('X', 'v'):gsub('C', 'c')
-  local step = {}
-  for k, at in ipairs({ 'q', 'q + s', 'q + s2', 'q + s3' }) do
-    step[k] = ('do local v = p[%s]; a%d = a%d %s %s end'):format(at, k - 1, k - 1, fold.op, expr)
+------------------------------------------------------------------------------------------------
+-- numpy's loops in reduce mode
+
+-- Runs of this many elements and more go to numpy's loop: a call costs about as much as a few
+-- elements in Lua, and the loops run SIMD. (A field, so that tests can cover both paths.)
+R.NUMPY_FROM = 16
+-- numpy lends no loop adding float32 elements into a double (torch7's accreal for Float). Float
+-- runs are summed in blocks of FLOAT_BLOCK elements by numpy's float32 add, which sums pairwise
+-- (error about 20 float32 roundings of the block's magnitude, where a float32 running sum has
+-- one per element), and the blocks' sums add up in double.
+local FLOAT_BLOCK = 4096
+-- Float slabs (sums along an outer dim) add up in float32 in groups of this many, the groups'
+-- sums in double.
+local FLOAT_GROUP = 16
+
+local typeChar = { Byte = 'B', Char = 'b', Short = 'h', Int = 'i', Long = 'q', Float = 'f', Double = 'd' }
+
+-- numpy's loop of ufunc `name` with nin operands of dt's elements (and a bool result with
+-- boolOut), or false.
+local function numpyLoop(name, dt, nin, boolOut)
+  local c = typeChar[dt.name]
+  return c and ufunc.loop(name, c:rep(nin or 2) .. '->' .. (boolOut and '?' or c)) or false
+end
+
+-- A run adding its sum to a with numpy's add (Float/Double), lua's below NUMPY_FROM elements.
+-- (The block loop is entered only for runs of several blocks: see `times`.)
+local function numpySum(dt, lua)
+  local l = (dt.name == 'Float' or dt.name == 'Double') and numpyLoop('add', dt)
+  if not l then return false end
+  local acc, size = ffi.new(dt.ctype .. '[1]'), dt.size
+  local block = dt.name == 'Float' and FLOAT_BLOCK or math.huge
+  local function sum(p, n, s)
+    acc[0] = 0
+    ufunc.reduce(l, n, p, s * size, acc)
+    return acc[0]
   end
-  return ([[
+  return function(p, n, s, a)
+    if n < R.NUMPY_FROM then return lua(p, n, s, a) end
+    if n <= block then return a + sum(p, n, s) end
+    for o = 0, n - 1, block do a = a + sum(p + o * s, math.min(block, n - o), s) end
+    return a
+  end
+end
+
+-- A run taking the extreme m of m and its elements with numpy's maximum or minimum (a NaN wins).
+local function numpyExtreme(name, dt, lua)
+  local l = numpyLoop(name, dt)
+  if not l then return false end
+  local acc, size = ffi.new(dt.ctype .. '[1]'), dt.size
+  return function(p, n, s, m)
+    if n < R.NUMPY_FROM then return lua(p, n, s, m) end
+    acc[0] = m
+    ufunc.reduce(l, n, p, s * size, acc)
+    return acc[0]
+  end
+end
+
+------------------------------------------------------------------------------------------------
+-- reducers: run(p, n, s, a, c) -> a, in Lua (red.lua[dt]) and through numpy (red.numpy[dt],
+-- false where it lends no loop)
+
+local NONE = setmetatable({}, { __index = function() return false end })
+
+-- The run of reducer red for t's elements.
+local function runOf(red, t)
+  local np = red.numpy[t._dt]
+  if np and aligned(t) then return np end
+  return red.lua[t._dt]
+end
+
+-- red over all of x from a, as a Lua number.
+local function reduceAll(x, red, a, c)
+  if numel(x) == 0 then return tonumber(a) end
+  return tonumber(R.foldRuns(x, runOf(red, x), a, c))
+end
+
+-- kernels[dt] from Lua source made per accumulation class: source(suffix) with suffix 'LL' for
+-- integers (int64 accumulators), '' for floats (double).
+local function perClass(name, source)
+  local floats, integers = apply.perType(name, source('')), apply.perType(name, source('LL'))
+  return byType(function(dt) return dt.integer and integers[dt] or floats[dt] end)
+end
+
+-- A fold a = a OP f(x) over elements; f is an expression of X (the element) and C (a scalar).
+-- f.lua[dt](p, n, s, a, c) folds a run into a; four accumulators make independent chains that
+-- the CPU overlaps. f.slabs[perPosition][dt](src, n, inner, acc, c) sets acc[j] (inner of
+-- them) to the fold of src[i * inner + j] over i < n, with C = c[j] when perPosition.
+local function fold(op, unit, expr)
+  local function element(c) return expr:gsub('X', 'v'):gsub('C', c) end
+  local e = element('c')
+  local lua = perClass('fold', function(suffix)
+    local u = unit .. suffix
+    local step = {}
+    for k, at in ipairs({ 'q', 'q + s', 'q + s2', 'q + s3' }) do
+      step[k] = ('do local v = p[%s]; a%d = a%d %s %s end'):format(at, k - 1, k - 1, op, e)
+    end
+    return ([[
 return function(p, n, s, a0, c)
   local a1, a2, a3 = %s, %s, %s
   local q, s2, s3, s4 = 0, 2 * s, 3 * s, 4 * s
@@ -170,72 +281,47 @@ return function(p, n, s, a0, c)
     q = q + s
   end
   return (a0 %s a1) %s (a2 %s a3)
-end]]):format(unit, unit, unit, step[1], step[2], step[3], step[4], fold.op, expr,
-    fold.op, fold.op, fold.op)
+end]]):format(u, u, u, step[1], step[2], step[3], step[4], op, e, op, op, op)
+  end)
+  local slabs = {}
+  for _, perPosition in ipairs({ false, true }) do
+    slabs[perPosition] = perClass('foldslabs', function(suffix)
+      return ([[
+return function(src, n, inner, acc, c)
+  for j = 0, inner - 1 do acc[j] = %s end
+  for i = 0, n - 1 do
+    local row = src + i * inner
+    for j = 0, inner - 1 do local v = row[j]; acc[j] = acc[j] %s %s end
+  end
+end]]):format(unit .. suffix, op, element(perPosition and 'c[j]' or 'c'))
+    end)
+  end
+  return { op = op, unit = unit, expr = expr, numpy = NONE, lua = lua, slabs = slabs }
 end
 
-local function foldKernel(fold, dt)
-  local key = dt.integer and 'intSrc' or 'src'
-  if not fold[key] then fold[key] = foldSource(fold, dt.integer) end
-  return R.rowKernel(fold[key], dt)
-end
-
-local SUM = { op = '+', unit = 0, expr = 'X' }
-local PROD = { op = '*', unit = 1, expr = 'X' }
-local SQUARES = { op = '+', unit = 0, expr = 'X * X' }
-local SQDEV = { op = '+', unit = 0, expr = '(X - C) * (X - C)' }
-local NONZERO = { op = '+', unit = 0, expr = '(X ~= 0 and 1 or 0)' }
-local ABS = { op = '+', unit = 0, expr = 'math.abs(X)' }
-local POWABS = { op = '+', unit = 0, expr = 'math.abs(X) ^ C' }
+local SUM = fold('+', 0, 'X')
+local PROD = fold('*', 1, 'X')
+local SQUARES = fold('+', 0, 'X * X')
+local SQDEV = fold('+', 0, '(X - C) * (X - C)')
+local NONZERO = fold('+', 0, '(X ~= 0 and 1 or 0)')
+local ABS = fold('+', 0, 'math.abs(X)')
+local POWABS = fold('+', 0, 'math.abs(X) ^ C')
+SUM.numpy = byType(function(dt) return numpySum(dt, SUM.lua[dt]) end)
 R.SUM, R.NONZERO = SUM, NONZERO
 
 -- The fold over all of x, as a Lua number.
-local function foldAll(x, fold, c)
-  local f = foldKernel(fold, x._dt)
-  local a = fold.unit
-  R.rows(x, function(p, n, s) a = f(p, n, s, a, c) end)
-  return tonumber(a)
-end
-R.foldAll = foldAll
+function R.foldAll(x, f, c) return reduceAll(x, f, f.unit, c) end
+local foldAll = R.foldAll
 
--- r (sizes of x with 1 at dim) = finish(fold of x along dim). The accumulation runs in the
--- accreal type; finish is a body over ($1 = r, $2 = accumulator) with v1 = finishArg. C is the
--- number c, or for a tensor c (Double, r's sizes) the element of c of the row's position.
-local function foldDim(x, dim, r, fold, c, finish, finishArg)
-  local acc = r
-  if finish or r._dt.name ~= accName(x._dt) then acc = R.new(accName(x._dt), r._sz) end
-  acc:fill(fold.unit)
-  local n = x._sz[dim]
-  local perRow = isTensor(c)
-  if n > 0 and numel(x) > 0 then
-    if n >= 32 and (x._str[dim] == 1 or numel(x) <= 8 * n) then
-      -- long rows: one register-accumulated fold per row
-      local f = foldKernel(fold, x._dt)
-      local xp, ap, s, unit = x._st._ptr, acc._st._ptr, x._str[dim], fold.unit
-      if perRow then
-        local cp = c._st._ptr
-        apply.slices({ x, acc, c }, dim, function(ox, oa, oc) ap[oa] = f(xp + ox, n, s, unit, cp[oc]) end)
-      else
-        apply.slices({ x, acc }, dim, function(ox, oa) ap[oa] = f(xp + ox, n, s, unit, c) end)
-      end
-    else
-      -- short or strided rows: accumulate elementwise into the result spread along dim
-      local expr = fold.expr:gsub('X', '$2'):gsub('C', perRow and '$3' or 'v1')
-      local body = ('$1 = $1 %s %s'):format(fold.op, expr)
-      if perRow then R.kernel(3, body)(R.spread(acc, dim, n), x, R.spread(c, dim, n))
-      else R.kernel(2, body)(R.spread(acc, dim, n), x, c) end
-    end
-  end
-  if acc ~= r then R.kernel(2, finish or '$1 = $2')(r, acc, finishArg) end
-end
-
-------------------------------------------------------------------------------------------------
--- max and min: torch7 keeps the first extreme and lets a NaN win (the first NaN)
-
--- The running extreme m over a row, branch by branch; returns at once with a NaN.
-local function extremeSource(keep)
-  return ([[
+-- max and min: torch7 keeps the first extreme and lets a NaN win (the first NaN). `keep`: the
+-- running extreme m stays when `v keep m`.
+local EXTREMES = {}
+for name, keep in pairs({ max = '<=', min = '>=' }) do
+  local e = { keep = keep }
+  -- the extreme of m and a run's elements; returns at once with a NaN
+  local exact = apply.perType(name, ([[
 return function(p, n, s, m)
+  if m ~= m then return m end
   local q = 0
   for _ = 1, n do
     local v = p[q]
@@ -246,68 +332,226 @@ return function(p, n, s, m)
     q = q + s
   end
   return m
-end]]):format(keep)
-end
-
--- The same without branches (math.max/min compile to single instructions) for elements read as
--- Lua numbers; z turns NaN when a NaN (or an infinity) is met, and then the caller reruns the
--- exact version above.
-local function fastExtremeSource(pick)
-  return ([[
-local pick = math.%s
-return function(p, n, s, m0)
-  local m1, m2, m3, z = m0, m0, m0, 0
-  local q, s2, s3, s4 = 0, 2 * s, 3 * s, 4 * s
-  for _ = 1, (n - n %% 4) / 4 do
-    local v0, v1, v2, v3 = p[q], p[q + s], p[q + s2], p[q + s3]
-    m0 = pick(m0, v0); m1 = pick(m1, v1); m2 = pick(m2, v2); m3 = pick(m3, v3)
-    z = z + (v0 + v1 + v2 + v3) * 0
-    q = q + s4
-  end
-  for _ = 1, n %% 4 do
-    local v = p[q]
-    m0 = pick(m0, v); z = z + v * 0
-    q = q + s
-  end
-  return pick(pick(m0, m1), pick(m2, m3)), z
-end]]):format(pick)
-end
-
--- The extreme of a row and its 0-based position.
-local function argExtremeSource(keep)
-  return ([[
+end]]):format(keep))
+  e.lua = exact
+  e.numpy = byType(function(dt) return numpyExtreme(name == 'max' and 'maximum' or 'minimum', dt, exact[dt]) end)
+  -- the 0-based position of a row's first extreme (or first NaN), in one pass
+  e.argLua = apply.perType('arg' .. name, ([[
 return function(p, n, s)
   local m, k = p[0], 0
-  if m ~= m then return m, 0 end
+  if m ~= m then return 0 end
   local q = s
   for i = 1, n - 1 do
     local v = p[q]
     if not (v %s m) then
+      if v ~= v then return i end
       m, k = v, i
-      if v ~= v then break end
     end
     q = q + s
   end
-  return m, k
-end]]):format(keep)
+  return k
+end]]):format(keep))
+  EXTREMES[name] = e
 end
 
-local function extremeAll(op, x, keep)
-  if numel(x) == 0 then check.error(op .. ': the tensor has no elements') end
-  local exact = R.rowKernel(extremeSource(keep), x._dt)
-  local fast = not x._dt.int64 and R.rowKernel(fastExtremeSource(keep == '<=' and 'max' or 'min'), x._dt)
-  local m = x._st._ptr[x._off]
-  R.rows(x, function(p, n, s)
-    if m ~= m then return end
-    if fast then
-      local r, z = fast(p, n, s, m)
-      if z == z then m = r; return end
+ffi.cdef [[ void *luabridge_memchr(const void *, int, size_t) asm("memchr"); ]]
+local memchr, bytes = ffi.C.luabridge_memchr, ffi.typeof('uint8_t *')
+-- Rows are searched in chunks of this many elements (the size of the marks buffer).
+local FIND_CHUNK = 4096
+
+-- find(p, n, s, m): the 0-based position of the first element of a row equal to m (the first NaN
+-- if m is NaN), or nil: numpy's equal (isnan) marks the elements, memchr finds the first mark.
+local function numpyFind(dt)
+  local equal, isnan = numpyLoop('equal', dt, 2, true), not dt.integer and numpyLoop('isnan', dt, 1, true)
+  if not equal or (isnan == false) then return false end
+  local size, box, marks = dt.size, ffi.new(dt.ctype .. '[1]'), ffi.new('uint8_t[?]', FIND_CHUNK)
+  local function first(p, n, s, m)
+    if m == m then
+      box[0] = m
+      ufunc.binary(equal, n, p, s * size, box, 0, marks, 1)
+    else
+      ufunc.unary(isnan, n, p, s * size, marks, 1)
     end
-    m = exact(p, n, s, m)
+    local hit = memchr(marks, 1, n)
+    if hit ~= nil then return tonumber(ffi.cast(bytes, hit) - marks) end
+  end
+  return function(p, n, s, m)
+    if n <= FIND_CHUNK then return first(p, n, s, m) end
+    for o = 0, n - 1, FIND_CHUNK do
+      local k = first(p + o * s, math.min(FIND_CHUNK, n - o), s, m)
+      if k then return o + k end
+    end
+  end
+end
+
+-- arg(p, n, s): the 0-based position of the extreme of a row: numpy finds the extreme and its
+-- first place, from NUMPY_FROM elements; else one pass in Lua.
+local ARGS = {}
+for name, e in pairs(EXTREMES) do
+  ARGS[name] = byType(function(dt)
+    local np, lua, find = e.numpy[dt], e.argLua[dt], numpyFind(dt)
+    if not (np and find) then return lua end
+    return function(p, n, s)
+      if n < R.NUMPY_FROM then return lua(p, n, s) end
+      return find(p, n, s, np(p, n, s, p[0])) or lua(p, n, s)
+    end
   end)
-  return tonumber(m)
+end
+
+-- argSlabs(src, n, inner, m, k): m, k (inner elements each) = the extremes of x along its
+-- middle dim and their 1-based positions, x (src) contiguous n x inner: slab by slab.
+for name, e in pairs(EXTREMES) do
+  e.argSlabs = apply.perType('argslabs', ([[
+return function(src, n, inner, m, k)
+  for j = 0, inner - 1 do m[j] = src[j]; k[j] = 1 end
+  for i = 1, n - 1 do
+    local row = src + i * inner
+    for j = 0, inner - 1 do
+      local v, c = row[j], m[j]
+      if not (v %s c) and c == c then m[j] = v; k[j] = i + 1 end
+    end
+  end
+end]]):format(e.keep))
+end
+
+-- The max or min (which) of all of x.
+local function extremeAll(op, x, which)
+  if numel(x) == 0 then check.error(op .. ': the tensor has no elements') end
+  return reduceAll(x, EXTREMES[which], x._st._ptr[x._off])
 end
 R.extremeAll = extremeAll
+
+------------------------------------------------------------------------------------------------
+-- along a dimension
+
+-- x's elements along dim make rows. They are walked by rows (contiguous rows, or few long
+-- ones); by slabs when x is contiguous (outer x n x inner: for each outer position, the n slabs
+-- of inner elements fold together elementwise); else elementwise into the result spread along
+-- dim. Contiguous layouts (the common case) take loops over plain arguments, no closures.
+
+-- Whether the rows of x along dim are best walked one by one: contiguous, or few and long. (Past
+-- this, x._str[dim] of a contiguous x is the element count of the dims after dim.)
+local function byRows(x, dim)
+  local n = x._sz[dim]
+  return x._str[dim] == 1 or n == 1 or (n >= 32 and numel(x) <= 8 * n)
+end
+
+-- Whether x's rows along dim follow one another in memory, and out1 and out2 (optional; x's
+-- sizes with 1 at dim) are contiguous.
+local function packed(x, dim, out1, out2)
+  return dim == #x._sz and isContiguous(x) and isContiguous(out1) and (out2 == nil or isContiguous(out2))
+end
+
+-- The number of outer positions of a contiguous x around dim (x is outer x n x inner).
+local function outerOf(x, dim) return numel(x) / (x._sz[dim] * x._str[dim]) end
+
+-- finish(A, V) for an expression of A (the accumulation) and V, compiled once.
+local finishers = {}
+local function finisher(expr)
+  local f = finishers[expr]
+  if not f then
+    f = assert(loadstring('return function(A, V) return ' .. expr .. ' end', '=finish'))()
+    finishers[expr] = f
+  end
+  return f
+end
+
+-- rp[i] = fin(fold of row i, arg) for packed rows of n elements from xp; cv is C: a number, or
+-- a pointer to one per row.
+local function foldRow(i, run, fin, arg, xp, n, rp, unit, cv)
+  if type(cv) == 'cdata' then cv = cv[i] end
+  rp[i] = fin(run(xp + i * n, n, 1, unit, cv), arg)
+end
+
+-- r[row] = finish(fold of the row) for each row of x along dim.
+local function foldRows(x, dim, r, f, c, finish, arg)
+  local run, fin, unit = runOf(f, x), finisher(finish), f.unit
+  local n, s, xp, rp, cp = x._sz[dim], x._str[dim], x._st._ptr, r._st._ptr, isTensor(c) and c._st._ptr
+  if packed(x, dim, r, cp and c or nil) then
+    return times(numel(r), foldRow, run, fin, arg, xp + x._off, n, rp + r._off, unit, cp and cp + c._off or c)
+  end
+  apply.slices({ x, r, cp and c or nil }, dim, function(ox, o, oc)
+    local cv = c
+    if oc then cv = cp[oc] end
+    rp[o] = fin(run(xp + ox, n, s, unit, cv), arg)
+  end)
+end
+
+-- dst = the sum of the slabs first..last (inner elements each, contiguous from src) by numpy's add.
+local function addSlabs(l, size, dst, src, first, last, inner)
+  ffi.copy(dst, src + first * inner, inner * size)
+  for i = first + 1, last do ufunc.binary(l, inner, dst, size, src + i * inner, size, dst, size) end
+end
+
+-- a[j] += b[j] for j < m (a double *, b float *).
+local function addFloats(a, b, m) for j = 0, m - 1 do a[j] = a[j] + b[j] end end
+
+-- acc (double[inner]) = the sum of the n slabs from src, by numpy's add: Double slabs straight
+-- into acc; Float ones in float32 in groups of FLOAT_GROUP (part, float[inner]), each group's sum
+-- then added into acc in double.
+local function sumGroup(g, l, src, n, inner, acc, part)
+  local first = g * FLOAT_GROUP
+  addSlabs(l, 4, part, src, first, math.min(first + FLOAT_GROUP, n) - 1, inner)
+  addFloats(acc, part, inner)
+end
+local function sumSlabs(o, l, xp, n, inner, acc, part)
+  local src, a = xp + o * n * inner, acc + o * inner
+  if not part then return addSlabs(l, 8, a, src, 0, n - 1, inner) end
+  times(math.ceil(n / FLOAT_GROUP), sumGroup, l, src, n, inner, a, part)
+end
+
+-- acc (outer x inner) = the fold f of contiguous x along dim, slab by slab: Float/Double sums of
+-- rows of NUMPY_FROM elements and more through numpy's add, the rest in Lua.
+local function foldSlabs(o, kernel, xp, n, inner, acc, cv)
+  if type(cv) == 'cdata' then cv = cv + o * inner end
+  kernel(xp + o * n * inner, n, inner, acc + o * inner, cv)
+end
+local function slabsInto(x, dim, f, acc, c)
+  local dt, n, inner = x._dt, x._sz[dim], x._str[dim]
+  local xp = x._st._ptr + x._off
+  if f == SUM and SUM.numpy[dt] and inner >= R.NUMPY_FROM and aligned(x) then
+    local part = dt.name == 'Float' and ffi.new('float[?]', inner) or nil
+    return times(outerOf(x, dim), sumSlabs, numpyLoop('add', dt), xp, n, inner, acc, part)
+  end
+  local perPosition = isTensor(c)
+  local cv = perPosition and c._st._ptr + c._off or c
+  times(outerOf(x, dim), foldSlabs, f.slabs[perPosition][dt], xp, n, inner, acc, cv)
+end
+
+-- r[j] = fin(acc[j], arg) for j < m.
+local STORE = apply.perType('store', [[
+return function(r, acc, m, fin, arg) for j = 0, m - 1 do r[j] = fin(acc[j], arg) end end]])
+
+-- acc (x's sizes with 1 at dim, accreal) = the fold of x along dim, elementwise into acc
+-- spread along dim.
+local function foldSpread(x, dim, acc, f, c)
+  acc:fill(f.unit)
+  local n = x._sz[dim]
+  if n == 0 or numel(x) == 0 then return end
+  local expr = f.expr:gsub('X', '$2'):gsub('C', isTensor(c) and '$3' or 'v1')
+  local body = ('$1 = $1 %s %s'):format(f.op, expr)
+  if isTensor(c) then R.kernel(3, body)(R.spread(acc, dim, n), x, R.spread(c, dim, n))
+  else R.kernel(2, body)(R.spread(acc, dim, n), x, c) end
+end
+
+-- r (sizes of x with 1 at dim) = finish(fold f of x along dim), accumulated in accreal.
+-- finish is an expression of A (the accumulation) and V (finishArg); C is the number c, or for
+-- a tensor c (Double, r's sizes) its element at the row's position.
+local function foldDim(x, dim, r, f, c, finish, finishArg)
+  finish = finish or 'A'
+  local filled = x._sz[dim] > 0 and numel(x) > 0
+  if filled and byRows(x, dim) then return foldRows(x, dim, r, f, c, finish, finishArg) end
+  if filled and isContiguous(x) and isContiguous(r) and (not isTensor(c) or isContiguous(c)) then
+    local m = numel(r)
+    local acc = ffi.new(x._dt.integer and 'int64_t[?]' or 'double[?]', m)
+    slabsInto(x, dim, f, acc, c)
+    return STORE[r._dt](r._st._ptr + r._off, acc, m, finisher(finish), finishArg)
+  end
+  local acc = r
+  if finish ~= 'A' or r._dt.name ~= accName(x._dt) then acc = R.new(accName(x._dt), r._sz) end
+  foldSpread(x, dim, acc, f, c)
+  if acc ~= r then R.kernel(2, '$1 = ' .. finish:gsub('A', '$2'):gsub('V', 'v1'))(r, acc, finishArg) end
+end
 
 -- A LongTensor view with x's sizes whose elements hold their 1-based position along dim.
 local function positions(x, dim)
@@ -321,55 +565,74 @@ local function positions(x, dim)
   return torch._makeTensor(getmetatable(iota), iota._st, 0, copyArray(x._sz), st)
 end
 
-local function extremeDim(op, x, dim, vals, inds, keep)
+-- vp[i], ip[i] = the extreme of packed row i and its 1-based position.
+local function argRow(i, find, xp, n, vp, ip)
+  local p = xp + i * n
+  local k = find(p, n, 1)
+  vp[i], ip[i] = p[k], k + 1
+end
+
+-- vals, inds = the extremes of slab o of contiguous x and their positions.
+local function argSlabs(o, f, xp, n, inner, vp, ip)
+  f(xp + o * n * inner, n, inner, vp + o * inner, ip + o * inner)
+end
+
+local function extremeDim(op, x, dim, vals, inds, which)
   local n = x._sz[dim]
   if n == 0 then check.error(('%s: cannot reduce dimension %d of size 0'):format(op, dim)) end
   local sz = R.sizesWith(x, dim, 1)
   vals:resize(sz)
   inds:resize(sz)
   if numel(x) == 0 then return end
-  if n >= 32 and (x._str[dim] == 1 or numel(x) <= 8 * n) then
-    local f = R.rowKernel(argExtremeSource(keep), x._dt)
-    local xp, vp, ip, s = x._st._ptr, vals._st._ptr, inds._st._ptr, x._str[dim]
+  local e = EXTREMES[which]
+  local xp, vp, ip = x._st._ptr, vals._st._ptr, inds._st._ptr
+  if byRows(x, dim) then
+    local find = aligned(x) and ARGS[which][x._dt] or e.argLua[x._dt]
+    if packed(x, dim, vals, inds) then
+      return times(numel(vals), argRow, find, xp + x._off, n, vp + vals._off, ip + inds._off)
+    end
+    local s = x._str[dim]
     apply.slices({ x, vals, inds }, dim, function(ox, ov, oi)
-      local m, k = f(xp + ox, n, s)
-      vp[ov] = m
-      ip[oi] = k + 1
+      local k = find(xp + ox, n, s)
+      vp[ov], ip[oi] = xp[ox + k * s], k + 1
     end)
+  elseif isContiguous(x) and isContiguous(vals) and isContiguous(inds) then
+    times(outerOf(x, dim), argSlabs, e.argSlabs[x._dt], xp + x._off, n, x._str[dim], vp + vals._off, ip + inds._off)
   else
+    -- slab by slab into the results spread along dim
     vals:copy(x:narrow(dim, 1, 1))
     inds:fill(1)
-    R.kernel(4, ('if not ($3 %s $1) and $1 == $1 then $1 = $3; $2 = $4 end'):format(keep))(
+    R.kernel(4, ('if not ($3 %s $1) and $1 == $1 then $1 = $3; $2 = $4 end'):format(e.keep))(
       R.spread(vals, dim, n), R.spread(inds, dim, n), x, positions(x, dim))
   end
 end
 
-for name, keep in pairs({ max = '<=', min = '>=' }) do
+------------------------------------------------------------------------------------------------
+-- max, min, sum, prod, mean
+
+for _, name in ipairs({ 'max', 'min' }) do
   R.define(name, function(...)
-    local res, x, dim = R.split(name, 2, ...)
+    local vals, inds, x, dim = R.args2(name, ...)
     R.noHalf(name, x)
-    R.needDim(name, res, dim)
-    if dim == nil then return extremeAll(name, x, keep) end
+    R.needDim(name, vals, dim)
+    if dim == nil then return extremeAll(name, x, name) end
     check.dim(name, x, dim)
-    local vals, inds = R.result(name, res[1], x), R.indexResult(name, res[2])
-    extremeDim(name, x, dim, vals, inds, keep)
+    vals, inds = R.result(name, vals, x), R.indexResult(name, inds)
+    extremeDim(name, x, dim, vals, inds, name)
     return vals, inds
   end)
 end
 
-------------------------------------------------------------------------------------------------
--- sum, prod, mean
-
 -- An op over ([res,] x [,dim]): a number without dim, else a tensor (size 1 at dim).
 local function reduction(name, floatOnly, whole, alongDim)
   R.define(name, function(...)
-    local res, x, dim = R.split(name, 1, ...)
+    local res, x, dim = R.args1(name, ...)
     R.noHalf(name, x)
     if floatOnly then R.floating(name, x) end
     R.needDim(name, res, dim)
     if dim == nil then return whole(x) end
     check.dim(name, x, dim)
-    local r = R.result(name, res[1], x)
+    local r = R.result(name, res, x)
     r:resize(R.sizesWith(x, dim, 1))
     alongDim(x, dim, r)
     return r
@@ -385,7 +648,7 @@ reduction('mean', true,
     if #x._sz == 0 then check.error('mean: the tensor is empty') end
     return foldAll(x, SUM) / numel(x)
   end,
-  function(x, dim, r) foldDim(x, dim, r, SUM, nil, '$1 = $2 / v1', x._sz[dim]) end)
+  function(x, dim, r) foldDim(x, dim, r, SUM, nil, 'A / V', x._sz[dim]) end)
 
 ------------------------------------------------------------------------------------------------
 -- cumsum, cumprod ([res,] x [,dim = 1])
@@ -401,24 +664,25 @@ return function(p, n, s, r, t)
 end]]):format(unit, op)
 end
 
-for name, fold in pairs({ cumsum = SUM, cumprod = PROD }) do
+for name, f in pairs({ cumsum = SUM, cumprod = PROD }) do
+  local scans = perClass(name, function(suffix) return scanSource(f.op, f.unit .. suffix) end)
   R.define(name, function(...)
-    local res, x, dim = R.split(name, 1, ...)
+    local res, x, dim = R.args1(name, ...)
     R.noHalf(name, x)
     dim = dim or 1
     check.dim(name, x, dim)
-    local r = R.result(name, res[1], x)
+    local r = R.result(name, res, x)
     r:resize(copyArray(x._sz))
     local n = x._sz[dim]
     if numel(x) == 0 then return r end
     if x._str[dim] == 1 or numel(x) <= 64 * n then
-      local f = R.rowKernel(scanSource(fold.op, fold.unit .. (x._dt.integer and 'LL' or '')), x._dt)
+      local scan = scans[x._dt]
       local xp, rp, s, t = x._st._ptr, r._st._ptr, x._str[dim], r._str[dim]
-      apply.slices({ x, r }, dim, function(ox, o) f(xp + ox, n, s, rp + o, t) end)
+      apply.slices({ x, r }, dim, function(ox, o) scan(xp + ox, n, s, rp + o, t) end)
     else
       -- walk dim slab by slab, accumulating in accreal
-      local acc = R.new(accName(x._dt), R.sizesWith(x, dim, 1)):fill(fold.unit)
-      local step = R.kernel(2, ('$1 = $1 %s $2'):format(fold.op))
+      local acc = R.new(accName(x._dt), R.sizesWith(x, dim, 1)):fill(f.unit)
+      local step = R.kernel(2, ('$1 = $1 %s $2'):format(f.op))
       for i = 1, n do
         step(acc, x:narrow(dim, i, 1))
         r:narrow(dim, i, 1):copy(acc)
@@ -431,35 +695,32 @@ end
 ------------------------------------------------------------------------------------------------
 -- norm, renorm, dist
 
--- The fold and finishing step of a p-norm (p = 0 counts the non-zeros).
+-- The fold and finishing expression of a p-norm (p = 0 counts the non-zeros).
 local function pnorm(p)
-  if p == 0 then return NONZERO, nil end
-  if p == 1 then return ABS, nil end
-  if p == 2 then return SQUARES, '$1 = math.sqrt($2)' end
-  return POWABS, '$1 = $2 ^ v1'
+  if p == 0 then return NONZERO, 'A' end
+  if p == 1 then return ABS, 'A' end
+  if p == 2 then return SQUARES, 'math.sqrt(A)' end
+  return POWABS, 'A ^ (1 / V)'
 end
 
 local function normAll(x, p)
-  local fold = pnorm(p)
-  local a = foldAll(x, fold, p)
-  if p == 0 or p == 1 then return a end
-  if p == 2 then return math.sqrt(a) end
-  return a ^ (1 / p)
+  local f, finish = pnorm(p)
+  return finisher(finish)(foldAll(x, f, p), p)
 end
 
 -- norm([res,] x [,p = 2] [,dim])
 R.define('norm', function(...)
-  local res, x, p, dim = R.split('norm', 1, ...)
+  local res, x, p, dim = R.args1('norm', ...)
   R.floating('norm', x)
   p = p or 2
   check.number('norm', p, 'p')
   R.needDim('norm', res, dim)
   if dim == nil then return normAll(x, p) end
   check.dim('norm', x, dim)
-  local r = R.result('norm', res[1], x)
+  local r = R.result('norm', res, x)
   r:resize(R.sizesWith(x, dim, 1))
-  local fold, finish = pnorm(p)
-  foldDim(x, dim, r, fold, p, finish or '$1 = $2', 1 / p)
+  local f, finish = pnorm(p)
+  foldDim(x, dim, r, f, p, finish, p)
   return r
 end)
 
@@ -467,7 +728,7 @@ end)
 local function renorm(res, x, p, dim, maxnorm)
   check.tensorOf('renorm', x, 'input')
   R.floating('renorm', x)
-  if res then check.sameType('renorm', x, res) else res = x:new() end
+  if res then check.sameType('renorm', x, res) else res = x.new() end
   check.number('renorm', p, 'p')
   check.number('renorm', maxnorm, 'maxnorm')
   if p <= 0 then check.error('renorm: the norm must be positive, got p = ' .. p) end
@@ -513,28 +774,27 @@ end)
 -- var, std: ([res,] x [,dim] [,biased = false]); biased divides by n, else by n - 1
 
 local function spreadOf(name, sqrtOf)
+  local finish = sqrtOf and 'math.sqrt(A / V)' or 'A / V'
   local function whole(x, biased)
     local n = numel(x)
     local mean = foldAll(x, SUM) / n
-    local v = foldAll(x, SQDEV, mean) / (biased and n or n - 1)
-    return sqrtOf and math.sqrt(v) or v
+    return finisher(finish)(foldAll(x, SQDEV, mean), biased and n or n - 1)
   end
   R.define(name, function(...)
-    local res, x, dim, biased = R.split(name, 1, ...)
+    local res, x, dim, biased = R.args1(name, ...)
     R.floating(name, x)
     if type(dim) == 'boolean' or dim == nil then
       R.needDim(name, res, nil)
       return whole(x, dim)
     end
     check.dim(name, x, dim)
-    local r = R.result(name, res[1], x)
+    local r = R.result(name, res, x)
     r:resize(R.sizesWith(x, dim, 1))
     local n = x._sz[dim]
     -- two passes (mean, then squared deviations) for accuracy
     local mean = R.new('Double', r._sz)
-    foldDim(x, dim, mean, SUM, nil, '$1 = $2 / v1', n)
-    foldDim(x, dim, r, SQDEV, mean, sqrtOf and '$1 = math.sqrt($2 / v1)' or '$1 = $2 / v1',
-      biased and n or n - 1)
+    foldDim(x, dim, mean, SUM, nil, 'A / V', n)
+    foldDim(x, dim, r, SQDEV, mean, finish, biased and n or n - 1)
     return r
   end)
 end

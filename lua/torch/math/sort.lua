@@ -58,14 +58,14 @@ return function(v, ix, tv, ti, n)
   return v, ix
 end]]):format(BEFORE[descending])
 end
-local SOURCES = { [false] = sorterSource(false), [true] = sorterSource(true) }
+local SORTERS = { [false] = apply.perType('sort', sorterSource(false)), [true] = apply.perType('sort', sorterSource(true)) }
 
 -- Sorts each slice of x along dim and calls emit(vals, pos, o1, o2) with the sorted values, their
 -- 0-based positions in the slice and the offsets of the slice in outs[1], outs[2].
 local function eachSorted(x, dim, descending, outs, emit)
   if numel(x) == 0 then return end
   local n = x._sz[dim]
-  local sorter = R.rowKernel(SOURCES[descending], x._dt)
+  local sorter = SORTERS[descending][x._dt]
   local vtype = ffi.typeof('$[?]', ffi.typeof(x._dt.ctype))
   local v, tv = vtype(n), vtype(n)
   local ix, ti = ffi.new('int32_t[?]', n), ffi.new('int32_t[?]', n)
@@ -88,18 +88,25 @@ local function emitter(vals, inds, dim, first, count)
   end
 end
 
-local function withResults(op, res, x, ...)
+local function withResults(op, vals, inds, x, ...)
   R.noHalf(op, x)
-  return R.result(op, res[1], x), R.indexResult(op, res[2]), x, ...
+  return R.result(op, vals, x), R.indexResult(op, inds), x, ...
 end
 
 -- ([vals, inds,] x, ...) -> the results (given, or new), x, the rest.
-local function operands(op, ...) return withResults(op, R.split(op, 2, ...)) end
+local function operands(op, ...) return withResults(op, R.args2(op, ...)) end
 
 local function dimOf(op, x, dim)
   if #x._sz == 0 then check.error(op .. ': the tensor is empty (no dimensions)') end
   if dim == nil then dim = #x._sz end
   return check.dim(op, x, dim)
+end
+
+-- dimOf, for ops that need an element along dim.
+local function filledDimOf(op, x, dim)
+  dim = dimOf(op, x, dim)
+  if x._sz[dim] == 0 then check.error(('%s: dimension %d has size 0'):format(op, dim)) end
+  return dim
 end
 
 local function checkK(op, x, dim, k)
@@ -137,7 +144,7 @@ R.define('topk', function(...)
 end)
 
 -- The k-th smallest along dim (size 1 there) and its position.
-local function kth(op, vals, inds, x, k, dim)
+local function kth(vals, inds, x, k, dim)
   vals:resize(R.sizesWith(x, dim, 1))
   inds:resize(R.sizesWith(x, dim, 1))
   eachSorted(x, dim, false, { vals, inds }, emitter(vals, inds, dim, k - 1, 1))
@@ -149,25 +156,22 @@ R.define('kthvalue', function(...)
   local vals, inds, x, k, dim = operands('kthvalue', ...)
   dim = dimOf('kthvalue', x, dim)
   checkK('kthvalue', x, dim, k)
-  return kth('kthvalue', vals, inds, x, k, dim)
+  return kth(vals, inds, x, k, dim)
 end)
 
 -- median([vals, inds,] x [,dim]): the middle element, the lower one for an even count.
 R.define('median', function(...)
   local vals, inds, x, dim = operands('median', ...)
-  dim = dimOf('median', x, dim)
-  local n = x._sz[dim]
-  if n == 0 then check.error(('median: dimension %d has size 0'):format(dim)) end
-  return kth('median', vals, inds, x, math.floor((n - 1) / 2) + 1, dim)
+  dim = filledDimOf('median', x, dim)
+  return kth(vals, inds, x, math.floor((x._sz[dim] - 1) / 2) + 1, dim)
 end)
 
 -- mode([vals, inds,] x [,dim]): the most frequent value (the smallest among equally frequent
 -- ones) and the position of its last occurrence.
 R.define('mode', function(...)
   local vals, inds, x, dim = operands('mode', ...)
-  dim = dimOf('mode', x, dim)
+  dim = filledDimOf('mode', x, dim)
   local n = x._sz[dim]
-  if n == 0 then check.error(('mode: dimension %d has size 0'):format(dim)) end
   vals:resize(R.sizesWith(x, dim, 1))
   inds:resize(R.sizesWith(x, dim, 1))
   local vp, ip = vals._st and vals._st._ptr, inds._st and inds._st._ptr

@@ -256,6 +256,17 @@ function apply.each(t, fn)
   end)
 end
 
+-- Loops written by hand (matrix products, convolutions): loops[dt] compiles `source` (a chunk
+-- returning the loop function) once per element type, so each type traces on its own.
+function apply.perType(name, source)
+  return setmetatable({}, { __index = function(loops, dt)
+    local f = assert(loadstring(source, '=' .. name .. ' loop (' .. dt.name .. ')'))()
+    loops[dt] = f
+    return f
+  end })
+end
+
 apply.contiguousStrides = contiguousStrides
 apply.sameSizes = sameSizes
+apply.ptr = ptrOf   -- the pointer to t's first element
 return apply

@@ -1,0 +1,55 @@
+-- cutorch: the CUDA tensor types (torch.CudaTensor, ...) and device functions.
+-- With a device (CuPy sees a GPU, or LUABRIDGE_CUDA_ARRAY_MODULE=numpy) the types are those of
+-- lua/torch/backend/cuda.lua. Without one, LUABRIDGE_CUDA_ON_CPU=1 runs CUDA code on the CPU:
+-- each CUDA type name stands for its CPU type (torch.CudaTensor is torch.FloatTensor,
+-- torch.CudaLongTensor torch.LongTensor, ...) and x:cuda() converts to FloatTensor (x itself when
+-- it is one). Without either, require 'cutorch' raises an error saying so.
+require 'torch'
+local cuda = require 'torch.backend.cuda'
+
+cutorch = rawget(_G, 'cutorch') or {}
+
+local ok, why = pcall(torch.CudaStorage, 1)
+local onCpu = not ok
+if onCpu then
+  if os.getenv('LUABRIDGE_CUDA_ON_CPU') ~= '1' then
+    why = tostring(why):gsub('^.-torch%.CudaStorage: ', '')
+    error("cutorch: " .. why .. '; set LUABRIDGE_CUDA_ON_CPU=1 to run CUDA code on the CPU ' ..
+          '(CUDA tensors become FloatTensors, cudnn modules nn modules)', 2)
+  end
+  -- each CUDA type name stands for the CPU type with the same elements
+  for host, dt in pairs(cuda.dtypes) do
+    for _, kind in ipairs { 'Tensor', 'Storage' } do
+      torch._registermetatable('torch.' .. dt.name .. kind, torch.getmetatable('torch.' .. host .. kind))
+      rawset(torch, dt.name .. kind, torch[host .. kind])
+    end
+    local cpuType = 'torch.' .. host .. 'Tensor'
+    torch._method(host == 'Float' and 'cuda' or 'cuda' .. host, function(t) return t:type(cpuType) end)
+  end
+end
+cutorch.onCPU = onCpu   -- true when CUDA code runs on the CPU (LUABRIDGE_CUDA_ON_CPU=1)
+
+-- One device, numbered 1.
+function cutorch.getDeviceCount() return 1 end
+function cutorch.getDevice() return 1 end
+function cutorch.setDevice(i)
+  if i ~= 1 then error(('cutorch.setDevice: device %s does not exist (1 device)'):format(tostring(i)), 2) end
+end
+function cutorch.withDevice(i, fn)
+  cutorch.setDevice(i)
+  return fn()
+end
+function cutorch.synchronize() end
+cutorch.synchronizeAll = cutorch.synchronize
+
+function cutorch.getDeviceProperties(i)
+  cutorch.setDevice(i)
+  return { name = onCpu and 'CPU (LUABRIDGE_CUDA_ON_CPU)' or 'luabridge CUDA device', major = 0, minor = 0 }
+end
+
+-- The CUDA generator: torch's own when CUDA tensors live on the CPU.
+local seed = onCpu and torch.manualSeed or torch.cudaManualSeed
+function cutorch.manualSeed(s) seed(s) end
+cutorch.manualSeedAll = cutorch.manualSeed
+
+return cutorch

@@ -1,0 +1,37 @@
+-- The elementwise sum of a table of tensors. With inplace, the output is input[1] itself
+-- (overwritten) and every gradInput entry is gradOutput itself.
+local tables = require 'nn.kernels.tables'
+local CAddTable, parent = torch.class('nn.CAddTable', 'nn.Module')
+
+function CAddTable:__init(ip)
+  parent.__init(self)
+  self.inplace = ip
+  self.gradInput = {}
+end
+
+function CAddTable:updateOutput(input)
+  tables.tensors(self, input)
+  tables.sameElements(self, input)
+  if self.inplace then
+    self.output:set(input[1])
+  else
+    self.output:resizeAs(input[1]):copy(input[1])
+  end
+  for i = 2, #input do self.output:add(input[i]) end
+  return self.output
+end
+
+function CAddTable:updateGradInput(input, gradOutput)
+  tables.tensors(self, input)
+  tables.gradOutputLike(self, gradOutput, input[1])
+  for i = 1, #input do
+    self.gradInput[i] = self.gradInput[i] or input[1].new()
+    if self.inplace then
+      self.gradInput[i]:set(gradOutput)
+    else
+      self.gradInput[i]:resizeAs(input[i]):copy(gradOutput)
+    end
+  end
+  tables.trim(self.gradInput, #input)
+  return self.gradInput
+end

@@ -1,0 +1,55 @@
+-- x * w elementwise, w a learned tensor of the given size, broadcast over its size-1 dims or
+-- over a batch (see kernels/broadcast.lua).
+local broadcast = require 'nn.kernels.broadcast'
+local CMul, parent = torch.class('nn.CMul', 'nn.Module')
+
+function CMul:__init(...)
+  parent.__init(self)
+  local args = { ... }
+  if #args == 1 and torch.type(args[1]) == 'torch.LongStorage' then
+    self.size = torch.LongStorage():resize(#args[1]):copy(args[1])
+  else
+    self.size = torch.LongStorage(args)
+  end
+  self.weight = torch.Tensor(self.size)
+  self.gradWeight = torch.Tensor(self.size)
+  self.output:resize(self.size)
+  self:reset()
+end
+
+function CMul:reset(stdv)
+  stdv = stdv and stdv * math.sqrt(3) or 1 / math.sqrt(self.weight:nElement())
+  self.weight:uniform(-stdv, stdv)
+end
+
+function CMul:updateOutput(input)
+  input = broadcast.contiguous(self, '_input', input)
+  local x, w = broadcast.views(self, self.weight, input)
+  self.output:resizeAs(input)
+  self.output:view(x:size()):cmul(x, w)
+  return self.output
+end
+
+function CMul:updateGradInput(input, gradOutput)
+  if not self.gradInput then return end
+  input = broadcast.contiguous(self, '_input', input)
+  gradOutput = broadcast.contiguous(self, '_gradOutput', gradOutput)
+  local x, w = broadcast.views(self, self.weight, input)
+  local g = broadcast.views(self, self.weight, gradOutput)
+  self.gradInput:resizeAs(input)
+  self.gradInput:view(x:size()):cmul(g:view(x:size()), w)
+  return self.gradInput
+end
+
+function CMul:accGradParameters(input, gradOutput, scale)
+  input = broadcast.contiguous(self, '_input', input)
+  gradOutput = broadcast.contiguous(self, '_gradOutput', gradOutput)
+  local x, w = broadcast.views(self, self.weight, input)
+  self._prod = self._prod or input.new()
+  self._prod:resizeAs(x):cmul(x, gradOutput:view(x:size()))
+  broadcast.accumulate(self.gradWeight, w, self._prod, scale or 1)
+end
+
+function CMul:clearState()
+  return parent.clearState(self, '_input', '_gradOutput', '_prod')
+end

@@ -1,0 +1,32 @@
+-- The elementwise product of a table of tensors.
+local tables = require 'nn.kernels.tables'
+local CMulTable, parent = torch.class('nn.CMulTable', 'nn.Module')
+
+function CMulTable:__init()
+  parent.__init(self)
+  self.gradInput = {}
+end
+
+function CMulTable:updateOutput(input)
+  tables.tensors(self, input)
+  tables.sameElements(self, input)
+  self.output:resizeAs(input[1]):copy(input[1])
+  for i = 2, #input do self.output:cmul(input[i]) end
+  return self.output
+end
+
+-- The gradient of input i is gradOutput times the product of the other inputs (computed as
+-- such, not as output / input[i], so that zeros in the inputs are fine).
+function CMulTable:updateGradInput(input, gradOutput)
+  tables.tensors(self, input)
+  tables.gradOutputLike(self, gradOutput, input[1])
+  for i = 1, #input do
+    self.gradInput[i] = self.gradInput[i] or input[1].new()
+    self.gradInput[i]:resizeAs(input[i]):copy(gradOutput)
+    for j = 1, #input do
+      if j ~= i then self.gradInput[i]:cmul(input[j]) end
+    end
+  end
+  tables.trim(self.gradInput, #input)
+  return self.gradInput
+end

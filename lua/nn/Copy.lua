@@ -1,0 +1,33 @@
+-- Converts the input to outtype (and the gradient back to intype). Without forceCopy and
+-- with equal types the output shares the input. dontCast keeps the types under :type().
+local check = require 'torch.check'
+local Copy, parent = torch.class('nn.Copy', 'nn.Module')
+
+function Copy:__init(intype, outtype, forceCopy, dontCast)
+  intype = intype or torch.Tensor.__typename
+  outtype = outtype or torch.Tensor.__typename
+  self.dontCast = dontCast
+  parent.__init(self)
+  self.gradInput = torch.getmetatable(intype).new()
+  self.output = torch.getmetatable(outtype).new()
+  self.share = not forceCopy and intype == outtype
+end
+
+function Copy:updateOutput(input)
+  check.tensorOf('nn.Copy', input, 'input')
+  if self.share then return self.output:set(input) end
+  self.output:resize(input:size()):copy(input)
+  return self.output
+end
+
+function Copy:updateGradInput(input, gradOutput)
+  check.sameElements('nn.Copy', input, gradOutput)
+  if self.share then return self.gradInput:set(gradOutput) end
+  self.gradInput:resize(gradOutput:size()):copy(gradOutput)
+  return self.gradInput
+end
+
+function Copy:type(type, tensorCache)
+  if type and self.dontCast then return self end
+  return parent.type(self, type, tensorCache)
+end

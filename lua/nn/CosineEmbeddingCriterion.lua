@@ -1,0 +1,90 @@
+-- Embedding loss on the cosine similarity c of two vectors (or of each row of two matrices):
+-- 1 - c for a pair labelled y = 1 (alike), max(0, c - margin) for y = -1; averaged over the
+-- pairs when sizeAverage. y is a number (one pair) or a tensor with one label per row.
+local check = require 'torch.check'
+local cosine = require 'nn.kernels.cosine'
+local CosineEmbeddingCriterion, parent = torch.class('nn.CosineEmbeddingCriterion', 'nn.Criterion')
+
+function CosineEmbeddingCriterion:__init(margin)
+  parent.__init(self)
+  self.margin = margin or 0
+  self.gradInput = { torch.Tensor(), torch.Tensor() }
+  self.sizeAverage = true
+end
+
+-- The two inputs as N x D matrices, the labels as a tensor of N; validated.
+local function prepare(self, input, y)
+  local name = torch.type(self)
+  if type(input) ~= 'table' or not torch.isTensor(input[1]) or not torch.isTensor(input[2]) then
+    check.error(name .. ': input must be a table of two tensors')
+  end
+  local x1, x2 = input[1], input[2]
+  if not x1:isSameSizeAs(x2) or (x1:dim() ~= 1 and x1:dim() ~= 2) then
+    check.error(('%s: inputs must be two vectors or matrices of the same size, got %s and %s')
+      :format(name, check.sizestr(x1), check.sizestr(x2)))
+  end
+  if x1:dim() == 1 then x1, x2 = x1:contiguous():view(1, -1), x2:contiguous():view(1, -1) end
+  if type(y) == 'number' then
+    self._y = self._y or torch.DoubleTensor(1)
+    self._y[1] = y
+    y = self._y
+  end
+  check.tensorOf(name, y, 'target')
+  if y:nElement() ~= x1:size(1) then
+    check.error(('%s: %d labels for %d pairs'):format(name, y:nElement(), x1:size(1)))
+  end
+  y = y:contiguous():view(-1)
+  if y:ne(1):cmul(y:ne(-1)):any() then
+    check.error(('%s: labels must be 1 or -1, got values in [%s, %s]'):format(
+      name, tostring(y:min()), tostring(y:max())))
+  end
+  return x1, x2, y
+end
+
+-- Each pair's loss and the factor of its cosine's gradient in the loss.
+local function pairLoss(y, c, margin)
+  if y == 1 then return 1 - c, -1 end
+  if c > margin then return c - margin, 1 end
+  return 0, 0
+end
+
+-- The pairs' cosines (N x 1, in self._cos) and the labels' pointer reader.
+local function cosines(self, x1, x2)
+  self._cos = self._cos or x1.new()
+  return cosine.forward(self, x1, x2, self._cos)
+end
+
+local function at(t, i)
+  return tonumber(t._st._ptr[t._off + i * t._str[1]])
+end
+
+function CosineEmbeddingCriterion:updateOutput(input, y)
+  local x1, x2, labels = prepare(self, input, y)
+  local cos = cosines(self, x1, x2)
+  local n, sum = labels:size(1), 0
+  for i = 0, n - 1 do sum = sum + pairLoss(at(labels, i), at(cos, i), self.margin) end
+  if self.sizeAverage then sum = sum / n end
+  self.output = sum
+  return sum
+end
+
+function CosineEmbeddingCriterion:updateGradInput(input, y)
+  local x1, x2, labels = prepare(self, input, y)
+  local cos = cosines(self, x1, x2)
+  local n = labels:size(1)
+  local coef = (self._coef or x1.new()):resize(n, 1)
+  self._coef = coef
+  local scale = self.sizeAverage and 1 / n or 1
+  for i = 0, n - 1 do
+    local l, f = pairLoss(at(labels, i), at(cos, i), self.margin)
+    -- as torch7's, a pair of zero loss gets no gradient
+    coef._st._ptr[coef._off + i] = l > 0 and f * scale or 0
+  end
+  local g1, g2 = self.gradInput[1], self.gradInput[2]
+  cosine.backward(self, x1, x2, coef, g1, g2)
+  if input[1]:dim() == 1 then
+    g1:resize(input[1]:size(1))
+    g2:resize(input[2]:size(1))
+  end
+  return self.gradInput
+end

@@ -1,0 +1,19 @@
+-- x for x > 0, alpha * (exp(x) - 1) otherwise (Clevert et al. 2015).
+local pointwise = require 'nn.kernels.pointwise'
+local ELU, parent = torch.class('nn.ELU', 'nn.Module')
+
+function ELU:__init(alpha, inplace)
+  parent.__init(self)
+  self.alpha = alpha or 1
+  assert(type(self.alpha) == 'number', 'nn.ELU: alpha must be a number')
+  self.inplace = inplace or false
+end
+
+-- Backward reads only the output (so it works in place): dy/dx = y + alpha where x <= 0.
+pointwise.define(ELU, {
+  forward = 'local x = $2; $1 = x <= 0 and (math.exp(x) - 1) * v1 or x',
+  backward = 'local y = $4; $1 = y <= 0 and $3 * (y + v1) or $3',
+  params = function(self) return self.alpha end,
+})
+
+function ELU:__tostring__() return ('%s (alpha:%s)'):format(torch.type(self), self.alpha) end

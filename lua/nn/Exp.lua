@@ -1,0 +1,8 @@
+-- exp(x).
+local pointwise = require 'nn.kernels.pointwise'
+local Exp = torch.class('nn.Exp', 'nn.Module')
+
+pointwise.define(Exp, {
+  forwardOp = function(output, input) output:exp(input) end,
+  backward = '$1 = $3 * $4',
+})

@@ -1,0 +1,43 @@
+-- a * sigmoid(b), where a and b are the two halves of the input along dim (default: the last).
+local check = require 'torch.check'
+local apply = require 'torch.backend.cpu.apply'
+local pointwise = require 'nn.kernels.pointwise'
+local GatedLinearUnit, parent = torch.class('nn.GatedLinearUnit', 'nn.Module')
+
+-- d/db of a * sigmoid(b) times gradOutput, from s = sigmoid(b): gradOutput * a * s * (1 - s).
+local gateGrad = apply.kernel(4, 'local s = $4; $1 = $2 * $3 * s * (1 - s)')
+
+function GatedLinearUnit:__init(dim)
+  parent.__init(self)
+  self.dim = dim
+end
+
+function GatedLinearUnit:halves(input)
+  pointwise.checkInput(self, input)
+  local dim = self.dim or input:dim()
+  if dim < 1 or dim > input:dim() or input:size(dim) % 2 ~= 0 then
+    check.error(('nn.GatedLinearUnit: halving dimension %d of %s input must exist and be even')
+      :format(dim, check.sizestr(input)))
+  end
+  local h = input:size(dim) / 2
+  return dim, h
+end
+
+function GatedLinearUnit:updateOutput(input)
+  local dim, h = self:halves(input)
+  local a, b = input:narrow(dim, 1, h), input:narrow(dim, h + 1, h)
+  self.output:resizeAs(a):sigmoid(b):cmul(a)
+  return self.output
+end
+
+function GatedLinearUnit:updateGradInput(input, gradOutput)
+  local dim, h = self:halves(input)
+  check.sameElements('nn.GatedLinearUnit', self.output, gradOutput)
+  local a, b = input:narrow(dim, 1, h), input:narrow(dim, h + 1, h)
+  self.gradInput:resizeAs(input)
+  local ga, gb = self.gradInput:narrow(dim, 1, h), self.gradInput:narrow(dim, h + 1, h)
+  ga:sigmoid(b)
+  gateGrad(gb, gradOutput, a, ga)
+  ga:cmul(gradOutput)
+  return self.gradInput
+end

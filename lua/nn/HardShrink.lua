@@ -1,0 +1,14 @@
+-- x where |x| > lambda, else 0.
+local pointwise = require 'nn.kernels.pointwise'
+local HardShrink, parent = torch.class('nn.HardShrink', 'nn.Module')
+
+function HardShrink:__init(lam)
+  parent.__init(self)
+  self.lambda = lam or 0.5
+end
+
+pointwise.define(HardShrink, {
+  forward = 'local x = $2; $1 = (x > v1 or x < -v1) and x or 0',
+  backward = 'local x = $2; $1 = (x > v1 or x < -v1) and $3 or 0',
+  params = function(self) return self.lambda end,
+})

@@ -1,0 +1,66 @@
+-- Concatenates a table of tensors along a dimension.
+local check = require 'torch.check'
+local tables = require 'nn.kernels.tables'
+local JoinTable, parent = torch.class('nn.JoinTable', 'nn.Module')
+
+function JoinTable:__init(dimension, nInputDims)
+  parent.__init(self)
+  self.size = torch.LongStorage()
+  self.dimension = dimension
+  self.gradInput = {}
+  self.nInputDims = nInputDims
+end
+
+function JoinTable:_getPositiveDimension(input)
+  return tables.dimension(self, input[1]:dim())
+end
+
+-- The joined size, after checking that the inputs agree on every other dim.
+local function joinedSize(self, input, d)
+  local first = input[1]
+  self.size:resize(first:dim()):copy(first:size())
+  for i = 2, #input do
+    local t = input[i]
+    local ok = t:dim() == first:dim()
+    for k = 1, first:dim() do
+      if ok and k ~= d and t:size(k) ~= first:size(k) then ok = false end
+    end
+    if not ok then
+      check.error(('%s: input[%d] of size %s cannot be joined to input[1] of size %s along dim %d')
+        :format(torch.type(self), i, check.sizestr(t), check.sizestr(first), d))
+    end
+    self.size[d] = self.size[d] + t:size(d)
+  end
+  return self.size
+end
+
+function JoinTable:updateOutput(input)
+  tables.tensors(self, input)
+  local d = self:_getPositiveDimension(input)
+  self.output:resize(joinedSize(self, input, d))
+  local offset = 1
+  for _, t in ipairs(input) do
+    self.output:narrow(d, offset, t:size(d)):copy(t)
+    offset = offset + t:size(d)
+  end
+  return self.output
+end
+
+function JoinTable:updateGradInput(input, gradOutput)
+  tables.tensors(self, input)
+  local d = self:_getPositiveDimension(input)
+  tables.gradOutputLike(self, gradOutput, joinedSize(self, input, d))
+  local offset = 1
+  for i, t in ipairs(input) do
+    self.gradInput[i] = self.gradInput[i] or t.new()
+    self.gradInput[i]:resizeAs(t):copy(gradOutput:narrow(d, offset, t:size(d)))
+    offset = offset + t:size(d)
+  end
+  tables.trim(self.gradInput, #input)
+  return self.gradInput
+end
+
+function JoinTable:type(name, cache)
+  self.gradInput = {}
+  return parent.type(self, name, cache)
+end

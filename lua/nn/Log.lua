@@ -1,0 +1,8 @@
+-- log(x).
+local pointwise = require 'nn.kernels.pointwise'
+local Log = torch.class('nn.Log', 'nn.Module')
+
+pointwise.define(Log, {
+  forwardOp = function(output, input) output:log(input) end,
+  backward = '$1 = $3 / $2',
+})

@@ -1,0 +1,14 @@
+-- Two-class hinge loss: sum max(0, margin - x y) for targets y in {-1, 1}.
+local loss = require 'nn.kernels.loss'
+local MarginCriterion, parent = torch.class('nn.MarginCriterion', 'nn.Criterion')
+
+function MarginCriterion:__init(margin)
+  parent.__init(self)
+  self.sizeAverage = true
+  self.margin = margin or 1
+end
+
+loss.define(MarginCriterion, {
+  loss = 'local z = M - X * Y; if z > 0 then S = S + z end',
+  grad = 'G = X * Y < M and -N * Y or 0',
+})

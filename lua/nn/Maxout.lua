@@ -1,0 +1,12 @@
+-- Maxout (Goodfellow et al. 2013): a Linear to outputSize * maxoutNumber units, viewed as
+-- maxoutNumber groups of outputSize, then the max over the groups (an optional preprocess
+-- module runs before the max).
+local Maxout, parent = torch.class('nn.Maxout', 'nn.Sequential')
+
+function Maxout:__init(inputSize, outputSize, maxoutNumber, preprocess)
+  parent.__init(self)
+  self:add(nn.Linear(inputSize, outputSize * maxoutNumber))
+  self:add(nn.View(maxoutNumber, outputSize):setNumInputDims(1))
+  if preprocess then self:add(preprocess) end
+  self:add(nn.Max(1, 2))
+end

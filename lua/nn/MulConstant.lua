@@ -1,0 +1,34 @@
+-- x * constant_scalar. In place, the input is scaled and restored by the backward pass.
+local check = require 'torch.check'
+local MulConstant, parent = torch.class('nn.MulConstant', 'nn.Module')
+
+function MulConstant:__init(constantScalar, ip)
+  parent.__init(self)
+  if type(constantScalar) ~= 'number' then error('nn.MulConstant: input is not scalar!') end
+  self.constant_scalar = constantScalar
+  self.inplace = ip or false
+end
+
+function MulConstant:updateOutput(input)
+  check.tensorOf('nn.MulConstant', input, 'input')
+  if self.inplace then
+    input:mul(self.constant_scalar)
+    self.output:set(input)
+  else
+    self.output:resizeAs(input):copy(input):mul(self.constant_scalar)
+  end
+  return self.output
+end
+
+function MulConstant:updateGradInput(input, gradOutput)
+  if not self.gradInput then return end
+  check.sameElements('nn.MulConstant', input, gradOutput)
+  if self.inplace then
+    gradOutput:mul(self.constant_scalar)
+    self.gradInput:set(gradOutput)
+    input:div(self.constant_scalar)
+  else
+    self.gradInput:resizeAs(gradOutput):copy(gradOutput):mul(self.constant_scalar)
+  end
+  return self.gradInput
+end

@@ -1,0 +1,15 @@
+-- x^pow.
+local pointwise = require 'nn.kernels.pointwise'
+local Power, parent = torch.class('nn.Power', 'nn.Module')
+
+function Power:__init(p)
+  parent.__init(self)
+  self.pow = p
+  if not p then error('nn.Power(power)') end
+end
+
+pointwise.define(Power, {
+  forwardOp = function(output, input, p) output:pow(input, p) end,
+  backward = '$1 = $3 * v1 * math.pow($2, v1 - 1)',
+  params = function(self) return self.pow end,
+})

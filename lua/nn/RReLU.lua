@@ -1,0 +1,57 @@
+-- Randomized leaky ReLU (Xu et al. 2015): while training, each x <= 0 is scaled by a slope
+-- drawn uniformly from [lower, upper] (kept in noise for backward); at evaluation the slope
+-- is (lower + upper) / 2.
+local check = require 'torch.check'
+local apply = require 'torch.backend.cpu.apply'
+local pointwise = require 'nn.kernels.pointwise'
+local RReLU, parent = torch.class('nn.RReLU', 'nn.Module')
+
+local keepPositive = apply.kernel(2, '$1 = $2 > 0 and 1 or $1')        -- noise, input
+local leaky = apply.kernel(2, 'local x = $2; $1 = x > 0 and x or x * v1')
+local leakyGrad = apply.kernel(3, '$1 = $2 > 0 and $3 or $3 * v1')     -- gradInput, input, gradOutput
+
+function RReLU:__init(l, u, ip)
+  parent.__init(self)
+  self.lower = l or 1 / 8
+  self.upper = u or 1 / 3
+  assert(self.lower <= self.upper and self.lower >= 0 and self.upper >= 0,
+    'nn.RReLU: expected 0 <= lower <= upper')
+  self.noise = torch.Tensor()
+  self.train = true
+  self.inplace = ip or false
+end
+
+function RReLU:updateOutput(input)
+  pointwise.checkInput(self, input)
+  local out = self.inplace and input or self.output:resizeAs(input)
+  if self.train then
+    self.noise:resizeAs(input):uniform(self.lower, self.upper)
+    keepPositive(self.noise, input)
+    out:cmul(input, self.noise)
+  else
+    leaky(out, input, (self.lower + self.upper) / 2)
+  end
+  if self.inplace then self.output:set(input) end
+  return self.output
+end
+
+function RReLU:updateGradInput(input, gradOutput)
+  check.sameElements('nn.RReLU', input, gradOutput)
+  local gi = self.inplace and gradOutput or self.gradInput:resizeAs(input)
+  if self.train and self.upper - self.lower > 1e-6 then
+    gi:cmul(gradOutput, self.noise)
+  else
+    leakyGrad(gi, input, gradOutput, (self.lower + self.upper) / 2)
+  end
+  if self.inplace then self.gradInput:set(gradOutput) end
+  return self.gradInput
+end
+
+function RReLU:__tostring__()
+  return ('%s (l:%f, u:%f)'):format(torch.type(self), self.lower, self.upper)
+end
+
+function RReLU:clearState()
+  if self.noise then self.noise:set() end
+  return parent.clearState(self)
+end

@@ -1,0 +1,8 @@
+-- 1 / (1 + exp(-x)).
+local pointwise = require 'nn.kernels.pointwise'
+local Sigmoid = torch.class('nn.Sigmoid', 'nn.Module')
+
+pointwise.define(Sigmoid, {
+  forwardOp = function(output, input) output:sigmoid(input) end,
+  backward = 'local y = $4; $1 = $3 * (1 - y) * y',
+})

@@ -1,0 +1,12 @@
+-- Huber loss with threshold 1: z^2 / 2 for |z| < 1, else |z| - 1/2, where z = x - y.
+local loss = require 'nn.kernels.loss'
+local SmoothL1Criterion, parent = torch.class('nn.SmoothL1Criterion', 'nn.Criterion')
+
+SmoothL1Criterion.__init = loss.initSizeAverage(parent)
+
+-- branch-free: with a = |z| and m = min(a, 1), the loss is m (a - m / 2) and the gradient
+-- clamp(z, -1, 1)
+loss.define(SmoothL1Criterion, {
+  loss = 'local a = math.abs(X - Y); local m = math.min(a, 1); S = S + m * (a - 0.5 * m)',
+  grad = 'G = N * math.max(-1, math.min(1, X - Y))',
+})

@@ -1,0 +1,13 @@
+-- Two-class logistic loss: sum log(1 + exp(-x y)) for targets y in {-1, 1}.
+local loss = require 'nn.kernels.loss'
+local SoftMarginCriterion, parent = torch.class('nn.SoftMarginCriterion', 'nn.Criterion')
+
+function SoftMarginCriterion:__init()
+  parent.__init(self)
+  self.sizeAverage = true
+end
+
+loss.define(SoftMarginCriterion, {
+  loss = 'S = S + math.log(1 + math.exp(-X * Y))',
+  grad = 'local z = math.exp(-X * Y); G = -N * Y * z / (1 + z)',
+})

@@ -1,0 +1,14 @@
+-- x - lambda above lambda, x + lambda below -lambda, 0 between.
+local pointwise = require 'nn.kernels.pointwise'
+local SoftShrink, parent = torch.class('nn.SoftShrink', 'nn.Module')
+
+function SoftShrink:__init(lam)
+  parent.__init(self)
+  self.lambda = lam or 0.5
+end
+
+pointwise.define(SoftShrink, {
+  forward = 'local x = $2; $1 = x > v1 and x - v1 or (x < -v1 and x + v1 or 0)',
+  backward = 'local x = $2; $1 = (x > v1 or x < -v1) and $3 or 0',
+  params = function(self) return self.lambda end,
+})

@@ -1,0 +1,8 @@
+-- x / (1 + |x|).
+local pointwise = require 'nn.kernels.pointwise'
+local SoftSign = torch.class('nn.SoftSign', 'nn.Module')
+
+pointwise.define(SoftSign, {
+  forward = 'local x = $2; $1 = x / (1 + math.abs(x))',
+  backward = 'local d = 1 + math.abs($2); $1 = $3 / (d * d)',
+})

@@ -1,0 +1,93 @@
+-- ClassNLLCriterion at every pixel: input N x C x H x W log-probabilities, target N x H x W
+-- 1-based class indices; loss = -sum w[t] x[n][t][h][w], divided by the total weight when
+-- sizeAverage.
+local check = require 'torch.check'
+local loss = require 'nn.kernels.loss'
+local SpatialClassNLLCriterion, parent = torch.class('nn.SpatialClassNLLCriterion', 'nn.Criterion')
+
+function SpatialClassNLLCriterion:__init(weights, sizeAverage)
+  parent.__init(self)
+  self.sizeAverage = sizeAverage ~= false
+  self.weights = loss.checkWeights('nn.SpatialClassNLLCriterion', weights)
+  self.output_tensor = torch.zeros(1)
+  self.total_weight_tensor = torch.ones(1)
+end
+
+function SpatialClassNLLCriterion:__len()
+  return self.weights and self.weights:nElement() or 0
+end
+
+local function validate(self, input, target)
+  local name = torch.type(self)
+  check.tensorOf(name, input, 'input')
+  check.tensorOf(name, target, 'target')
+  loss.checkHost(self, input)
+  if input:dim() ~= 4 or target:dim() ~= 3 then
+    check.error(('%s: expected a 4-D input (N x C x H x W) and a 3-D target (N x H x W), got %s and %s')
+      :format(name, check.sizestr(input), check.sizestr(target)))
+  end
+  if input:size(1) ~= target:size(1) or input:size(3) ~= target:size(2)
+     or input:size(4) ~= target:size(3) then
+    check.error(('%s: size mismatch, input %s and target %s'):format(
+      name, check.sizestr(input), check.sizestr(target)))
+  end
+  local nclass = input:size(2)
+  if self.weights and self.weights:nElement() ~= nclass then
+    check.error(('%s: weights should be defined for all %d classes or none, got weights of size %s')
+      :format(name, nclass, check.sizestr(self.weights)))
+  end
+  if target:nElement() > 0 then
+    local lo, hi = target:min(), target:max()
+    if lo < 1 or hi > nclass then
+      check.error(('%s: target out of range, expected class indices in [1, %d], got values in [%s, %s]')
+        :format(name, nclass, tostring(lo), tostring(hi)))
+    end
+  end
+end
+
+local function classWeight(self, c)
+  local w = self.weights
+  return w and tonumber(w._st._ptr[w._off + (c - 1) * w._str[1]]) or 1
+end
+
+-- One pass over the pixels: returns -sum w[t] x[t] and sum w[t]; with grad (sized as input
+-- and zeroed), writes -w[t] at each pixel's target class.
+local function pass(self, input, target, grad)
+  local n, h, w = target:size(1), target:size(2), target:size(3)
+  local tp, toff, ts = target._st._ptr, target._off, target._str
+  local xp, xoff, xs = input._st._ptr, input._off, input._str
+  local gp, goff, gs = grad and grad._st._ptr, grad and grad._off, grad and grad._str
+  local sum, total = 0, 0
+  for b = 0, n - 1 do
+    for y = 0, h - 1 do
+      for x = 0, w - 1 do
+        local c = math.floor(tonumber(tp[toff + b * ts[1] + y * ts[2] + x * ts[3]]))
+        local wc = classWeight(self, c)
+        total = total + wc
+        sum = sum - tonumber(xp[xoff + b * xs[1] + (c - 1) * xs[2] + y * xs[3] + x * xs[4]]) * wc
+        if gp then gp[goff + b * gs[1] + (c - 1) * gs[2] + y * gs[3] + x * gs[4]] = -wc end
+      end
+    end
+  end
+  return sum, total
+end
+
+function SpatialClassNLLCriterion:updateOutput(input, target)
+  validate(self, input, target)
+  local sum, total = pass(self, input, target)
+  if self.sizeAverage and total ~= 0 then sum = sum / total end
+  self.output = sum
+  self.output_tensor[1] = sum
+  self.total_weight_tensor[1] = total
+  return self.output, total
+end
+
+function SpatialClassNLLCriterion:updateGradInput(input, target)
+  validate(self, input, target)
+  self.gradInput:resizeAs(input):zero()
+  local _, total = pass(self, input, target, self.gradInput)
+  -- as torch7: no gradient unless the total weight is positive
+  if not (total > 0) then return self.gradInput:zero() end
+  if self.sizeAverage then self.gradInput:div(total) end
+  return self.gradInput
+end

@@ -1,0 +1,23 @@
+-- The maximum of each kW x kH window (stride dW,dH; implicit -inf padding padW,padH); indices
+-- keep where each maximum came from (1-based offsets in its plane) for the gradient.
+local pool = require 'nn.kernels.pool'
+local SpatialMaxPooling, parent = torch.class('nn.SpatialMaxPooling', 'nn.Module')
+
+function SpatialMaxPooling:__init(kW, kH, dW, dH, padW, padH)
+  parent.__init(self)
+  self.kW, self.kH = kW, kH
+  self.dW, self.dH = dW or kW, dH or kH
+  self.padW, self.padH = padW or 0, padH or 0
+  self.ceil_mode = false
+  self.indices = torch.LongTensor()
+end
+
+pool.install(SpatialMaxPooling, 'max', 2)
+
+function SpatialMaxPooling:__tostring__()
+  local s = ('%s(%dx%d, %d,%d'):format(torch.type(self), self.kW, self.kH, self.dW, self.dH)
+  if self.padW ~= 0 or self.padH ~= 0 then s = s .. (', %d,%d'):format(self.padW, self.padH) end
+  return s .. ')'
+end
+
+function SpatialMaxPooling:empty() return self:clearState() end

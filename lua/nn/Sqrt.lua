@@ -1,0 +1,14 @@
+-- sqrt(x + eps); the gradient is 0 where the output is 0.
+local pointwise = require 'nn.kernels.pointwise'
+local Sqrt, parent = torch.class('nn.Sqrt', 'nn.Module')
+
+function Sqrt:__init(b)
+  parent.__init(self)
+  self.eps = b or 0
+end
+
+pointwise.define(Sqrt, {
+  forward = '$1 = math.sqrt($2 + v1)',
+  backward = 'local y = $4; $1 = y == 0 and 0 or 0.5 * $3 / y',
+  params = function(self) return self.eps end,
+})

@@ -1,0 +1,8 @@
+-- x^2.
+local pointwise = require 'nn.kernels.pointwise'
+local Square = torch.class('nn.Square', 'nn.Module')
+
+pointwise.define(Square, {
+  forward = 'local x = $2; $1 = x * x',
+  backward = '$1 = 2 * $2 * $3',
+})

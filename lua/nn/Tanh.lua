@@ -1,0 +1,8 @@
+-- tanh(x).
+local pointwise = require 'nn.kernels.pointwise'
+local Tanh = torch.class('nn.Tanh', 'nn.Module')
+
+pointwise.define(Tanh, {
+  forwardOp = function(output, input) output:tanh(input) end,
+  backward = 'local y = $4; $1 = $3 * (1 - y * y)',
+})

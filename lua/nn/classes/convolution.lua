@@ -1,0 +1,10 @@
+return {
+  'SpatialConvolution', 'SpatialConvolutionMM', 'SpatialDilatedConvolution', 'SpatialFullConvolution',
+  'SpatialMaxPooling', 'SpatialDilatedMaxPooling', 'SpatialAveragePooling',
+  'VolumetricMaxPooling', 'VolumetricAveragePooling',
+  'SpatialAdaptiveMaxPooling', 'SpatialAdaptiveAveragePooling', 'SpatialMaxUnpooling',
+  'SpatialZeroPadding', 'SpatialReflectionPadding', 'SpatialReplicationPadding',
+  'SpatialBatchNormalization', 'VolumetricBatchNormalization',
+  'SpatialUpSamplingNearest', 'SpatialUpSamplingBilinear', 'SpatialCrossMapLRN',
+  'TemporalConvolution', 'TemporalSubSampling', 'TemporalMaxPooling', 'VolumetricConvolution',
+}

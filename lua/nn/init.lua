@@ -1,0 +1,9 @@
+-- torch7's nn: modules, containers, criterions. One class per file; classes/<group>.lua lists
+-- each group's class names in load order (parents first).
+require 'torch'
+nn = rawget(_G, 'nn') or {}
+
+for _, group in ipairs { 'framework', 'layers', 'convolution', 'tables', 'criterions' } do
+  for _, name in ipairs(require('nn.classes.' .. group)) do require('nn.' .. name) end
+end
+return nn

@@ -1,0 +1,47 @@
+-- nn.Max and nn.Min: the max (min) over a dim, squeezed; the gradient goes to the position
+-- that won. Negative dims count from the end; with nInputDims the dim counts after a batch dim.
+local check = require 'torch.check'
+
+local extremum = {}
+
+function extremum.define(cls, op)
+  function cls:__init(dimension, nInputDims)
+    nn.Module.__init(self)
+    self.dimension = dimension or 1
+    self.nInputDims = nInputDims
+  end
+
+  cls._getPositiveDimension = nn.Sum._getPositiveDimension
+
+  function cls:updateOutput(input)
+    local dim = self:_getPositiveDimension(input)
+    if input:size(dim) == 0 then
+      check.error(('%s: cannot take the %s over empty dimension %d of %s input'):format(
+        torch.type(self), op, dim, check.sizestr(input)))
+    end
+    self._output = self._output or input.new()
+    self._indices = self._indices or torch.LongTensor()
+    torch[op](self._output, self._indices, input, dim)
+    self.output:set(input:dim() > 1 and self._output:select(dim, 1) or self._output)
+    return self.output
+  end
+
+  function cls:updateGradInput(input, gradOutput)
+    local dim = self:_getPositiveDimension(input)
+    check.sameElements(torch.type(self), gradOutput, self._indices)
+    local g = gradOutput:contiguous():view(self._indices:size())
+    self.gradInput:resizeAs(input):zero():scatter(dim, self._indices, g)
+    return self.gradInput
+  end
+
+  function cls:clearState()
+    return nn.Module.clearState(self, '_output', '_indices')
+  end
+
+  function cls:type(name, cache)  -- _indices stays a LongTensor: the buffers are remade
+    if name then self._output, self._indices = nil, nil end
+    return nn.Module.type(self, name, cache)
+  end
+end
+
+return extremum

@@ -1,0 +1,41 @@
+-- Per-plane loops over contiguous B x C x N data (N = the elements of one plane), shared by the
+-- convolution biases and the batch normalizations.
+local apply = require 'torch.backend.cpu.apply'
+
+local planes = {}
+
+local sumLoops = apply.perType('planeSum', [[
+return function(dst, dofs, dstride, src, so, B, C, N, scale)
+  for c = 0, C - 1 do
+    local s = 0
+    for b = 0, B - 1 do
+      local o = so + (b * C + c) * N
+      for k = 0, N - 1 do s = s + src[o + k] end
+    end
+    local d = dofs + c * dstride
+    dst[d] = dst[d] + scale * s
+  end
+end]])
+
+-- dst[c] += scale * (the sum of plane c over the batch); src contiguous, dst a 1-D tensor
+function planes.accSum(dst, src, B, C, N, scale)
+  sumLoops[src._dt](dst._st._ptr, dst._off, dst._str[1], src._st._ptr, src._off, B, C, N, scale)
+end
+
+local fillLoops = apply.perType('planeFill', [[
+return function(dst, dofs, v, vo, vstride, B, C, N)
+  for b = 0, B - 1 do
+    for c = 0, C - 1 do
+      local x = v[vo + c * vstride]
+      local o = dofs + (b * C + c) * N
+      for k = 0, N - 1 do dst[o + k] = x end
+    end
+  end
+end]])
+
+-- plane c of every batch item of dst (contiguous) = v[c] (a 1-D tensor)
+function planes.fill(dst, v, B, C, N)
+  fillLoops[dst._dt](dst._st._ptr, dst._off, v._st._ptr, v._off, v._str[1], B, C, N)
+end
+
+return planes

@@ -1,0 +1,331 @@
+-- Max and average pooling over P planes of T x H x W (2D pooling is the T = 1 case), one FFI
+-- loop per element type. Indices (torch7's) are 1-based flat offsets inside a plane.
+local apply = require 'torch.backend.cpu.apply'
+local shape = require 'nn.kernels.shape'
+local unfold = require 'nn.kernels.unfold'
+
+local pool = {}
+local floor, ceil = math.floor, math.ceil
+
+-- WINDOW opens the window of output (ot, oy, ox): input ranges [t0, t1) [y0, y1) [x0, x1)
+-- walked with the dilation steps (lT, lH, lW); loops receive the geometry unpacked.
+local header = [[
+local max, min, huge = math.max, math.min, math.huge
+return function(ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, dH, dW,
+                pT, pH, pW, lT, lH, lW, countPad, divide)
+  local plane, oplane = T * H * W, oT * oH * oW
+  for p = 0, P - 1 do
+    local ib, ob = io + p * plane, oo + p * oplane
+    local o = ob
+    for ot = 0, oT - 1 do
+      local t0 = ot * dT - pT
+      local t1 = min(t0 + (kT - 1) * lT + 1, T)
+      while t0 < 0 do t0 = t0 + lT end
+      for oy = 0, oH - 1 do
+        local y0 = oy * dH - pH
+        local y1 = min(y0 + (kH - 1) * lH + 1, H)
+        while y0 < 0 do y0 = y0 + lH end
+        for ox = 0, oW - 1 do
+          local x0 = ox * dW - pW
+          local x1 = min(x0 + (kW - 1) * lW + 1, W)
+          while x0 < 0 do x0 = x0 + lW end
+          BODY
+          o = o + 1
+        end
+      end
+    end
+  end
+end]]
+
+-- ip/io: gradInput (zeroed), op/oo: gradOutput, xp/xo: indices
+local maxBackward = [[
+          local at = xp[xo + o - oo]
+          if at > 0 then ip[ib + at - 1] = ip[ib + at - 1] + op[o] end]]
+
+-- average pooling (no dilation): the divisor counts the padded window (clipped at the padded
+-- border) when countPad, else the in-image part; divide = false multiplies back by the kernel
+-- size, as torch7
+local avgWindow = [[
+          local t0p, y0p, x0p = ot * dT - pT, oy * dH - pH, ox * dW - pW
+          local n
+          if countPad then
+            n = (min(t0p + kT, T + pT) - t0p) * (min(y0p + kH, H + pH) - y0p) * (min(x0p + kW, W + pW) - x0p)
+          else n = (t1 - t0) * (y1 - y0) * (x1 - x0) end
+          if not divide then n = n / (kT * kH * kW) end]]
+
+local avgForward = avgWindow .. [[
+
+          local s = 0
+          for t = t0, t1 - 1 do
+            for y = y0, y1 - 1 do
+              local r = ib + (t * H + y) * W
+              for x = x0, x1 - 1 do s = s + ip[r + x] end
+            end
+          end
+          op[o] = s / n]]
+
+local avgBackward = avgWindow .. [[
+
+          local g = op[o] / n
+          for t = t0, t1 - 1 do
+            for y = y0, y1 - 1 do
+              local r = ib + (t * H + y) * W
+              for x = x0, x1 - 1 do ip[r + x] = ip[r + x] + g end
+            end
+          end]]
+
+-- Max pooling runs tap by tap (long inner loops over output columns, which LuaJIT traces well,
+-- rather than tiny loops over each window); taps in window order and a strict > keep the first
+-- maximum of a window, as torch7.
+local maxForward = [[
+local floor, max, min, huge = math.floor, math.max, math.min, math.huge
+-- the outputs o in [o0, o1) whose tap o*d + off lies in [0, n)
+local function range(off, d, n, on)
+  local o0 = min(on, max(0, floor((d - 1 - off) / d)))
+  return o0, max(o0, min(on, floor((n - 1 - off) / d) + 1))
+end
+return function(ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, dH, dW,
+                pT, pH, pW, lT, lH, lW)
+  local plane, oplane = T * H * W, oT * oH * oW
+  for p = 0, P - 1 do
+    local ib, ob, xb = io + p * plane, oo + p * oplane, xo + p * oplane
+    for o = 0, oplane - 1 do op[ob + o] = -huge; xp[xb + o] = 0 end
+    for a = 0, kT - 1 do
+      local t0, t1 = range(a * lT - pT, dT, T, oT)
+      for i = 0, kH - 1 do
+        local y0, y1 = range(i * lH - pH, dH, H, oH)
+        for j = 0, kW - 1 do
+          local x0, x1 = range(j * lW - pW, dW, W, oW)
+          for ot = t0, t1 - 1 do
+            for oy = y0, y1 - 1 do
+              local r = ((ot * dT + a * lT - pT) * H + oy * dH + i * lH - pH) * W + j * lW - pW
+              local orow = (ot * oH + oy) * oW
+              for ox = x0, x1 - 1 do
+                local k = r + ox * dW
+                local v, q = ip[ib + k], orow + ox
+                if v > op[ob + q] then op[ob + q] = v; xp[xb + q] = k + 1 end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+end]]
+
+local loops = { maxForward = apply.perType('pool maxForward', maxForward) }
+for name, body in pairs { maxBackward = maxBackward,
+                          avgForward = avgForward,
+                          avgBackward = avgBackward } do
+  loops[name] = apply.perType('pool ' .. name, (header:gsub('BODY', function() return body end)))
+end
+
+-- Adaptive pooling: output (oy, ox) of an H x W plane pools rows [floor(oy*H/oH),
+-- ceil((oy+1)*H/oH)) and likewise columns (integer arithmetic; torch7 rounds in float).
+local adaptive = [[
+local floor, ceil, huge = math.floor, math.ceil, math.huge
+return function(ip, io, op, oo, xp, xo, P, H, W, oH, oW, mode)
+  for p = 0, P - 1 do
+    local ib, ob = io + p * H * W, oo + p * oH * oW
+    for oy = 0, oH - 1 do
+      local y0, y1 = floor(oy * H / oH), ceil((oy + 1) * H / oH)
+      for ox = 0, oW - 1 do
+        local x0, x1 = floor(ox * W / oW), ceil((ox + 1) * W / oW)
+        local o = ob + oy * oW + ox
+        if mode == 'max' then
+          local best, at = -huge, -1
+          for y = y0, y1 - 1 do
+            for x = x0, x1 - 1 do
+              local v = ip[ib + y * W + x]
+              if v > best then best, at = v, y * W + x end
+            end
+          end
+          op[o], xp[xo + o - oo] = best, at + 1
+        elseif mode == 'avg' then
+          local s = 0
+          for y = y0, y1 - 1 do
+            for x = x0, x1 - 1 do s = s + ip[ib + y * W + x] end
+          end
+          op[o] = s / ((y1 - y0) * (x1 - x0))
+        else   -- the average's backward pass: ip is gradInput, op gradOutput
+          local g = op[o] / ((y1 - y0) * (x1 - x0))
+          for y = y0, y1 - 1 do
+            for x = x0, x1 - 1 do ip[ib + y * W + x] = ip[ib + y * W + x] + g end
+          end
+        end
+      end
+    end
+  end
+end]]
+loops.adaptive = apply.perType('adaptive pooling', adaptive)
+
+-- The output size along one dim, as torch7: floor or ceil, and a last window that starts in
+-- the padding dropped.
+local function outSize(n, k, d, pad, dil, ceilMode)
+  local span = dil * (k - 1) + 1
+  local o = (ceilMode and ceil or floor)((n - span + 2 * pad) / d) + 1
+  if pad > 0 and (o - 1) * d >= n + pad then o = o - 1 end
+  return o
+end
+
+-- Checks input and returns the geometry of pooling it with `p` = { k = {kT,kH,kW}, d, pad,
+-- dil, ceil } over its last `sdims` dims (the missing leading ones are 1).
+function pool.geometry(self, input, sdims, p)
+  shape.positive(self, 'kernel sizes, strides and dilations', unpack(p.k, 4 - sdims))
+  shape.positive(self, 'kernel sizes, strides and dilations', unpack(p.d, 4 - sdims))
+  shape.positive(self, 'kernel sizes, strides and dilations', unpack(p.dil, 4 - sdims))
+  for d = 4 - sdims, 3 do
+    if p.pad[d] < 0 or p.pad[d] > p.k[d] / 2 then
+      shape.fail(self, 'padding must be at most half the kernel size, got padding %s for kernel %s',
+        table.concat(p.pad, ',', 4 - sdims), table.concat(p.k, 'x', 4 - sdims))
+    end
+  end
+  local batch, B, C, s = shape.input(self, input, sdims)
+  local I = { 1, 1, 1 }
+  for d = 1, sdims do I[3 - sdims + d] = s[d] end
+  local O, sizes = {}, {}
+  for d = 1, 3 do O[d] = outSize(I[d], p.k[d], p.d[d], p.pad[d], p.dil[d], p.ceil) end
+  local shown = { unpack(O, 4 - sdims) }
+  shape.output(self, input, shown, ('kernel %s, stride %s, padding %s'):format(
+    table.concat(p.k, 'x', 4 - sdims), table.concat(p.d, ',', 4 - sdims), table.concat(p.pad, ',', 4 - sdims)))
+  if batch then sizes[1] = B end
+  sizes[#sizes + 1] = C
+  for d = 1, sdims do sizes[#sizes + 1] = shown[d] end
+  return { P = B * C, I = I, O = O, p = p, sizes = sizes, batch = batch, B = B, C = C }
+end
+
+local function run(f, a, b, x, g, countPad, divide)
+  local I, O, p = g.I, g.O, g.p
+  local k, d, pad, dil = p.k, p.d, p.pad, p.dil
+  f(a._st._ptr, a._off, b._st._ptr, b._off, x and x._st._ptr, x and x._off or 0, g.P,
+    I[1], I[2], I[3], O[1], O[2], O[3], k[1], k[2], k[3], d[1], d[2], d[3],
+    pad[1], pad[2], pad[3], dil[1], dil[2], dil[3], countPad, divide)
+end
+
+-- Adaptive max ('max') or average ('avg') pooling of input to the module's W x H planes.
+function pool.adaptiveForward(self, input, mode)
+  shape.positive(self, 'output sizes', self.W, self.H)
+  local batch, B, C, s = shape.input(self, input, 2)
+  input = input:contiguous()
+  self.output:resize(batch and { B, C, self.H, self.W } or { C, self.H, self.W })
+  if mode == 'max' then
+    self.indices = self.indices or torch.LongTensor()
+    self.indices:resize(self.output:size())
+  end
+  local ix = self.indices or self.output
+  loops.adaptive[input._dt](input._st._ptr, input._off, self.output._st._ptr, self.output._off,
+    ix._st._ptr, ix._off, B * C, s[1], s[2], self.H, self.W, mode)
+  return self.output
+end
+
+function pool.adaptiveBackward(self, input, gradOutput, mode)
+  local batch, B, C, s = shape.input(self, input, 2)
+  shape.gradOutput(self, gradOutput, batch and { B, C, self.H, self.W } or { C, self.H, self.W })
+  gradOutput = gradOutput:contiguous()
+  self.gradInput:resizeAs(input)
+  unfold.zero(self.gradInput)
+  local gi = self.gradInput
+  if mode == 'max' then   -- the window walk of max pooling, with 1x1 windows: only the indices count
+    local g = { P = B * C, I = { 1, s[1], s[2] }, O = { 1, self.H, self.W },
+      p = { k = { 1, 1, 1 }, d = { 1, 1, 1 }, pad = { 0, 0, 0 }, dil = { 1, 1, 1 } } }
+    run(loops.maxBackward[gi._dt], gi, gradOutput, self.indices, g)
+  else
+    loops.adaptive[gi._dt](gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off, nil, 0,
+      B * C, s[1], s[2], self.H, self.W, 'avgBackward')
+  end
+  return self.gradInput
+end
+
+-- Max unpooling: each of the P planes of n values goes to its 1-based index in an m-element
+-- plane (forward), or reads its gradient back from there (backward).
+loops.unpool = apply.perType('unpooling', [[
+return function(small, so, big, bo, xp, xo, P, n, m, backward)
+  for p = 0, P - 1 do
+    for k = 0, n - 1 do
+      local at = xp[xo + p * n + k]
+      if at > 0 then
+        local q = bo + p * m + at - 1
+        if backward then small[so + p * n + k] = big[q] else big[q] = small[so + p * n + k] end
+      end
+    end
+  end
+end]])
+
+-- small (P x n, contiguous), big (P x m, contiguous), indices (P x n): see loops.unpool.
+function pool.unpool(small, big, indices, P, n, m, backward)
+  if not backward then unfold.zero(big) else unfold.zero(small) end
+  loops.unpool[small._dt](small._st._ptr, small._off, big._st._ptr, big._off, indices._st._ptr,
+    indices._off, P, n, m, backward)
+end
+
+-- output, indices = max pooling of input (the module's fields are resized)
+function pool.maxForward(self, input, g)
+  if g.p.dil[3] == 1 and g.p.dil[2] == 1 then
+    self.iheight, self.iwidth = g.I[2], g.I[3]   -- read by SpatialMaxUnpooling, as torch7's
+  end
+  input = input:contiguous()
+  self.output:resize(g.sizes)
+  self.indices = self.indices or torch.LongTensor()
+  self.indices:resize(g.sizes)
+  run(loops.maxForward[input._dt], input, self.output, self.indices, g)
+  return self.output
+end
+
+function pool.maxBackward(self, input, gradOutput, g)
+  shape.gradOutput(self, gradOutput, g.sizes)
+  gradOutput = gradOutput:contiguous()
+  self.gradInput:resizeAs(input)
+  unfold.zero(self.gradInput)
+  run(loops.maxBackward[input._dt], self.gradInput, gradOutput, self.indices, g)
+  return self.gradInput
+end
+
+function pool.avgForward(self, input, g, countPad, divide)
+  input = input:contiguous()
+  self.output:resize(g.sizes)
+  run(loops.avgForward[input._dt], input, self.output, nil, g, countPad, divide)
+  return self.output
+end
+
+function pool.avgBackward(self, input, gradOutput, g, countPad, divide)
+  shape.gradOutput(self, gradOutput, g.sizes)
+  gradOutput = gradOutput:contiguous()
+  self.gradInput:resizeAs(input)
+  unfold.zero(self.gradInput)
+  run(loops.avgBackward[input._dt], self.gradInput, gradOutput, nil, g, countPad, divide)
+  return self.gradInput
+end
+
+-- The pooling parameters of a module from its torch7 fields (kT kH kW, dT.., padT.., dilationT..;
+-- absent ones are 1, or 0 for padding).
+function pool.params(self)
+  return {
+    k = { self.kT or 1, self.kH or 1, self.kW },
+    d = { self.dT or 1, self.dH or 1, self.dW },
+    pad = { self.padT or 0, self.padH or 0, self.padW or 0 },
+    dil = { self.dilationT or 1, self.dilationH or 1, self.dilationW or 1 },
+    ceil = self.ceil_mode,
+  }
+end
+
+-- Installs the methods shared by the max (kind 'max') or average ('avg') pooling modules over
+-- `sdims` spatial dims: ceil/floor and the forward and backward passes.
+function pool.install(cls, kind, sdims)
+  function cls:ceil() self.ceil_mode = true; return self end
+  function cls:floor() self.ceil_mode = false; return self end
+  local forward, backward = pool[kind .. 'Forward'], pool[kind .. 'Backward']
+  function cls:updateOutput(input)
+    return forward(self, input, pool.geometry(self, input, sdims, pool.params(self)),
+      self.count_include_pad ~= false, self.divide ~= false)
+  end
+  function cls:updateGradInput(input, gradOutput)
+    if not self.gradInput then return end
+    return backward(self, input, gradOutput, pool.geometry(self, input, sdims, pool.params(self)),
+      self.count_include_pad ~= false, self.divide ~= false)
+  end
+  if kind == 'max' then
+    function cls:clearState() return nn.Module.clearState(self, 'indices') end
+  end
+end
+
+return pool

@@ -1,0 +1,85 @@
+-- Argument checks shared by the convolution, pooling and padding modules: errors name the
+-- module and the sizes involved.
+local check = require 'torch.check'
+
+local shape = {}
+local sizestr = check.sizestr
+local layouts = { 'W', 'H x W', 'T x H x W' }
+
+local function fail(self, fmt, ...)
+  check.error(torch.typename(self) .. ': ' .. fmt:format(...))
+end
+shape.fail = fail
+
+-- Checks a (planes x spatial) or (batch x planes x spatial) input with `sdims` spatial dims and,
+-- when `planes` is given, that many planes; a module with a weight needs input of its type.
+-- Returns whether it is a batch, the batch size (1 if not), the plane count and the spatial
+-- sizes as a table.
+function shape.input(self, input, sdims, planes)
+  if not torch.isTensor(input) then fail(self, 'input must be a tensor, got %s', torch.type(input)) end
+  local nd = input:dim()
+  if nd ~= sdims + 1 and nd ~= sdims + 2 then
+    fail(self, 'expected %dD (planes x %s) or %dD (batch x planes x %s) input, got %dD input of size %s',
+      sdims + 1, layouts[sdims], sdims + 2, layouts[sdims], nd, sizestr(input))
+  end
+  if input._dt.integer or input._dt.half then
+    fail(self, 'expected a FloatTensor or DoubleTensor input, got %s', torch.typename(input))
+  end
+  if self.weight and self.weight._dt ~= input._dt then
+    fail(self, 'input is a %s but the weight is a %s (convert the module with :type())',
+      torch.typename(input), torch.typename(self.weight))
+  end
+  local batch = nd == sdims + 2
+  local first = batch and 2 or 1
+  local C = input:size(first)
+  if planes and C ~= planes then
+    fail(self, 'expected input with %d planes in dimension %d, got %d (input size %s)',
+      planes, first, C, sizestr(input))
+  end
+  local sizes = {}
+  for d = 1, sdims do sizes[d] = input:size(first + d) end
+  return batch, batch and input:size(1) or 1, C, sizes
+end
+
+-- Raises unless every output size is at least 1.
+function shape.output(self, input, outSizes, what)
+  for d = 1, #outSizes do
+    if outSizes[d] < 1 then
+      local o = {}
+      for k = 1, #outSizes do o[k] = outSizes[k] end
+      fail(self, 'input of size %s is too small for %s: the output would be %s',
+        sizestr(input), what, table.concat(o, 'x'))
+    end
+  end
+end
+
+-- Raises unless gradOutput is a tensor of the given sizes (the output's).
+function shape.gradOutput(self, gradOutput, sizes)
+  if not torch.isTensor(gradOutput) then
+    fail(self, 'gradOutput must be a tensor, got %s', torch.type(gradOutput))
+  end
+  local ok = gradOutput:dim() == #sizes
+  for d = 1, #sizes do ok = ok and gradOutput:size(d) == sizes[d] end
+  if not ok then
+    fail(self, 'gradOutput of size %s does not match the output size %s',
+      sizestr(gradOutput), table.concat(sizes, 'x'))
+  end
+  if gradOutput._dt ~= (self.output._dt) then
+    fail(self, 'gradOutput is a %s but the output is a %s', torch.typename(gradOutput),
+      torch.typename(self.output))
+  end
+end
+
+-- Raises unless every value is a positive integer (kernel sizes, strides).
+function shape.positive(self, what, ...)
+  for i = 1, select('#', ...) do
+    local v = select(i, ...)
+    if type(v) ~= 'number' or v < 1 or v ~= math.floor(v) then
+      local vals = {}
+      for k = 1, select('#', ...) do vals[k] = tostring((select(k, ...))) end
+      fail(self, '%s must be positive integers, got %s', what, table.concat(vals, ', '))
+    end
+  end
+end
+
+return shape

@@ -1,0 +1,56 @@
+-- Class-index targets (1-based) of the classification criterions: a number or a tensor of any
+-- type, read element by element through its pointer.
+local check = require 'torch.check'
+local loss = require 'nn.kernels.loss'
+
+local targets = {}
+
+-- target as a tensor: a number goes into a 1-element buffer kept in self._targetNumber.
+function targets.tensor(self, target)
+  if type(target) == 'number' then
+    self._targetNumber = self._targetNumber or torch.DoubleTensor(1)
+    self._targetNumber[1] = target
+    return self._targetNumber
+  end
+  if not torch.isTensor(target) then
+    check.error(('%s: target must be a number or a tensor, got %s'):format(
+      torch.type(self), torch.type(target)))
+  end
+  return target
+end
+
+-- The value at the 0-based position i of a 1-D tensor t.
+function targets.at(t, i)
+  return tonumber(t._st._ptr[t._off + i * t._str[1]])
+end
+
+-- Checks that every index read by at() is an integer in [1, nClasses] (or is `ignore`).
+function targets.checkRange(self, t, count, nClasses, ignore)
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore and (c < 1 or c > nClasses or c ~= math.floor(c)) then
+      check.error(('%s: target %s out of range, expected a class index in [1, %d]'):format(
+        torch.type(self), tostring(c), nClasses))
+    end
+  end
+end
+
+-- The pointer, offset and steps between rows and between columns of a 1-D (one row) or 2-D tensor.
+function targets.rows(t)
+  if #t._sz == 1 then return t._st._ptr, t._off, 0, t._str[1] end
+  return t._st._ptr, t._off, t._str[1], t._str[2]
+end
+
+-- Validates a 1-D or 2-D input of samples; returns the sample count and the row length.
+function targets.frames(self, input)
+  local name = torch.type(self)
+  check.tensorOf(name, input, 'input')
+  loss.checkHost(self, input)
+  if input:dim() ~= 1 and input:dim() ~= 2 then
+    check.error(('%s: input must be 1-D or 2-D, got %s'):format(name, check.sizestr(input)))
+  end
+  if input:dim() == 1 then return 1, input:size(1) end
+  return input:size(1), input:size(2)
+end
+
+return targets

@@ -1,0 +1,80 @@
+-- im2col / col2im for the convolution modules, one FFI loop per element type over a whole
+-- batch, for 2D and 3D (volumetric) convolutions. Tap (i, j) of output (y, x) reads input
+-- (y*dH - padH + i*dilationH, x*dW - padW + j*dilationW), and likewise along time.
+-- The column buffer of image b is a K x N matrix (K = C*kT*kH*kW rows in (c, t, i, j) order,
+-- N = oT*oH*oW columns in (t, y, x) order) at element b*K*N: torch7's finput layout.
+-- Out-of-image (padding) taps read as zero: the column buffer is zeroed first when there is
+-- padding, so the loops only touch the in-image run [x0, x1) of each output row.
+local ffi = require 'ffi'
+local apply = require 'torch.backend.cpu.apply'
+
+local unfold = {}
+
+-- the loops share one walk; BODY is the copy (im2col) or the accumulation (col2im)
+local walk = [[
+local floor, max, min = math.floor, math.max, math.min
+-- the outputs o in [o0, o1) whose tap o*d + off lies in [0, n)
+local function range(off, d, n, on)
+  local o0 = min(on, max(0, floor((d - 1 - off) / d)))
+  return o0, max(o0, min(on, floor((n - 1 - off) / d) + 1))
+end
+return function(img, io, col, co, B, C, T, H, W, kT, kH, kW, dT, dH, dW, padT, padH, padW,
+                oT, oH, oW, lT, lH, lW)
+  local N, plane, taps = oT * oH * oW, T * H * W, kT * kH * kW
+  for b = 0, B - 1 do
+    for c = 0, C - 1 do
+      local src = io + (b * C + c) * plane
+      for a = 0, kT - 1 do
+        local ta = a * lT - padT
+        local t0, t1 = range(ta, dT, T, oT)
+        for i = 0, kH - 1 do
+          local ti = i * lH - padH
+          local y0, y1 = range(ti, dH, H, oH)
+          for j = 0, kW - 1 do
+            local tj = j * lW - padW
+            local x0, x1 = range(tj, dW, W, oW)
+            local dst = co + ((b * C + c) * taps + (a * kH + i) * kW + j) * N
+            for ot = t0, t1 - 1 do
+              for y = y0, y1 - 1 do
+                local s = src + ((ot * dT + ta) * H + y * dH + ti) * W + tj
+                local d = dst + (ot * oH + y) * oW
+                for x = x0, x1 - 1 do BODY end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+end]]
+
+local im2colLoops = apply.perType('im2col', (walk:gsub('BODY', 'col[d + x] = img[s + x * dW]')))
+local col2imLoops = apply.perType('col2im', (walk:gsub('BODY', 'img[s + x * dW] = img[s + x * dW] + col[d + x]')))
+
+local function zero(t)
+  ffi.fill(t._st._ptr + t._off, apply.numel(t) * t._dt.size)
+end
+
+-- g: { B, C, H, W, kH, kW, dH, dW, padH, padW, oH, oW } and optionally dilationH, dilationW
+-- and the time dim's T, kT, dT, padT, oT, dilationT (a volume; 1 or 0 when absent); img
+-- contiguous B x C x (T x) H x W, col contiguous B x K x N (resized by the caller)
+local function run(loops, img, col, g)
+  loops[img._dt](img._st._ptr, img._off, col._st._ptr, col._off, g.B, g.C, g.T or 1, g.H, g.W,
+    g.kT or 1, g.kH, g.kW, g.dT or 1, g.dH, g.dW, g.padT or 0, g.padH, g.padW, g.oT or 1, g.oH, g.oW,
+    g.dilationT or 1, g.dilationH or 1, g.dilationW or 1)
+end
+
+-- col = the unfolded patches of img
+function unfold.im2col(img, col, g)
+  if g.padH > 0 or g.padW > 0 or (g.padT or 0) > 0 then zero(col) end
+  run(im2colLoops, img, col, g)
+end
+
+-- img = (img when keep, else 0) + the patches in col, each added back where im2col took it
+function unfold.col2im(col, img, g, keep)
+  if not keep then zero(img) end
+  run(col2imLoops, img, col, g)
+end
+
+unfold.zero = zero
+return unfold

@@ -1,0 +1,256 @@
+-- nn.gModule(inputs, outputs): a module running a graph of nngraph nodes. forwardnodes (inputs
+-- first) and backwardnodes (outputs first) are the topological orders of the graph; each node's
+-- data holds the inputs it received in the last forward and the gradients in the last backward.
+local utils = require 'nngraph.utils'
+
+local gModule, parent = torch.class('nn.gModule', 'nn.Container')
+
+local function checkNodes(nodes, what)
+  if not utils.istable(nodes) then
+    error(('nn.gModule: %s must be a table of nngraph.Node, got %s'):format(what, torch.type(nodes)), 4)
+  end
+  for i = 1, utils.tableMaxN(nodes) do
+    if not utils.isNode(nodes[i]) then error('nn.gModule: ' .. utils.expectingNode(nodes[i], what, i), 4) end
+  end
+end
+
+-- The node's label for error messages.
+local function where(node) return node.data.annotations._debugLabel or ('Node' .. node.id) end
+
+function gModule:__init(inputs, outputs)
+  parent.__init(self)
+  checkNodes(inputs, 'inputs')
+  checkNodes(outputs, 'outputs')
+  if #inputs == 0 then error('nn.gModule: a graph without inputs is not supported', 3) end
+
+  local outnode = nngraph.Node({ input = {} })
+  for _, node in ipairs(outputs) do outnode:add(node, true) end
+  local innode = nngraph.Node({ input = {} })
+  if #inputs == 1 then
+    inputs[1]:add(innode, true)
+  else
+    for i, node in ipairs(inputs) do
+      if #node.children > 0 then
+        error(('nn.gModule: inputs[%d] (%s) has inputs of its own; an input node must have none'):format(
+          i, where(node)), 3)
+      end
+    end
+    local selects = { innode:split(#inputs) }
+    for i, node in ipairs(inputs) do node:add(selects[i], true) end
+  end
+
+  self.bg = outnode:graph()
+  self.fg = self.bg:reverse()
+  local roots = self.fg:roots()
+  if #roots ~= 1 or roots[1].data ~= innode.data then
+    local labels = {}
+    for _, r in ipairs(roots) do if r.data ~= innode.data then labels[#labels + 1] = where(r) end end
+    error('nn.gModule: some nodes do not depend on the inputs: ' .. table.concat(labels, ', '), 3)
+  end
+  self.innode, self.outnode = roots[1], outnode
+  self.nInputs = #inputs
+  self.forwardnodes = self.fg:topsort()
+  self.backwardnodes = self.bg:topsort()
+  self:_checkGraph()
+  for _, node in ipairs(self.forwardnodes) do
+    node.data.forwardNodeId = node.id
+    if node.data.module then self:add(node.data.module) end
+  end
+  self.output, self.gradInput = nil, nil
+  self.verbose = false
+end
+
+-- Every split output is used, and every node using a node of the graph leads to an output.
+function gModule:_checkGraph()
+  local inGraph = {}
+  for _, node in ipairs(self.forwardnodes) do inGraph[node.data] = true end
+  for _, node in ipairs(self.forwardnodes) do
+    local n = node.data.nSplitOutputs
+    if n and n ~= #node.children then
+      error(('nn.gModule: %d of split(%d) outputs from the node declared at %s are unused'):format(
+        n - #node.children, n, where(node)), 4)
+    end
+    for user in pairs(node.data.reverseMap) do
+      if not inGraph[user.data] then
+        error(('nn.gModule: node declared on %s does not connect to gmodule output'):format(where(user)), 4)
+      end
+    end
+  end
+end
+
+-- The input a node's module sees: its single input, or the table of its inputs.
+local function nodeInput(node)
+  local input = node.data.input or {}
+  if #input == 1 then return input[1] end
+  return input
+end
+
+-- Sends x to the nodes that take node's output, each at its input position.
+local function propagate(node, x)
+  for _, user in ipairs(node.children) do
+    user.data.input = user.data.input or {}
+    user.data.input[user.data.mapindex[node.data]] = x
+  end
+end
+
+function gModule:runForwardFunction(func, input)
+  if type(func) == 'string' then
+    local name = func
+    func = function(module, x) return module[name](module, x) end
+  end
+  if self.nInputs <= 1 then
+    input = { input }
+  elseif not utils.istable(input) then
+    error(('nn.gModule: expecting a table of %d inputs, got %s'):format(self.nInputs, torch.type(input)), 3)
+  end
+  if #input ~= self.nInputs then
+    error(('nn.gModule: got %d inputs instead of %d'):format(#input, self.nInputs), 3)
+  end
+  for _, node in ipairs(self.forwardnodes) do
+    if node.data.input then for i = #node.data.input, 1, -1 do node.data.input[i] = nil end end
+  end
+  local inData = self.innode.data
+  inData.input = inData.input or {}
+  for i, x in ipairs(input) do inData.input[i] = x end
+
+  for _, node in ipairs(self.forwardnodes) do
+    local data = node.data
+    local output
+    if data.selectindex then
+      output = data.input[1][data.selectindex]
+    else
+      output = nodeInput(node)
+      if data.module then output = func(data.module, output) end
+      if data.nSplitOutputs and (not utils.istable(output) or #output ~= data.nSplitOutputs) then
+        error(('nn.gModule: split(%d) at %s cannot split %s'):format(data.nSplitOutputs, where(node),
+          utils.istable(output) and (#output .. ' outputs') or torch.type(output)), 3)
+      end
+    end
+    propagate(node, output)
+    if self.verbose then print(' V : ' .. node:label()) end
+  end
+  local out = self.outnode.data.input
+  self.output = #self.outnode.children == 1 and out[1] or out
+  return self.output
+end
+
+function gModule:updateOutput(input)
+  return self:runForwardFunction('updateOutput', input)
+end
+
+-- The gradient reaching a node: the sum over the nodes that used its output.
+local function totalGradOutput(node)
+  local grads = node.data.gradOutput
+  if #grads == 1 then return grads[1] end
+  local buf = nn.utils.recursiveResizeAs(node.data.gradOutputBuffer, grads[1])   -- drops stale keys
+  buf = nn.utils.recursiveCopy(buf, grads[1])
+  for i = 2, #grads do nn.utils.recursiveAdd(buf, grads[i]) end
+  node.data.gradOutputBuffer = buf
+  return buf
+end
+
+local function checkGradOutput(self, gradOutput)
+  local n = #self.outnode.children
+  if n > 1 and (not utils.istable(gradOutput) or #gradOutput ~= n) then
+    error(('nn.gModule: got %s gradOutputs instead of %d'):format(
+      utils.istable(gradOutput) and #gradOutput or torch.type(gradOutput), n), 3)
+  end
+end
+
+function gModule:updateGradInput(input, gradOutput)
+  checkGradOutput(self, gradOutput)
+  for _, node in ipairs(self.backwardnodes) do
+    local g = node.data.gradOutput
+    if g then for i = #g, 1, -1 do g[i] = nil end end
+  end
+  self.outnode.data.gradOutput = { gradOutput }
+
+  for _, node in ipairs(self.backwardnodes) do
+    local data = node.data
+    local grad = totalGradOutput(node)
+    if data.selectindex then   -- element selectindex of the split node's gradient table
+      local splitter = node.children[1]
+      splitter.data.gradOutput = splitter.data.gradOutput or {}
+      splitter.data.gradOutput[1] = splitter.data.gradOutput[1] or {}
+      splitter.data.gradOutput[1][data.selectindex] = grad
+    else
+      local gradInput = grad
+      if data.module then gradInput = data.module:updateGradInput(nodeInput(node), grad) end
+      for _, child in ipairs(node.children) do
+        child.data.gradOutput = child.data.gradOutput or {}
+        local gi = #node.children == 1 and gradInput or gradInput[data.mapindex[child.data]]
+        table.insert(child.data.gradOutput, gi)
+      end
+    end
+    if self.verbose then print(' V : ' .. node:label()) end
+  end
+  self.gradInput = self.innode.data.gradOutput[1]
+  return self.gradInput
+end
+
+function gModule:accGradParameters(input, gradOutput, scale)
+  checkGradOutput(self, gradOutput)
+  for _, node in ipairs(self.backwardnodes) do
+    local data = node.data
+    if data.module then
+      local grad = #data.gradOutput > 1 and data.gradOutputBuffer or data.gradOutput[1]
+      data.module:accGradParameters(nodeInput(node), grad, scale)
+    end
+  end
+end
+
+-- Forgets the inputs and gradients kept in the nodes.
+function gModule:_clearNodes()
+  for _, node in ipairs(self.forwardnodes) do node.data.input = nil end
+  for _, node in ipairs(self.backwardnodes) do
+    node.data.gradOutput, node.data.gradOutputBuffer = nil, nil
+  end
+end
+
+function gModule:clearState(...)
+  self:_clearNodes()
+  return parent.clearState(self, ...)
+end
+
+-- Converts the modules and the inputs and gradients held in the nodes (one cache: a tensor
+-- shared between nodes, modules and self.output stays shared).
+function gModule:type(typeName, tensorCache)
+  if not typeName then return self._type end
+  tensorCache = tensorCache or {}
+  for _, node in ipairs(self.forwardnodes) do
+    for _, field in ipairs { 'input', 'gradOutput', 'gradOutputBuffer' } do
+      node.data[field] = nn.utils.recursiveType(node.data[field], typeName, tensorCache)
+    end
+  end
+  return parent.type(self, typeName, tensorCache)
+end
+
+-- Replaces modules (self included) by fn(module), in the nodes too.
+function gModule:replace(fn)
+  local out = fn(self)
+  local position = {}
+  for i, m in ipairs(self.modules) do position[m] = i end
+  for _, node in ipairs(self.forwardnodes) do
+    local m = node.data.module
+    if m then
+      node.data.module = m:replace(fn)
+      self.modules[position[m]] = node.data.module
+    end
+  end
+  return out
+end
+
+-- Calls fn(module, otherModule) over the modules of two gModules of the same structure.
+function gModule:map(gm, fn)
+  for i, node in ipairs(self.forwardnodes) do
+    local other = gm.forwardnodes[i]
+    if not other or (node.data.module == nil) ~= (other.data.module == nil) then
+      error('nn.gModule.map: trying to map another gModule with a different structure', 2)
+    end
+    if node.data.module then fn(node.data.module, other.data.module) end
+  end
+end
+
+function gModule:__tostring__()
+  return self.name or torch.type(self)
+end

@@ -1,0 +1,31 @@
+-- torch7's optim: each algorithm is optim.X(opfunc, x[, config][, state]) -> x, {f(x) before the
+-- step}; opfunc(x) returns f(x) and df/dx. The state table (config when not given) keeps the
+-- algorithm's buffers and counters between calls, under torch7's field names.
+-- Algorithms: sgd, nag, adagrad, adadelta, rmsprop, adam, adamax, lbfgs (with the line search
+-- lswolfe and its helper polyinterp); classes ConfusionMatrix and Logger.
+require 'torch'
+optim = rawget(_G, 'optim') or {}
+
+-- state[name], made on first use as a tensor of x's type shaped like `like` and filled with `value`
+-- (left uninitialised when value is nil).
+function optim._buffer(state, name, x, like, value)
+  local b = state[name]
+  if not b then
+    b = x.new():resizeAs(like)
+    if value then b:fill(value) end
+    state[name] = b
+  end
+  return b
+end
+
+-- Adds the L2 penalty wd * x to the gradient (the config.weightDecay every algorithm takes).
+function optim._weightDecay(config, x, dfdx)
+  local wd = config.weightDecay or 0
+  if wd ~= 0 then dfdx:add(wd, x) end
+end
+
+for _, name in ipairs { 'sgd', 'nag', 'adagrad', 'adadelta', 'rmsprop', 'adam', 'adamax',
+                        'polyinterp', 'lswolfe', 'lbfgs', 'ConfusionMatrix', 'Logger' } do
+  require('optim.' .. name)
+end
+return optim

@@ -1,0 +1,411 @@
+"""nngraph (lua/nngraph/): node-call syntax, gModule forward against numpy, gradients (inputs and
+parameters) against finite differences, multiple/nested inputs and outputs, split, fan-out sums,
+gModules inside containers, type conversion and the error cases."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import luabridge
+from helpers import N, T, lua_fn
+
+# Small modules for the tests (defined once per runtime):
+#   Add2: {a, b} -> a + b;  Scale23: x -> {2x, 3x};  Nest: x -> {x, {-x, x^2}};
+#   Flatten3: {a, {b, c}} -> a + 2b + 3c (elementwise).
+_SETUP = lua_fn("""function()
+  require 'nngraph'
+  if torch.getmetatable('nngraphtest.Add2') then return end
+  local Add2 = torch.class('nngraphtest.Add2', 'nn.Module')
+  function Add2:updateOutput(input) self.output = input[1] + input[2]; return self.output end
+  function Add2:updateGradInput(input, g) self.gradInput = { g:clone(), g:clone() }; return self.gradInput end
+  local Scale23 = torch.class('nngraphtest.Scale23', 'nn.Module')
+  function Scale23:updateOutput(x) self.output = { x * 2, x * 3 }; return self.output end
+  function Scale23:updateGradInput(x, g) self.gradInput = g[1] * 2 + g[2] * 3; return self.gradInput end
+  local Nest = torch.class('nngraphtest.Nest', 'nn.Module')
+  function Nest:updateOutput(x) self.output = { x:clone(), { -x, torch.cmul(x, x) } }; return self.output end
+  function Nest:updateGradInput(x, g)
+    self.gradInput = g[1] - g[2][1] + torch.cmul(g[2][2], x) * 2
+    return self.gradInput
+  end
+  local Flatten3 = torch.class('nngraphtest.Flatten3', 'nn.Module')
+  function Flatten3:updateOutput(t) self.output = t[1] + t[2][1] * 2 + t[2][2] * 3; return self.output end
+  function Flatten3:updateGradInput(t, g) self.gradInput = { g:clone(), { g * 2, g * 3 } }; return self.gradInput end
+end""")
+
+
+@pytest.fixture(scope="module")
+def ng(lua):
+    _SETUP()
+    return lua
+
+
+_IS_TENSOR = lua_fn("function(x) return torch.isTensor(x) end")
+_TYPE = lua_fn("function(x) return torch.type(x) end")
+
+
+def _flat(x: Any) -> list[np.ndarray]:
+    """The tensors of a (nested) Lua table or a tensor, depth first, as numpy copies."""
+    if _IS_TENSOR(x):
+        return [N(x)]
+    out = []
+    for i in range(1, len(x) + 1):
+        out += _flat(x[i])
+    return out
+
+
+# Builds a net from Lua source (`return gModule`), and returns functions over numpy arrays.
+_BUILD = lua_fn("""function(src)
+  torch.manualSeed(7)
+  local net = loadstring(src)()
+  local params, grads = net:getParameters()
+  return net, params, grads
+end""")
+
+_FORWARD = lua_fn("function(net, input) return net:forward(input) end")
+_BACKWARD = lua_fn("""function(net, input, gradOutput)
+  net:zeroGradParameters()
+  net:forward(input)
+  return net:backward(input, gradOutput)
+end""")
+
+
+def _objective_weights(rng: np.random.Generator, outputs: list[np.ndarray]) -> list[np.ndarray]:
+    return [rng.standard_normal(o.shape) for o in outputs]
+
+
+def _as_lua(arrays: list[np.ndarray], shape: Any) -> Any:
+    """Tensors viewing the arrays, arranged as the nested Lua structure `shape` (ints = positions)."""
+    if isinstance(shape, int):
+        return T(arrays[shape])
+    return luabridge.eval("function(...) return {...} end")(*[_as_lua(arrays, s) for s in shape])
+
+
+def check_gradients(net: Any, params: Any, grads: Any, inputs: list[np.ndarray], shape: Any,
+                    rng: np.random.Generator, eps: float = 1e-6) -> None:
+    """Backward of L = sum_k <w_k, output_k> matches central differences of L, for every input
+    element and every parameter."""
+    lua_in = _as_lua(inputs, shape)
+    out = _FORWARD(net, lua_in)
+    ws = _objective_weights(rng, _flat(out))
+    go = _like(out, iter(ws))             # gradOutput with the output's structure
+    grad_in = _flat(_BACKWARD(net, lua_in, go))
+    grad_p = N(grads)
+
+    def loss() -> float:
+        return sum(float((w * o).sum()) for w, o in zip(ws, _flat(_FORWARD(net, lua_in))))
+
+    def numeric(arr: np.ndarray) -> np.ndarray:
+        g = np.zeros(arr.shape)
+        for idx in np.ndindex(arr.shape):
+            old = arr[idx]
+            arr[idx] = old + eps
+            up = loss()
+            arr[idx] = old - eps
+            down = loss()
+            arr[idx] = old
+            g[idx] = (up - down) / (2 * eps)
+        return g
+    # gradInput follows the input structure (same depth-first order)
+    assert len(grad_in) == len(inputs)
+    for arr, gi in zip(inputs, grad_in):
+        np.testing.assert_allclose(gi, numeric(arr), rtol=1e-5, atol=1e-7)
+    if grad_p.size:
+        np.testing.assert_allclose(grad_p, numeric(luabridge.to_numpy(params)), rtol=1e-5, atol=1e-7)
+
+
+def _like(struct: Any, ws: Any) -> Any:
+    """A Lua value with struct's nesting holding the next arrays of ws as tensors."""
+    if _IS_TENSOR(struct):
+        return T(next(ws))
+    items = [_like(struct[i], ws) for i in range(1, len(struct) + 1)]
+    return luabridge.eval("function(...) return {...} end")(*items)
+
+
+MLP = """
+local x = nn.Identity()()
+local h = nn.Tanh()(nn.Linear(3, 4)(x))
+local y = nn.Linear(4, 2)(h)
+return nn.gModule({x}, {y})
+"""
+
+
+def test_mlp_forward_matches_numpy(ng, rng):
+    net, _, _ = _BUILD(MLP)
+    x = rng.standard_normal((5, 3))
+    lin = lua_fn("function(net) local m = net:findModules('nn.Linear') return m[1].weight, m[1].bias, m[2].weight, m[2].bias end")
+    w1, b1, w2, b2 = (N(t) for t in lin(net))
+    ref = np.tanh(x @ w1.T + b1) @ w2.T + b2
+    np.testing.assert_allclose(N(_FORWARD(net, T(x))), ref, rtol=1e-12)
+    np.testing.assert_allclose(N(_FORWARD(net, T(x[1]))), ref[1], rtol=1e-12)   # single sample
+
+
+@pytest.mark.parametrize("batch", [None, 3])
+def test_mlp_gradients(ng, rng, batch):
+    net, params, grads = _BUILD(MLP)
+    x = rng.standard_normal((3,) if batch is None else (batch, 3))
+    check_gradients(net, params, grads, [x], 0, rng)
+
+
+MULTI = """
+local a, b = nn.Identity()(), nn.Identity()()
+local la = nn.Linear(3, 2)(a)
+local s = nngraphtest.Add2()({la, nn.Linear(4, 2)(b)})
+local t = nn.Tanh()(la)                        -- la feeds two nodes: its gradients add up
+return nn.gModule({a, b}, {s, t, nn.Linear(2, 3)(s)})
+"""
+
+
+def test_multiple_inputs_and_outputs(ng, rng):
+    net, params, grads = _BUILD(MULTI)
+    a, b = rng.standard_normal(3), rng.standard_normal(4)
+    out = _FORWARD(net, _as_lua([a, b], [0, 1]))
+    assert len(out) == 3
+    check_gradients(net, params, grads, [a, b], [0, 1], rng)
+
+
+SPLIT = """
+local x = nn.Identity()()
+local p, q = nngraphtest.Scale23()(nn.Linear(2, 3)(x)):split(2)
+local r = nngraphtest.Add2()({nn.Tanh()(p), q})
+return nn.gModule({x}, {r, p})
+"""
+
+
+def test_split(ng, rng):
+    net, params, grads = _BUILD(SPLIT)
+    x = rng.standard_normal(2)
+    r, p = _FORWARD(net, T(x))[1], _FORWARD(net, T(x))[2]
+    np.testing.assert_allclose(N(r), np.tanh(N(p)) + N(p) * 1.5, rtol=1e-12)
+    check_gradients(net, params, grads, [x], 0, rng)
+
+
+NESTED = """
+local x = nn.Identity()()                     -- receives {a, {b, c}}
+local n = nngraphtest.Nest()(nn.Linear(2, 2)(nngraphtest.Flatten3()(x)))
+local f1 = nngraphtest.Flatten3()(n)            -- n's nested output feeds two nodes:
+local f2 = nngraphtest.Flatten3()(n)            -- nested gradients are summed
+return nn.gModule({x}, {f1, nn.Tanh()(f2)})
+"""
+
+
+def test_nested_tables(ng, rng):
+    net, params, grads = _BUILD(NESTED)
+    arrays = [rng.standard_normal(2) for _ in range(3)]
+    check_gradients(net, params, grads, arrays, [0, [1, 2]], rng)
+
+
+STATE = """
+local x, state = nn.Identity()(), nn.Identity()()   -- inputs x and state = {h, c}
+local h, c = state:split(2)
+local h2 = nn.Tanh()(nngraphtest.Add2()({nn.Linear(3, 3)(x), h}))
+return nn.gModule({x, state}, {h2, nngraphtest.Add2()({h2, c})})
+"""
+
+
+def test_nested_input_split(ng, rng):
+    net, params, grads = _BUILD(STATE)
+    arrays = [rng.standard_normal(3) for _ in range(3)]
+    gi = _BACKWARD(net, _as_lua(arrays, [0, [1, 2]]), _as_lua([np.ones(3), np.ones(3)], [0, 1]))
+    assert _IS_TENSOR(gi[1]) and len(gi[2]) == 2      # gradInput mirrors {x, {h, c}}
+    check_gradients(net, params, grads, arrays, [0, [1, 2]], rng)
+
+
+def test_forwardnodes_and_backwardnodes(ng):
+    order = lua_fn("""function(src)
+      local net = loadstring(src)()
+      local function names(nodes)
+        local r = {}
+        for i, n in ipairs(nodes) do r[i] = n.data.module and torch.typename(n.data.module) or '-' end
+        return table.concat(r, ' ')
+      end
+      return names(net.forwardnodes), names(net.backwardnodes), #net.modules, net.forwardnodes[1].data == net.innode.data
+    end""")
+    fwd, bwd, nmod, first = order(MLP)
+    assert fwd == "- nn.Identity nn.Linear nn.Tanh nn.Linear -"
+    assert bwd == "- nn.Linear nn.Tanh nn.Linear nn.Identity -"
+    assert nmod == 4 and first
+
+
+CONTAINED = """
+local x = nn.Identity()()
+local inner = nn.gModule({x}, {nn.Tanh()(nn.Linear(3, 3)(x))})
+return nn.Sequential():add(nn.Linear(2, 3)):add(inner):add(nn.Linear(3, 2))
+"""
+
+
+def test_gmodule_inside_containers(ng, rng):
+    net, params, grads = _BUILD(CONTAINED)
+    assert N(params).size == 2 * 3 + 3 + 9 + 3 + 3 * 2 + 2
+    check_gradients(net, params, grads, [rng.standard_normal((4, 2))], 0, rng)
+
+
+def test_gmodule_of_gmodules(ng, rng):
+    src = """
+    local function block(n) local x = nn.Identity()(); return nn.gModule({x}, {nn.Tanh()(nn.Linear(n, n)(x))}) end
+    local x = nn.Identity()()
+    local b1 = block(3)(x)
+    local b2 = block(3)(b1)
+    return nn.gModule({x}, {nngraphtest.Add2()({b1, b2})})
+    """
+    net, params, grads = _BUILD(src)
+    check_gradients(net, params, grads, [rng.standard_normal(3)], 0, rng)
+
+
+def test_module_call_on_tensors_still_runs_forward(ng, rng):
+    x, go = rng.standard_normal((2, 3)), rng.standard_normal((2, 4))
+    out, gi, ref_out, ref_gi = lua_fn("""function(x, go)
+      torch.manualSeed(1)
+      local m = nn.Linear(3, 4)
+      local y = m(x):clone()
+      local y2, gi = m(x, go)
+      return y, gi:clone(), m:forward(x):clone(), m:backward(x, go):clone()
+    end""")(x, go)
+    np.testing.assert_array_equal(N(out), N(ref_out))
+    np.testing.assert_array_equal(N(gi), N(ref_gi))
+    # a table of tensors (no node in it) is a forward call too
+    tab = lua_fn("function(a, b) return nngraphtest.Add2()({a, b}) end")(rng.standard_normal(2), np.ones(2))
+    assert _TYPE(tab) == "torch.DoubleTensor"
+
+
+def test_node_kinds_and_operators(ng, rng):
+    kinds = lua_fn("""function()
+      local x = -nn.Identity()                            -- -module: module()
+      local y = x - nn.Linear(2, 2) - nn.Tanh()             -- node - module: module(node)
+      local c = nn.MSECriterion()({y, nn.Identity()()})   -- a criterion on nodes
+      local named = nn.Tanh()(y):annotate{name = 'act'}
+      return torch.type(x), torch.type(y), torch.typename(c.data.module), named.data.annotations.name,
+             #y.children, y.data.module ~= nil
+    end""")()
+    assert kinds == ("nngraph.Node", "nngraph.Node", "nn.ModuleFromCriterion", "act", 1, True)
+
+
+def test_criterion_node_gradients(ng, rng):
+    src = """
+    local x, t = nn.Identity()(), nn.Identity()()
+    local loss = nn.MSECriterion()({nn.Linear(3, 2)(x), t})
+    return nn.gModule({x, t}, {loss})
+    """
+    net, params, grads = _BUILD(src)
+    x, t = rng.standard_normal(3), rng.standard_normal(2)
+    lin = lua_fn("function(net) local m = net:findModules('nn.Linear')[1] return m.weight, m.bias end")
+    w, b = (N(v) for v in lin(net))
+    out = N(_FORWARD(net, _as_lua([x, t], [0, 1])))
+    np.testing.assert_allclose(out, [np.mean((w @ x + b - t) ** 2)], rtol=1e-12)
+    gi = _BACKWARD(net, _as_lua([x, t], [0, 1]), T(np.array([2.0])))
+    np.testing.assert_allclose(N(gi[1]), 2 * w.T @ (2 * (w @ x + b - t) / 2), rtol=1e-10)
+    np.testing.assert_array_equal(N(gi[2]), np.zeros(2))
+
+
+def test_type_conversion(ng, rng):
+    out = lua_fn("""function(src, x)
+      torch.manualSeed(3)
+      local net = loadstring(src)()
+      local ref = net:forward(x):clone()
+      net:float()
+      local y = net:forward(x:float())
+      local gi = net:backward(x:float(), y:clone():fill(1))
+      local kept, weight = torch.type(net.innode.data.input[1]), torch.type(net.modules[2].weight)
+      net:double()    -- the inputs and gradients held in the nodes are converted too
+      return torch.type(y), torch.type(gi), weight, (y:double() - ref):abs():max(), kept, torch.type(net.innode.data.input[1]), torch.type(net.backwardnodes[2].data.gradOutput[1]),
+             net.output == net.outnode.data.input[1]
+    end""")(MLP, rng.standard_normal((2, 3)))
+    assert out[:3] == ("torch.FloatTensor", "torch.FloatTensor", "torch.FloatTensor") and out[3] < 1e-5
+    assert out[4:] == ("torch.FloatTensor", "torch.DoubleTensor", "torch.DoubleTensor", True)
+
+
+def test_nested_input_changing_size(ng):
+    # the summed-gradient buffer of a fanned-out node follows the nesting of each new input
+    sizes = lua_fn("""function()
+      local x = nn.Identity()()
+      local net = nn.gModule({x}, {nn.Identity()(x), nn.Identity()(x)})
+      local out = {}
+      for _, n in ipairs {3, 2} do
+        local inner = {}
+        for i = 1, n do inner[i] = torch.Tensor(i):fill(i) end
+        local input = {torch.ones(4), inner}
+        net:forward(input)
+        local gi = net:backward(input, {{torch.ones(4), inner}, {torch.ones(4), inner}})
+        out[#out + 1] = #gi[2]
+        out[#out + 1] = gi[2][n][1]
+      end
+      return unpack(out)
+    end""")()
+    assert sizes == (3, 6, 2, 4)
+
+
+def test_replace(ng, rng):
+    size = lua_fn("""function()
+      local i = nn.Identity()()
+      local model = nn.gModule({i}, {nn.Linear(2, 5)(nn.Sigmoid()(nn.Linear(5, 2)(i)))})
+      model:replace(function(m)
+        if torch.type(m) == 'nn.Linear' then return m.weight:size(1) == 5 and nn.Linear(2, 10) or nn.Linear(10, 2) end
+        if torch.type(m) == 'nn.Sigmoid' then return nn.Tanh() end
+        return m
+      end)
+      local types = {}
+      for _, m in ipairs(model.modules) do types[#types + 1] = torch.type(m) end
+      return model:forward(torch.randn(4, 10)):size(2), table.concat(types, ' ')
+    end""")()
+    assert size == (10, "nn.Identity nn.Linear nn.Tanh nn.Linear")
+
+
+def test_training_with_optim(ng, rng):
+    # a gModule trained by optim.sgd on a linear regression reaches the least-squares fit
+    x = rng.standard_normal((32, 3))
+    y = x @ np.array([[1.0], [-2.0], [0.5]]) + 0.3
+    loss = lua_fn("""function(x, y)
+      require 'optim'
+      torch.manualSeed(5)
+      local i = nn.Identity()()
+      local net = nn.gModule({i}, {nn.Linear(3, 1)(i)})
+      local crit = nn.MSECriterion()
+      local params, grads = net:getParameters()
+      local config = {learningRate = 0.1, momentum = 0.5}
+      local function feval()
+        grads:zero()
+        local f = crit:forward(net:forward(x), y)
+        net:backward(x, crit:backward(net.output, y))
+        return f, grads
+      end
+      local f
+      for k = 1, 300 do f = optim.sgd(feval, params, config)[1] end
+      return crit:forward(net:forward(x), y)
+    end""")(x, y)
+    assert loss < 1e-10
+
+
+@pytest.mark.parametrize("src, message", [
+    ("local x = nn.Identity()(); return nn.gModule({x}, {nn.Linear(2, 2)})", "outputs[1] is an nn.Module"),
+    ("local x = nn.Identity()(); return nn.gModule({x}, {x, 3})", "outputs[2] should be an nngraph.Node but is of type number"),
+    ("local x = nn.Identity()(); return nn.gModule({}, {x})", "a graph without inputs"),
+    ("local x = nn.Identity()(); local a, b = nngraphtest.Scale23()(x):split(2); return nn.gModule({x}, {a})",
+     "1 of split(2) outputs from the node declared at"),
+    ("local x = nn.Identity()(); local h = nn.Tanh()(x); local dead = nn.Tanh()(h); return nn.gModule({x}, {h})",
+     "does not connect to gmodule output"),
+    ("local x = nn.Identity()(); local z = nn.Identity()(); return nn.gModule({x}, {nngraphtest.Add2()({x, z})})",
+     "some nodes do not depend on the inputs"),
+    ("local x = nn.Identity()(); return nn.Tanh()({x, nn.Linear(2, 2)})", "inputs[2] is an nn.Module"),
+    ("return nn.Tanh()(nil)", "inputs[1] is nil"),
+    ("return nn.Tanh()({})", "cannot pass an empty table of inputs"),
+    ("local x = nn.Identity()(); return nn.Tanh()({x, x})", "don't pass the same input twice"),
+])
+def test_construction_errors(ng, src, message):
+    with pytest.raises(luabridge.LuaError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
+        _BUILD(src)
+
+
+def test_runtime_errors(ng, rng):
+    net, _, _ = _BUILD(MULTI)
+    with pytest.raises(luabridge.LuaError, match="expecting a table of 2 inputs, got torch.DoubleTensor"):
+        _FORWARD(net, T(rng.standard_normal(3)))
+    with pytest.raises(luabridge.LuaError, match="got 1 inputs instead of 2"):
+        _FORWARD(net, _as_lua([rng.standard_normal(3)], [0]))
+    a, b = rng.standard_normal(3), rng.standard_normal(4)
+    with pytest.raises(luabridge.LuaError, match="got 2 gradOutputs instead of 3"):
+        _BACKWARD(net, _as_lua([a, b], [0, 1]), _as_lua([np.ones(2), np.ones(2)], [0, 1]))
+    split_net, _, _ = _BUILD("local x = nn.Identity()(); local a, b = x:split(2); "
+                             "return nn.gModule({x}, {nngraphtest.Add2()({a, b})})")
+    with pytest.raises(luabridge.LuaError, match="split\\(2\\) at .* cannot split 3 outputs"):
+        _FORWARD(split_net, _as_lua([np.ones(2)] * 3, [0, 1, 2]))
