@@ -199,3 +199,44 @@ def test_full_convolution_target_size(lua, rng):
     assert N(y).shape == (3, 8, 8) and N(gx).shape == (2, 4, 4) and N(gt).shape == (5, 8, 8) and not N(gt).any()
     with pytest.raises(luabridge.LuaError, match=r"nn.SpatialFullConvolution: adjW and adjH must be smaller than dW and dH"):
         module("nn.SpatialFullConvolution(2, 3, 3, 3, 1, 1, 0, 0, 1, 0)")
+
+
+def conv3d_ref(x, w, b, stride, pad):
+    dT, dH, dW = stride
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
+    o, _, kT, kH, kW = w.shape
+    oT, oH, oW = [(n - k) // d + 1 for n, k, d in zip(xp.shape[2:], (kT, kH, kW), stride)]
+    out = np.zeros((x.shape[0], o, oT, oH, oW))
+    for t, y, xx in np.ndindex(oT, oH, oW):
+        patch = xp[:, :, t * dT:t * dT + kT, y * dH:y * dH + kH, xx * dW:xx * dW + kW]
+        out[:, :, t, y, xx] = np.einsum("nctij,octij->no", patch, w)
+    return out + b[None, :, None, None, None]
+
+
+@pytest.mark.parametrize("case", [(2, 3, 2, 3, 2, 1, 1, 1, 0, 0, 0), (1, 2, 3, 2, 2, 2, 1, 2, 1, 0, 1)])
+def test_volumetric_convolution(lua, rng, case):
+    nIn, nOut, kT, kW, kH, dT, dW, dH, pT, pW, pH = case
+    m = module(f"nn.VolumetricConvolution({nIn}, {nOut}, {kT}, {kW}, {kH}, {dT}, {dW}, {dH}, {pT}, {pW}, {pH})")
+    w, b = N(field(m, "weight")), N(field(m, "bias"))
+    assert w.shape == (nOut, nIn, kT, kH, kW)
+    x = rng.standard_normal((2, nIn, 4, 5, 6))
+    want = conv3d_ref(x, w, b, (dT, dH, dW), (pT, pH, pW))
+    np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
+    np.testing.assert_allclose(N(forward(m, T(x[1]))), want[1], atol=1e-12)
+    fd_check(m, x, rng=rng)
+    if pytorch is not None:
+        t = F.conv3d(pytorch.tensor(x), pytorch.tensor(w), pytorch.tensor(b), (dT, dH, dW), (pT, pH, pW))
+        np.testing.assert_allclose(N(forward(m, T(x))), t.numpy(), atol=1e-12)
+    with pytest.raises(luabridge.LuaError, match=r"nn.VolumetricConvolution: expected 4D .* got 3D input of size 4x5x6"):
+        forward(m, T(x[0, 0]))
+
+
+def test_volumetric_dilated_convolution(lua, rng):
+    m = module("nn.VolumetricDilatedConvolution(2, 3, 2, 2, 3, 1, 2, 1, 1, 0, 1, 2, 1, 2)")
+    w, b = N(field(m, "weight")), N(field(m, "bias"))   # 3x2x(kT=2)x(kH=3)x(kW=2)
+    big = np.zeros((3, 2, 3, 5, 2))   # dilations T=2, H=2, W=1
+    big[:, :, ::2, ::2, :] = w
+    x = rng.standard_normal((2, 2, 5, 7, 6))
+    want = conv3d_ref(x, big, b, (1, 1, 2), (1, 1, 0))
+    np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
+    fd_check(m, x[0], rng=rng)

@@ -224,3 +224,25 @@ def test_max_unpooling(lua, rng):
         module("nn.SpatialMaxUnpooling(nn.SpatialMaxPooling(3, 3, 1, 1))")
     with pytest.raises(luabridge.LuaError, match=r"nn.SpatialMaxUnpooling: input of size 2x3x3x2 does not match the indices"):
         forward(u, T(np.zeros((2, 3, 3, 2))))
+
+
+def test_spatial_subsampling(lua, rng):
+    m = module("nn.SpatialSubSampling(3, 3, 2, 2, 1)")   # nInputPlane kW kH dW dH
+    w, b = N(field(m, "weight")), N(field(m, "bias"))
+    x = rng.standard_normal((2, 3, 6, 7))
+    sums, _ = pool_ref(x.reshape(6, 6, 7), (2, 3), (1, 2), (0, 0), kind="avg", divide=False)
+    want = sums.reshape(2, 3, 5, 3) * w[None, :, None, None] + b[None, :, None, None]
+    np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
+    np.testing.assert_allclose(N(forward(m, T(x[1]))), want[1], atol=1e-12)
+    fd_check(m, x, rng=rng)
+    with pytest.raises(luabridge.LuaError, match=r"nn.SpatialSubSampling: expected input with 3 planes, got 2"):
+        forward(m, T(np.zeros((2, 6, 7))))
+
+
+def test_volumetric_dilated_max_pooling(lua, rng):
+    m = module("nn.VolumetricDilatedMaxPooling(2, 2, 3, 1, 2, 1, 0, 1, 1, 2, 1, 2)")
+    x = rng.standard_normal((3, 6, 7, 8))
+    want, widx = pool_ref(x, (2, 3, 2), (1, 1, 2), (0, 1, 1), (2, 2, 1))
+    np.testing.assert_array_equal(N(forward(m, T(x))), want)
+    np.testing.assert_array_equal(N(field(m, "indices")), widx)
+    fd_check(m, x, params=(), rng=rng)

@@ -430,3 +430,16 @@ def test_lookup_table_float():
     m = module("nn.LookupTable(5, 2):float()")
     out = forward(m, np.array([1.0, 5.0], dtype=np.float32))
     np.testing.assert_array_equal(out, field(m, "weight")[[0, 4]])
+
+
+def test_batch_normalization_batch_of_one_uses_running_stats(rng):
+    """As torch7: a training batch of one normalizes with (and leaves) the running statistics."""
+    m = module("nn.BatchNormalization(3)")
+    w, b = field(m, "weight"), field(m, "bias")
+    field(m, "running_mean")[:] = [0.5, -1, 2]
+    field(m, "running_var")[:] = [2, 0.5, 1]
+    x = rng.standard_normal((1, 3))
+    want = (x - [0.5, -1, 2]) / np.sqrt(np.array([2, 0.5, 1]) + 1e-5) * w + b
+    np.testing.assert_allclose(forward(m, x), want, rtol=1e-12)
+    np.testing.assert_array_equal(field(m, "running_mean"), [0.5, -1, 2])
+    check_gradients(m, x, ("weight", "bias"), rng)

@@ -212,6 +212,26 @@ def test_nested_input_split(ng, rng):
     check_gradients(net, params, grads, arrays, [0, [1, 2]], rng)
 
 
+def test_nest(ng, rng):
+    # nngraph.nest builds a node whose output nests like the given (nested) list of nodes
+    vals = [rng.standard_normal(n) for n in (4, 2, 3)]
+    out = lua_fn("""function(v1, v2, v3)
+      local a, b, c = nn.Identity()(), nn.Identity()(), nn.Identity()()
+      local net = nn.gModule({a, b, c}, {nngraph.nest({a, {b}, c}), nngraph.nest({c}), nngraph.nest(a)})
+      local o = net:forward({v1, v2, v3})
+      local gi = net:backward({v1, v2, v3}, {{v1, {v2}, v3}, {v3}, v1})
+      return #o[1], #o[1][2], o[1][2][1], #o[2], o[2][1], o[3], gi[1], gi[2], gi[3]
+    end""")(*vals)
+    assert out[0] == 3 and out[1] == 1 and out[3] == 1
+    np.testing.assert_array_equal(N(out[2]), vals[1])
+    np.testing.assert_array_equal(N(out[4]), vals[2])
+    np.testing.assert_array_equal(N(out[5]), vals[0])
+    for g, expected in zip(out[6:], (2 * vals[0], vals[1], 2 * vals[2])):   # a and c are used twice
+        np.testing.assert_allclose(N(g), expected, rtol=1e-12)
+    with pytest.raises(luabridge.LuaError, match="nngraph.nest: expecting a node or a non-empty list of nodes, got number"):
+        lua_fn("function() return nngraph.nest({nn.Identity()(), 3}) end")()
+
+
 def test_forwardnodes_and_backwardnodes(ng):
     order = lua_fn("""function(src)
       local net = loadstring(src)()

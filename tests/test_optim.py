@@ -442,6 +442,28 @@ def test_confusion_matrix_printing(lua):
     assert unnamed.splitlines()[1] == "[[       1       0]   100.000% "
 
 
+def test_confusion_matrix_far_frr(lua, rng):
+    mat = rng.integers(0, 6, (5, 5))
+    mat[2] = 0                                   # a class without samples
+    out = lua_fn("""function(m)
+      require 'optim'
+      local c = optim.ConfusionMatrix(5)
+      c.mat:copy(m)
+      return c:farFrr()
+    end""")(mat.astype(np.int64))
+    rows = mat.sum(1)
+    has = rows > 0
+    frr = np.where(has, 1 - np.diag(mat) / np.maximum(rows, 1), -1.0)
+    far = np.full(5, -1.0)
+    for c in np.flatnonzero(has):
+        others = [k for k in np.flatnonzero(has) if k != c]
+        far[c] = np.mean([mat[k, c] / rows[k] for k in others])
+    np.testing.assert_allclose(N(out[0]), frr, rtol=1e-12)
+    np.testing.assert_allclose(N(out[1]), far, rtol=1e-12)
+    np.testing.assert_allclose(N(out[2]), frr[has], rtol=1e-12)
+    np.testing.assert_allclose(N(out[3]), far[has], rtol=1e-12)
+
+
 def test_confusion_matrix_errors(lua):
     with pytest.raises(luabridge.LuaError, match=r"target must be a class index in \[1, 3\], got 5"):
         _CONF(3, T(np.array([1.0])), T(np.array([5.0])), "single")

@@ -1,8 +1,11 @@
 -- Batch normalization (Ioffe & Szegedy 2015) over the features (dim 2) of a batch of nDim
 -- dims (2 here: batch x features; subclasses set nDim = 4 or 5 for planes). Training
 -- normalizes with the batch statistics and updates running_mean / running_var (unbiased)
--- with momentum; evaluation uses the running ones and also takes a single sample.
+-- with momentum; evaluation, and as in torch7 a training batch of one, use the running ones.
+-- Evaluation also takes a single sample (nDim - 1 dims).
+-- CPU tensors run the loops of kernels/batchnorm.lua; CUDA ones the tensor ops below.
 local check = require 'torch.check'
+local batchnorm = require 'nn.kernels.batchnorm'
 local BN, parent = torch.class('nn.BatchNormalization', 'nn.Module')
 
 BN.__version = 2
@@ -73,36 +76,33 @@ end
 
 local function perFeature(t) return t:view(1, t:nElement(), 1) end
 
-function BN:updateOutput(input)
-  self:checkInputDim(input)
-  local x = threeD(self, '_input', input, input)
+-- Whether this batch normalizes with its own statistics (a batch of one cannot).
+local function batchStats(self, x) return self.train ~= false and x:size(1) > 1 end
+
+-- Tensor-op versions for CUDA tensors: x, g, out, gi are n x c x s views.
+local device = {}
+
+function device.forward(self, x, out)
   local m = x:size(1) * x:size(3)
-  self.save_mean = self.save_mean or x.new()
-  self.save_std = self.save_std or x.new()   -- 1 / sqrt(var + eps)
   self._centered = self._centered or x.new()
-  local mean, invstd
-  if self.train then
-    mean = featureSum(self, '_sum', x):div(m)
+  if batchStats(self, x) then
+    local mean = featureSum(self, '_sum', x):div(m)
     local centered = self._centered:resizeAs(x):add(x, -1, mean:expandAs(x))
     self._tmp2 = self._tmp2 or x.new()
     local var = featureSum(self, '_var', self._tmp2:resizeAs(x):cmul(centered, centered)):div(m)
     self.running_mean:mul(1 - self.momentum):add(self.momentum, mean:view(-1))
-    self.running_var:mul(1 - self.momentum):add(self.momentum * m / math.max(m - 1, 1), var:view(-1))
-    self.save_mean:resizeAs(self.running_mean):copy(mean)
-    self.save_std:resizeAs(self.running_var):copy(var):add(self.eps):sqrt():pow(-1)
+    self.running_var:mul(1 - self.momentum):add(self.momentum * m / (m - 1), var:view(-1))
+    self.save_mean:copy(mean)
+    self.save_std:copy(var):add(self.eps):sqrt():pow(-1)
   else
-    self.save_mean:resizeAs(self.running_mean):copy(self.running_mean)
-    self.save_std:resizeAs(self.running_var):copy(self.running_var):add(self.eps):sqrt():pow(-1)
+    self.save_mean:copy(self.running_mean)
+    self.save_std:copy(self.running_var):add(self.eps):sqrt():pow(-1)
   end
-  mean, invstd = perFeature(self.save_mean), perFeature(self.save_std)
-  -- output = (x - mean) * invstd * weight + bias
-  self.output:resizeAs(input)
-  local out = self.output:view(x:size())
-  out:add(x, -1, mean:expandAs(x)):cmul(invstd:expandAs(x))
+  -- out = (x - mean) * invstd * weight + bias
+  out:add(x, -1, perFeature(self.save_mean):expandAs(x)):cmul(perFeature(self.save_std):expandAs(x))
   if self.weight then
     out:cmul(perFeature(self.weight):expandAs(x)):add(perFeature(self.bias):expandAs(x))
   end
-  return self.output
 end
 
 -- The normalized input xhat = (x - save_mean) * save_std, into _centered.
@@ -111,23 +111,14 @@ local function normalized(self, x)
     :cmul(perFeature(self.save_std):expandAs(x))
 end
 
-function BN:updateGradInput(input, gradOutput)
-  self:checkInputDim(input)
-  if not gradOutput:isSameSizeAs(input) then
-    check.error(('%s: gradOutput size %s does not match input size %s'):format(torch.type(self),
-      check.sizestr(gradOutput), check.sizestr(input)))
-  end
-  local x = threeD(self, '_input', input, input)
-  local g = threeD(self, '_gradOutput', gradOutput, input)
+function device.gradInput(self, x, g, gi)
   local m = x:size(1) * x:size(3)
   local scale = perFeature(self.save_std)
   if self.weight then
     self._scale = self._scale or x.new()
     scale = self._scale:resizeAs(scale):cmul(scale, perFeature(self.weight))
   end
-  self.gradInput:resizeAs(input)
-  local gi = self.gradInput:view(x:size())
-  if self.train then
+  if batchStats(self, x) then
     -- (g - mean(g) - xhat * mean(g * xhat)) * invstd * weight
     local xhat = normalized(self, x)
     local meanG = featureSum(self, '_sum', g):div(m)
@@ -138,18 +129,72 @@ function BN:updateGradInput(input, gradOutput)
   else
     gi:cmul(g, scale:expandAs(x))
   end
+end
+
+function device.accGradParameters(self, x, g, scale)
+  local xhat = normalized(self, x)
+  self._tmp2 = self._tmp2 or x.new()
+  self.gradWeight:add(scale, featureSum(self, '_var', self._tmp2:resizeAs(x):cmul(g, xhat)):view(-1))
+  self.gradBias:add(scale, featureSum(self, '_sum', g):view(-1))
+end
+
+-- The fields the CPU kernel reads.
+function BN:kernelState(x)
+  return { running_mean = self.running_mean, running_var = self.running_var,
+    save_mean = self.save_mean, save_std = self.save_std, weight = self.weight, bias = self.bias,
+    train = batchStats(self, x), momentum = self.momentum, eps = self.eps }
+end
+
+function BN:updateOutput(input)
+  self:checkInputDim(input)
+  local x = threeD(self, '_input', input, input)
+  self.save_mean = (self.save_mean or x.new()):resizeAs(self.running_mean)
+  self.save_std = (self.save_std or x.new()):resizeAs(self.running_var)  -- 1 / sqrt(var + eps)
+  self.output:resizeAs(input)
+  local out = self.output:view(x:size())
+  if x._device then
+    device.forward(self, x, out)
+  else
+    batchnorm.forward(x, out, x:size(1), x:size(2), x:size(3), self:kernelState(x))
+  end
+  return self.output
+end
+
+-- input and gradOutput checked, as n x c x s views.
+function BN:gradViews(input, gradOutput)
+  self:checkInputDim(input)
+  if not torch.isTensor(gradOutput) or not gradOutput:isSameSizeAs(input) then
+    check.error(('%s: gradOutput size %s does not match input size %s'):format(torch.type(self),
+      torch.isTensor(gradOutput) and check.sizestr(gradOutput) or torch.type(gradOutput),
+      check.sizestr(input)))
+  end
+  if not self.save_mean then
+    check.error(torch.type(self) .. ': call updateOutput before the backward pass')
+  end
+  return threeD(self, '_input', input, input), threeD(self, '_gradOutput', gradOutput, input)
+end
+
+function BN:updateGradInput(input, gradOutput)
+  local x, g = self:gradViews(input, gradOutput)
+  self.gradInput:resizeAs(input)
+  local gi = self.gradInput:view(x:size())
+  if x._device then
+    device.gradInput(self, x, g, gi)
+  else
+    batchnorm.backward(x, g, gi, x:size(1), x:size(2), x:size(3), self:kernelState(x), nil, nil, 1)
+  end
   return self.gradInput
 end
 
 function BN:accGradParameters(input, gradOutput, scale)
   if not self.weight then return end
-  scale = scale or 1
-  local x = threeD(self, '_input', input, input)
-  local g = threeD(self, '_gradOutput', gradOutput, input)
-  local xhat = normalized(self, x)
-  self._tmp2 = self._tmp2 or x.new()
-  self.gradWeight:add(scale, featureSum(self, '_var', self._tmp2:resizeAs(x):cmul(g, xhat)):view(-1))
-  self.gradBias:add(scale, featureSum(self, '_sum', g):view(-1))
+  local x, g = self:gradViews(input, gradOutput)
+  if x._device then
+    device.accGradParameters(self, x, g, scale or 1)
+  else
+    batchnorm.backward(x, g, nil, x:size(1), x:size(2), x:size(3), self:kernelState(x),
+      self.gradWeight, self.gradBias, scale or 1)
+  end
 end
 
 function BN:clearState()

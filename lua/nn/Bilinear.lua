@@ -109,7 +109,7 @@ function Bilinear:accGradParameters(input, gradOutput, scale)
 end
 
 function Bilinear:__tostring__()
-  return ('%s(%dx%d -> %d)%s'):format(torch.type(self), self.weight:size(2), self.weight:size(3),
+  return ('%s(%dx%d -> %d) %s'):format(torch.type(self), self.weight:size(2), self.weight:size(3),
     self.weight:size(1), self.bias and '' or ' without bias')
 end
 

@@ -19,7 +19,7 @@ function ClassNLLCriterion:__len()
   return self.weights and self.weights:nElement() or 0
 end
 
--- Validates; returns the target tensor, the sample count and the class count.
+-- Validates; returns the target tensor and the sample count.
 local function frames(self, input, target)
   local name = torch.type(self)
   local nframe, nclass = targets.frames(self, input)
@@ -40,35 +40,23 @@ local function frames(self, input, target)
   return t, nframe
 end
 
-local function weightOf(w, c)
-  if not w then return 1 end
-  return tonumber(w._st._ptr[w._off + (c - 1) * w._str[1]])
-end
-
--- The offset step between samples (0 for a single 1-D sample) and between classes.
-local function steps(t)
-  if t:dim() == 1 then return 0, t._str[1] end
-  return t._str[1], t._str[2]
-end
-
 local function totalWeight(self, t, nframe)
   local total = 0
   for i = 0, nframe - 1 do
     local c = targets.at(t, i)
-    if c ~= self.ignoreIndex then total = total + weightOf(self.weights, c) end
+    if c ~= self.ignoreIndex then total = total + targets.classWeight(self.weights, c) end
   end
   return total
 end
 
 function ClassNLLCriterion:updateOutput(input, target)
   local t, nframe = frames(self, input, target)
-  local si, sc = steps(input)
-  local p, off = input._st._ptr, input._off
+  local p, off, si, sc = targets.rows(input)
   local sum = 0
   for i = 0, nframe - 1 do
     local c = targets.at(t, i)
     if c ~= self.ignoreIndex then
-      sum = sum - tonumber(p[off + i * si + (c - 1) * sc]) * weightOf(self.weights, c)
+      sum = sum - tonumber(p[off + i * si + (c - 1) * sc]) * targets.classWeight(self.weights, c)
     end
   end
   local total = totalWeight(self, t, nframe)
@@ -86,13 +74,11 @@ function ClassNLLCriterion:updateGradInput(input, target)
   -- as torch7: no gradient unless the total weight is positive
   if not (total > 0) then return self.gradInput end
   local norm = self.sizeAverage and total or 1
-  local g = self.gradInput
-  local si, sc = steps(g)
-  local p = g._st._ptr
+  local p, off, si, sc = targets.rows(self.gradInput)
   for i = 0, nframe - 1 do
     local c = targets.at(t, i)
     if c ~= self.ignoreIndex then
-      p[g._off + i * si + (c - 1) * sc] = -weightOf(self.weights, c) / norm
+      p[off + i * si + (c - 1) * sc] = -targets.classWeight(self.weights, c) / norm
     end
   end
   return self.gradInput

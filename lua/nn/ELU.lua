@@ -16,4 +16,4 @@ pointwise.define(ELU, {
   params = function(self) return self.alpha end,
 })
 
-function ELU:__tostring__() return ('%s (alpha:%s)'):format(torch.type(self), self.alpha) end
+function ELU:__tostring__() return ('%s (alpha:%f)'):format(torch.type(self), self.alpha) end

@@ -16,4 +16,4 @@ pointwise.define(LeakyReLU, {
   params = function(self) return self.negval end,
 })
 
-function LeakyReLU:__tostring__() return ('%s(%s)'):format(torch.type(self), self.negval) end
+function LeakyReLU:__tostring__() return ('%s(%g)'):format(torch.type(self), self.negval) end

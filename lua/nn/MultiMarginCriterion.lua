@@ -34,11 +34,6 @@ local function frames(self, input, target)
   return t, nframe, dim
 end
 
-local function classWeight(self, c)
-  local w = self.weights
-  return w and tonumber(w._st._ptr[w._off + (c - 1) * w._str[1]]) or 1
-end
-
 function MultiMarginCriterion:updateOutput(input, target)
   local t, nframe, dim = frames(self, input, target)
   local p, off, rs, cs = targets.rows(input)
@@ -53,7 +48,7 @@ function MultiMarginCriterion:updateOutput(input, target)
       local z = margin - xc + tonumber(p[row + d * cs])
       if d ~= c - 1 and z > 0 then rowSum = rowSum + (square and z * z or z) end
     end
-    sum = sum + rowSum * classWeight(self, c)
+    sum = sum + rowSum * targets.classWeight(self.weights, c)
   end
   sum = sum / dim
   if self.sizeAverage then sum = sum / nframe end
@@ -72,7 +67,7 @@ function MultiMarginCriterion:updateGradInput(input, target)
     local c = targets.at(t, i)
     local row, grow = off + i * rs, goff + i * grs
     local xc = tonumber(p[row + (c - 1) * cs])
-    local scale = g * classWeight(self, c)
+    local scale = g * targets.classWeight(self.weights, c)
     local gc = 0
     for d = 0, dim - 1 do
       local z = margin - xc + tonumber(p[row + d * cs])

@@ -1,6 +1,7 @@
 -- x / ||x||_p for a vector or each row of a matrix, with ||x||_p = (sum |x|^p + eps)^(1/p)
 -- (max |x| + eps for p = math.huge).
 local check = require 'torch.check'
+local extremum = require 'nn.kernels.extremum'
 local Normalize, parent = torch.class('nn.Normalize', 'nn.Module')
 
 function Normalize:__init(p, eps)
@@ -24,7 +25,7 @@ function Normalize:updateOutput(input)
   self.norm = self.norm or x.new()
   self.buffer = self.buffer or x.new()
   if self.p == math.huge then
-    self._indices = self._indices or torch.LongTensor()
+    self._indices = self._indices or extremum.indexTensor(x)
     torch.max(self.norm, self._indices, self.buffer:abs(x), 2)
     self.norm:add(self.eps)
   else
@@ -66,7 +67,8 @@ function Normalize:updateGradInput(input, gradOutput)
 end
 
 function Normalize:__tostring__()
-  return ('%s(%s)'):format(torch.type(self), self.p)
+  local form = self.p % 1 == 0 and '%s(%d)' or '%s(%f)'
+  return form:format(torch.type(self), self.p)
 end
 
 function Normalize:type(name, cache)  -- _indices stays a LongTensor

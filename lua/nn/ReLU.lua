@@ -4,5 +4,3 @@ local ReLU, parent = torch.class('nn.ReLU', 'nn.Threshold')
 function ReLU:__init(inplace)
   parent.__init(self, 0, 0, inplace)
 end
-
-function ReLU:__tostring__() return torch.type(self) end

@@ -4,5 +4,3 @@ local ReLU6, parent = torch.class('nn.ReLU6', 'nn.HardTanh')
 function ReLU6:__init(inplace)
   parent.__init(self, 0, 6, inplace)
 end
-
-function ReLU6:__tostring__() return torch.type(self) end

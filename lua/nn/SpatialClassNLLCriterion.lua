@@ -3,6 +3,7 @@
 -- sizeAverage.
 local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
+local targets = require 'nn.kernels.targets'
 local SpatialClassNLLCriterion, parent = torch.class('nn.SpatialClassNLLCriterion', 'nn.Criterion')
 
 function SpatialClassNLLCriterion:__init(weights, sizeAverage)
@@ -45,11 +46,6 @@ local function validate(self, input, target)
   end
 end
 
-local function classWeight(self, c)
-  local w = self.weights
-  return w and tonumber(w._st._ptr[w._off + (c - 1) * w._str[1]]) or 1
-end
-
 -- One pass over the pixels: returns -sum w[t] x[t] and sum w[t]; with grad (sized as input
 -- and zeroed), writes -w[t] at each pixel's target class.
 local function pass(self, input, target, grad)
@@ -62,7 +58,7 @@ local function pass(self, input, target, grad)
     for y = 0, h - 1 do
       for x = 0, w - 1 do
         local c = math.floor(tonumber(tp[toff + b * ts[1] + y * ts[2] + x * ts[3]]))
-        local wc = classWeight(self, c)
+        local wc = targets.classWeight(self.weights, c)
         total = total + wc
         sum = sum - tonumber(xp[xoff + b * xs[1] + (c - 1) * xs[2] + y * xs[3] + x * xs[4]]) * wc
         if gp then gp[goff + b * gs[1] + (c - 1) * gs[2] + y * gs[3] + x * gs[4]] = -wc end

@@ -28,7 +28,6 @@ end
 
 function Sum:updateOutput(input)
   local dim = self:_getPositiveDimension(input)
-  if type(self.output) == 'number' then self.output = input.new() end
   torch.sum(self.output, input, dim)
   if self.sizeAverage then self.output:div(input:size(dim)) end
   if self.squeeze and self.output:dim() > 1 then self.output:set(self.output:select(dim, 1)) end

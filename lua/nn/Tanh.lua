@@ -5,4 +5,8 @@ local Tanh = torch.class('nn.Tanh', 'nn.Module')
 pointwise.define(Tanh, {
   forwardOp = function(output, input) output:tanh(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y * y)',
+  deviceForward = function(output, input) output:tanh(input) end,
+  deviceBackward = function(gradInput, _, gradOutput, output)
+    gradInput:cmul(output, output):mul(-1):add(1):cmul(gradOutput)
+  end,
 })

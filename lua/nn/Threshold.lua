@@ -25,12 +25,18 @@ end
 pointwise.define(Threshold, {
   forward = '$1 = $2 > v1 and $2 or v2',
   backward = '$1 = $2 > v1 and $3 or 0',
+  deviceForward = function(output, input, th, val)
+    local below = input:le(th)
+    if output ~= input then output:copy(input) end
+    output:maskedFill(below, val)
+  end,
+  deviceBackward = function(gradInput, input, gradOutput, _, th)
+    local below = input:le(th)
+    if gradInput ~= gradOutput then gradInput:copy(gradOutput) end
+    gradInput:maskedFill(below, 0)
+  end,
   params = function(self)
     self:validateParameters()
     return self.threshold, self.val
   end,
 })
-
-function Threshold:__tostring__()
-  return ('%s (%s, %s)'):format(torch.type(self), self.threshold, self.val)
-end

@@ -30,16 +30,19 @@ end
 function VolumetricConvolution:_geometry(input)
   local batch, B, C, s = shape.input(self, input, 3, self.nInputPlane)
   local T, H, W = s[1], s[2], s[3]
-  local oT = math.floor((T + 2 * self.padT - self.kT) / self.dT) + 1
-  local oH = math.floor((H + 2 * self.padH - self.kH) / self.dH) + 1
-  local oW = math.floor((W + 2 * self.padW - self.kW) / self.dW) + 1
-  shape.output(self, input, { oT, oH, oW }, ('kernel %dx%dx%d, stride %d,%d,%d, padding %d,%d,%d'):format(
-    self.kT, self.kH, self.kW, self.dT, self.dH, self.dW, self.padT, self.padH, self.padW))
+  local lT, lH, lW = self.dilationT or 1, self.dilationH or 1, self.dilationW or 1
+  local oT = math.floor((T + 2 * self.padT - (lT * (self.kT - 1) + 1)) / self.dT) + 1
+  local oH = math.floor((H + 2 * self.padH - (lH * (self.kH - 1) + 1)) / self.dH) + 1
+  local oW = math.floor((W + 2 * self.padW - (lW * (self.kW - 1) + 1)) / self.dW) + 1
+  shape.output(self, input, { oT, oH, oW }, ('kernel %dx%dx%d, stride %d,%d,%d, padding %d,%d,%d%s'):format(
+    self.kT, self.kH, self.kW, self.dT, self.dH, self.dW, self.padT, self.padH, self.padW,
+    self.dilationT and (', dilation %d,%d,%d'):format(lT, lH, lW) or ''))
   local nOut = self.nOutputPlane
   return { batch = batch, B = B, C = C, T = T, H = H, W = W, kT = self.kT, kH = self.kH,
     kW = self.kW, dT = self.dT, dH = self.dH, dW = self.dW, padT = self.padT, padH = self.padH,
-    padW = self.padW, oT = oT, oH = oH, oW = oW, K = C * self.kT * self.kH * self.kW,
-    N = oT * oH * oW, sizes = batch and { B, nOut, oT, oH, oW } or { nOut, oT, oH, oW } }
+    padW = self.padW, oT = oT, oH = oH, oW = oW, dilationT = lT, dilationH = lH, dilationW = lW,
+    K = C * self.kT * self.kH * self.kW, N = oT * oH * oW,
+    sizes = batch and { B, nOut, oT, oH, oW } or { nOut, oT, oH, oW } }
 end
 
 for _, name in ipairs { 'noBias', 'updateOutput', 'updateGradInput', 'accGradParameters', 'type',

@@ -12,6 +12,8 @@ local utils = require 'nngraph.utils'
 require 'nngraph.node'
 require 'nngraph.gmodule'
 require 'nngraph.JustElement'
+require 'nngraph.JustTable'
+require 'nngraph.nest'
 require 'nngraph.ModuleFromCriterion'
 
 -- The nodes a call module(...) connects to, or nil when the call is nn's forward call:

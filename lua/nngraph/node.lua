@@ -55,7 +55,7 @@ function Node:graphNodeName()
   return name and (name .. ' (' .. self.id .. ')') or ('Node' .. self.id)
 end
 
--- A one-line description: the module and the sizes of the last input seen.
+-- A description: the annotated description, the module and the sizes of the last input seen.
 function Node:label()
   local function describe(x)
     if torch.isTensor(x) then return torch.typename(x) .. '[' .. table.concat(x:size():totable(), 'x') .. ']' end
@@ -67,6 +67,8 @@ function Node:label()
     return tostring(x)
   end
   local parts = {}
+  local desc = self.data.annotations.description
+  if desc then parts[#parts + 1] = 'desc = ' .. desc end
   if self.data.module then parts[#parts + 1] = 'module = ' .. tostring(self.data.module) end
   if self.data.input then parts[#parts + 1] = 'input = ' .. describe(self.data.input) end
   if self.data.selectindex then parts[#parts + 1] = 'selectindex = ' .. self.data.selectindex end

@@ -104,6 +104,29 @@ function ConfusionMatrix:updateValids()
   self.averageUnionValid = usum / un
 end
 
+-- False rejection and false acceptance rates per class: classFrrs[c] = 1 - recall of c,
+-- classFars[c] = mean over the other classes k with samples of the fraction of k's samples
+-- predicted as c (both -1 for a class without samples); then the same two lists for the
+-- classes with samples only.
+function ConfusionMatrix:farFrr()
+  local n = self.nclasses
+  local rows = self.mat:sum(2):select(2, 1)
+  local classFrrs, classFars = torch.Tensor(n):fill(-1), torch.Tensor(n):fill(-1)
+  local frrs, fars = {}, {}
+  for c = 1, n do
+    if rows[c] ~= 0 then
+      local share, others = 0, 0
+      for k = 1, n do
+        if k ~= c and rows[k] ~= 0 then share, others = share + self.mat[k][c] / rows[k], others + 1 end
+      end
+      classFrrs[c] = 1 - self.mat[c][c] / rows[c]
+      classFars[c] = share / others
+      frrs[#frrs + 1], fars[#fars + 1] = classFrrs[c], classFars[c]
+    end
+  end
+  return classFrrs, classFars, torch.Tensor(frrs), torch.Tensor(fars)
+end
+
 function ConfusionMatrix:__tostring__()
   self:updateValids()
   local maxCount = self.mat:max()

@@ -1,10 +1,11 @@
 -- Argument checking and torch7-style error messages, raised at the caller's line.
 local check = {}
 
-local here = debug.getinfo(1, 'S').source:match('^@(.*)check%.lua$') or ''
+-- luabridge's own Lua tree (torch, nn, optim, ...): errors are reported outside it
+local here = debug.getinfo(1, 'S').source:match('^@(.*)torch[/\\]check%.lua$') or ''
 
--- The stack level of the first function outside the torch library, so that the message names
--- the user's file and line.
+-- The stack level of the first function outside luabridge's Lua libraries, so that the message
+-- names the user's file and line.
 local function userLevel()
   local level = 3
   while true do

@@ -1,10 +1,11 @@
 return {
   'SpatialConvolution', 'SpatialConvolutionMM', 'SpatialDilatedConvolution', 'SpatialFullConvolution',
-  'SpatialMaxPooling', 'SpatialDilatedMaxPooling', 'SpatialAveragePooling',
-  'VolumetricMaxPooling', 'VolumetricAveragePooling',
+  'SpatialMaxPooling', 'SpatialDilatedMaxPooling', 'SpatialAveragePooling', 'SpatialSubSampling',
+  'VolumetricMaxPooling', 'VolumetricDilatedMaxPooling', 'VolumetricAveragePooling',
   'SpatialAdaptiveMaxPooling', 'SpatialAdaptiveAveragePooling', 'SpatialMaxUnpooling',
   'SpatialZeroPadding', 'SpatialReflectionPadding', 'SpatialReplicationPadding',
   'SpatialBatchNormalization', 'VolumetricBatchNormalization',
   'SpatialUpSamplingNearest', 'SpatialUpSamplingBilinear', 'SpatialCrossMapLRN',
-  'TemporalConvolution', 'TemporalSubSampling', 'TemporalMaxPooling', 'VolumetricConvolution',
+  'TemporalConvolution', 'TemporalSubSampling', 'TemporalMaxPooling',
+  'VolumetricConvolution', 'VolumetricDilatedConvolution',
 }

@@ -4,6 +4,11 @@ local check = require 'torch.check'
 
 local extremum = {}
 
+-- An empty index tensor on t's device (max/min/gather take indices of the data's kind).
+function extremum.indexTensor(t)
+  return t._device and torch.CudaLongTensor() or torch.LongTensor()
+end
+
 function extremum.define(cls, op)
   function cls:__init(dimension, nInputDims)
     nn.Module.__init(self)
@@ -20,7 +25,7 @@ function extremum.define(cls, op)
         torch.type(self), op, dim, check.sizestr(input)))
     end
     self._output = self._output or input.new()
-    self._indices = self._indices or torch.LongTensor()
+    self._indices = self._indices or extremum.indexTensor(input)
     torch[op](self._output, self._indices, input, dim)
     self.output:set(input:dim() > 1 and self._output:select(dim, 1) or self._output)
     return self.output

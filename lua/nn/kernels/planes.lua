@@ -38,4 +38,30 @@ function planes.fill(dst, v, B, C, N)
   fillLoops[dst._dt](dst._st._ptr, dst._off, v._st._ptr, v._off, v._str[1], B, C, N)
 end
 
+-- per-plane maps: 'affine' a = a * w[c] + b[c]; 'scale' a = x * w[c];
+-- 'dot' w[c] += scale * sum of a * x over plane c (a, x contiguous B x C x N; w, b 1-D)
+local mapLoops = apply.perType('planeMap', [[
+return function(mode, ap, ao, xp, xo, wp, wo, ws, bp, bo, bs, B, C, N, scale)
+  for c = 0, C - 1 do
+    local w, d = wp[wo + c * ws], 0
+    local sh = mode == 'affine' and bp[bo + c * bs] or 0
+    for b = 0, B - 1 do
+      local o = (b * C + c) * N
+      if mode == 'affine' then
+        for k = 0, N - 1 do ap[ao + o + k] = ap[ao + o + k] * w + sh end
+      elseif mode == 'scale' then
+        for k = 0, N - 1 do ap[ao + o + k] = xp[xo + o + k] * w end
+      else
+        for k = 0, N - 1 do d = d + ap[ao + o + k] * xp[xo + o + k] end
+      end
+    end
+    if mode == 'dot' then wp[wo + c * ws] = w + scale * d end
+  end
+end]])
+
+function planes.map(mode, a, x, w, b, B, C, N, scale)
+  mapLoops[a._dt](mode, a._st._ptr, a._off, x and x._st._ptr, x and x._off or 0, w._st._ptr, w._off,
+    w._str[1], b and b._st._ptr, b and b._off or 0, b and b._str[1] or 0, B, C, N, scale or 1)
+end
+
 return planes

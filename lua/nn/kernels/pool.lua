@@ -76,7 +76,9 @@ local avgBackward = avgWindow .. [[
 
 -- Max pooling runs tap by tap (long inner loops over output columns, which LuaJIT traces well,
 -- rather than tiny loops over each window); taps in window order and a strict > keep the first
--- maximum of a window, as torch7.
+-- maximum of a window, as torch7. The update has no data-dependent branch (LuaJIT makes no
+-- conditional moves, and a branch taken at random costs a trace exit): the index moves by
+-- s = 1 or 0, clamped from (v - best) scaled past any positive difference.
 local maxForward = [[
 local floor, max, min, huge = math.floor, math.max, math.min, math.huge
 -- the outputs o in [o0, o1) whose tap o*d + off lies in [0, n)
@@ -103,7 +105,11 @@ return function(ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, 
               for ox = x0, x1 - 1 do
                 local k = r + ox * dW
                 local v, q = ip[ib + k], orow + ox
-                if v > op[ob + q] then op[ob + q] = v; xp[xb + q] = k + 1 end
+                local best = op[ob + q]
+                local s = min(1, max(0, (v - best) * 1e300 * 1e300))   -- 1 if v > best else 0
+                op[ob + q] = max(v, best)
+                local at = tonumber(xp[xb + q])
+                xp[xb + q] = at + (k + 1 - at) * s
               end
             end
           end
@@ -280,11 +286,13 @@ function pool.maxBackward(self, input, gradOutput, g)
   return self.gradInput
 end
 
-function pool.avgForward(self, input, g, countPad, divide)
+-- out (default self.output) = average pooling of input
+function pool.avgForward(self, input, g, countPad, divide, out)
   input = input:contiguous()
-  self.output:resize(g.sizes)
-  run(loops.avgForward[input._dt], input, self.output, nil, g, countPad, divide)
-  return self.output
+  out = out or self.output
+  out:resize(g.sizes)
+  run(loops.avgForward[input._dt], input, out, nil, g, countPad, divide)
+  return out
 end
 
 function pool.avgBackward(self, input, gradOutput, g, countPad, divide)

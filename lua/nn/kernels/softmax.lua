@@ -2,6 +2,7 @@
 -- 3D (classes x h x w) or 4D (batch x classes x h x w) input, with tensor ops: a max, a sum
 -- and a few elementwise passes. `m` is the module (its buffers _max, _idx, _sum, _buf).
 local check = require 'torch.check'
+local extremum = require 'nn.kernels.extremum'
 
 local softmax = {}
 
@@ -28,7 +29,7 @@ end
 
 local function buffers(m, input)
   m._max = m._max or input.new()
-  m._idx = m._idx or torch.LongTensor()
+  m._idx = m._idx or extremum.indexTensor(input)
   m._sum = m._sum or input.new()
   m._buf = m._buf or input.new()
 end

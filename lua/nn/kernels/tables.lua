@@ -1,4 +1,4 @@
--- Checks shared by the table layers.
+-- Checks shared by the table layers, and the CMaxTable / CMinTable kernels.
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 local loss = require 'nn.kernels.loss'

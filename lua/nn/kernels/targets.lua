@@ -24,6 +24,12 @@ function targets.at(t, i)
   return tonumber(t._st._ptr[t._off + i * t._str[1]])
 end
 
+-- The weight of 1-based class c in the 1-D tensor w (1 when there are no weights).
+function targets.classWeight(w, c)
+  if not w then return 1 end
+  return tonumber(w._st._ptr[w._off + (c - 1) * w._str[1]])
+end
+
 -- Checks that every index read by at() is an integer in [1, nClasses] (or is `ignore`).
 function targets.checkRange(self, t, count, nClasses, ignore)
   for i = 0, count - 1 do

@@ -91,11 +91,14 @@ end
 -- would take a table as contents and a LongStorage as the storage of a LongTensor).
 function R.new(name, sizes) return torch[name .. 'Tensor']():resize(sizes) end
 
--- t's sizes with dimension dim set to n.
+-- t's sizes with dimension dim set to n. (Loop-free up to 2 dims: see `times`.)
 function R.sizesWith(t, dim, n)
-  local sz = copyArray(t._sz)
-  sz[dim] = n
-  return sz
+  local sz = t._sz
+  local nd = #sz
+  local r
+  if nd == 1 then r = { sz[1] } elseif nd == 2 then r = { sz[1], sz[2] } else r = copyArray(sz) end
+  r[dim] = n
+  return r
 end
 
 -- A view of t (size 1 at dim) repeating it n times along dim (stride 0).
@@ -196,10 +199,13 @@ local function numpyLoop(name, dt, nin, boolOut)
   return c and ufunc.loop(name, c:rep(nin or 2) .. '->' .. (boolOut and '?' or c)) or false
 end
 
+-- numpy's add loop for dt's elements (Float and Double only: other sums need wider accumulators).
+local ADD = byType(function(dt) return (dt.name == 'Float' or dt.name == 'Double') and numpyLoop('add', dt) end)
+
 -- A run adding its sum to a with numpy's add (Float/Double), lua's below NUMPY_FROM elements.
 -- (The block loop is entered only for runs of several blocks: see `times`.)
 local function numpySum(dt, lua)
-  local l = (dt.name == 'Float' or dt.name == 'Double') and numpyLoop('add', dt)
+  local l = ADD[dt]
   if not l then return false end
   local acc, size = ffi.new(dt.ctype .. '[1]'), dt.size
   local block = dt.name == 'Float' and FLOAT_BLOCK or math.huge
@@ -216,9 +222,9 @@ local function numpySum(dt, lua)
   end
 end
 
--- A run taking the extreme m of m and its elements with numpy's maximum or minimum (a NaN wins).
-local function numpyExtreme(name, dt, lua)
-  local l = numpyLoop(name, dt)
+-- A run taking the extreme m of m and its elements with numpy's loop l (maximum or minimum: a
+-- NaN wins).
+local function numpyExtreme(l, dt, lua)
   if not l then return false end
   local acc, size = ffi.new(dt.ctype .. '[1]'), dt.size
   return function(p, n, s, m)
@@ -334,7 +340,8 @@ return function(p, n, s, m)
   return m
 end]]):format(keep))
   e.lua = exact
-  e.numpy = byType(function(dt) return numpyExtreme(name == 'max' and 'maximum' or 'minimum', dt, exact[dt]) end)
+  e.loop = byType(function(dt) return numpyLoop(name == 'max' and 'maximum' or 'minimum', dt) end)
+  e.numpy = byType(function(dt) return numpyExtreme(e.loop[dt], dt, exact[dt]) end)
   -- the 0-based position of a row's first extreme (or first NaN), in one pass
   e.argLua = apply.perType('arg' .. name, ([[
 return function(p, n, s)
@@ -362,8 +369,9 @@ local FIND_CHUNK = 4096
 -- find(p, n, s, m): the 0-based position of the first element of a row equal to m (the first NaN
 -- if m is NaN), or nil: numpy's equal (isnan) marks the elements, memchr finds the first mark.
 local function numpyFind(dt)
-  local equal, isnan = numpyLoop('equal', dt, 2, true), not dt.integer and numpyLoop('isnan', dt, 1, true)
-  if not equal or (isnan == false) then return false end
+  local equal = numpyLoop('equal', dt, 2, true)
+  local isnan = dt.integer or numpyLoop('isnan', dt, 1, true)   -- (integers have no NaN)
+  if not (equal and isnan) then return false end
   local size, box, marks = dt.size, ffi.new(dt.ctype .. '[1]'), ffi.new('uint8_t[?]', FIND_CHUNK)
   local function first(p, n, s, m)
     if m == m then
@@ -398,21 +406,22 @@ for name, e in pairs(EXTREMES) do
   end)
 end
 
--- argSlabs(src, n, inner, m, k): m, k (inner elements each) = the extremes of x along its
--- middle dim and their 1-based positions, x (src) contiguous n x inner: slab by slab.
-for name, e in pairs(EXTREMES) do
-  e.argSlabs = apply.perType('argslabs', ([[
+-- first(src, n, inner, m, k): given the extremes m[j] of the slabs src[i * inner + j] (i < n),
+-- k[j] = the 1-based position of the first one (of the first NaN where m[j] is NaN), and m[j]
+-- that very element. (One branch, seldom taken: a trace recorded while a branch is often taken,
+-- as a running extreme's is early on, sends every other iteration through a side exit.)
+local FIRST = apply.perType('first', [[
 return function(src, n, inner, m, k)
-  for j = 0, inner - 1 do m[j] = src[j]; k[j] = 1 end
-  for i = 1, n - 1 do
+  for j = 0, inner - 1 do k[j] = 0 end
+  for i = 0, n - 1 do
     local row = src + i * inner
     for j = 0, inner - 1 do
-      local v, c = row[j], m[j]
-      if not (v %s c) and c == c then m[j] = v; k[j] = i + 1 end
+      local v = row[j]
+      if (v == m[j] or v ~= v) and k[j] == 0 then k[j] = i + 1 end
     end
   end
-end]]):format(e.keep))
-end
+  for j = 0, inner - 1 do m[j] = src[(k[j] - 1) * inner + j] end
+end]])
 
 -- The max or min (which) of all of x.
 local function extremeAll(op, x, which)
@@ -463,13 +472,9 @@ local function foldRow(i, run, fin, arg, xp, n, rp, unit, cv)
   rp[i] = fin(run(xp + i * n, n, 1, unit, cv), arg)
 end
 
--- r[row] = finish(fold of the row) for each row of x along dim.
-local function foldRows(x, dim, r, f, c, finish, arg)
-  local run, fin, unit = runOf(f, x), finisher(finish), f.unit
+-- foldRows for rows in any layout. (Apart, as making a closure aborts the maker's trace.)
+local function foldStridedRows(x, dim, r, run, fin, arg, unit, c)
   local n, s, xp, rp, cp = x._sz[dim], x._str[dim], x._st._ptr, r._st._ptr, isTensor(c) and c._st._ptr
-  if packed(x, dim, r, cp and c or nil) then
-    return times(numel(r), foldRow, run, fin, arg, xp + x._off, n, rp + r._off, unit, cp and cp + c._off or c)
-  end
   apply.slices({ x, r, cp and c or nil }, dim, function(ox, o, oc)
     local cv = c
     if oc then cv = cp[oc] end
@@ -477,8 +482,20 @@ local function foldRows(x, dim, r, f, c, finish, arg)
   end)
 end
 
--- dst = the sum of the slabs first..last (inner elements each, contiguous from src) by numpy's add.
-local function addSlabs(l, size, dst, src, first, last, inner)
+-- r[row] = finish(fold of the row) for each row of x along dim.
+local function foldRows(x, dim, r, f, c, finish, arg)
+  local run, fin, unit = runOf(f, x), finisher(finish), f.unit
+  local perRow = isTensor(c)
+  if not packed(x, dim, r, perRow and c or nil) then
+    return foldStridedRows(x, dim, r, run, fin, arg, unit, c)
+  end
+  local cv = perRow and c._st._ptr + c._off or c
+  times(numel(r), foldRow, run, fin, arg, x._st._ptr + x._off, x._sz[dim], r._st._ptr + r._off, unit, cv)
+end
+
+-- dst = the slabs first..last (inner elements each, contiguous from src) combined elementwise by
+-- numpy's binary loop l (add, maximum, ...), in order.
+local function combineSlabs(l, size, dst, src, first, last, inner)
   ffi.copy(dst, src + first * inner, inner * size)
   for i = first + 1, last do ufunc.binary(l, inner, dst, size, src + i * inner, size, dst, size) end
 end
@@ -491,12 +508,12 @@ local function addFloats(a, b, m) for j = 0, m - 1 do a[j] = a[j] + b[j] end end
 -- then added into acc in double.
 local function sumGroup(g, l, src, n, inner, acc, part)
   local first = g * FLOAT_GROUP
-  addSlabs(l, 4, part, src, first, math.min(first + FLOAT_GROUP, n) - 1, inner)
+  combineSlabs(l, 4, part, src, first, math.min(first + FLOAT_GROUP, n) - 1, inner)
   addFloats(acc, part, inner)
 end
 local function sumSlabs(o, l, xp, n, inner, acc, part)
   local src, a = xp + o * n * inner, acc + o * inner
-  if not part then return addSlabs(l, 8, a, src, 0, n - 1, inner) end
+  if not part then return combineSlabs(l, 8, a, src, 0, n - 1, inner) end
   times(math.ceil(n / FLOAT_GROUP), sumGroup, l, src, n, inner, a, part)
 end
 
@@ -511,7 +528,7 @@ local function slabsInto(x, dim, f, acc, c)
   local xp = x._st._ptr + x._off
   if f == SUM and SUM.numpy[dt] and inner >= R.NUMPY_FROM and aligned(x) then
     local part = dt.name == 'Float' and ffi.new('float[?]', inner) or nil
-    return times(outerOf(x, dim), sumSlabs, numpyLoop('add', dt), xp, n, inner, acc, part)
+    return times(outerOf(x, dim), sumSlabs, ADD[dt], xp, n, inner, acc, part)
   end
   local perPosition = isTensor(c)
   local cv = perPosition and c._st._ptr + c._off or c
@@ -572,9 +589,21 @@ local function argRow(i, find, xp, n, vp, ip)
   vp[i], ip[i] = p[k], k + 1
 end
 
--- vals, inds = the extremes of slab o of contiguous x and their positions.
-local function argSlabs(o, f, xp, n, inner, vp, ip)
-  f(xp + o * n * inner, n, inner, vp + o * inner, ip + o * inner)
+-- vals, inds = the extremes of the slabs at outer position o of contiguous x (numpy's loop l)
+-- and their positions.
+local function argSlabs(o, l, size, first, xp, n, inner, vp, ip)
+  local src, m = xp + o * n * inner, vp + o * inner
+  combineSlabs(l, size, m, src, 0, n - 1, inner)
+  first(src, n, inner, m, ip + o * inner)
+end
+
+-- vals, inds = the extremes of the rows of x along dim (any layout) and their positions.
+local function argStridedRows(x, dim, vals, inds, find)
+  local n, s, xp, vp, ip = x._sz[dim], x._str[dim], x._st._ptr, vals._st._ptr, inds._st._ptr
+  apply.slices({ x, vals, inds }, dim, function(ox, ov, oi)
+    local k = find(xp + ox, n, s)
+    vp[ov], ip[oi] = xp[ox + k * s], k + 1
+  end)
 end
 
 local function extremeDim(op, x, dim, vals, inds, which)
@@ -588,16 +617,12 @@ local function extremeDim(op, x, dim, vals, inds, which)
   local xp, vp, ip = x._st._ptr, vals._st._ptr, inds._st._ptr
   if byRows(x, dim) then
     local find = aligned(x) and ARGS[which][x._dt] or e.argLua[x._dt]
-    if packed(x, dim, vals, inds) then
-      return times(numel(vals), argRow, find, xp + x._off, n, vp + vals._off, ip + inds._off)
-    end
-    local s = x._str[dim]
-    apply.slices({ x, vals, inds }, dim, function(ox, ov, oi)
-      local k = find(xp + ox, n, s)
-      vp[ov], ip[oi] = xp[ox + k * s], k + 1
-    end)
-  elseif isContiguous(x) and isContiguous(vals) and isContiguous(inds) then
-    times(outerOf(x, dim), argSlabs, e.argSlabs[x._dt], xp + x._off, n, x._str[dim], vp + vals._off, ip + inds._off)
+    if not packed(x, dim, vals, inds) then return argStridedRows(x, dim, vals, inds, find) end
+    times(numel(vals), argRow, find, xp + x._off, n, vp + vals._off, ip + inds._off)
+  elseif e.numpy[x._dt] and isContiguous(x) and isContiguous(vals) and isContiguous(inds)
+      and aligned(x) and aligned(vals) then
+    times(outerOf(x, dim), argSlabs, e.loop[x._dt], x._dt.size, FIRST[x._dt], xp + x._off, n,
+      x._str[dim], vp + vals._off, ip + inds._off)
   else
     -- slab by slab into the results spread along dim
     vals:copy(x:narrow(dim, 1, 1))
