@@ -240,3 +240,26 @@ def test_volumetric_dilated_convolution(lua, rng):
     want = conv3d_ref(x, big, b, (1, 1, 2), (1, 1, 0))
     np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
     fd_check(m, x[0], rng=rng)
+
+
+def test_volumetric_full_convolution(lua, rng):
+    m = module("nn.VolumetricFullConvolution(2, 3, 2, 3, 2, 2, 1, 2, 1, 0, 1, 1, 0, 1)")  # kT kW kH dT dW dH padT padW padH adjT adjW adjH
+    w, b = N(field(m, "weight")), N(field(m, "bias"))
+    assert w.shape == (2, 3, 2, 2, 3)
+    x = rng.standard_normal((2, 2, 3, 4, 3))
+    (dT, dH, dW), (pT, pH, pW), (aT, aH, aW) = (2, 2, 1), (1, 1, 0), (1, 1, 0)
+    full = np.zeros((2, 3, (3 - 1) * dT + 2 + aT, (4 - 1) * dH + 2 + aH, (3 - 1) * dW + 3 + aW))
+    for t, y, xx in np.ndindex(3, 4, 3):
+        full[:, :, t * dT:t * dT + 2, y * dH:y * dH + 2, xx * dW:xx * dW + 3] += np.einsum("nc,coaij->noaij", x[:, :, t, y, xx], w)
+    want = full[:, :, pT:full.shape[2] - pT, pH:full.shape[3] - pH, pW:full.shape[4] - pW] + b[None, :, None, None, None]
+    np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
+    fd_check(m, x[1], rng=rng)
+    if pytorch is not None:
+        t = F.conv_transpose3d(pytorch.tensor(x), pytorch.tensor(w), pytorch.tensor(b), (dT, dH, dW), (pT, pH, pW), (aT, aH, aW))
+        np.testing.assert_allclose(N(forward(m, T(x))), t.numpy(), atol=1e-12)
+
+
+def test_acc_grad_needs_forward(lua):
+    m = module("nn.SpatialConvolution(1, 2, 3, 3)")
+    with pytest.raises(luabridge.LuaError, match=r"nn.SpatialConvolution: call updateOutput with this input before accGradParameters"):
+        lua_fn("function(m, x, g) m:accGradParameters(x, g) end")(m, T(np.zeros((1, 5, 5))), T(np.zeros((2, 3, 3))))

@@ -246,3 +246,30 @@ def test_volumetric_dilated_max_pooling(lua, rng):
     np.testing.assert_array_equal(N(forward(m, T(x))), want)
     np.testing.assert_array_equal(N(field(m, "indices")), widx)
     fd_check(m, x, params=(), rng=rng)
+
+
+def test_volumetric_replication_padding(lua, rng):
+    m = module("nn.VolumetricReplicationPadding(1, 2, 0, -1, 2, 1)")   # left right top bottom front back
+    x = rng.standard_normal((2, 2, 3, 4, 5))
+    padded = np.pad(x, [(0, 0), (0, 0), (2, 1), (0, 0), (1, 2)], mode="edge")[:, :, :, :-1, :]
+    np.testing.assert_array_equal(N(forward(m, T(x))), padded)
+    np.testing.assert_array_equal(N(forward(m, T(x[0]))), padded[0])
+    fd_check(m, x, params=(), rng=rng)
+    assert lua_fn("function(m) return tostring(m) end")(m) == \
+        "nn.VolumetricReplicationPadding(left=1, right=2, top=0, bottom=-1, front=2, back=1)"
+
+
+def test_volumetric_max_unpooling(lua, rng):
+    setup = lua_fn("function() require 'nn'; local p = nn.VolumetricMaxPooling(2, 2, 2); return p, nn.VolumetricMaxUnpooling(p) end")
+    p, u = setup()
+    x = rng.standard_normal((2, 4, 5, 4))
+    y = N(forward(p, T(x)))
+    out = N(forward(u, T(y)))
+    assert out.shape == x.shape
+    idx = N(field(p, "indices")).reshape(2, -1) - 1
+    want = np.zeros((2, 80))
+    np.put_along_axis(want, idx, y.reshape(2, -1), axis=1)
+    np.testing.assert_array_equal(out.reshape(2, -1), want)
+    g = rng.standard_normal(x.shape)
+    gin = N(backward(u, T(y), T(g)))
+    np.testing.assert_array_equal(gin.reshape(2, -1), np.take_along_axis(g.reshape(2, -1), idx, axis=1))

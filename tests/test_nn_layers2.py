@@ -20,10 +20,6 @@ def _l2n(x, p, eps=1e-10):
     return (rows / n ** (1 / p)).reshape(x.shape)
 
 
-def _wcol(m, name="weight"):
-    return field(m, name)
-
-
 # (constructor, input shape, reference(x, module), parameters checked by finite differences)
 SINGLE = [
     ("nn.MulConstant(-2.5)", (3, 4), lambda x, m: -2.5 * x, ()),
@@ -90,13 +86,13 @@ SINGLE = [
     ("nn.Normalize(math.huge)", (3, 4),
      lambda x, m: x / (np.abs(x).max(1, keepdims=True) + 1e-10), ()),
     ("nn.Euclidean(4, 3)", (2, 4),
-     lambda x, m: np.linalg.norm(x[:, :, None] - _wcol(m)[None], axis=1), ("weight",)),
-    ("nn.Euclidean(4, 3)", (4,), lambda x, m: np.linalg.norm(x[:, None] - _wcol(m), axis=0), ("weight",)),
+     lambda x, m: np.linalg.norm(x[:, :, None] - field(m, "weight")[None], axis=1), ("weight",)),
+    ("nn.Euclidean(4, 3)", (4,), lambda x, m: np.linalg.norm(x[:, None] - field(m, "weight"), axis=0), ("weight",)),
     ("nn.WeightedEuclidean(4, 3)", (2, 4), None, ("weight", "diagCov")),
-    ("nn.Cosine(4, 3)", (2, 4), lambda x, m: (x @ _wcol(m).T) / np.outer(
-        np.linalg.norm(x, axis=1) + 1e-12, np.linalg.norm(_wcol(m), axis=1) + 1e-12), ("weight",)),
-    ("nn.Cosine(4, 3)", (4,), lambda x, m: (_wcol(m) @ x) / (
-        np.linalg.norm(x) + 1e-12) / (np.linalg.norm(_wcol(m), axis=1) + 1e-12), ("weight",)),
+    ("nn.Cosine(4, 3)", (2, 4), lambda x, m: (x @ field(m, "weight").T) / np.outer(
+        np.linalg.norm(x, axis=1) + 1e-12, np.linalg.norm(field(m, "weight"), axis=1) + 1e-12), ("weight",)),
+    ("nn.Cosine(4, 3)", (4,), lambda x, m: (field(m, "weight") @ x) / (
+        np.linalg.norm(x) + 1e-12) / (np.linalg.norm(field(m, "weight"), axis=1) + 1e-12), ("weight",)),
     ("nn.Maxout(4, 3, 2)", (5, 4), None, ()),
 ]
 
@@ -154,6 +150,21 @@ def test_in_place_constants_restore_input(rng):
         g = np.ones((3, 2))
         backward(m, x, g)
         np.testing.assert_allclose(x, x0, rtol=1e-15)
+
+
+def test_add_constant_vector(rng):
+    c = np.array([1.0, -2, 0.5])
+    m = call("function(c) return nn.AddConstant(c) end", lua_tensor(c))
+    x = rng.standard_normal((4, 3))
+    np.testing.assert_allclose(forward(m, x), x + c)
+    np.testing.assert_allclose(forward(m, x[1].copy()), x[1] + c)
+    mi = call("function(c) return nn.AddConstant(c, true) end", lua_tensor(c))
+    x2 = x.copy()
+    np.testing.assert_allclose(forward(mi, x2), x + c)
+    backward(mi, x2, np.ones((4, 3)))
+    np.testing.assert_allclose(x2, x, rtol=1e-15)  # restored
+    with pytest.raises(luabridge.LuaError, match=r"input is not scalar or doesn't match with the dimension of constant"):
+        forward(m, np.zeros((3, 4)))
 
 
 def test_gradient_reversal_and_l1_penalty(rng):

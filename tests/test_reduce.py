@@ -181,6 +181,17 @@ def test_sum_prod_along_dim(f, reduce_path, rng, dtype, shape):
                 np.testing.assert_allclose(got, want, **tol(dtype), err_msg=f"{name} {op} {d}")
 
 
+def test_short_folds_in_order(f, rng, reduce_path):
+    # torch7 folds in order, and its own tests compare small sums and products along a dim exactly
+    y = rng.uniform(0, 1, (5, 5, 5))
+    for d in range(3):
+        for op, ufunc in (("sum", np.add), ("prod", np.multiply)):
+            want = np.take(y, [0], axis=d)
+            for j in range(1, 5):
+                want = ufunc(want, np.take(y, [j], axis=d))
+            np.testing.assert_array_equal(N(f["whole"](T(y), op, d + 1)), want, err_msg=f"{op} {d}")
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_lua_float_sums_accumulate_in_double(f, dtype, reduce_path):
     if reduce_path == "numpy":

@@ -3,6 +3,6 @@ local pointwise = require 'nn.kernels.pointwise'
 local Abs = torch.class('nn.Abs', 'nn.Module')
 
 pointwise.define(Abs, {
-  forwardOp = function(output, input) output:abs(input) end,
+  forwardOp = function(_, output, input) output:abs(input) end,
   backward = 'local x = $2; $1 = x > 0 and $3 or (x < 0 and -$3 or 0)',
 })

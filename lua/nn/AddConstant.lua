@@ -1,21 +1,40 @@
--- x + constant_scalar. In place, the input is shifted and restored by the backward pass.
+-- x + constant_scalar, where the constant is a number or a vector added to a vector input or
+-- to each row of a matrix. In place, the input is shifted and restored by the backward pass.
 local check = require 'torch.check'
 local AddConstant, parent = torch.class('nn.AddConstant', 'nn.Module')
 
 function AddConstant:__init(constantScalar, ip)
   parent.__init(self)
-  if type(constantScalar) ~= 'number' then error('nn.AddConstant: input is not scalar!') end
   self.constant_scalar = constantScalar
+  if ip ~= nil and type(ip) ~= 'boolean' then error('in-place flag must be boolean') end
   self.inplace = ip or false
 end
 
-function AddConstant:updateOutput(input)
+-- The constant, as a number or as a tensor expanded to input's layout.
+function AddConstant:addend(input)
   check.tensorOf('nn.AddConstant', input, 'input')
+  local c, nd = self.constant_scalar, input:dim()
+  if type(c) == 'number' then return c end
+  if not torch.isTensor(c) or nd < 1 or nd > 2 or input:size(nd) ~= c:nElement() then
+    check.error(("nn.AddConstant: input is not scalar or doesn't match with the dimension of constant! (input %s, constant %s)")
+      :format(check.sizestr(input), torch.isTensor(c) and check.sizestr(c) or torch.type(c)))
+  end
+  c = c:contiguous():view(1, c:nElement())
+  return nd == 2 and c:expand(input:size(1), c:size(2)) or c:view(c:size(2))
+end
+
+-- t += sign * c for a number or tensor c.
+local function shift(t, c, sign)
+  if type(c) == 'number' then t:add(sign * c) else t:add(sign, c) end
+  return t
+end
+
+function AddConstant:updateOutput(input)
+  local c = self:addend(input)
   if self.inplace then
-    input:add(self.constant_scalar)
-    self.output:set(input)
+    self.output:set(shift(input, c, 1))
   else
-    self.output:resizeAs(input):copy(input):add(self.constant_scalar)
+    shift(self.output:resizeAs(input):copy(input), c, 1)
   end
   return self.output
 end
@@ -24,7 +43,7 @@ function AddConstant:updateGradInput(input, gradOutput)
   check.sameElements('nn.AddConstant', input, gradOutput)
   if self.inplace then
     self.gradInput:set(gradOutput)
-    input:add(-self.constant_scalar)
+    shift(input, self:addend(input), -1)
   else
     self.gradInput:resizeAs(gradOutput):copy(gradOutput)
   end

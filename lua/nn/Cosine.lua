@@ -68,7 +68,8 @@ function Cosine:updateGradInput(input, gradOutput)
   self._gy = self._gy or x.new()
   torch.sum(self._gy, self._gw:cmul(g, y), 2)                    -- sum_j g_j y_j
   self._gy:cdiv(xn):cdiv(xn)
-  self.gradInput:add(-1, self._gy:expand(b, n):clone():cmul(x))
+  self._xy = self._xy or x.new()
+  self.gradInput:add(-1, self._xy:resizeAs(x):cmul(x, self._gy:expand(b, n)))
   self.gradInput = self.gradInput:view(input:size())
   return self.gradInput
 end
@@ -94,5 +95,5 @@ function Cosine:accGradParameters(input, gradOutput, scale)
 end
 
 function Cosine:clearState()
-  return parent.clearState(self, '_wn', '_xn', '_gw', '_gy', '_dw')
+  return parent.clearState(self, '_wn', '_xn', '_gw', '_gy', '_dw', '_xy')
 end

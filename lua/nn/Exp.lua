@@ -3,6 +3,6 @@ local pointwise = require 'nn.kernels.pointwise'
 local Exp = torch.class('nn.Exp', 'nn.Module')
 
 pointwise.define(Exp, {
-  forwardOp = function(output, input) output:exp(input) end,
+  forwardOp = function(_, output, input) output:exp(input) end,
   backward = '$1 = $3 * $4',
 })

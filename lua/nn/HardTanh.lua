@@ -11,13 +11,13 @@ function HardTanh:__init(minValue, maxValue, inplace)
 end
 
 pointwise.define(HardTanh, {
-  forward = 'local x = $2; $1 = x < v1 and v1 or (x > v2 and v2 or x)',
-  backward = 'local x = $2; $1 = (x > v1 and x < v2) and $3 or 0',
-  deviceForward = function(output, input, lo, hi) output:clamp(input, lo, hi) end,
-  deviceBackward = function(gradInput, input, gradOutput, _, lo, hi)
-    local outside = input:le(lo):add(input:ge(hi))
-    if gradInput ~= gradOutput then gradInput:copy(gradOutput) end
-    gradInput:maskedFill(outside, 0)
+  forwardOp = function(_, output, input, lo, hi) output:clamp(input, lo, hi) end,
+  backwardOp = function(m, gradInput, input, gradOutput, _, lo, hi)
+    gradInput:cmul(gradOutput, pointwise.mask(m, input, lo, hi))
   end,
   params = function(self) return self.min_val, self.max_val end,
 })
+
+function HardTanh:clearState()
+  return parent.clearState(self, '_mask', '_above', '_below')
+end

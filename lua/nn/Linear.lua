@@ -34,7 +34,7 @@ local function checkInput(self, input)
       torch.isTensor(input) and check.sizestr(input) or torch.type(input)))
   end
   if input:size(nd) ~= self.weight:size(2) then
-    check.error(('nn.Linear: input size %s does not match inputSize %d'):format(
+    check.error(('nn.Linear: size mismatch, input size %s does not match inputSize %d'):format(
       check.sizestr(input), self.weight:size(2)))
   end
   return nd

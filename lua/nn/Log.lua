@@ -3,6 +3,6 @@ local pointwise = require 'nn.kernels.pointwise'
 local Log = torch.class('nn.Log', 'nn.Module')
 
 pointwise.define(Log, {
-  forwardOp = function(output, input) output:log(input) end,
+  forwardOp = function(_, output, input) output:log(input) end,
   backward = '$1 = $3 / $2',
 })

@@ -6,6 +6,7 @@ function MulConstant:__init(constantScalar, ip)
   parent.__init(self)
   if type(constantScalar) ~= 'number' then error('nn.MulConstant: input is not scalar!') end
   self.constant_scalar = constantScalar
+  if ip ~= nil and type(ip) ~= 'boolean' then error('in-place flag must be boolean') end
   self.inplace = ip or false
 end
 

@@ -9,7 +9,7 @@ function Power:__init(p)
 end
 
 pointwise.define(Power, {
-  forwardOp = function(output, input, p) output:pow(input, p) end,
+  forwardOp = function(_, output, input, p) output:pow(input, p) end,
   backward = '$1 = $3 * v1 * math.pow($2, v1 - 1)',
   params = function(self) return self.pow end,
 })

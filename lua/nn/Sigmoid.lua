@@ -3,10 +3,9 @@ local pointwise = require 'nn.kernels.pointwise'
 local Sigmoid = torch.class('nn.Sigmoid', 'nn.Module')
 
 pointwise.define(Sigmoid, {
-  forwardOp = function(output, input) output:sigmoid(input) end,
+  forwardOp = function(_, output, input) output:sigmoid(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y) * y',
-  deviceForward = function(output, input) output:sigmoid(input) end,
-  deviceBackward = function(gradInput, _, gradOutput, output)
+  deviceBackward = function(_, gradInput, _, gradOutput, output)
     gradInput:mul(output, -1):add(1):cmul(output):cmul(gradOutput)
   end,
 })

@@ -101,8 +101,12 @@ function SpatialConvolution:accGradParameters(input, gradOutput, scale)
   local g = self:_geometry(input)
   shape.gradOutput(self, gradOutput, g.sizes)
   gradOutput = gradOutput:contiguous():view(g.B, self.nOutputPlane, g.N)
+  local f = self.finput
+  if not f or f:dim() ~= 3 or f:size(1) ~= g.B or f:size(2) ~= g.K or f:size(3) ~= g.N then
+    shape.fail(self, 'call updateOutput with this input before accGradParameters')
+  end
   local gw = matrix(self, self.gradWeight, 'gradWeight')
-  gw:addbmm(scale, gradOutput, self.finput:transpose(2, 3))
+  gw:addbmm(scale, gradOutput, f:transpose(2, 3))
   if self.gradBias then planes.accSum(self.gradBias, gradOutput, g.B, self.nOutputPlane, g.N, scale) end
 end
 

@@ -32,29 +32,30 @@ end
 SpatialFullConvolution.noBias = nn.SpatialConvolution.noBias
 SpatialFullConvolution.reset = nn.SpatialConvolution.reset
 
--- input and the geometry: the output is the "image" that im2col/col2im walk, the input
--- pixels are their column positions.
+SpatialFullConvolution._dims = { 'H', 'W' }
+
+-- input, target and the geometry: the output is the "image" that im2col/col2im walk, the
+-- input pixels are their column positions. Serves any dims (self._dims; fields k*, d*, pad*,
+-- adj* per dim).
 function SpatialFullConvolution:_geometry(input)
   local target
   if type(input) == 'table' and not torch.isTensor(input) then input, target = input[1], input[2] end
-  local batch, B, C, s = shape.input(self, input, 2, self.nInputPlane)
-  local H, W = s[1], s[2]
-  local adjH, adjW = self.adjH, self.adjW
-  if target then
-    local nd = target:dim()
-    adjH = (target:size(nd - 1) + 2 * self.padH - self.kH) % self.dH
-    adjW = (target:size(nd) + 2 * self.padW - self.kW) % self.dW
-  end
-  local oH = (H - 1) * self.dH - 2 * self.padH + self.kH + adjH
-  local oW = (W - 1) * self.dW - 2 * self.padW + self.kW + adjW
-  shape.output(self, input, { oH, oW }, ('kernel %dx%d, stride %d,%d, padding %d,%d'):format(
-    self.kH, self.kW, self.dH, self.dW, self.padH, self.padW))
+  local dims = self._dims
+  local batch, B, _, s = shape.input(self, input, #dims, self.nInputPlane)
   local nOut = self.nOutputPlane
-  return input, target, {
-    batch = batch, B = B, C = nOut, H = oH, W = oW, kH = self.kH, kW = self.kW, dH = self.dH,
-    dW = self.dW, padH = self.padH, padW = self.padW, oH = H, oW = W,
-    K = nOut * self.kH * self.kW, N = H * W,
-    sizes = batch and { B, nOut, oH, oW } or { nOut, oH, oW } }
+  local g = { batch = batch, B = B, C = nOut, M = 1, N = 1, K = nOut }
+  local outs, ks = {}, {}
+  for i, d in ipairs(dims) do
+    local k, st, pad, adj = self['k' .. d], self['d' .. d], self['pad' .. d], self['adj' .. d]
+    if target then adj = (target:size(target:dim() - #dims + i) + 2 * pad - k) % st end
+    local o = (s[i] - 1) * st - 2 * pad + k + adj
+    g[d], g['o' .. d], g['k' .. d], g['d' .. d], g['pad' .. d] = o, s[i], k, st, pad
+    g.M, g.N, g.K = g.M * o, g.N * s[i], g.K * k
+    outs[i], ks[i] = o, k
+  end
+  shape.output(self, input, outs, 'kernel ' .. table.concat(ks, 'x'))
+  g.sizes = batch and { B, nOut, unpack(outs) } or { nOut, unpack(outs) }
+  return input, target, g
 end
 
 -- the weight as nInputPlane x K, and its expansion over the batch
@@ -71,7 +72,7 @@ function SpatialFullConvolution:updateOutput(input)
   self.columns = self.columns or x.new()
   self.columns:resize(g.B, g.K, g.N):bmm(w:transpose(2, 3), x)
   self.output:resize(g.sizes)
-  if self.bias then planes.fill(self.output, self.bias, g.B, g.C, g.H * g.W) end
+  if self.bias then planes.fill(self.output, self.bias, g.B, g.C, g.M) end
   unfold.col2im(self.columns, self.output, g, self.bias ~= nil)
   return self.output
 end
@@ -110,7 +111,7 @@ function SpatialFullConvolution:accGradParameters(input, gradOutput, scale)
   local gw = weights(self, self.gradWeight, g.B, g.K)
   gw:addbmm(scale or 1, x:contiguous():view(g.B, self.nInputPlane, g.N), cols:transpose(2, 3))
   if self.gradBias then
-    planes.accSum(self.gradBias, gradOutput:contiguous(), g.B, g.C, g.H * g.W, scale or 1)
+    planes.accSum(self.gradBias, gradOutput:contiguous(), g.B, g.C, g.M, scale or 1)
   end
 end
 

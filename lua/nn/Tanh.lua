@@ -3,10 +3,9 @@ local pointwise = require 'nn.kernels.pointwise'
 local Tanh = torch.class('nn.Tanh', 'nn.Module')
 
 pointwise.define(Tanh, {
-  forwardOp = function(output, input) output:tanh(input) end,
+  forwardOp = function(_, output, input) output:tanh(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y * y)',
-  deviceForward = function(output, input) output:tanh(input) end,
-  deviceBackward = function(gradInput, _, gradOutput, output)
+  deviceBackward = function(_, gradInput, _, gradOutput, output)
     gradInput:cmul(output, output):mul(-1):add(1):cmul(gradOutput)
   end,
 })

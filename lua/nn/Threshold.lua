@@ -1,4 +1,5 @@
 -- y = x where x > threshold, else val.
+local apply = require 'torch.backend.cpu.apply'
 local pointwise = require 'nn.kernels.pointwise'
 local Threshold, parent = torch.class('nn.Threshold', 'nn.Module')
 
@@ -22,21 +23,31 @@ function Threshold:validateParameters()
   end
 end
 
+-- max(x, threshold) when val == threshold (ReLU): one vectorized pass. Otherwise a CPU loop,
+-- or on a device x * mask + val * (1 - mask).
+local keepAbove = apply.kernel(2, '$1 = $2 > v1 and $2 or v2')
+
 pointwise.define(Threshold, {
-  forward = '$1 = $2 > v1 and $2 or v2',
-  backward = '$1 = $2 > v1 and $3 or 0',
-  deviceForward = function(output, input, th, val)
-    local below = input:le(th)
-    if output ~= input then output:copy(input) end
-    output:maskedFill(below, val)
+  forwardOp = function(m, output, input, th, val)
+    if val == th then
+      output:cmax(input, th)
+    elseif not input._device then
+      keepAbove(output, input, th, val)
+    else
+      local mask = pointwise.mask(m, input, th)
+      output:cmul(input, mask)
+      output:add(mask:mul(-val):add(val))
+    end
   end,
-  deviceBackward = function(gradInput, input, gradOutput, _, th)
-    local below = input:le(th)
-    if gradInput ~= gradOutput then gradInput:copy(gradOutput) end
-    gradInput:maskedFill(below, 0)
+  backwardOp = function(m, gradInput, input, gradOutput, _, th)
+    gradInput:cmul(gradOutput, pointwise.mask(m, input, th))
   end,
   params = function(self)
     self:validateParameters()
     return self.threshold, self.val
   end,
 })
+
+function Threshold:clearState()
+  return parent.clearState(self, '_mask', '_above', '_below')
+end

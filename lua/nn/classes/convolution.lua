@@ -3,9 +3,11 @@ return {
   'SpatialMaxPooling', 'SpatialDilatedMaxPooling', 'SpatialAveragePooling', 'SpatialSubSampling',
   'VolumetricMaxPooling', 'VolumetricDilatedMaxPooling', 'VolumetricAveragePooling',
   'SpatialAdaptiveMaxPooling', 'SpatialAdaptiveAveragePooling', 'SpatialMaxUnpooling',
+  'VolumetricMaxUnpooling',
   'SpatialZeroPadding', 'SpatialReflectionPadding', 'SpatialReplicationPadding',
+  'VolumetricReplicationPadding',
   'SpatialBatchNormalization', 'VolumetricBatchNormalization',
   'SpatialUpSamplingNearest', 'SpatialUpSamplingBilinear', 'SpatialCrossMapLRN',
   'TemporalConvolution', 'TemporalSubSampling', 'TemporalMaxPooling',
-  'VolumetricConvolution', 'VolumetricDilatedConvolution',
+  'VolumetricConvolution', 'VolumetricDilatedConvolution', 'VolumetricFullConvolution',
 }

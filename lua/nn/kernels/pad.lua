@@ -1,6 +1,6 @@
--- Spatial padding (zero, reflection, replication; negative padding crops) of planes x H x W
--- input: each output row and column reads one input row and column, given by two index maps
--- built per call (-1: a zero). The backward pass adds each gradient back where it was read.
+-- Spatial and volumetric padding (zero, reflection, replication; negative padding crops) of
+-- planes x (T x) H x W input: each output frame, row and column reads one input frame, row and
+-- column, given by index maps built per call (-1: a zero). The backward pass adds each gradient back where it was read.
 local ffi = require 'ffi'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
@@ -20,22 +20,25 @@ local sources = {
 }
 
 local loop = [[
-return function(ip, io, op, oo, P, H, W, oH, oW, rows, cols, backward)
+return function(ip, io, op, oo, P, T, H, W, oT, oH, oW, frames, rows, cols, backward)
   for p = 0, P - 1 do
-    local ib, ob = io + p * H * W, oo + p * oH * oW
-    for i = 0, oH - 1 do
-      local r = rows[i]
-      local orow = ob + i * oW
-      if r < 0 then
-        if not backward then for j = 0, oW - 1 do op[orow + j] = 0 end end
-      else
-        local irow = ib + r * W
-        for j = 0, oW - 1 do
-          local c = cols[j]
-          if backward then
-            if c >= 0 then ip[irow + c] = ip[irow + c] + op[orow + j] end
-          elseif c >= 0 then op[orow + j] = ip[irow + c]
-          else op[orow + j] = 0 end
+    local ib, ob = io + p * T * H * W, oo + p * oT * oH * oW
+    for t = 0, oT - 1 do
+      local f = frames[t]
+      for i = 0, oH - 1 do
+        local r = rows[i]
+        local orow = ob + (t * oH + i) * oW
+        if r < 0 or f < 0 then
+          if not backward then for j = 0, oW - 1 do op[orow + j] = 0 end end
+        else
+          local irow = ib + (f * H + r) * W
+          for j = 0, oW - 1 do
+            local c = cols[j]
+            if backward then
+              if c >= 0 then ip[irow + c] = ip[irow + c] + op[orow + j] end
+            elseif c >= 0 then op[orow + j] = ip[irow + c]
+            else op[orow + j] = 0 end
+          end
         end
       end
     end
@@ -50,39 +53,60 @@ local function indexMap(mode, n, lo, on)
   return m
 end
 
--- Checks input and returns the geometry: sizes of input planes and output, output sizes.
-local function geometry(self, input, mode)
-  local batch, B, C, s = shape.input(self, input, 2)
-  local H, W = s[1], s[2]
-  local oH, oW = H + self.pad_t + self.pad_b, W + self.pad_l + self.pad_r
-  shape.output(self, input, { oH, oW }, ('padding l=%d, r=%d, t=%d, b=%d'):format(
-    self.pad_l, self.pad_r, self.pad_t, self.pad_b))
-  if mode == 'reflection' and (math.max(self.pad_l, self.pad_r) >= W or math.max(self.pad_t, self.pad_b) >= H) then
-    shape.fail(self, 'padding (l=%d, r=%d, t=%d, b=%d) must be smaller than the input planes (%dx%d)',
-      self.pad_l, self.pad_r, self.pad_t, self.pad_b, H, W)
+-- The paddings (low, high) of each padded dim (time, rows, columns), from torch7's fields.
+local function paddings(self)
+  if self.pfront then
+    return { { self.pfront, self.pback }, { self.ptop, self.pbottom }, { self.pleft, self.pright } }
   end
-  local sizes = batch and { B, C, oH, oW } or { C, oH, oW }
-  return { P = B * C, H = H, W = W, oH = oH, oW = oW, sizes = sizes }
+  return { { self.pad_t, self.pad_b }, { self.pad_l, self.pad_r } }
+end
+
+-- Checks input and returns the geometry: plane count, input and output sizes (3 dims, time 1
+-- for 2D) and the output's sizes.
+local function geometry(self, input, mode)
+  local pads = paddings(self)
+  local sd = #pads
+  local batch, B, C, s = shape.input(self, input, sd)
+  local I, O, shown = { 1, 1, 1 }, { 1, 1, 1 }, {}
+  for d = 1, sd do
+    local k = 3 - sd + d
+    I[k], O[k] = s[d], s[d] + pads[d][1] + pads[d][2]
+    shown[d] = O[k]
+    if mode == 'reflection' and math.max(pads[d][1], pads[d][2]) >= s[d] then
+      shape.fail(self, 'padding %s must be smaller than the input planes (%s)',
+        tostring(self):match('%(.*%)'), table.concat(s, 'x'))
+    end
+  end
+  shape.output(self, input, shown, 'padding ' .. tostring(self):match('%((.*)%)'))
+  local sizes = { C, unpack(shown) }
+  if batch then table.insert(sizes, 1, B) end
+  local full = { { 0, 0 }, { 0, 0 }, { 0, 0 } }
+  for d = 1, sd do full[3 - sd + d] = pads[d] end
+  return { P = B * C, I = I, O = O, pads = full, sizes = sizes }
 end
 
 local function run(self, mode, inp, out, g, backward)
-  loops[inp._dt](inp._st._ptr, inp._off, out._st._ptr, out._off, g.P, g.H, g.W, g.oH, g.oW,
-    indexMap(mode, g.H, self.pad_t, g.oH), indexMap(mode, g.W, self.pad_l, g.oW), backward)
+  local I, O, p = g.I, g.O, g.pads
+  loops[inp._dt](inp._st._ptr, inp._off, out._st._ptr, out._off, g.P, I[1], I[2], I[3], O[1], O[2], O[3],
+    indexMap(mode, I[1], p[1][1], O[1]), indexMap(mode, I[2], p[2][1], O[2]),
+    indexMap(mode, I[3], p[3][1], O[3]), backward)
 end
 
--- Installs torch7's constructor (pad_l[, pad_r, pad_t, pad_b], the missing ones = pad_l), the
--- passes and the printing on a padding class.
-function pad.install(cls, mode)
+-- Installs torch7's constructor (the padding fields `names`, default pad_l, pad_r, pad_t,
+-- pad_b; the missing ones = the first), the passes and the printing (`labels`) on a class.
+function pad.install(cls, mode, names, labels)
   local parent = nn.Module
-  function cls:__init(l, r, t, b)
+  names = names or { 'pad_l', 'pad_r', 'pad_t', 'pad_b' }
+  labels = labels or { 'l', 'r', 't', 'b' }
+  function cls:__init(first, ...)
     parent.__init(self)
-    self.pad_l = l
-    self.pad_r, self.pad_t, self.pad_b = r or l, t or l, b or l
-    for _, v in ipairs { self.pad_l, self.pad_r, self.pad_t, self.pad_b } do
+    local given = { first, ... }
+    for i, name in ipairs(names) do
+      local v = given[i] or first
       if type(v) ~= 'number' or v ~= math.floor(v) then
-        shape.fail(self, 'paddings must be integers, got %s, %s, %s, %s', tostring(l), tostring(r),
-          tostring(t), tostring(b))
+        shape.fail(self, 'paddings must be integers, got %s for %s', tostring(v), name)
       end
+      self[name] = v
     end
   end
   function cls:updateOutput(input)
@@ -102,8 +126,9 @@ function pad.install(cls, mode)
     return self.gradInput
   end
   function cls:__tostring__()
-    return torch.type(self) .. ('(l=%d, r=%d, t=%d, b=%d)'):format(self.pad_l, self.pad_r,
-      self.pad_t, self.pad_b)
+    local parts = {}
+    for i, name in ipairs(names) do parts[i] = ('%s=%d'):format(labels[i], self[name]) end
+    return torch.type(self) .. '(' .. table.concat(parts, ', ') .. ')'
   end
 end
 

@@ -1,11 +1,13 @@
--- Elementwise layers: updateOutput / updateGradInput built from kernel bodies, in place when
--- the module's `inplace` field is set (output then shares input's storage, and gradInput
--- shares gradOutput's).
---   forward:  '$1 = f($2)'           $1 output, $2 input; or forwardOp(output, input), a tensor op
---   backward: '$1 = g($2, $3, $4)'   $1 gradInput, $2 input, $3 gradOutput, $4 output
---   params(self) gives the scalars v1..v3 the bodies use.
--- CUDA tensors need deviceForward(output, input, ...) and deviceBackward(gradInput, input,
--- gradOutput, output, ...) written with tensor ops; without them the module is CPU only.
+-- Elementwise layers: updateOutput / updateGradInput built from kernel bodies or tensor ops,
+-- in place when the module's `inplace` field is set (output then shares input's storage, and
+-- gradInput shares gradOutput's).
+--   forward:  '$1 = f($2)'           $1 output, $2 input (a CPU loop); or
+--   forwardOp(m, output, input, ...) tensor ops, for every device (m: the module)
+--   backward: '$1 = g($2, $3, $4)'   $1 gradInput, $2 input, $3 gradOutput, $4 output; or
+--   backwardOp(m, gradInput, input, gradOutput, output, ...)
+--   params(self) gives the scalars (v1..v3 in the bodies, ... above).
+-- CUDA tensors use the tensor-op forms, or deviceForward / deviceBackward (same arguments)
+-- where the CPU form is a loop; without either the module is CPU only.
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 
@@ -37,35 +39,56 @@ function pointwise.checkGradOutput(module, input, gradOutput, deviceOk)
   end
 end
 
+-- m._mask: 1 where lo < x (and x < hi when hi is given), else 0, as a tensor of x's type.
+-- The compares go to byte buffers first: every step runs as a vectorized loop.
+function pointwise.mask(m, x, lo, hi)
+  local byteType = x._device and 'torch.CudaByteTensor' or 'torch.ByteTensor'
+  if torch.type(m._above) ~= byteType then
+    m._above, m._below = torch.getmetatable(byteType).new(), torch.getmetatable(byteType).new()
+  end
+  if torch.type(m._mask) ~= torch.type(x) then m._mask = x.new() end
+  torch.gt(m._above, x, lo)
+  if hi then m._above:cmul(torch.lt(m._below, x, hi)) end
+  return m._mask:resize(x:size()):copy(m._above)
+end
+
 function pointwise.define(cls, spec)
   local params = spec.params or none
-  local forward = spec.forward and apply.kernel(2, spec.forward)
-  local forwardOp = spec.forwardOp or function(output, input, ...) forward(output, input, ...) end
-  local backward = apply.kernel(4, spec.backward)
-  local onDevice = spec.deviceForward ~= nil
+  local forward, backward = spec.forwardOp, spec.backwardOp
+  if not forward then
+    local loop = apply.kernel(2, spec.forward)
+    forward = function(_, ...) loop(...) end
+  end
+  if not backward then
+    local loop = apply.kernel(4, spec.backward)
+    backward = function(_, ...) loop(...) end
+  end
+  local deviceForward = spec.forwardOp or spec.deviceForward
+  local deviceBackward = spec.backwardOp or spec.deviceBackward
+  local onDevice = deviceForward ~= nil and deviceBackward ~= nil
 
   function cls:updateOutput(input)
     pointwise.checkInput(self, input, onDevice)
-    local run = input._device and spec.deviceForward or forwardOp
+    local run = input._device and deviceForward or forward
     if self.inplace then
-      run(input, input, params(self))
+      run(self, input, input, params(self))
       self.output:set(input)
     else
       self.output:resizeAs(input)
-      run(self.output, input, params(self))
+      run(self, self.output, input, params(self))
     end
     return self.output
   end
 
   function cls:updateGradInput(input, gradOutput)
     pointwise.checkGradOutput(self, input, gradOutput, onDevice)
-    local run = input._device and spec.deviceBackward or backward
+    local run = input._device and deviceBackward or backward
     if self.inplace then
-      run(gradOutput, input, gradOutput, input, params(self))  -- input holds the output
+      run(self, gradOutput, input, gradOutput, input, params(self))  -- input holds the output
       self.gradInput:set(gradOutput)
     else
       self.gradInput:resizeAs(input)
-      run(self.gradInput, input, gradOutput, self.output, params(self))
+      run(self, self.gradInput, input, gradOutput, self.output, params(self))
     end
     return self.gradInput
   end

@@ -266,9 +266,8 @@ end
 
 -- output, indices = max pooling of input (the module's fields are resized)
 function pool.maxForward(self, input, g)
-  if g.p.dil[3] == 1 and g.p.dil[2] == 1 then
-    self.iheight, self.iwidth = g.I[2], g.I[3]   -- read by SpatialMaxUnpooling, as torch7's
-  end
+  -- the input sizes, read by the unpooling modules (as torch7's)
+  self.itime, self.iheight, self.iwidth = self.kT and g.I[1] or nil, g.I[2], g.I[3]
   input = input:contiguous()
   self.output:resize(g.sizes)
   self.indices = self.indices or torch.LongTensor()

@@ -262,9 +262,11 @@ local function perClass(name, source)
 end
 
 -- A fold a = a OP f(x) over elements; f is an expression of X (the element) and C (a scalar).
--- f.lua[dt](p, n, s, a, c) folds a run into a; four accumulators make independent chains that
--- the CPU overlaps. f.slabs[perPosition][dt](src, n, inner, acc, c) sets acc[j] (inner of
--- them) to the fold of src[i * inner + j] over i < n, with C = c[j] when perPosition.
+-- f.lua[dt](p, n, s, a, c) folds a run into a: short runs in order, as torch7 does (so that
+-- small results are torch7's to the last bit), longer ones in four accumulators that make
+-- independent chains the CPU overlaps. f.slabs[perPosition][dt](src, n, inner, acc, c) sets
+-- acc[j] (inner of them) to the fold of src[i * inner + j] over i < n, with C = c[j] when
+-- perPosition.
 local function fold(op, unit, expr)
   local function element(c) return expr:gsub('X', 'v'):gsub('C', c) end
   local e = element('c')
@@ -276,8 +278,14 @@ local function fold(op, unit, expr)
     end
     return ([[
 return function(p, n, s, a0, c)
+  a0 = a0 %s %s
+  local q = 0
+  if n < 32 then
+    for _ = 1, n do local v = p[q]; a0 = a0 %s %s; q = q + s end
+    return a0
+  end
   local a1, a2, a3 = %s, %s, %s
-  local q, s2, s3, s4 = 0, 2 * s, 3 * s, 4 * s
+  local s2, s3, s4 = 2 * s, 3 * s, 4 * s
   for _ = 1, (n - n %% 4) / 4 do
     %s %s %s %s
     q = q + s4
@@ -287,7 +295,7 @@ return function(p, n, s, a0, c)
     q = q + s
   end
   return (a0 %s a1) %s (a2 %s a3)
-end]]):format(u, u, u, step[1], step[2], step[3], step[4], op, e, op, op, op)
+end]]):format(op, u, op, e, u, u, u, step[1], step[2], step[3], step[4], op, e, op, op, op)
   end)
   local slabs = {}
   for _, perPosition in ipairs({ false, true }) do
@@ -323,7 +331,8 @@ local foldAll = R.foldAll
 -- running extreme m stays when `v keep m`.
 local EXTREMES = {}
 for name, keep in pairs({ max = '<=', min = '>=' }) do
-  local e = { keep = keep }
+  -- spreadBody: the kernel body over (extremes, positions, x, position of x's element along dim)
+  local e = { spreadBody = ('if not ($3 %s $1) and $1 == $1 then $1 = $3; $2 = $4 end'):format(keep) }
   -- the extreme of m and a run's elements; returns at once with a NaN
   local exact = apply.perType(name, ([[
 return function(p, n, s, m)
@@ -627,8 +636,7 @@ local function extremeDim(op, x, dim, vals, inds, which)
     -- slab by slab into the results spread along dim
     vals:copy(x:narrow(dim, 1, 1))
     inds:fill(1)
-    R.kernel(4, ('if not ($3 %s $1) and $1 == $1 then $1 = $3; $2 = $4 end'):format(e.keep))(
-      R.spread(vals, dim, n), R.spread(inds, dim, n), x, positions(x, dim))
+    R.kernel(4, e.spreadBody)(R.spread(vals, dim, n), R.spread(inds, dim, n), x, positions(x, dim))
   end
 end
 

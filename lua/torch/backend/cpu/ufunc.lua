@@ -46,8 +46,8 @@ function ufunc.binary(l, n, pa, sa, pb, sb, pout, sout)
 end
 
 -- acc[0] = f(... f(f(acc[0], a[0]), a[1]) ..., a[n-1]): a binary loop in numpy's reduce mode
--- (the accumulator is first operand and output, both at step 0), as ufunc.reduce runs it; add
--- sums pairwise there, maximum/minimum run SIMD and let a NaN win.
+-- (the accumulator is first operand and output, both at step 0), as numpy's own ufunc.reduce
+-- calls it; add sums pairwise there, maximum/minimum run SIMD and let a NaN win.
 function ufunc.reduce(l, n, pa, sa, acc)
   local pacc = ffi.cast(charp, acc)
   args[0], args[1], args[2] = pacc, ffi.cast(charp, pa), pacc
