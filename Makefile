@@ -1,4 +1,4 @@
-# make run: set up and run the demo.  make test: set up and run the tests.
+# make run: set up and run the main demo.  make test: set up and run the tests.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -9,17 +9,19 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e '.[test,examples]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(PY) examples/demo.py
+	$(PY) examples/train_digits.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
 bench: $(STAMP)
 	$(PY) bench/tensor_ops.py
+	$(PY) bench/nn_models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

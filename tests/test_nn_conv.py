@@ -116,6 +116,8 @@ def test_errors(lua):
         backward(m, T(np.zeros((3, 5, 5))), T(np.zeros((4, 2, 2))))
     with pytest.raises(luabridge.LuaError, match=r"input is a torch.FloatTensor but the weight is a torch.DoubleTensor"):
         forward(m, T(np.zeros((3, 5, 5), np.float32)))
+    with pytest.raises(luabridge.LuaError, match=r"nn.SpatialConvolution: expected a FloatTensor or DoubleTensor input, got torch.LongTensor"):
+        forward(m, T(np.zeros((3, 5, 5), np.int64)))
     with pytest.raises(luabridge.LuaError, match=r"nn.SpatialConvolution: plane counts, kernel sizes and strides must be positive integers"):
         module("nn.SpatialConvolution(3, 4, 0, 3)")
 

@@ -375,12 +375,16 @@ function Tensor.expandAs(t, a, template)
   return t:expand(copyArray(check.tensorOf('expandAs', a)._sz))
 end
 
+-- As torch7, a result that is a single element in one dim is returned as a number (for
+-- squeeze(dim), only when the tensor had one dim to begin with).
 function Tensor.squeeze(t, d)
   local r = view(t)
   if d ~= nil then
     check.dim('squeeze', t, d)
     if t._sz[d] == 1 and #t._sz > 1 then
       table.remove(r._sz, d); table.remove(r._str, d)
+    elseif #t._sz == 1 and t._sz[1] == 1 then
+      return r[1]
     end
     return r
   end
@@ -388,7 +392,10 @@ function Tensor.squeeze(t, d)
   for i = 1, #t._sz do
     if t._sz[i] ~= 1 then sz[#sz + 1] = t._sz[i]; str[#str + 1] = t._str[i] end
   end
-  if #sz == 0 and #t._sz > 0 then sz, str = { 1 }, { 1 } end
+  if #sz == 0 and #t._sz > 0 then
+    r._sz, r._str = { 1 }, { 1 }
+    return r[1]
+  end
   r._sz, r._str = sz, str
   return r
 end

@@ -265,6 +265,48 @@ function pool.unpool(small, big, indices, P, n, m, backward)
 end
 
 -- output, indices = max pooling of input (the module's fields are resized)
+-- 2D windows wholly inside the plane (no padding, no dilation, no ceil overhang) of at most
+-- 25 taps: a loop over outputs with the window's taps unrolled, generated per window shape
+-- (the first tap starts the maximum; later ones replace it only when strictly greater).
+local unrolled = {}
+local function unrolledMax(dt, kH, kW)
+  local key = ('%s %dx%d'):format(dt.name, kH, kW)
+  if not unrolled[key] then
+    local taps = {}
+    for i = 0, kH - 1 do
+      for j = 0, kW - 1 do
+        if i > 0 or j > 0 then
+          taps[#taps + 1] = ([[
+        k = k0 + %d * W + %d
+        v = ip[ib + k]
+        s = min(1, max(0, (v - best) * 1e300 * 1e300))
+        at = at + (k - at) * s
+        best = max(best, v)]]):format(i, j)
+        end
+      end
+    end
+    unrolled[key] = assert(loadstring(([[
+local max, min = math.max, math.min
+return function(ip, io, op, oo, xp, xo, P, H, W, oH, oW, dH, dW)
+  for p = 0, P - 1 do
+    local ib, ob = io + p * H * W, p * oH * oW
+    for oy = 0, oH - 1 do
+      local r0, orow = oy * dH * W, ob + oy * oW
+      for ox = 0, oW - 1 do
+        local k0 = r0 + ox * dW
+        local best, at = ip[ib + k0], k0
+        local k, v, s
+%s
+        op[oo + orow + ox] = best
+        xp[xo + orow + ox] = at + 1
+      end
+    end
+  end
+end]]):format(table.concat(taps, '\n')), '=unrolled max pooling ' .. key))()
+  end
+  return unrolled[key]
+end
+
 function pool.maxForward(self, input, g)
   -- the input sizes, read by the unpooling modules (as torch7's)
   self.itime, self.iheight, self.iwidth = self.kT and g.I[1] or nil, g.I[2], g.I[3]
@@ -272,7 +314,17 @@ function pool.maxForward(self, input, g)
   self.output:resize(g.sizes)
   self.indices = self.indices or torch.LongTensor()
   self.indices:resize(g.sizes)
-  run(loops.maxForward[input._dt], input, self.output, self.indices, g)
+  local I, O, p = g.I, g.O, g.p
+  local k, d = p.k, p.d
+  if I[1] == 1 and k[1] == 1 and k[2] * k[3] <= 25 and p.pad[2] == 0 and p.pad[3] == 0
+      and p.dil[2] == 1 and p.dil[3] == 1
+      and (O[2] - 1) * d[2] + k[2] <= I[2] and (O[3] - 1) * d[3] + k[3] <= I[3] then
+    local out, ix = self.output, self.indices
+    unrolledMax(input._dt, k[2], k[3])(input._st._ptr, input._off, out._st._ptr, out._off,
+      ix._st._ptr, ix._off, g.P, I[2], I[3], O[2], O[3], d[2], d[3])
+  else
+    run(loops.maxForward[input._dt], input, self.output, self.indices, g)
+  end
   return self.output
 end
 

@@ -22,6 +22,9 @@ function shape.input(self, input, sdims, planes)
     fail(self, 'expected %dD (planes x %s) or %dD (batch x planes x %s) input, got %dD input of size %s',
       sdims + 1, layouts[sdims], sdims + 2, layouts[sdims], nd, sizestr(input))
   end
+  if input._device then
+    fail(self, 'CUDA tensors are not supported (input is a %s)', torch.typename(input))
+  end
   if input._dt.integer or input._dt.half then
     fail(self, 'expected a FloatTensor or DoubleTensor input, got %s', torch.typename(input))
   end

@@ -7,10 +7,11 @@
 -- padding, so the loops only touch the in-image run [x0, x1) of each output row.
 local ffi = require 'ffi'
 local apply = require 'torch.backend.cpu.apply'
+local ufunc = require 'torch.backend.cpu.ufunc'
 
 local unfold = {}
 
--- the loops share one walk; BODY is the copy (im2col) or the accumulation (col2im)
+-- the loops share one walk; BODY_ROW copies (im2col) or accumulates (col2im) one row's run
 local walk = [[
 local floor, max, min = math.floor, math.max, math.min
 -- the outputs o in [o0, o1) whose tap o*d + off lies in [0, n)
@@ -19,7 +20,7 @@ local function range(off, d, n, on)
   return o0, max(o0, min(on, floor((n - 1 - off) / d) + 1))
 end
 return function(img, io, col, co, B, C, T, H, W, kT, kH, kW, dT, dH, dW, padT, padH, padW,
-                oT, oH, oW, lT, lH, lW)
+                oT, oH, oW, lT, lH, lW, esize, addRow)
   local N, plane, taps = oT * oH * oW, T * H * W, kT * kH * kW
   for b = 0, B - 1 do
     for c = 0, C - 1 do
@@ -38,7 +39,7 @@ return function(img, io, col, co, B, C, T, H, W, kT, kH, kW, dT, dH, dW, padT, p
               for y = y0, y1 - 1 do
                 local s = src + ((ot * dT + ta) * H + y * dH + ti) * W + tj
                 local d = dst + (ot * oH + y) * oW
-                for x = x0, x1 - 1 do BODY end
+                BODY_ROW
               end
             end
           end
@@ -48,8 +49,26 @@ return function(img, io, col, co, B, C, T, H, W, kT, kH, kW, dT, dH, dW, padT, p
   end
 end]]
 
-local im2colLoops = apply.perType('im2col', (walk:gsub('BODY', 'col[d + x] = img[s + x * dW]')))
-local col2imLoops = apply.perType('col2im', (walk:gsub('BODY', 'img[s + x * dW] = img[s + x * dW] + col[d + x]')))
+-- With dW == 1 the in-image run of a row is contiguous in both buffers: im2col copies it with
+-- memcpy and col2im adds it with numpy's SIMD add loop (addRow), one call per run instead of a
+-- short Lua loop (whose entry and exit cost more than its few elements).
+local im2colLoops = apply.perType('im2col', 'local ffi = require "ffi"\n' .. (walk:gsub('BODY_ROW', [[
+if dW == 1 then ffi.copy(col + (d + x0), img + (s + x0), (x1 - x0) * esize)
+else for x = x0, x1 - 1 do col[d + x] = img[s + x * dW] end end]])))
+local col2imLoops = apply.perType('col2im', (walk:gsub('BODY_ROW', [[
+if dW == 1 and addRow then addRow(x1 - x0, img + (s + x0), col + (d + x0))
+else for x = x0, x1 - 1 do img[s + x * dW] = img[s + x * dW] + col[d + x] end end]])))
+
+-- dst[0..n) += src[0..n) through numpy's add loop for the element type, or nil
+local adders = {}
+local function rowAdder(dt)
+  if adders[dt] == nil then
+    local l = ufunc.loop('add', dt.name == 'Double' and 'dd->d' or 'ff->f')
+    local es = dt.size
+    adders[dt] = l and function(n, dst, src) ufunc.binary(l, n, dst, es, src, es, dst, es) end or false
+  end
+  return adders[dt] or nil
+end
 
 local function zero(t)
   ffi.fill(t._st._ptr + t._off, apply.numel(t) * t._dt.size)
@@ -61,7 +80,7 @@ end
 local function run(loops, img, col, g)
   loops[img._dt](img._st._ptr, img._off, col._st._ptr, col._off, g.B, g.C, g.T or 1, g.H, g.W,
     g.kT or 1, g.kH, g.kW, g.dT or 1, g.dH, g.dW, g.padT or 0, g.padH, g.padW, g.oT or 1, g.oH, g.oW,
-    g.dilationT or 1, g.dilationH or 1, g.dilationW or 1)
+    g.dilationT or 1, g.dilationH or 1, g.dilationW or 1, img._dt.size, rowAdder(img._dt))
 end
 
 -- col = the unfolded patches of img
