@@ -265,3 +265,22 @@ def test_acc_grad_needs_forward(lua):
     m = module("nn.SpatialConvolution(1, 2, 3, 3)")
     with pytest.raises(luabridge.LuaError, match=r"nn.SpatialConvolution: call updateOutput with this input before accGradParameters"):
         lua_fn("function(m, x, g) m:accGradParameters(x, g) end")(m, T(np.zeros((1, 5, 5))), T(np.zeros((2, 3, 3))))
+
+
+def test_convolution_local(lua, rng):
+    nIn, nOut, iW, iH, kW, kH, dW, dH, pW, pH = 2, 3, 6, 5, 3, 2, 2, 1, 1, 0
+    m = module(f"nn.SpatialConvolutionLocal({nIn}, {nOut}, {iW}, {iH}, {kW}, {kH}, {dW}, {dH}, {pW}, {pH})")
+    w, b = N(field(m, "weight")), N(field(m, "bias"))
+    oH, oW = (iH + 2 * pH - kH) // dH + 1, (iW + 2 * pW - kW) // dW + 1
+    assert w.shape == (oH, oW, nOut, nIn, kH, kW) and b.shape == (nOut, oH, oW)
+    x = rng.standard_normal((2, nIn, iH, iW))
+    xp = np.pad(x, [(0, 0), (0, 0), (pH, pH), (pW, pW)])
+    want = np.zeros((2, nOut, oH, oW))
+    for y, xx in np.ndindex(oH, oW):
+        patch = xp[:, :, y * dH:y * dH + kH, xx * dW:xx * dW + kW]
+        want[:, :, y, xx] = np.einsum("ncij,ocij->no", patch, w[y, xx]) + b[:, y, xx]
+    np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
+    np.testing.assert_allclose(N(forward(m, T(x[1]))), want[1], atol=1e-12)
+    fd_check(m, x, rng=rng)
+    with pytest.raises(luabridge.LuaError, match=r"nn.SpatialConvolutionLocal: expected input planes of 5x6, got 5x7"):
+        forward(m, T(np.zeros((nIn, 5, 7))))

@@ -1,5 +1,6 @@
 return {
   'SpatialConvolution', 'SpatialConvolutionMM', 'SpatialDilatedConvolution', 'SpatialFullConvolution',
+  'SpatialConvolutionLocal',
   'SpatialMaxPooling', 'SpatialDilatedMaxPooling', 'SpatialAveragePooling', 'SpatialSubSampling',
   'VolumetricMaxPooling', 'VolumetricDilatedMaxPooling', 'VolumetricAveragePooling',
   'SpatialAdaptiveMaxPooling', 'SpatialAdaptiveAveragePooling', 'SpatialMaxUnpooling',

@@ -1,6 +1,7 @@
 -- Spatial and volumetric padding (zero, reflection, replication; negative padding crops) of
 -- planes x (T x) H x W input: each output frame, row and column reads one input frame, row and
--- column, given by index maps built per call (-1: a zero). The backward pass adds each gradient back where it was read.
+-- column, given by index maps built per call (-1: a zero). The backward pass adds each
+-- gradient back where it was read.
 local ffi = require 'ffi'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
@@ -85,7 +86,7 @@ local function geometry(self, input, mode)
   return { P = B * C, I = I, O = O, pads = full, sizes = sizes }
 end
 
-local function run(self, mode, inp, out, g, backward)
+local function run(mode, inp, out, g, backward)
   local I, O, p = g.I, g.O, g.pads
   loops[inp._dt](inp._st._ptr, inp._off, out._st._ptr, out._off, g.P, I[1], I[2], I[3], O[1], O[2], O[3],
     indexMap(mode, I[1], p[1][1], O[1]), indexMap(mode, I[2], p[2][1], O[2]),
@@ -113,7 +114,7 @@ function pad.install(cls, mode, names, labels)
     local g = geometry(self, input, mode)
     input = input:contiguous()
     self.output:resize(g.sizes)
-    run(self, mode, input, self.output, g, false)
+    run(mode, input, self.output, g, false)
     return self.output
   end
   function cls:updateGradInput(input, gradOutput)
@@ -122,7 +123,7 @@ function pad.install(cls, mode, names, labels)
     gradOutput = gradOutput:contiguous()
     self.gradInput:resizeAs(input)
     unfold.zero(self.gradInput)
-    run(self, mode, self.gradInput, gradOutput, g, true)
+    run(mode, self.gradInput, gradOutput, g, true)
     return self.gradInput
   end
   function cls:__tostring__()

@@ -7,8 +7,9 @@ local unfold = require 'nn.kernels.unfold'
 local pool = {}
 local floor, ceil = math.floor, math.ceil
 
--- WINDOW opens the window of output (ot, oy, ox): input ranges [t0, t1) [y0, y1) [x0, x1)
--- walked with the dilation steps (lT, lH, lW); loops receive the geometry unpacked.
+-- A walk over the outputs (ot, oy, ox) of each plane (o: the output's offset); BODY sees the
+-- window's input ranges [t0, t1) [y0, y1) [x0, x1), to walk with the dilation steps (lT, lH,
+-- lW). The loops receive the geometry unpacked.
 local header = [[
 local max, min, huge = math.max, math.min, math.huge
 return function(ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, dH, dW,
