@@ -1,24 +1,11 @@
 """Shared helpers of the tests/test_nn_conv*.py files: Lua calls, numpy views, and a
 finite-difference gradient check (float64, central differences) of any nn module."""
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 import luabridge
-from luabridge.runtime import bridge
-
-
-def lua_fn(code: str) -> Callable[..., Any]:
-    fn = luabridge.eval(code)
-    return lambda *args: bridge().call(fn, *args)
-
-
-def T(a: np.ndarray) -> Any:
-    return luabridge.from_numpy(a)
-
-
-def N(t: Any) -> np.ndarray:
-    return luabridge.to_numpy(t).copy()
+from helpers import N, T, lua_fn  # noqa: F401 - re-exported to the conv tests
 
 
 def view(t: Any) -> np.ndarray:
@@ -27,7 +14,7 @@ def view(t: Any) -> np.ndarray:
 
 
 def module(expr: str) -> Any:
-    """A module built by the Lua expression `expr` (nn loaded) (Double by default)."""
+    """The module the Lua expression `expr` makes (nn loaded; Double by default)."""
     return lua_fn(f"function() require 'nn'; return {expr} end")()
 
 
@@ -50,10 +37,9 @@ def fd_check(m: Any, x: np.ndarray, params: tuple = ("weight", "bias"), eps: flo
     grads = {p: N(field(m, "grad" + p[0].upper() + p[1:])) for p in params if field(m, p) is not None}
     targets = [("input", x, gin)] + [(p, view(field(m, p)), grads[p]) for p in grads]
     for name, arr, analytic in targets:
-        flat = arr.reshape(-1) if arr.flags.c_contiguous else None
-        assert flat is not None
-        idx = rng.choice(flat.size, size=min(picks, flat.size), replace=False)
-        for i in idx:
+        assert arr.flags.c_contiguous, name   # perturbed in place through a flat view
+        flat, want = arr.reshape(-1), analytic.reshape(-1)
+        for i in rng.choice(flat.size, size=min(picks, flat.size), replace=False):
             old = flat[i]
             flat[i] = old + eps
             up = float((N(forward(m, tx)) * g).sum())
@@ -61,8 +47,7 @@ def fd_check(m: Any, x: np.ndarray, params: tuple = ("weight", "bias"), eps: flo
             down = float((N(forward(m, tx)) * g).sum())
             flat[i] = old
             num = (up - down) / (2 * eps)
-            assert abs(num - analytic.reshape(-1)[i]) < atol * max(1.0, abs(num)), (name, i, num, analytic.reshape(-1)[i])
-
+            assert abs(num - want[i]) < atol * max(1.0, abs(num)), (name, i, num, want[i])
 
 try:
     import torch as pytorch

@@ -284,3 +284,34 @@ def test_convolution_local(lua, rng):
     fd_check(m, x, rng=rng)
     with pytest.raises(luabridge.LuaError, match=r"nn.SpatialConvolutionLocal: expected input planes of 5x6, got 5x7"):
         forward(m, T(np.zeros((nIn, 5, 7))))
+
+
+def test_convolution_maps(lua, rng):
+    table = np.array([[1, 1], [2, 1], [2, 2], [3, 2], [1, 3]], dtype=np.float64)   # {input, output}
+    m = module("nn.SpatialConvolutionMap(torch.Tensor({{1, 1}, {2, 1}, {2, 2}, {3, 2}, {1, 3}}), 3, 2, 2, 1)")
+    w, b = N(field(m, "weight")), N(field(m, "bias"))
+    assert w.shape == (5, 2, 3) and b.shape == (3,)
+    dense = np.zeros((3, 3, 2, 3))
+    for k, (i, o) in enumerate(table.astype(int)):
+        dense[o - 1, i - 1] = w[k]
+    x = rng.standard_normal((2, 3, 6, 7))
+    np.testing.assert_allclose(N(forward(m, T(x))), conv2d_ref(x, dense, b, (1, 2), (0, 0)), atol=1e-12)
+    fd_check(m, x, rng=rng)
+    f = module("nn.SpatialFullConvolutionMap(torch.Tensor({{1, 1}, {2, 1}, {2, 2}, {3, 2}, {1, 3}}), 3, 2, 2, 1)")
+    w, b = N(field(f, "weight")), N(field(f, "bias"))
+    full = np.zeros((3, 3, 2, 3))
+    for k, (i, o) in enumerate(table.astype(int)):
+        full[i - 1, o - 1] = w[k]
+    np.testing.assert_allclose(N(forward(f, T(x))), full_conv_ref(x, full, b, (1, 2), (0, 0), (0, 0)), atol=1e-12)
+    fd_check(f, x[0], rng=rng)
+
+
+def test_connection_tables(lua):
+    tables = lua_fn("function() require 'nn'; return nn.tables.full(2, 3), nn.tables.oneToOne(3), nn.tables.random(5, 4, 2) end")
+    full, one, rand = (N(t) for t in tables())
+    np.testing.assert_array_equal(full, [[i, o] for o in (1, 2, 3) for i in (1, 2)])
+    np.testing.assert_array_equal(one, [[1, 1], [2, 2], [3, 3]])
+    assert rand.shape == (8, 2) and list(rand[:, 1]) == [1, 1, 2, 2, 3, 3, 4, 4]
+    for o in range(4):   # distinct inputs per output plane, all within range
+        ins = rand[2 * o:2 * o + 2, 0]
+        assert len(set(ins)) == 2 and set(ins) <= {1, 2, 3, 4, 5}

@@ -108,3 +108,46 @@ def test_temporal_subsampling_and_max_pooling(lua, rng):
     if pytorch is not None:
         t = F.max_pool1d(pytorch.tensor(xb).transpose(1, 2), 3, 2).transpose(1, 2)
         np.testing.assert_array_equal(N(forward(p, T(xb))), t.numpy())
+
+
+FLOAT_CASES = [  # module expression, input shape
+    ("nn.SpatialConvolution(2, 3, 3, 3, 1, 1, 1, 1)", (2, 2, 6, 6)),
+    ("nn.SpatialFullConvolution(2, 3, 3, 3, 2, 2, 1, 1, 1, 1)", (2, 2, 4, 4)),
+    ("nn.SpatialDilatedConvolution(2, 3, 3, 3, 1, 1, 2, 2, 2, 2)", (2, 2, 7, 7)),
+    ("nn.SpatialConvolutionLocal(2, 3, 6, 6, 3, 3)", (2, 2, 6, 6)),
+    ("nn.VolumetricConvolution(2, 2, 2, 2, 2)", (2, 2, 3, 4, 4)),
+    ("nn.VolumetricFullConvolution(2, 2, 2, 2, 2)", (2, 2, 3, 3, 3)),
+    ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1):ceil()", (2, 3, 7, 7)),
+    ("nn.SpatialMaxPooling(2, 2)", (2, 3, 6, 6)),
+    ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)", (2, 3, 7, 7)),
+    ("nn.SpatialSubSampling(3, 2, 2, 2, 2)", (2, 3, 6, 6)),
+    ("nn.VolumetricMaxPooling(2, 2, 2)", (2, 2, 4, 4, 4)),
+    ("nn.VolumetricAveragePooling(2, 2, 2)", (2, 2, 4, 4, 4)),
+    ("nn.SpatialAdaptiveMaxPooling(3, 2)", (2, 3, 7, 5)),
+    ("nn.SpatialAdaptiveAveragePooling(3, 2)", (2, 3, 7, 5)),
+    ("nn.SpatialReflectionPadding(1, 2, 2, 1)", (2, 3, 4, 4)),
+    ("nn.SpatialBatchNormalization(3)", (4, 3, 3, 3)),
+    ("nn.SpatialCrossMapLRN(3)", (2, 4, 3, 3)),
+    ("nn.SpatialUpSamplingBilinear(2)", (2, 3, 3, 4)),
+    ("nn.SpatialUpSamplingNearest(2)", (2, 3, 3, 4)),
+    ("nn.TemporalConvolution(3, 4, 3, 2)", (2, 9, 3)),
+    ("nn.TemporalMaxPooling(2)", (2, 8, 3)),
+    ("nn.SpatialContrastiveNormalization(3, torch.ones(3, 3))", (2, 3, 6, 6)),
+    ("nn.SpatialLPPooling(3, 2, 2, 2)", (2, 3, 6, 6)),
+]
+
+
+@pytest.mark.parametrize("expr,shape", FLOAT_CASES)
+def test_float_matches_double(lua, rng, expr, shape):
+    """The Float loops agree with the Double ones (same parameters) forward and backward."""
+    md = module(expr)
+    mf = lua_fn("function(m) return m:clone():float() end")(md)
+    x = rng.standard_normal(shape)
+    yd = N(forward(md, T(x)))
+    yf = N(forward(mf, T(x.astype(np.float32))))
+    assert yf.dtype == np.float32
+    np.testing.assert_allclose(yf, yd, rtol=1e-4, atol=1e-4)
+    g = rng.standard_normal(yd.shape)
+    gd = N(backward(md, T(x), T(g)))
+    gf = N(backward(mf, T(x.astype(np.float32)), T(g.astype(np.float32))))
+    np.testing.assert_allclose(gf, gd, rtol=1e-3, atol=1e-3)

@@ -96,3 +96,47 @@ def test_against_pytorch(lua, rng):
     np.testing.assert_allclose(N(field(m, "gradBias")), bt.grad.numpy(), atol=1e-10)
     np.testing.assert_allclose(N(field(m, "running_mean")), rm.numpy(), atol=1e-12)
     np.testing.assert_allclose(N(field(m, "running_var")), rv.numpy(), atol=1e-12)
+
+
+def local_sums(x, k2):
+    """L(x): per image, the sum over planes and the (zero-padded, centred) window of k2 / (sum * planes)."""
+    C = x.shape[-3]
+    kH, kW = k2.shape
+    w = k2 / (k2.sum() * C)
+    pad = [(0, 0)] * (x.ndim - 2) + [(kH // 2, kH // 2), (kW // 2, kW // 2)]
+    xp = np.pad(x, pad)
+    H, W = x.shape[-2:]
+    out = np.zeros(x.shape[:-3] + (H, W))
+    for i, j in np.ndindex(kH, kW):
+        out += w[i, j] * xp[..., i:i + H, j:j + W].sum(axis=-3)
+    return out
+
+
+@pytest.mark.parametrize("kernel", ["torch.Tensor(5, 3):fill(1)", "torch.Tensor({1, 2, 1})", None])
+def test_subtractive_and_divisive_normalization(lua, rng, kernel):
+    k = {"torch.Tensor(5, 3):fill(1)": np.ones((5, 3)), "torch.Tensor({1, 2, 1})": np.outer([1, 2, 1], [1, 2, 1]),
+         None: np.ones((9, 9))}[kernel]
+    arg = f", {kernel or 'nil'}"
+    x = rng.standard_normal((2, 3, 6, 7))
+    coef = local_sums(np.ones(x.shape[1:]), k)
+    sub = module(f"nn.SpatialSubtractiveNormalization(3{arg})")
+    want = x - (local_sums(x, k) / coef)[:, None]
+    np.testing.assert_allclose(N(forward(sub, T(x))), want, atol=1e-12)
+    np.testing.assert_allclose(N(forward(sub, T(x[1]))), want[1], atol=1e-12)
+    fd_check(sub, x, params=(), rng=rng)
+    div = module(f"nn.SpatialDivisiveNormalization(3{arg}, 0.6, 0.5)")
+    s = np.sqrt(local_sums(x ** 2, k)) / coef
+    d = np.where(s > 0.6, s, 0.5)
+    np.testing.assert_allclose(N(forward(div, T(x))), x / d[:, None], atol=1e-12)
+    fd_check(div, x, params=(), rng=rng)
+    con = module(f"nn.SpatialContrastiveNormalization(3{arg}, 0.6, 0.5)")
+    y = want
+    s = np.sqrt(local_sums(y ** 2, k)) / coef
+    np.testing.assert_allclose(N(forward(con, T(x))), y / np.where(s > 0.6, s, 0.5)[:, None], atol=1e-12)
+
+
+def test_normalization_kernel_errors(lua):
+    with pytest.raises(luabridge.LuaError, match=r"nn.SpatialSubtractiveNormalization: the averaging kernel must have odd sizes, got 4x3"):
+        module("nn.SpatialSubtractiveNormalization(2, torch.ones(4, 3))")
+    with pytest.raises(luabridge.LuaError, match=r"nn.SpatialDivisiveNormalization: expected input with 2 planes in dimension 1, got 3"):
+        forward(module("nn.SpatialDivisiveNormalization(2)"), T(np.ones((3, 5, 5))))

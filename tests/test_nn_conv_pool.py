@@ -273,3 +273,16 @@ def test_volumetric_max_unpooling(lua, rng):
     g = rng.standard_normal(x.shape)
     gin = N(backward(u, T(y), T(g)))
     np.testing.assert_array_equal(gin.reshape(2, -1), np.take_along_axis(g.reshape(2, -1), idx, axis=1))
+
+
+@pytest.mark.parametrize("p", [2, 3])
+def test_lp_pooling(lua, rng, p):
+    m = module(f"nn.SpatialLPPooling(3, {p}, 2, 3, 2, 1)")   # nInputPlane pnorm kW kH dW dH
+    x = rng.uniform(0.5, 2.0, (2, 3, 7, 6))
+    sums, _ = pool_ref((x ** p).reshape(6, 7, 6), (3, 2), (1, 2), (0, 0), kind="avg", divide=False)
+    want = (sums ** (1 / p)).reshape(2, 3, 5, 3)
+    np.testing.assert_allclose(N(forward(m, T(x))), want, atol=1e-12)
+    fd_check(m, x, params=(), rng=rng)
+    if pytorch is not None:
+        t = F.lp_pool2d(pytorch.tensor(x), p, (3, 2), (1, 2))
+        np.testing.assert_allclose(N(forward(m, T(x))), t.numpy(), atol=1e-10)

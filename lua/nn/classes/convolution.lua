@@ -1,7 +1,8 @@
 return {
   'SpatialConvolution', 'SpatialConvolutionMM', 'SpatialDilatedConvolution', 'SpatialFullConvolution',
-  'SpatialConvolutionLocal',
+  'SpatialConvolutionLocal', 'SpatialConvolutionMap', 'SpatialFullConvolutionMap',
   'SpatialMaxPooling', 'SpatialDilatedMaxPooling', 'SpatialAveragePooling', 'SpatialSubSampling',
+  'SpatialLPPooling',
   'VolumetricMaxPooling', 'VolumetricDilatedMaxPooling', 'VolumetricAveragePooling',
   'SpatialAdaptiveMaxPooling', 'SpatialAdaptiveAveragePooling', 'SpatialMaxUnpooling',
   'VolumetricMaxUnpooling',
@@ -9,6 +10,7 @@ return {
   'VolumetricReplicationPadding',
   'SpatialBatchNormalization', 'VolumetricBatchNormalization',
   'SpatialUpSamplingNearest', 'SpatialUpSamplingBilinear', 'SpatialCrossMapLRN',
+  'SpatialSubtractiveNormalization', 'SpatialDivisiveNormalization', 'SpatialContrastiveNormalization',
   'TemporalConvolution', 'TemporalSubSampling', 'TemporalMaxPooling',
   'VolumetricConvolution', 'VolumetricDilatedConvolution', 'VolumetricFullConvolution',
 }
