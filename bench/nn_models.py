@@ -2,13 +2,27 @@
 784-512-512-10 and of a LeNet-5 on 28x28 inputs, float32, luabridge's Lua nn against PyTorch
 CPU eager with the same thread count.
 
-    python bench/nn_models.py [--quick] [--threads N]
+    python bench/nn_models.py [--quick] [--threads N] [--input-grad]
 
 luabridge runs legacy-style Lua (the model from examples/models/lenet.lua, the step loop in Lua);
-PyTorch runs the same layers with torch.optim.SGD. Both use as many threads as numpy's OpenBLAS
-(which luabridge calls): torch.set_num_threads is set to match. Each figure is the best of several
-repeats, per step. ratio = PyTorch time / luabridge time: above 1 luabridge is faster.
-PyTorch rows are skipped with a note when torch is not installed.
+PyTorch runs the same layers with torch.optim.SGD. Both run N threads (default 1): numpy's
+OpenBLAS (which luabridge calls) is limited to N and torch.set_num_threads(N) matches it.
+Each figure is the best of several repeats, per step. ratio = PyTorch time / luabridge time:
+above 1 luabridge is faster. PyTorch rows are skipped with a note when torch is not installed.
+
+The input batch: PyTorch computes no gradient for a tensor that does not require one, so by
+default neither side computes the gradient of the loss with respect to the input batch (the
+first layer's updateGradInput, a GEMM as large as its forward one): the Lua model sets that
+module's gradInput to nil, which torch7's nn.Linear and nn.SpatialConvolution honour by skipping
+it. --input-grad makes both compute it (PyTorch: the input requires grad; Lua: as legacy code
+usually runs).
+
+Threads: the default is 1 because multi-threaded figures are only meaningful on an otherwise idle
+machine with N free cores. On a shared 2-core machine, 2 threads made small GEMMs erratic (a
+step of 6 to 75 ms, either library): a BLAS worker that is descheduled stalls the whole call.
+Both libraries also keep idle worker threads spinning for a while after their last parallel call
+(OpenBLAS up to ~0.1 s, OpenMP less), so with N > 1 the bench pauses between the two libraries'
+runs to let the other one's workers go to sleep.
 """
 from __future__ import annotations
 
@@ -28,7 +42,7 @@ LENET = ROOT / "examples" / "models" / "lenet.lua"
 
 # a function running reps training steps of the model named `name` on (x, y)
 LUA_STEPS = r"""
-local lenetFile, name, x, y, lr = ...
+local lenetFile, name, x, y, lr, inputGrad = ...
 local models = {
   mlp = function()
     return nn.Sequential()
@@ -39,6 +53,8 @@ local models = {
   lenet = function() return dofile(lenetFile){ size = 28 } end,
 }
 local model = models[name]():float()
+-- as in torch7, a module whose gradInput is nil computes none (nn.Linear, nn.SpatialConvolution)
+if not inputGrad then model.modules[1].gradInput = nil end
 local criterion = nn.ClassNLLCriterion():float()
 local params, grads = model:getParameters()
 return function(reps)
@@ -69,8 +85,25 @@ def blas_threads() -> int:
     return int(os.environ.get("OPENBLAS_NUM_THREADS", os.cpu_count() or 1))
 
 
-def best_time(step: Callable[[int], Any], reps: int, repeats: int) -> float:
-    """Best seconds per step over `repeats` runs of `reps` steps, after a warm-up run."""
+def limit_blas_threads(n: int) -> int:
+    """Limits numpy's BLAS to n threads (needs threadpoolctl); returns the count in effect."""
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n, user_api="blas")
+    except ImportError:
+        pass
+    return blas_threads()
+
+
+SETTLE_S = 0.3  # long enough for idle OpenBLAS / OpenMP workers to stop spinning
+
+
+def best_time(step: Callable[[int], Any], reps: int, repeats: int, threads: int = 1) -> float:
+    """Best seconds per step over `repeats` runs of `reps` steps, after a warm-up run (and, with
+    several threads, a pause that lets the other library's idle workers go to sleep)."""
+    if threads > 1:
+        time.sleep(SETTLE_S)
     step(max(1, reps // 2))
     times = []
     for _ in range(repeats):
@@ -80,13 +113,13 @@ def best_time(step: Callable[[int], Any], reps: int, repeats: int) -> float:
     return min(times)
 
 
-def luabridge_step(name: str, x: np.ndarray, y: np.ndarray) -> Callable[[int], Any]:
+def luabridge_step(name: str, x: np.ndarray, y: np.ndarray, input_grad: bool) -> Callable[[int], Any]:
     luabridge.require("nn")
     return luabridge.runtime().execute(LUA_STEPS, str(LENET), name, luabridge.from_numpy(x),
-                                       luabridge.from_numpy(y), 0.01)
+                                       luabridge.from_numpy(y), 0.01, input_grad)
 
 
-def torch_step(name: str, x: np.ndarray, y: np.ndarray) -> Callable[[int], Any]:
+def torch_step(name: str, x: np.ndarray, y: np.ndarray, input_grad: bool) -> Callable[[int], Any]:
     import torch
     from torch import nn
 
@@ -100,7 +133,7 @@ def torch_step(name: str, x: np.ndarray, y: np.ndarray) -> Callable[[int], Any]:
                               nn.Linear(84, 10), nn.LogSoftmax(dim=1))
     criterion = nn.NLLLoss()
     sgd = torch.optim.SGD(model.parameters(), lr=0.01)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(y - 1)
+    tx, ty = torch.from_numpy(x).requires_grad_(input_grad), torch.from_numpy(y - 1)
 
     def steps(reps: int) -> None:
         for _ in range(reps):
@@ -114,13 +147,12 @@ def torch_step(name: str, x: np.ndarray, y: np.ndarray) -> Callable[[int], Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
-    parser.add_argument("--threads", type=int, default=0, help="BLAS and PyTorch threads (default: OpenBLAS's)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="BLAS and PyTorch threads (default 1; see above)")
+    parser.add_argument("--input-grad", action="store_true",
+                        help="both also compute the gradient of the input batch (see above)")
     args = parser.parse_args()
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(args.threads, user_api="blas")
-    threads = args.threads or blas_threads()
+    threads = limit_blas_threads(args.threads)
     try:
         import torch
 
@@ -131,7 +163,8 @@ def main() -> None:
         torch_note = "PyTorch not installed: its rows are skipped (pip install torch)"
     print(f"{platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs; "
           f"OpenBLAS (numpy's) {threads} threads; {torch_note}")
-    print("one training step (forward, backward, SGD update), float32, best per step")
+    print("one training step (forward, backward, SGD update), float32, best per step; gradient of "
+          f"the input batch {'computed' if args.input_grad else 'not computed'} on both sides")
     print(f"{'model':<8}{'batch':>6}{'luabridge ms':>15}{'PyTorch ms':>13}{'ratio':>8}")
     repeats = 3 if args.quick else 5
     rng = np.random.default_rng(0)
@@ -140,10 +173,10 @@ def main() -> None:
             x = rng.standard_normal((batch, *SHAPES[name])).astype(np.float32)
             y = rng.integers(1, 11, batch).astype(np.int64)
             reps = max(2, (40 if name == "mlp" else 20) * 64 // batch // (2 if args.quick else 1))
-            ours = best_time(luabridge_step(name, x, y), reps, repeats)
+            ours = best_time(luabridge_step(name, x, y, args.input_grad), reps, repeats, threads)
             row = f"{name:<8}{batch:>6}{1e3 * ours:>15.2f}"
             if torch is not None:
-                theirs = best_time(torch_step(name, x, y), reps, repeats)
+                theirs = best_time(torch_step(name, x, y, args.input_grad), reps, repeats, threads)
                 row += f"{1e3 * theirs:>13.2f}{theirs / ours:>8.2f}"
             else:
                 row += f"{'-':>13}{'-':>8}"

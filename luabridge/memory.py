@@ -7,6 +7,7 @@ first, the memory stays valid for the other.
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 
 import numpy as np
@@ -28,6 +29,12 @@ TYPE_OF_DTYPE: dict[np.dtype, str] = {v: k for k, v in DTYPES.items()}
 def split_address(addr: int) -> tuple[int, int]:
     """An address as two 32-bit halves, each exact as a Lua double."""
     return addr >> 32, addr & 0xFFFFFFFF
+
+
+def _address(array: np.ndarray) -> int:
+    """The data address of a writable array of at least one byte: a ctypes view of its buffer
+    costs a quarter of array.ctypes.data, which builds a helper object on every call."""
+    return ctypes.addressof(ctypes.c_char.from_buffer(array))
 
 
 class BufferRegistry:
@@ -60,16 +67,16 @@ class BufferRegistry:
         if n < 0:
             raise ValueError(f"storage size must be non-negative, got {n}")
         dtype = DTYPES[type_name]
-        reusable = self._pool.get((dtype, n))
+        reusable = self._pool.get((dtype, n)) if n * dtype.itemsize >= self.POOL_MIN else None
         if reusable:
             array = reusable.pop()
             self._pool_bytes -= array.nbytes
             array.fill(0)
         else:
-            array = np.zeros(max(n, 1), dtype=dtype)
+            array = np.zeros(n or 1, dtype=dtype)
         buffer_id = self.register(array)
         self._owned.add(buffer_id)
-        return (buffer_id, *split_address(array.ctypes.data))
+        return (buffer_id, *split_address(_address(array)))
 
     def release(self, ids: str) -> None:
         for part in ids.split(","):

@@ -51,6 +51,39 @@ call = lua_fn("function(name, ...) return torch[name](...) end")                
 method = lua_fn("function(name, self, ...) return self[name](self, ...) end")   # self:name(...)
 
 
+_lua_table = lua_fn("function(...) return {...} end")
+
+
+def lua_value(v: Any) -> Any:
+    """numpy arrays as tensors sharing their memory, lists and tuples as Lua tables (nested)."""
+    if isinstance(v, np.ndarray):
+        return luabridge.from_numpy(v)
+    if isinstance(v, (list, tuple)):
+        return _lua_table(*[lua_value(e) for e in v])
+    return v
+
+
+def numpy_of(t: Any) -> Any:
+    """A tensor as a numpy copy, a Lua table of them as a list (nested)."""
+    if luabridge.eval("torch.isTensor")(t):
+        return luabridge.to_numpy(t).copy()
+    return [numpy_of(t[i]) for i in range(1, len(t) + 1)]
+
+
+def numeric_grad(loss: Callable[[], float], values: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    """d loss / d values by central differences, perturbing `values` (any layout) in place."""
+    grad = np.zeros(values.shape)
+    for idx in np.ndindex(values.shape):
+        old = values[idx]
+        values[idx] = old + eps
+        up = loss()
+        values[idx] = old - eps
+        down = loss()
+        values[idx] = old
+        grad[idx] = (up - down) / (2 * eps)
+    return grad
+
+
 def assert_lua_error(code: str, message: str) -> None:
     """Running the Lua chunk `code` raises a LuaError whose message contains `message`."""
     with pytest.raises(luabridge.LuaError, match=re.escape(message)):

@@ -8,6 +8,8 @@ import numpy as np
 import luabridge
 from luabridge.runtime import bridge
 
+from helpers import numeric_grad
+
 _FORWARD = "function(m, x) return m:forward(x) end"
 _BACKWARD = "function(m, x, g) m:zeroGradParameters(); return m:backward(x, g) end"
 
@@ -41,22 +43,6 @@ def backward(m: Any, x: Any, g: np.ndarray) -> np.ndarray:
 def field(m: Any, name: str) -> np.ndarray:
     """A module's tensor field as a numpy view (writes reach the module)."""
     return luabridge.to_numpy(m[name])
-
-
-def numeric_grad(loss: Any, values: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """d loss / d values by central differences, perturbing `values` in place."""
-    grad = np.zeros(values.shape)
-    flat, gflat = values.reshape(-1), grad.reshape(-1)
-    assert np.shares_memory(flat, values) or values.size == 0
-    for i in range(flat.size):
-        old = flat[i]
-        flat[i] = old + eps
-        up = loss()
-        flat[i] = old - eps
-        down = loss()
-        flat[i] = old
-        gflat[i] = (up - down) / (2 * eps)
-    return grad
 
 
 def check_gradients(m: Any, x: np.ndarray, params: Sequence[str] = (), rng: Any = None,

@@ -8,28 +8,11 @@ import numpy as np
 import pytest
 
 import luabridge
+from helpers import lua_value as lua, numpy_of
 from nn_layers_check import call, module, numeric_grad
 
 _LOSS = "function(c, x, y) return (c:forward(x, y)) end"
 _GRAD = "function(c, x, y) return c:backward(x, y) end"
-_TABLE = "function(...) return {...} end"
-
-
-def lua(v: Any) -> Any:
-    """numpy arrays as tensors sharing their memory, lists and tuples as Lua tables."""
-    if isinstance(v, np.ndarray):
-        return luabridge.from_numpy(v)
-    if isinstance(v, (list, tuple)):
-        return call(_TABLE, *[lua(e) for e in v])
-    return v
-
-
-def numpy_of(t: Any) -> Any:
-    if luabridge.eval("torch.isTensor")(t):
-        return luabridge.to_numpy(t).copy()
-    return [numpy_of(t[i]) for i in range(1, len(t) + 1)]
-
-
 def loss(c: Any, x: Any, y: Any) -> float:
     return float(call(_LOSS, c, x, y))
 

@@ -259,3 +259,15 @@ def test_cuda_conversion_on_numpy_standin(nn, rng):
         np.testing.assert_array_equal(arr(net.modules[2].bias), b2[1:3])
     finally:
         cuda.use_array_module(None)
+
+
+def test_clear_state_empties_the_buffers_subclasses_name(lua):
+    sizes = luabridge.execute("""
+      require 'nn'
+      local m = nn.CMul(3)
+      m:forward(torch.randn(4, 3))
+      m._probe = torch.Tensor(5)
+      nn.Module.clearState(m, '_probe')
+      return m.output:nElement(), m._probe:nElement()
+    """)
+    assert sizes == (0, 0)

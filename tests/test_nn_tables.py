@@ -8,29 +8,11 @@ import numpy as np
 import pytest
 
 import luabridge
+from helpers import lua_value as lua, numpy_of
 from nn_layers_check import call, module, numeric_grad
 
 _FORWARD = "function(m, x) return m:forward(x) end"
 _BACKWARD = "function(m, x, g) return m:backward(x, g) end"
-_TABLE = "function(...) return {...} end"
-
-
-def lua(v: Any) -> Any:
-    """numpy arrays as tensors sharing their memory, lists as Lua tables."""
-    if isinstance(v, np.ndarray):
-        return luabridge.from_numpy(v)
-    if isinstance(v, list):
-        return call(_TABLE, *[lua(e) for e in v])
-    return v
-
-
-def numpy_of(t: Any) -> Any:
-    """A tensor as a numpy copy, a table of them as a list (nested)."""
-    if luabridge.eval("torch.isTensor")(t):
-        return luabridge.to_numpy(t).copy()
-    return [numpy_of(t[i]) for i in range(1, len(t) + 1)]
-
-
 def forward(m: Any, x: Any) -> Any:
     return numpy_of(call(_FORWARD, m, x))
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, lua_fn
+from helpers import N, T, lua_fn, numeric_grad
 
 # Small modules for the tests (defined once per runtime):
 #   Add2: {a, b} -> a + b;  Scale23: x -> {2x, 3x};  Nest: x -> {x, {-x, x^2}};
@@ -96,23 +96,12 @@ def check_gradients(net: Any, params: Any, grads: Any, inputs: list[np.ndarray],
     def loss() -> float:
         return sum(float((w * o).sum()) for w, o in zip(ws, _flat(_FORWARD(net, lua_in))))
 
-    def numeric(arr: np.ndarray) -> np.ndarray:
-        g = np.zeros(arr.shape)
-        for idx in np.ndindex(arr.shape):
-            old = arr[idx]
-            arr[idx] = old + eps
-            up = loss()
-            arr[idx] = old - eps
-            down = loss()
-            arr[idx] = old
-            g[idx] = (up - down) / (2 * eps)
-        return g
     # gradInput follows the input structure (same depth-first order)
     assert len(grad_in) == len(inputs)
     for arr, gi in zip(inputs, grad_in):
-        np.testing.assert_allclose(gi, numeric(arr), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(gi, numeric_grad(loss, arr, eps), rtol=1e-5, atol=1e-7)
     if grad_p.size:
-        np.testing.assert_allclose(grad_p, numeric(luabridge.to_numpy(params)), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(grad_p, numeric_grad(loss, luabridge.to_numpy(params), eps), rtol=1e-5, atol=1e-7)
 
 
 def _like(struct: Any, ws: Any) -> Any:

@@ -1,8 +1,8 @@
 -- Batch normalization (Ioffe & Szegedy 2015) over the features (dim 2) of a batch of nDim
--- dims (2 here: batch x features; subclasses set nDim = 4 or 5 for planes). Training
--- normalizes with the batch statistics and updates running_mean / running_var (unbiased)
--- with momentum; evaluation, and as in torch7 a training batch of one, use the running ones.
--- Evaluation also takes a single sample (nDim - 1 dims).
+-- dims (2 here: batch x features; Spatial/VolumetricBatchNormalization set nDim = 4 or 5 for
+-- planes). Training normalizes with the batch statistics and updates running_mean /
+-- running_var (unbiased) with momentum; evaluation, and as in torch7 a training batch of one,
+-- use the running ones. Evaluation also takes a single sample (nDim - 1 dims).
 -- CPU tensors run the loops of kernels/batchnorm.lua; CUDA ones the tensor ops below.
 local check = require 'torch.check'
 local batchnorm = require 'nn.kernels.batchnorm'
@@ -11,16 +11,19 @@ local BN, parent = torch.class('nn.BatchNormalization', 'nn.Module')
 BN.__version = 2
 BN.nDim = 2
 
+local function fail(self, fmt, ...)
+  check.error(torch.type(self) .. ': ' .. fmt:format(...))
+end
+
 function BN:__init(nOutput, eps, momentum, affine)
   parent.__init(self)
-  assert(nOutput and type(nOutput) == 'number', 'Missing argument #1: dimensionality of input. ')
-  assert(nOutput ~= 0, 'To set affine=false call BatchNormalization(nOutput,  eps, momentum, false) ')
-  if affine ~= nil then
-    assert(type(affine) == 'boolean', 'affine has to be true/false')
-    self.affine = affine
-  else
-    self.affine = true
+  if type(nOutput) ~= 'number' or nOutput < 1 then
+    fail(self, 'the number of features must be a positive number, got %s', tostring(nOutput))
   end
+  if affine ~= nil and type(affine) ~= 'boolean' then
+    fail(self, 'affine must be true or false, got %s', tostring(affine))
+  end
+  self.affine = affine ~= false
   self.eps = eps or 1e-5
   self.train = true
   self.momentum = momentum or 0.1
@@ -46,13 +49,16 @@ function BN:checkInputDim(input)
   check.tensorOf(torch.type(self), input, 'input')
   local nd = input:dim()
   if nd ~= self.nDim and not (nd == self.nDim - 1 and self.train == false) then
-    check.error(('%s: only mini-batch supported (%dD tensor), got %dD tensor instead'):format(
-      torch.type(self), self.nDim, nd))
+    fail(self, 'only mini-batch supported (%dD tensor), got %dD tensor instead (input of size %s)',
+      self.nDim, nd, check.sizestr(input))
   end
   local featDim = nd == self.nDim - 1 and 1 or 2
   if input:size(featDim) ~= self.running_mean:nElement() then
-    check.error(('%s: got %d-feature tensor, expected %d'):format(torch.type(self),
-      input:size(featDim), self.running_mean:nElement()))
+    fail(self, 'got %d-feature tensor, expected %d (input of size %s)', input:size(featDim),
+      self.running_mean:nElement(), check.sizestr(input))
+  end
+  if input:type() ~= self.running_mean:type() then
+    fail(self, 'input is a %s but the module holds %s', input:type(), self.running_mean:type())
   end
 end
 
@@ -64,7 +70,7 @@ local function threeD(self, name, t, input)
   end
   local c = self.running_mean:nElement()
   local n = input:dim() == self.nDim - 1 and 1 or input:size(1)
-  return t:view(n, c, t:nElement() / (n * c))
+  return t:view(n, c, t:nElement() / math.max(1, n * c))
 end
 
 -- Per-feature sums of t (n x c x s), as 1 x c x 1, into the buffer m[name].
@@ -164,12 +170,12 @@ end
 function BN:gradViews(input, gradOutput)
   self:checkInputDim(input)
   if not torch.isTensor(gradOutput) or not gradOutput:isSameSizeAs(input) then
-    check.error(('%s: gradOutput size %s does not match input size %s'):format(torch.type(self),
+    fail(self, 'gradOutput size %s does not match input size %s',
       torch.isTensor(gradOutput) and check.sizestr(gradOutput) or torch.type(gradOutput),
-      check.sizestr(input)))
+      check.sizestr(input))
   end
-  if not self.save_mean then
-    check.error(torch.type(self) .. ': call updateOutput before the backward pass')
+  if not self.save_mean or self.save_mean:nElement() ~= self.running_mean:nElement() then
+    fail(self, 'call updateOutput before the backward pass')
   end
   return threeD(self, '_input', input, input), threeD(self, '_gradOutput', gradOutput, input)
 end
@@ -197,7 +203,21 @@ function BN:accGradParameters(input, gradOutput, scale)
   end
 end
 
+-- On CPU tensors one kernel pass computes gradInput and the parameter gradients together.
+function BN:backward(input, gradOutput, scale)
+  local x, g = self:gradViews(input, gradOutput)
+  if x._device then return parent.backward(self, input, gradOutput, scale) end
+  self.gradInput:resizeAs(input)
+  batchnorm.backward(x, g, self.gradInput:view(x:size()), x:size(1), x:size(2), x:size(3),
+    self:kernelState(x), self.gradWeight, self.gradBias, scale or 1)
+  return self.gradInput
+end
+
 function BN:clearState()
   return parent.clearState(self, '_input', '_gradOutput', '_sum', '_var', '_tmp', '_tmp2',
-    '_centered', '_scale')
+    '_centered', '_scale', 'save_mean', 'save_std')
+end
+
+function BN:__tostring__()
+  return ('%s (%dD) (%d)'):format(torch.type(self), self.nDim, self.running_mean:nElement())
 end

@@ -3,32 +3,7 @@
 local broadcast = require 'nn.kernels.broadcast'
 local CMul, parent = torch.class('nn.CMul', 'nn.Module')
 
-function CMul:__init(...)
-  parent.__init(self)
-  local args = { ... }
-  if #args == 1 and torch.type(args[1]) == 'torch.LongStorage' then
-    self.size = torch.LongStorage():resize(#args[1]):copy(args[1])
-  else
-    self.size = torch.LongStorage(args)
-  end
-  self.weight = torch.Tensor(self.size)
-  self.gradWeight = torch.Tensor(self.size)
-  self.output:resize(self.size)
-  self:reset()
-end
-
-function CMul:reset(stdv)
-  stdv = stdv and stdv * math.sqrt(3) or 1 / math.sqrt(self.weight:nElement())
-  self.weight:uniform(-stdv, stdv)
-end
-
-function CMul:updateOutput(input)
-  input = broadcast.contiguous(self, '_input', input)
-  local x, w = broadcast.views(self, self.weight, input)
-  self.output:resizeAs(input)
-  self.output:view(x:size()):cmul(x, w)
-  return self.output
-end
+broadcast.parameter(CMul, parent, 'weight', 'gradWeight', 'cmul')
 
 function CMul:updateGradInput(input, gradOutput)
   if not self.gradInput then return end

@@ -99,16 +99,7 @@ end
 -- Drops output and gradInput without resizing them (they may be a child's tensors) and
 -- clears every child.
 function Container:clearState()
-  for _, name in ipairs({ 'output', 'gradInput' }) do
-    local v = self[name]
-    if torch.isTensor(v) then
-      self[name] = v.new()
-    elseif torch.type(v) == 'table' then
-      self[name] = {}
-    elseif v then
-      self[name] = nil
-    end
-  end
+  nn.utils.release(self, 'output', 'gradInput')
   for _, m in pairs(self.modules or {}) do m:clearState() end
   return self
 end

@@ -1,7 +1,6 @@
 -- The cosine similarity of two vectors (a 1-element output), or of each pair of rows of two
 -- matrices.
 require 'nn.utils'
-local check = require 'torch.check'
 local cosine = require 'nn.kernels.cosine'
 local tables = require 'nn.kernels.tables'
 local CosineDistance, parent = torch.class('nn.CosineDistance', 'nn.Module')
@@ -11,27 +10,15 @@ function CosineDistance:__init()
   self.gradInput = { torch.Tensor(), torch.Tensor() }
 end
 
--- Both inputs as N x D matrices (a vector is one row).
-local function rows(self, input)
-  tables.tensors(self, input, 2)
-  local x1, x2 = input[1], input[2]
-  if (x1:dim() ~= 1 and x1:dim() ~= 2) or not x1:isSameSizeAs(x2) then
-    check.error(('%s: input must be two vectors or matrices of the same size, got %s and %s')
-      :format(torch.type(self), check.sizestr(x1), check.sizestr(x2)))
-  end
-  if x1:dim() == 1 then return x1:contiguous():view(1, -1), x2:contiguous():view(1, -1) end
-  return x1, x2
-end
-
 function CosineDistance:updateOutput(input)
-  local x1, x2 = rows(self, input)
+  local x1, x2 = tables.pairRows(self, input)
   cosine.forward(self, x1, x2, self.output)
   self.output:resize(x1:size(1))
   return self.output
 end
 
 function CosineDistance:updateGradInput(input, gradOutput)
-  local x1, x2 = rows(self, input)
+  local x1, x2 = tables.pairRows(self, input)
   tables.gradOutputLike(self, gradOutput, torch.LongStorage { x1:size(1) })
   self._cos = self._cos or x1.new()
   cosine.forward(self, x1, x2, self._cos)

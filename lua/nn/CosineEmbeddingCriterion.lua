@@ -2,6 +2,7 @@
 -- 1 - c for a pair labelled y = 1 (alike), max(0, c - margin) for y = -1; averaged over the
 -- pairs when sizeAverage. y is a number (one pair) or a tensor with one label per row.
 local check = require 'torch.check'
+local loss = require 'nn.kernels.loss'
 local cosine = require 'nn.kernels.cosine'
 local CosineEmbeddingCriterion, parent = torch.class('nn.CosineEmbeddingCriterion', 'nn.Criterion')
 
@@ -15,9 +16,7 @@ end
 -- The two inputs as N x D matrices, the labels as a tensor of N; validated.
 local function prepare(self, input, y)
   local name = torch.type(self)
-  if type(input) ~= 'table' or not torch.isTensor(input[1]) or not torch.isTensor(input[2]) then
-    check.error(name .. ': input must be a table of two tensors')
-  end
+  loss.twoTensors(self, input)
   local x1, x2 = input[1], input[2]
   if not x1:isSameSizeAs(x2) or (x1:dim() ~= 1 and x1:dim() ~= 2) then
     check.error(('%s: inputs must be two vectors or matrices of the same size, got %s and %s')

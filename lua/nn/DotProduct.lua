@@ -1,5 +1,4 @@
 -- The dot product of two vectors (a 1-element output), or of each pair of rows of two matrices.
-local check = require 'torch.check'
 local tables = require 'nn.kernels.tables'
 local DotProduct, parent = torch.class('nn.DotProduct', 'nn.Module')
 
@@ -8,20 +7,8 @@ function DotProduct:__init()
   self.gradInput = { torch.Tensor(), torch.Tensor() }
 end
 
--- Both inputs as N x D matrices (a vector is one row).
-local function rows(self, input)
-  tables.tensors(self, input, 2)
-  local x1, x2 = input[1], input[2]
-  if (x1:dim() ~= 1 and x1:dim() ~= 2) or not x1:isSameSizeAs(x2) then
-    check.error(('%s: input must be two vectors or matrices of the same size, got %s and %s')
-      :format(torch.type(self), check.sizestr(x1), check.sizestr(x2)))
-  end
-  if x1:dim() == 1 then return x1:contiguous():view(1, -1), x2:contiguous():view(1, -1) end
-  return x1, x2
-end
-
 function DotProduct:updateOutput(input)
-  local x1, x2 = rows(self, input)
+  local x1, x2 = tables.pairRows(self, input)
   self.buffer = self.buffer or x1.new()
   self.output:sum(self.buffer:cmul(x1, x2), 2)
   self.output:resize(x1:size(1))
@@ -29,7 +16,7 @@ function DotProduct:updateOutput(input)
 end
 
 function DotProduct:updateGradInput(input, gradOutput)
-  local x1, x2 = rows(self, input)
+  local x1, x2 = tables.pairRows(self, input)
   tables.gradOutputLike(self, gradOutput, torch.LongStorage { x1:size(1) })
   self.gradInput[1] = self.gradInput[1] or x1.new()
   self.gradInput[2] = self.gradInput[2] or x2.new()

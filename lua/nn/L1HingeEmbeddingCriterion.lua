@@ -1,6 +1,7 @@
 -- Embedding loss on the L1 distance d of two vectors: d for a pair labelled y = 1 (alike),
 -- max(0, margin - d) for y = -1.
 local check = require 'torch.check'
+local loss = require 'nn.kernels.loss'
 local L1HingeEmbeddingCriterion, parent =
   torch.class('nn.L1HingeEmbeddingCriterion', 'nn.Criterion')
 
@@ -12,9 +13,7 @@ end
 
 local function validate(self, input, y)
   local name = torch.type(self)
-  if type(input) ~= 'table' or not torch.isTensor(input[1]) or not torch.isTensor(input[2]) then
-    check.error(name .. ': input must be a table of two tensors')
-  end
+  loss.twoTensors(self, input)
   if input[1]:nElement() ~= input[2]:nElement() then
     check.error(('%s: inputs of different sizes, %s and %s'):format(
       name, check.sizestr(input[1]), check.sizestr(input[2])))

@@ -2,6 +2,7 @@
 -- max(0, -y (x1 - x2) + margin). One pair when y is a number (the scores' first elements),
 -- else one pair per element of the tensors x1, x2, y, averaged when sizeAverage.
 local check = require 'torch.check'
+local loss = require 'nn.kernels.loss'
 local MarginRankingCriterion, parent = torch.class('nn.MarginRankingCriterion', 'nn.Criterion')
 
 function MarginRankingCriterion:__init(margin)
@@ -13,9 +14,7 @@ end
 
 local function validate(self, input, y)
   local name = torch.type(self)
-  if type(input) ~= 'table' or not torch.isTensor(input[1]) or not torch.isTensor(input[2]) then
-    check.error(name .. ': input must be a table of two tensors')
-  end
+  loss.twoTensors(self, input)
   local n1, n2 = input[1]:nElement(), input[2]:nElement()
   if type(y) == 'number' then
     if n1 < 1 or n2 < 1 then check.error(name .. ': empty input') end

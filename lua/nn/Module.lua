@@ -213,8 +213,9 @@ function Module:replace(fn)
 end
 
 -- Frees output and gradInput (and, in subclasses, buffers) before saving or copying.
-function Module:clearState()
-  return nn.utils.clear(self, 'output', 'gradInput')
+-- Empties output, gradInput and any buffers named (subclasses pass theirs: clearState(self, '_buf')).
+function Module:clearState(...)
+  return nn.utils.clear(self, 'output', 'gradInput', ...)
 end
 
 function Module:__call__(input, gradOutput)

@@ -1,7 +1,6 @@
 -- The p-norm distance ||x1 - x2||_p of two vectors (a 1-element output), or of each pair of
 -- rows of two matrices.
 require 'nn.utils'
-local check = require 'torch.check'
 local tables = require 'nn.kernels.tables'
 local PairwiseDistance, parent = torch.class('nn.PairwiseDistance', 'nn.Module')
 
@@ -12,18 +11,8 @@ function PairwiseDistance:__init(p)
   self.norm = p or 2
 end
 
-local function validate(self, input)
-  tables.tensors(self, input, 2)
-  local x1, x2 = input[1], input[2]
-  if (x1:dim() ~= 1 and x1:dim() ~= 2) or not x1:isSameSizeAs(x2) then
-    check.error(('%s: input must be two vectors or matrices of the same size, got %s and %s')
-      :format(torch.type(self), check.sizestr(x1), check.sizestr(x2)))
-  end
-end
-
 function PairwiseDistance:updateOutput(input)
-  validate(self, input)
-  local x1, x2 = input[1], input[2]
+  local x1, x2 = tables.pair(self, input)
   if x1:dim() == 1 then
     self.output:resize(1):fill(x1:dist(x2, self.norm))
     return self.output
@@ -38,8 +27,7 @@ end
 -- d ||d||_p / d d_k = d_k |d_k|^(p-2) / ||d||_p^(p-1), with 1e-6 added to the norm as torch7
 -- does; for p = 1 the subgradient sign(d_k) is 0 where d_k = 0 (torch7 draws a random sign).
 function PairwiseDistance:updateGradInput(input, gradOutput)
-  validate(self, input)
-  local x1, x2 = input[1], input[2]
+  local x1, x2 = tables.pair(self, input)
   local n = x1:dim() == 1 and 1 or x1:size(1)
   tables.gradOutputLike(self, gradOutput, torch.LongStorage { n })
   self.gradInput[1] = self.gradInput[1] or x1.new()

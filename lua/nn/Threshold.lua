@@ -23,14 +23,14 @@ function Threshold:validateParameters()
   end
 end
 
--- max(x, threshold) when val == threshold (ReLU): one vectorized pass. Otherwise a CPU loop,
--- or on a device x * mask + val * (1 - mask).
+-- max(x, threshold) when val == threshold (ReLU): one vectorized pass (on the bits when both
+-- are 0). Otherwise a CPU loop, or on a device x * mask + val * (1 - mask).
 local keepAbove = apply.kernel(2, '$1 = $2 > v1 and $2 or v2')
 
 pointwise.define(Threshold, {
   forwardOp = function(m, output, input, th, val)
     if val == th then
-      output:cmax(input, th)
+      if th ~= 0 or not pointwise.rectify(m, output, input) then output:cmax(input, th) end
     elseif not input._device then
       keepAbove(output, input, th, val)
     else
@@ -40,6 +40,7 @@ pointwise.define(Threshold, {
     end
   end,
   backwardOp = function(m, gradInput, input, gradOutput, _, th)
+    if th == 0 and pointwise.rectifyBackward(m, gradInput, input, gradOutput) then return end
     gradInput:cmul(gradOutput, pointwise.mask(m, input, th))
   end,
   params = function(self)
@@ -49,5 +50,5 @@ pointwise.define(Threshold, {
 })
 
 function Threshold:clearState()
-  return parent.clearState(self, '_mask', '_above', '_below')
+  return parent.clearState(self, '_mask', '_above', '_below', '_bits', '_zeros')
 end

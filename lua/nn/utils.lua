@@ -142,15 +142,13 @@ function utils.contiguousView(output, input, ...)
   return output
 end
 
--- Empties the named fields: clear(self, 'a', 'b') or clear(self, {'a', 'b'}). Tensors are
--- resized to nothing in place, tables replaced by empty ones, other values removed.
-function utils.clear(self, ...)
-  local names = { ... }
-  if type(names[1]) == 'table' then names = names[1] end
+-- Empties self's fields `names`: a tensor v becomes newTensor(v), a table an empty one, any
+-- other true value nil.
+local function empty(self, names, newTensor)
   for _, name in ipairs(names) do
     local v = self[name]
     if torch.isTensor(v) then
-      v:set()
+      self[name] = newTensor(v)
     elseif torch.type(v) == 'table' then
       self[name] = {}
     elseif v then
@@ -158,6 +156,23 @@ function utils.clear(self, ...)
     end
   end
   return self
+end
+
+local function emptied(t) return t:set() end
+local function fresh(t) return t.new() end
+
+-- Empties the named fields: clear(self, 'a', 'b') or clear(self, {'a', 'b'}). Tensors are
+-- resized to nothing in place, tables replaced by empty ones, other values removed.
+function utils.clear(self, ...)
+  local names = { ... }
+  if type(names[1]) == 'table' then names = names[1] end
+  return empty(self, names, emptied)
+end
+
+-- As clear, but a tensor is replaced by a new empty one of its type and left as it is (it may
+-- be shared, e.g. a container's output is its last child's).
+function utils.release(self, ...)
+  return empty(self, { ... }, fresh)
 end
 
 table.unpack = table.unpack or unpack

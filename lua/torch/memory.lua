@@ -15,14 +15,20 @@ local pending = {}
 local COLLECT_BYTES = 64 * 1024 * 1024
 local allocatedSinceCollect = 0
 
+-- ctypes made once: allocation runs in the interpreter (its Python call ends any trace), where
+-- ffi.new / ffi.cast with a type string would parse the string on every call.
+local handleType = ffi.typeof('luabridge_buffer_handle')
+local uint64, voidp = ffi.typeof('uint64_t'), ffi.typeof('void *')
+
 local function on_collect(h)
   pending[#pending + 1] = tonumber(h.id)
 end
 
--- Addresses come as two 32-bit halves so that no bit is lost in a double.
-function memory.address(hi, lo)
-  return ffi.cast('void *', ffi.cast('uint64_t', hi) * 4294967296ULL + lo)
+-- Addresses come as two 32-bit halves so that no bit is lost in a double; as type ct (void *).
+local function address(hi, lo, ct)
+  return ffi.cast(ct or voidp, ffi.cast(uint64, hi) * 4294967296ULL + lo)
 end
+memory.address = address
 
 function memory.flush()
   if #pending > 0 then
@@ -33,7 +39,7 @@ function memory.flush()
 end
 
 function memory.handle(id)
-  return ffi.gc(ffi.new('luabridge_buffer_handle', id), on_collect)
+  return ffi.gc(handleType(id), on_collect)
 end
 
 -- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
@@ -45,7 +51,7 @@ function memory.alloc(n, dt)
   end
   memory.flush()
   local id, hi, lo = py.alloc(n, dt.name)
-  return ffi.cast(dt.ptr, memory.address(hi, lo)), memory.handle(id), id
+  return address(hi, lo, dt.ptr), memory.handle(id), id
 end
 
 memory.py = py

@@ -44,4 +44,38 @@ function broadcast.accumulate(g, wv, t, scale)
   g:add(scale, t:view(g:size()))
 end
 
+-- __init(size...), reset(stdv) and updateOutput of CMul (param 'weight', op 'cmul') and CAdd
+-- ('bias', 'add'): the parameter m[param] and its gradient m[gradParam], of the size given as
+-- numbers or as one LongStorage, drawn uniform in +-stdv * sqrt(3), by default +-1/sqrt(its
+-- element count); the output is input `op` the parameter.
+function broadcast.parameter(cls, parent, param, gradParam, op)
+  function cls:__init(...)
+    parent.__init(self)
+    local args = { ... }
+    if #args == 1 and torch.type(args[1]) == 'torch.LongStorage' then
+      self.size = torch.LongStorage():resize(#args[1]):copy(args[1])
+    else
+      self.size = torch.LongStorage(args)
+    end
+    self[param] = torch.Tensor(self.size)
+    self[gradParam] = torch.Tensor(self.size)
+    self.output:resize(self.size)
+    self:reset()
+  end
+
+  function cls:reset(stdv)
+    local w = self[param]
+    stdv = stdv and stdv * math.sqrt(3) or 1 / math.sqrt(w:nElement())
+    w:uniform(-stdv, stdv)
+  end
+
+  function cls:updateOutput(input)
+    input = broadcast.contiguous(self, '_input', input)
+    local x, w = broadcast.views(self, self[param], input)
+    local out = self.output:resizeAs(input):view(x:size())
+    out[op](out, x, w)
+    return self.output
+  end
+end
+
 return broadcast

@@ -102,6 +102,14 @@ function loss.define(cls, spec)
   end
 end
 
+-- input must be a table of two tensors (the pair criterions); returns them.
+function loss.twoTensors(self, input)
+  if type(input) ~= 'table' or not torch.isTensor(input[1]) or not torch.isTensor(input[2]) then
+    check.error(torch.type(self) .. ': input must be a table of two tensors')
+  end
+  return input[1], input[2]
+end
+
 -- __init(sizeAverage) with sizeAverage true unless false is given.
 function loss.initSizeAverage(parent)
   return function(self, sizeAverage)

@@ -8,8 +8,10 @@
 --   params(self) gives the scalars (v1..v3 in the bodies, ... above).
 -- CUDA tensors use the tensor-op forms, or deviceForward / deviceBackward (same arguments)
 -- where the CPU form is a loop; without either the module is CPU only.
+local ffi = require 'ffi'
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
+local ufunc = require 'torch.backend.cpu.ufunc'
 
 local pointwise = {}
 
@@ -50,6 +52,68 @@ function pointwise.mask(m, x, lo, hi)
   torch.gt(m._above, x, lo)
   if hi then m._above:cmul(torch.lt(m._below, x, hi)) end
   return m._mask:resize(x:size()):copy(m._above)
+end
+
+-- Zero-threshold rectifiers on the bit patterns of contiguous Float / Double data, read as
+-- integers of the same width, with numpy's SIMD integer loops: an IEEE float is > 0 exactly when
+-- its bits as a signed integer are > 0 (-0 reads negative), and max(bits, 0) is the bits of
+-- max(x, 0). A NaN counts as positive unless its sign bit is set. numpy's min/max loops are
+-- vectorized for two arrays only (not with a scalar), so the module keeps an array of zeros,
+-- m._zeros, and a mask buffer, m._bits. Each returns false (nothing done) where it does not apply.
+local intOf = { Float = { char = 'i', tensor = 'IntTensor' }, Double = { char = 'q', tensor = 'LongTensor' } }
+local shifts = { i = ffi.new('int32_t[1]', 31), q = ffi.new('int64_t[1]', 63) }
+
+local function intLoops(t, tensors)
+  local it = not t._device and intOf[t._dt.name]
+  if not it or not apply.isContiguous(t) then return nil end
+  for _, x in ipairs(tensors) do
+    if x._dt ~= t._dt or not apply.isContiguous(x) then return nil end
+  end
+  local c = it.char
+  local l = { max = ufunc.loop('maximum', c .. c .. '->' .. c), neg = ufunc.loop('negative', c .. '->' .. c),
+              shift = ufunc.loop('right_shift', c .. c .. '->' .. c),
+              band = ufunc.loop('bitwise_and', c .. c .. '->' .. c) }
+  if not (l.max and l.neg and l.shift and l.band) then return nil end
+  l.tensor, l.bits = it.tensor, shifts[c]
+  return l
+end
+
+-- An integer buffer m[field] of l.tensor's type with n elements; zeroed when `zeroed`.
+local function intBuffer(m, field, l, n, zeroed)
+  local b = m[field]
+  if torch.type(b) ~= 'torch.' .. l.tensor then b = torch[l.tensor](); m[field] = b end
+  if b:nElement() ~= n then
+    b:resize(n)
+    if zeroed then b:zero() end
+  end
+  return apply.ptr(b)
+end
+
+-- output = max(input, 0), as max(input's bits, 0).
+function pointwise.rectify(m, output, input)
+  local l = intLoops(input, { output })
+  if not l then return false end
+  local n, size = apply.numel(input), input._dt.size
+  if n == 0 then return true end
+  local zeros = intBuffer(m, '_zeros', l, n, true)
+  ufunc.binary(l.max, n, apply.ptr(input), size, zeros, size, apply.ptr(output), size)
+  return true
+end
+
+-- gradInput = gradOutput where input > 0, else 0: gradOutput's bits and a mask of all ones
+-- where max(bits, 0) > 0, i.e. where -max(bits, 0) has its sign bit (shifted across).
+function pointwise.rectifyBackward(m, gradInput, input, gradOutput)
+  local l = intLoops(input, { gradInput, gradOutput })
+  if not l then return false end
+  local n, size = apply.numel(input), input._dt.size
+  if n == 0 then return true end
+  local zeros = intBuffer(m, '_zeros', l, n, true)
+  local bits = intBuffer(m, '_bits', l, n)
+  ufunc.binary(l.max, n, apply.ptr(input), size, zeros, size, bits, size)
+  ufunc.unary(l.neg, n, bits, size, bits, size)
+  ufunc.binary(l.shift, n, bits, size, l.bits, 0, bits, size)
+  ufunc.binary(l.band, n, apply.ptr(gradOutput), size, bits, size, apply.ptr(gradInput), size)
+  return true
 end
 
 function pointwise.define(cls, spec)

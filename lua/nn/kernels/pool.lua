@@ -80,30 +80,11 @@ local avgBackward = avgWindow .. [[
 -- maximum of a window, as torch7. The update has no data-dependent branch (LuaJIT makes no
 -- conditional moves, and a branch taken at random costs a trace exit): the index moves by
 -- s = 1 or 0, clamped from (v - best) scaled past any positive difference.
-local maxForward = [[
-local floor, max, min, huge = math.floor, math.max, math.min, math.huge
--- the outputs o in [o0, o1) whose tap o*d + off lies in [0, n)
-local function range(off, d, n, on)
-  local o0 = min(on, max(0, floor((d - 1 - off) / d)))
-  return o0, max(o0, min(on, floor((n - 1 - off) / d) + 1))
-end
-return function(ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, dH, dW,
-                pT, pH, pW, lT, lH, lW)
-  local plane, oplane = T * H * W, oT * oH * oW
-  for p = 0, P - 1 do
-    local ib, ob, xb = io + p * plane, oo + p * oplane, xo + p * oplane
-    for o = 0, oplane - 1 do op[ob + o] = -huge; xp[xb + o] = 0 end
-    for a = 0, kT - 1 do
-      local t0, t1 = range(a * lT - pT, dT, T, oT)
-      for i = 0, kH - 1 do
-        local y0, y1 = range(i * lH - pH, dH, H, oH)
-        for j = 0, kW - 1 do
-          local x0, x1 = range(j * lW - pW, dW, W, oW)
-          for ot = t0, t1 - 1 do
-            for oy = y0, y1 - 1 do
-              local r = ((ot * dT + a * lT - pT) * H + oy * dH + i * lH - pH) * W + j * lW - pW
-              local orow = (ot * oH + oy) * oW
-              for ox = x0, x1 - 1 do
+local maxForward = 'local huge = math.huge\n' .. unfold.tapWalk(
+  'ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, dH, dW, padT, padH, padW, lT, lH, lW',
+  [[local ib, ob, xb = io + p * plane, oo + p * oplane, xo + p * oplane
+    for o = 0, oplane - 1 do op[ob + o] = -huge; xp[xb + o] = 0 end]],
+  [[for ox = x0, x1 - 1 do
                 local k = r + ox * dW
                 local v, q = ip[ib + k], orow + ox
                 local best = op[ob + q]
@@ -111,14 +92,7 @@ return function(ip, io, op, oo, xp, xo, P, T, H, W, oT, oH, oW, kT, kH, kW, dT, 
                 op[ob + q] = max(v, best)
                 local at = tonumber(xp[xb + q])
                 xp[xb + q] = at + (k + 1 - at) * s
-              end
-            end
-          end
-        end
-      end
-    end
-  end
-end]]
+              end]])
 
 local loops = { maxForward = apply.perType('pool maxForward', maxForward) }
 for name, body in pairs { maxBackward = maxBackward,

@@ -54,6 +54,25 @@ function tables.gradOutputLike(module, gradOutput, like)
   end
 end
 
+-- input must be two vectors or two matrices of the same size (the pair layers DotProduct,
+-- CosineDistance, PairwiseDistance); returns them.
+function tables.pair(module, input)
+  tables.tensors(module, input, 2)
+  local x1, x2 = input[1], input[2]
+  if (x1:dim() ~= 1 and x1:dim() ~= 2) or not x1:isSameSizeAs(x2) then
+    check.error(('%s: input must be two vectors or matrices of the same size, got %s and %s')
+      :format(torch.type(module), check.sizestr(x1), check.sizestr(x2)))
+  end
+  return x1, x2
+end
+
+-- tables.pair's two tensors as N x D matrices (a vector is one row).
+function tables.pairRows(module, input)
+  local x1, x2 = tables.pair(module, input)
+  if x1:dim() == 1 then return x1:contiguous():view(1, -1), x2:contiguous():view(1, -1) end
+  return x1, x2
+end
+
 -- Drops gradInput entries past n (a smaller input table than last time).
 function tables.trim(gradInput, n)
   for i = #gradInput, n + 1, -1 do gradInput[i] = nil end

@@ -11,36 +11,38 @@ local ufunc = require 'torch.backend.cpu.ufunc'
 
 local unfold = {}
 
--- the loops share one walk; BODY_ROW copies (im2col) or accumulates (col2im) one row's run
-local walk = [[
+-- Kernel source walking each tap (a, i, j) of the kT x kH x kW window over P planes of T x H x
+-- W, for im2col / col2im and max pooling: PLANE starts plane p; ROW handles output row (ot, y)
+-- of tap number `tap` (0-based, in window order), in the image for the output columns
+-- [x0, x1): output column x is at orow + x in the output plane and reads the input plane at
+-- r + x * dW. SIGNATURE names the function's arguments, which must include the walk's.
+function unfold.tapWalk(signature, plane, row)
+  local code = [[
 local floor, max, min = math.floor, math.max, math.min
 -- the outputs o in [o0, o1) whose tap o*d + off lies in [0, n)
 local function range(off, d, n, on)
   local o0 = min(on, max(0, floor((d - 1 - off) / d)))
   return o0, max(o0, min(on, floor((n - 1 - off) / d) + 1))
 end
-return function(img, io, col, co, B, C, T, H, W, kT, kH, kW, dT, dH, dW, padT, padH, padW,
-                oT, oH, oW, lT, lH, lW, esize, addRow)
-  local N, plane, taps = oT * oH * oW, T * H * W, kT * kH * kW
-  for b = 0, B - 1 do
-    for c = 0, C - 1 do
-      local src = io + (b * C + c) * plane
-      for a = 0, kT - 1 do
-        local ta = a * lT - padT
-        local t0, t1 = range(ta, dT, T, oT)
-        for i = 0, kH - 1 do
-          local ti = i * lH - padH
-          local y0, y1 = range(ti, dH, H, oH)
-          for j = 0, kW - 1 do
-            local tj = j * lW - padW
-            local x0, x1 = range(tj, dW, W, oW)
-            local dst = co + ((b * C + c) * taps + (a * kH + i) * kW + j) * N
-            for ot = t0, t1 - 1 do
-              for y = y0, y1 - 1 do
-                local s = src + ((ot * dT + ta) * H + y * dH + ti) * W + tj
-                local d = dst + (ot * oH + y) * oW
-                BODY_ROW
-              end
+return function(SIGNATURE)
+  local plane, oplane = T * H * W, oT * oH * oW
+  for p = 0, P - 1 do
+    PLANE
+    for a = 0, kT - 1 do
+      local ta = a * lT - padT
+      local t0, t1 = range(ta, dT, T, oT)
+      for i = 0, kH - 1 do
+        local ti = i * lH - padH
+        local y0, y1 = range(ti, dH, H, oH)
+        for j = 0, kW - 1 do
+          local tj = j * lW - padW
+          local x0, x1 = range(tj, dW, W, oW)
+          local tap = (a * kH + i) * kW + j
+          for ot = t0, t1 - 1 do
+            for y = y0, y1 - 1 do
+              local r = ((ot * dT + ta) * H + y * dH + ti) * W + tj
+              local orow = (ot * oH + y) * oW
+              ROW
             end
           end
         end
@@ -48,16 +50,26 @@ return function(img, io, col, co, B, C, T, H, W, kT, kH, kW, dT, dH, dW, padT, p
     end
   end
 end]]
+  return (code:gsub('%u%u+', { SIGNATURE = signature, PLANE = plane, ROW = row }))
+end
+
+-- im2col / col2im: plane p is (batch item, channel) p; its column rows start at dst.
+local function walk(row)
+  return unfold.tapWalk('img, io, col, co, P, T, H, W, kT, kH, kW, dT, dH, dW, padT, padH, padW, ' ..
+    'oT, oH, oW, lT, lH, lW, esize, addRow',
+    'local src, dst = io + p * plane, co + p * kT * kH * kW * oplane',
+    'local s, d = src + r, dst + tap * oplane + orow\n' .. row)
+end
 
 -- With dW == 1 the in-image run of a row is contiguous in both buffers: im2col copies it with
 -- memcpy and col2im adds it with numpy's SIMD add loop (addRow), one call per run instead of a
 -- short Lua loop (whose entry and exit cost more than its few elements).
-local im2colLoops = apply.perType('im2col', 'local ffi = require "ffi"\n' .. (walk:gsub('BODY_ROW', [[
+local im2colLoops = apply.perType('im2col', 'local ffi = require "ffi"\n' .. walk [[
 if dW == 1 then ffi.copy(col + (d + x0), img + (s + x0), (x1 - x0) * esize)
-else for x = x0, x1 - 1 do col[d + x] = img[s + x * dW] end end]])))
-local col2imLoops = apply.perType('col2im', (walk:gsub('BODY_ROW', [[
+else for x = x0, x1 - 1 do col[d + x] = img[s + x * dW] end end]])
+local col2imLoops = apply.perType('col2im', walk [[
 if dW == 1 and addRow then addRow(x1 - x0, img + (s + x0), col + (d + x0))
-else for x = x0, x1 - 1 do img[s + x * dW] = img[s + x * dW] + col[d + x] end end]])))
+else for x = x0, x1 - 1 do img[s + x * dW] = img[s + x * dW] + col[d + x] end end]])
 
 -- dst[0..n) += src[0..n) through numpy's add loop for the element type, or nil
 local adders = {}
@@ -78,7 +90,7 @@ end
 -- and the time dim's T, kT, dT, padT, oT, dilationT (a volume; 1 or 0 when absent); img
 -- contiguous B x C x (T x) H x W, col contiguous B x K x N (resized by the caller)
 local function run(loops, img, col, g)
-  loops[img._dt](img._st._ptr, img._off, col._st._ptr, col._off, g.B, g.C, g.T or 1, g.H, g.W,
+  loops[img._dt](img._st._ptr, img._off, col._st._ptr, col._off, g.B * g.C, g.T or 1, g.H, g.W,
     g.kT or 1, g.kH, g.kW, g.dT or 1, g.dH, g.dW, g.padT or 0, g.padH, g.padW, g.oT or 1, g.oH, g.oW,
     g.dilationT or 1, g.dilationH or 1, g.dilationW or 1, img._dt.size, rowAdder(img._dt))
 end

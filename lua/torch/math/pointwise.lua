@@ -10,6 +10,7 @@ local dtype = require 'torch.dtype'
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 local ufunc = require 'torch.backend.cpu.ufunc'
+local blas = require 'torch.backend.cpu.blas'
 
 local isTensor, numel, isContiguous = torch.isTensor, apply.numel, apply.isContiguous
 local P = {}
@@ -477,7 +478,21 @@ P.binaryOps {
 local addValue = mapScalar('add', '$1 = $2 + v1', 'add')
 local addTensor = map2('cadd', '$1 = $2 + $3', 'add')
 local subTensor = map2('csub', '$1 = $2 - $3', 'subtract')
-local axpy = kernels(3, '$1 = $2 + v1 * $3')
+local axpyKernel = kernels(3, '$1 = $2 + v1 * $3')
+
+-- r = a + v * b. In place on contiguous Float / Double (r is a, b is r or apart from it) BLAS's
+-- axpy does it in one vectorized pass, as torch7's cadd.
+local function axpy(r, a, b, v)
+  local dt, n = r._dt, numel(r)
+  if blas.axpy and not dt.integer and not dt.half and n > 0 and r._st == a._st and r._off == a._off
+      and isContiguous(r) and isContiguous(a) and isContiguous(b) and b._dt == dt then
+    local pr, pb = address(r), address(b)
+    if pb == pr or pb + n * dt.size <= pr or pr + n * dt.size <= pb then
+      return blas.axpy(dt, n, v, data(b), 1, data(r), 1)
+    end
+  end
+  axpyKernel[dt.id](r, a, b, v)
+end
 
 local function addCore(name, sign)
   return function(r, a, b, c, extra)
@@ -495,7 +510,7 @@ local function addCore(name, sign)
     if not t then addValue(r, a, v)
     elseif v == 1 then addTensor(r, a, t)
     elseif v == -1 and not dt.integer then subTensor(r, a, t)
-    else axpy[dt.id](r, a, t, v) end
+    else axpy(r, a, t, v) end
     return r
   end
 end

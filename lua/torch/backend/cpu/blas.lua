@@ -20,6 +20,7 @@ local cblas = {
   gemv = 'void %s(int, int, I, I, R, const R *, I, const R *, I, R, R *, I)',
   ger  = 'void %s(int, I, I, R, const R *, I, const R *, I, R *, I)',
   dot  = 'R %s(I, const R *, I, const R *, I)',
+  axpy = 'void %s(I, R, const R *, I, R *, I)',
 }
 
 -- LAPACK (Fortran) arguments, all by reference: c char, i integer in, o integer out (returned
@@ -108,6 +109,14 @@ local function ffiBlas(fn)
   function blas.dot(dt, n, x, incx, y, incy)
     local f = dt.name == 'Double' and ddot or sdot
     return tonumber(f(n, x, incx, y, incy))
+  end
+  -- y += alpha * x; only through the FFI (callers have a loop otherwise)
+  local saxpy, daxpy = fn.saxpy, fn.daxpy
+  if saxpy and daxpy then
+    function blas.axpy(dt, n, alpha, x, incx, y, incy)
+      local f = dt.name == 'Double' and daxpy or saxpy
+      f(n, alpha, x, incx, y, incy)
+    end
   end
 end
 
