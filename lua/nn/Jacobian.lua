@@ -113,6 +113,53 @@ function Jacobian.testJacobianUpdateParameters(module, input, param, minval, max
   return maxAbsDiff(Jacobian.forwardUpdate(module, input, param, perturbation), bprop)
 end
 
+-- Diagonal Hessian of F = sum(output^2) / 2 (whose Hessian w.r.t. the output is all ones)
+-- w.r.t. the field diagHessianParamName, by the methods of nn.hessian.
+function Jacobian.backwardDiagHessian(module, input, diagHessianParamName)
+  module:forward(input)
+  local ones = module.output.new():resizeAs(module.output):fill(1)
+  module.diagHessianWeight:zero()
+  if module.diagHessianBias then module.diagHessianBias:zero() end
+  module:updateDiagHessianInput(input, ones)
+  module:accDiagHessianParameters(input, ones)
+  return module[diagHessianParamName]
+end
+
+-- The same Hessian for a module linear in its input and parameters, from first derivatives:
+-- d2F/dx_i^2 = sum_k (dy_k/dx_i)^2, one backward pass per output element k.
+function Jacobian.linearModuleDiagHessian(module, input, gradParamName)
+  local diag = module[gradParamName].new()
+  module:forward(input)
+  local dout = module.output.new():resizeAs(module.output)
+  local sdout = flatView(dout)
+  for k = 1, sdout:nElement() do
+    dout:zero()
+    sdout[k] = 1
+    module:zeroGradParameters()
+    module:updateGradInput(input, dout)
+    module:accGradParameters(input, dout)
+    local g = module[gradParamName]:contiguous()
+    if k == 1 then diag:resize(g:nElement()):zero() end -- gradInput is sized by the first pass
+    diag:addcmul(flatView(g), flatView(g))
+  end
+  return diag
+end
+
+-- Largest difference between the two Hessian computations above (input randomised first).
+function Jacobian.testDiagHessian(module, input, gradParamName, diagHessianParamName, minval, maxval)
+  randomize(input, minval, maxval)
+  module:initDiagHessianParameters()
+  local bprop = Jacobian.backwardDiagHessian(module, input, diagHessianParamName)
+  local linear = Jacobian.linearModuleDiagHessian(module, input, gradParamName)
+  return maxAbsDiff(flatView(bprop:contiguous()), linear)
+end
+
+for _, field in ipairs { 'Input', 'Weight', 'Bias' } do
+  Jacobian['testDiagHessian' .. field] = function(module, input, minval, maxval)
+    return Jacobian.testDiagHessian(module, input, 'grad' .. field, 'diagHessian' .. field, minval, maxval)
+  end
+end
+
 -- A copy of module as saving and loading would give. Through torch.DiskFile / MemoryFile when
 -- the serialiser exists, else a deep copy (Module:clone), which copies the same state.
 local function roundTrip(module)

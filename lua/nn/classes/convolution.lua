@@ -13,4 +13,6 @@ return {
   'SpatialSubtractiveNormalization', 'SpatialDivisiveNormalization', 'SpatialContrastiveNormalization',
   'TemporalConvolution', 'TemporalSubSampling', 'TemporalMaxPooling',
   'VolumetricConvolution', 'VolumetricDilatedConvolution', 'VolumetricFullConvolution',
+  'SpatialFractionalMaxPooling', 'VolumetricFractionalMaxPooling',
+  'SpatialDepthWiseConvolution', 'TemporalDynamicKMaxPooling', 'FeatureLPPooling',
 }

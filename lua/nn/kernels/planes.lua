@@ -4,14 +4,20 @@ local apply = require 'torch.backend.cpu.apply'
 
 local planes = {}
 
+-- four partial sums: one running sum would wait on each addition's latency
 local sumLoops = apply.perType('planeSum', [[
 return function(dst, dofs, dstride, src, so, B, C, N, scale)
+  local N4 = N - N % 4
   for c = 0, C - 1 do
-    local s = 0
+    local s0, s1, s2, s3 = 0, 0, 0, 0
     for b = 0, B - 1 do
       local o = so + (b * C + c) * N
-      for k = 0, N - 1 do s = s + src[o + k] end
+      for k = 0, N4 - 1, 4 do
+        s0, s1, s2, s3 = s0 + src[o + k], s1 + src[o + k + 1], s2 + src[o + k + 2], s3 + src[o + k + 3]
+      end
+      for k = N4, N - 1 do s0 = s0 + src[o + k] end
     end
+    local s = (s0 + s1) + (s2 + s3)
     local d = dofs + c * dstride
     dst[d] = dst[d] + scale * s
   end

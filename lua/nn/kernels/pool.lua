@@ -239,49 +239,94 @@ function pool.unpool(small, big, indices, P, n, m, backward)
     indices._off, P, n, m, backward)
 end
 
--- output, indices = max pooling of input (the module's fields are resized)
 -- 2D windows wholly inside the plane (no padding, no dilation, no ceil overhang) of at most
--- 25 taps: a loop over outputs with the window's taps unrolled, generated per window shape
--- (the first tap starts the maximum; later ones replace it only when strictly greater).
-local unrolled = {}
-local function unrolledMax(dt, kH, kW)
-  local key = ('%s %dx%d'):format(dt.name, kH, kW)
-  if not unrolled[key] then
-    local taps = {}
-    for i = 0, kH - 1 do
-      for j = 0, kW - 1 do
-        if i > 0 or j > 0 then
-          taps[#taps + 1] = ([[
-        k = k0 + %d * W + %d
-        v = ip[ib + k]
-        s = min(1, max(0, (v - best) * 1e300 * 1e300))
-        at = at + (k - at) * s
-        best = max(best, v)]]):format(i, j)
-        end
-      end
+-- 25 taps: loops generated per geometry, with the sizes as constants and each window unrolled,
+-- and short output rows wholly unrolled (LeNet's 12- and 4-wide rows would otherwise run as
+-- short inner loops, whose entry and exit cost more than their few windows).
+-- Backward: every window is in the plane, so every index is valid and the gradient is added
+-- without a test.
+
+-- Code leaving in v1 the maximum of the window's taps (offsets from k0, in window order) and
+-- in a1 the offset of its first occurrence: a tournament of pairs (short dependency chains),
+-- the later half winning only when strictly greater (torch7 keeps the first maximum); the
+-- winner's offset is blended by a step s = 1 or 0 made without a branch (LuaJIT has no
+-- conditional move, and a branch taken at random costs a trace exit).
+local function maxTree(taps)
+  local code, n = {}, 0
+  local function node(lo, hi)   -- returns the names of the value and the offset
+    n = n + 1
+    local v, a = 'v' .. n, 'a' .. n
+    if lo == hi then
+      code[#code + 1] = ('local %s, %s = ip[ib + k0 + %d], %d'):format(v, a, taps[lo], taps[lo])
+      return v, a
     end
-    unrolled[key] = assert(loadstring(([[
+    local mid = math.floor((lo + hi) / 2)
+    local lv, la = node(lo, mid)
+    local rv, ra = node(mid + 1, hi)
+    code[#code + 1] = ('local %s = max(%s, %s); local %s = %s + (%s - %s) * min(1, max(0, (%s - %s) * 1e300 * 1e300))')
+      :format(v, lv, rv, a, la, ra, la, rv, lv)
+    return v, a
+  end
+  node(1, #taps)
+  return table.concat(code, ' ')
+end
+
+-- The code of window ox (a number, or 'ox' in a loop over the row) starting at k0.
+local function maxWindow(I, k, backward, ox, k0)
+  if backward then
+    return ('at = xp[xq + %s]; ip[ib + at] = ip[ib + at] + op[oq + %s]'):format(ox, ox)
+  end
+  local taps = {}
+  for i = 0, k[2] - 1 do
+    for j = 0, k[3] - 1 do taps[#taps + 1] = i * I[3] + j end
+  end
+  return ('do local k0 = %s %s op[oq + %s] = v1; xp[xq + %s] = k0 + a1 + 1 end'):format(
+    k0, maxTree(taps), ox, ox)
+end
+
+-- At most ROW_TAPS taps per output row are unrolled (a longer trace is aborted by LuaJIT);
+-- wider rows loop over their windows, each window unrolled.
+local ROW_TAPS = 48
+local unrolled = {}
+local function unrolledMax(dt, g, backward)
+  local I, O, k, d = g.I, g.O, g.p.k, g.p.d
+  local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, backward and 'backward' or 'forward',
+    I[2], I[3], O[2], O[3], k[2], k[3], d[2], d[3])
+  if not unrolled[key] then
+    local body = {}
+    if k[2] * k[3] * O[3] <= ROW_TAPS then
+      for ox = 0, O[3] - 1 do body[ox + 1] = maxWindow(I, k, backward, ox, 'kr + ' .. ox * d[3]) end
+    else
+      body[1] = ('for ox = 0, %d do %s end'):format(O[3] - 1,
+        maxWindow(I, k, backward, 'ox', 'kr + ox * ' .. d[3]))
+    end
+    local code = ([[
 local max, min = math.max, math.min
-return function(ip, io, op, oo, xp, xo, P, H, W, oH, oW, dH, dW)
+return function(ip, io, op, oo, xp, xo, P)
   for p = 0, P - 1 do
-    local ib, ob = io + p * H * W, p * oH * oW
-    for oy = 0, oH - 1 do
-      local r0, orow = oy * dH * W, ob + oy * oW
-      for ox = 0, oW - 1 do
-        local k0 = r0 + ox * dW
-        local best, at = ip[ib + k0], k0
-        local k, v, s
-%s
-        op[oo + orow + ox] = best
-        xp[xo + orow + ox] = at + 1
-      end
+    local ib = io + p * PLANE - (BACKWARD and 1 or 0)
+    for oy = 0, OH - 1 do
+      local kr, oq = oy * ROWSTEP, oo + (p * OH + oy) * OW
+      local xq, at = xo + oq - oo, nil
+      BODY
     end
   end
-end]]):format(table.concat(taps, '\n')), '=unrolled max pooling ' .. key))()
+end]]):gsub('%u%u+', { PLANE = I[2] * I[3], OH = O[2], OW = O[3], ROWSTEP = d[2] * I[3],
+      BACKWARD = tostring(backward), BODY = table.concat(body, '\n      ') })
+    unrolled[key] = apply.perType('unrolled max pooling ' .. key, code)[dt]
   end
   return unrolled[key]
 end
 
+local function unrolls(g)
+  local I, O, p = g.I, g.O, g.p
+  local k, d = p.k, p.d
+  return I[1] == 1 and k[1] == 1 and k[2] * k[3] <= 25
+    and p.pad[2] == 0 and p.pad[3] == 0 and p.dil[2] == 1 and p.dil[3] == 1
+    and (O[2] - 1) * d[2] + k[2] <= I[2] and (O[3] - 1) * d[3] + k[3] <= I[3]
+end
+
+-- output, indices = max pooling of input (the module's fields are resized)
 function pool.maxForward(self, input, g)
   -- the input sizes, read by the unpooling modules (as torch7's)
   self.itime, self.iheight, self.iwidth = self.kT and g.I[1] or nil, g.I[2], g.I[3]
@@ -289,14 +334,10 @@ function pool.maxForward(self, input, g)
   self.output:resize(g.sizes)
   self.indices = self.indices or torch.LongTensor()
   self.indices:resize(g.sizes)
-  local I, O, p = g.I, g.O, g.p
-  local k, d = p.k, p.d
-  if I[1] == 1 and k[1] == 1 and k[2] * k[3] <= 25 and p.pad[2] == 0 and p.pad[3] == 0
-      and p.dil[2] == 1 and p.dil[3] == 1
-      and (O[2] - 1) * d[2] + k[2] <= I[2] and (O[3] - 1) * d[3] + k[3] <= I[3] then
+  if unrolls(g) then
     local out, ix = self.output, self.indices
-    unrolledMax(input._dt, k[2], k[3])(input._st._ptr, input._off, out._st._ptr, out._off,
-      ix._st._ptr, ix._off, g.P, I[2], I[3], O[2], O[3], d[2], d[3])
+    unrolledMax(input._dt, g, false)(input._st._ptr, input._off, out._st._ptr, out._off,
+      ix._st._ptr, ix._off, g.P)
   else
     run(loops.maxForward[input._dt], input, self.output, self.indices, g)
   end
@@ -307,8 +348,18 @@ function pool.maxBackward(self, input, gradOutput, g)
   shape.gradOutput(self, gradOutput, g.sizes)
   gradOutput = gradOutput:contiguous()
   self.gradInput:resizeAs(input)
-  unfold.zero(self.gradInput)
-  run(loops.maxBackward[input._dt], self.gradInput, gradOutput, self.indices, g)
+  local gi, ix = self.gradInput, self.indices
+  -- the indices are read unchecked: they must come from updateOutput on this geometry
+  if not ix or ix:nElement() ~= gradOutput:nElement() then
+    shape.fail(self, 'call updateOutput with this input before updateGradInput')
+  end
+  unfold.zero(gi)
+  if unrolls(g) then
+    unrolledMax(gi._dt, g, true)(gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off,
+      ix._st._ptr, ix._off, g.P)
+  else
+    run(loops.maxBackward[gi._dt], gi, gradOutput, ix, g)
+  end
   return self.gradInput
 end
 

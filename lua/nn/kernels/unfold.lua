@@ -95,8 +95,63 @@ local function run(loops, img, col, g)
     g.dilationT or 1, g.dilationH or 1, g.dilationW or 1, img._dt.size, rowAdder(img._dt))
 end
 
+-- 2D, without padding or dilation and with short output rows (kW * oW <= 48: a longer trace
+-- is aborted by LuaJIT; LeNet's case is 40): loops generated per geometry, with the sizes as constants and, for each kernel row i and output row y, all
+-- the taps of that kernel row unrolled (short inner loops or per-row memcpy calls would cost
+-- more to enter and leave than their few elements). col2im gathers: each image element of
+-- the row adds the sum of its taps' column entries (one read-modify-write instead of kW).
+local unrolled = {}
+local function unrolledLoop(dt, g, add)
+  local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, add and 'col2im' or 'im2col',
+    g.H, g.W, g.kH, g.kW, g.dH, g.dW, g.oH, g.oW)
+  if not unrolled[key] then
+    local N, row = g.oH * g.oW, {}
+    if add then
+      for w = 0, g.W - 1 do
+        local terms = {}
+        for j = 0, g.kW - 1 do
+          local x = (w - j) / g.dW
+          if x >= 0 and x < g.oW and x % 1 == 0 then terms[#terms + 1] = ('col[d + %d]'):format(j * N + x) end
+        end
+        if #terms > 0 then
+          row[#row + 1] = ('img[s + %d] = img[s + %d] + (%s)'):format(w, w, table.concat(terms, ' + '))
+        end
+      end
+    else
+      for j = 0, g.kW - 1 do
+        for x = 0, g.oW - 1 do
+          row[#row + 1] = ('col[d + %d] = img[s + %d]'):format(j * N + x, x * g.dW + j)
+        end
+      end
+    end
+    local code = ([[
+return function(img, io, col, co, P)
+  for p = 0, P - 1 do
+    local src, dst = io + p * PLANE, co + p * KN
+    for i = 0, KH - 1 do
+      for y = 0, OH - 1 do
+        local s, d = src + (y * DH + i) * WW, dst + i * KW * NN + y * OW
+        ROW
+      end
+    end
+  end
+end]]):gsub('%u%u+', { PLANE = g.H * g.W, KN = g.kH * g.kW * N, KH = g.kH, KW = g.kW,
+      NN = N, WW = g.W, OH = g.oH, OW = g.oW, DH = g.dH, ROW = table.concat(row, '; ') })
+    unrolled[key] = apply.perType(key, code)[dt]
+  end
+  return unrolled[key]
+end
+
+local function unrolls(g)
+  return g.padH == 0 and g.padW == 0 and (g.padT or 0) == 0 and (g.T or 1) == 1
+    and (g.kT or 1) == 1 and (g.dilationH or 1) == 1 and (g.dilationW or 1) == 1 and g.kW * g.oW <= 48
+end
+
 -- col = the unfolded patches of img
 function unfold.im2col(img, col, g)
+  if unrolls(g) then
+    return unrolledLoop(img._dt, g, false)(img._st._ptr, img._off, col._st._ptr, col._off, g.B * g.C)
+  end
   if g.padH > 0 or g.padW > 0 or (g.padT or 0) > 0 then zero(col) end
   run(im2colLoops, img, col, g)
 end
@@ -104,6 +159,9 @@ end
 -- img = (img when keep, else 0) + the patches in col, each added back where im2col took it
 function unfold.col2im(col, img, g, keep)
   if not keep then zero(img) end
+  if unrolls(g) then
+    return unrolledLoop(img._dt, g, true)(img._st._ptr, img._off, col._st._ptr, col._off, g.B * g.C)
+  end
   run(col2imLoops, img, col, g)
 end
 

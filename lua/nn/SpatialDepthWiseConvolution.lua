@@ -1,0 +1,130 @@
+-- Depthwise 2D convolution: each of the nInputPlane planes is convolved on its own with
+-- nOutputPlane (the channel multiplier) kH x kW kernels, giving nInputPlane * nOutputPlane
+-- output planes ordered input plane major: output plane (i - 1) * nOutputPlane + j comes from
+-- input plane i and kernel weight[j][i]. weight: nOutputPlane x (nInputPlane*kH*kW) (a
+-- nOutputPlane x nInputPlane x kH x kW tensor is also accepted), bias: nOutputPlane x nInputPlane.
+-- Each plane is unfolded as a one-plane image (kernels/unfold.lua); one bmm over the input
+-- planes per image.
+local unfold = require 'nn.kernels.unfold'
+local shape = require 'nn.kernels.shape'
+
+local DepthWise, parent = torch.class('nn.SpatialDepthWiseConvolution', 'nn.Module')
+
+function DepthWise:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)
+  parent.__init(self)
+  self.nInputPlane, self.nOutputPlane = nInputPlane, nOutputPlane
+  self.kW, self.kH = kW, kH
+  self.dW, self.dH = dW or 1, dH or 1
+  self.padW = padW or 0
+  self.padH = padH or self.padW
+  shape.positive(self, 'plane counts, kernel sizes and strides', nInputPlane, nOutputPlane,
+    kW, kH, self.dW, self.dH)
+  self.weight = torch.Tensor(nOutputPlane, nInputPlane * kH * kW)
+  self.bias = torch.Tensor(nOutputPlane, nInputPlane)
+  self.gradWeight = torch.Tensor(nOutputPlane, nInputPlane * kH * kW)
+  self.gradBias = torch.Tensor(nOutputPlane, nInputPlane)
+  self:reset()
+end
+
+function DepthWise:noBias()
+  self.bias, self.gradBias = nil, nil
+  return self
+end
+
+function DepthWise:reset(stdv)
+  stdv = stdv and stdv * math.sqrt(3) or 1 / math.sqrt(self.kW * self.kH * self.nInputPlane)
+  self.weight:uniform(-stdv, stdv)
+  if self.bias then self.bias:uniform(-stdv, stdv) end
+end
+
+-- SpatialConvolution's geometry, with each input plane unfolded as its own one-plane image
+-- (g.B images of g.K = kH*kW rows); g.images is the batch size.
+function DepthWise:_geometry(input)
+  local n, m = self.nInputPlane, self.nOutputPlane
+  local g = nn.SpatialConvolution._geometry(self, input)
+  g.images, g.B, g.C, g.K = g.B, g.B * n, 1, g.kH * g.kW
+  g.sizes = g.batch and { g.images, n * m, g.oH, g.oW } or { n * m, g.oH, g.oW }
+  return g
+end
+
+-- A parameter (nOutputPlane x nInputPlane x rest) as nInputPlane x nOutputPlane x rest, contiguous.
+function DepthWise:_perPlane(t, rest, name)
+  local n, m = self.nInputPlane, self.nOutputPlane
+  if t:nElement() ~= n * m * rest then
+    shape.fail(self, '%s has %d elements, expected %d x %d x %d', name, t:nElement(), m, n, rest)
+  end
+  return t:contiguous():view(m, n, rest):transpose(1, 2):contiguous()
+end
+
+function DepthWise:updateOutput(input)
+  local g = self:_geometry(input)
+  local n, m = self.nInputPlane, self.nOutputPlane
+  input = input:contiguous()
+  self.finput = self.finput or input.new()
+  self.finput:resize(g.B, g.K, g.N)
+  unfold.im2col(input, self.finput, g)
+  self.output:resize(g.sizes)
+  local out = self.output:view(g.images, n, m, g.N)
+  local w = self:_perPlane(self.weight, g.K, 'weight')
+  local cols = self.finput:view(g.images, n, g.K, g.N)
+  local b = self.bias and self:_perPlane(self.bias, 1, 'bias')
+  for i = 1, g.images do
+    if b then out[i]:copy(b:expand(n, m, g.N)) else out[i]:zero() end
+    out[i]:baddbmm(1, out[i], 1, w, cols[i])
+  end
+  return self.output
+end
+
+function DepthWise:updateGradInput(input, gradOutput)
+  if not self.gradInput then return end
+  local g = self:_geometry(input)
+  local n, m = self.nInputPlane, self.nOutputPlane
+  shape.gradOutput(self, gradOutput, g.sizes)
+  local go = gradOutput:contiguous():view(g.images, n, m, g.N)
+  self.fgradInput = self.fgradInput or input.new()
+  self.fgradInput:resize(g.B, g.K, g.N)
+  local cols = self.fgradInput:view(g.images, n, g.K, g.N)
+  local wt = self:_perPlane(self.weight, g.K, 'weight'):transpose(2, 3)
+  for i = 1, g.images do cols[i]:bmm(wt, go[i]) end
+  self.gradInput:resizeAs(input)
+  if not self.gradInput:isContiguous() then self.gradInput = input.new():resizeAs(input) end
+  unfold.col2im(self.fgradInput, self.gradInput, g)
+  return self.gradInput
+end
+
+-- Uses the patches unfolded by the last updateOutput (of this same input), as torch7.
+function DepthWise:accGradParameters(input, gradOutput, scale)
+  scale = scale or 1
+  local g = self:_geometry(input)
+  local n, m = self.nInputPlane, self.nOutputPlane
+  shape.gradOutput(self, gradOutput, g.sizes)
+  local f = self.finput
+  if not f or f:dim() ~= 3 or f:size(1) ~= g.B or f:size(2) ~= g.K or f:size(3) ~= g.N then
+    shape.fail(self, 'call updateOutput with this input before accGradParameters')
+  end
+  local go = gradOutput:contiguous():view(g.images, n, m, g.N)
+  local cols = f:view(g.images, n, g.K, g.N)
+  self._gw = self._gw or input.new()
+  self._gw:resize(n, m, g.K):zero()
+  for i = 1, g.images do self._gw:baddbmm(1, self._gw, scale, go[i], cols[i]:transpose(2, 3)) end
+  self.gradWeight:view(m, n, g.K):add(self._gw:transpose(1, 2))
+  if self.gradBias then
+    -- sum over images and positions, n x m, added as m x n
+    local sums = go:sum(1):sum(4):view(n, m)
+    self.gradBias:view(m, n):add(scale, sums:t())
+  end
+end
+
+function DepthWise:type(type, tensorCache)
+  self.finput = self.finput and torch.Tensor()
+  self.fgradInput = self.fgradInput and torch.Tensor()
+  return parent.type(self, type, tensorCache)
+end
+
+function DepthWise:__tostring__()
+  return nn.SpatialConvolution.__tostring__(self)
+end
+
+function DepthWise:clearState()
+  return parent.clearState(self, 'finput', 'fgradInput', '_gw')
+end

@@ -1,0 +1,110 @@
+-- Upsamples 4-D (batch x planes x H x W) or 5-D (batch x planes x D x H x W) inputs, by nearest
+-- neighbour (an integer scale_factor) or (bi/tri)linear interpolation with aligned corners
+-- (mode 'linear', 'bilinear' or 'trilinear'; a scale_factor or a table {odepth=, oheight=, owidth=}).
+-- Both modes are separable: each spatial axis is multiplied by a fixed out x in interpolation
+-- matrix, so forward and backward are a few matrix products (backward uses the transposes).
+local UpSampling, parent = torch.class('nn.UpSampling', 'nn.Module')
+
+local LINEAR = { linear = true, bilinear = true, trilinear = true }
+
+function UpSampling:__init(params, mode)
+  parent.__init(self)
+  self.mode = LINEAR[mode] and 'linear' or 'nearest'
+  if torch.type(params) == 'table' then
+    if self.mode == 'nearest' then error('nn.UpSampling: nearest neighbour upsampling requires a scale_factor') end
+    self.odepth, self.owidth, self.oheight = params.odepth, params.owidth, params.oheight
+    if not (self.owidth and self.oheight) then error('nn.UpSampling: output height and width parameters are required') end
+  else
+    self.scale_factor = params
+    if type(params) ~= 'number' or params < 1 then error('nn.UpSampling: scale_factor must be at least 1') end
+    if math.floor(params) ~= params then error('nn.UpSampling: scale_factor must be integer') end
+  end
+end
+
+-- Output length of spatial axis k (1 = depth, 2 = height, 3 = width) for input length n.
+function UpSampling:_outLength(k, n)
+  if self.scale_factor then return n * self.scale_factor end
+  local out = ({ self.odepth, self.oheight, self.owidth })[k]
+  if not out then error('nn.UpSampling: no output depth was supplied for volumetric upsampling') end
+  return out
+end
+
+-- The out x in matrix of one axis: nearest copies input floor(o / scale); linear mixes the two
+-- inputs around o * (n - 1) / (out - 1) (0-based), corners aligned.
+function UpSampling:_matrix(template, n, out)
+  local m = template.new(out, n):zero()
+  for o = 0, out - 1 do
+    if self.mode == 'nearest' then
+      m[o + 1][math.floor(o / self.scale_factor) + 1] = 1
+    else
+      local src = out > 1 and o * (n - 1) / (out - 1) or 0
+      local i0 = math.floor(src)
+      local i1 = i0 < n - 1 and i0 + 1 or i0
+      local w = src - i0
+      m[o + 1][i0 + 1] = m[o + 1][i0 + 1] + (1 - w)
+      m[o + 1][i1 + 1] = m[o + 1][i1 + 1] + w
+    end
+  end
+  return m
+end
+
+-- The interpolation matrices of the spatial axes (rebuilt when the input shape changes).
+function UpSampling:_matrices(input)
+  local nd = input:dim()
+  if nd ~= 4 and nd ~= 5 then
+    error(string.format('nn.UpSampling: expected a 4D or 5D input, got %dD', nd))
+  end
+  local key = table.concat(input:size():totable(), 'x') .. torch.type(input)
+  if self._key ~= key then
+    self._mats = {}
+    for d = 3, nd do
+      local k = d - nd + 3
+      self._mats[d] = self:_matrix(input, input:size(d), self:_outLength(k, input:size(d)))
+    end
+    self._key = key
+  end
+  return self._mats
+end
+
+-- x with axis `dim` multiplied by m (rows: new length, columns: x's length on that axis).
+local function applyAxis(x, dim, m)
+  local nd = x:dim()
+  local moved = x:transpose(dim, nd):contiguous()
+  local size = moved:size()
+  local flat = torch.mm(moved:view(-1, m:size(2)), m:t())
+  size[nd] = m:size(1)
+  return flat:view(size):transpose(dim, nd)
+end
+
+function UpSampling:updateOutput(input)
+  local y = input
+  for d, m in pairs(self:_matrices(input)) do y = applyAxis(y, d, m) end
+  self.output:resize(y:size()):copy(y)
+  return self.output
+end
+
+function UpSampling:updateGradInput(input, gradOutput)
+  local mats = self:_matrices(input)
+  local expected = input:size()
+  for d, m in pairs(mats) do expected[d] = m:size(1) end
+  if not gradOutput:isSize(expected) then
+    error(string.format('nn.UpSampling: gradOutput should be %s, got %s',
+      table.concat(expected:totable(), 'x'), table.concat(gradOutput:size():totable(), 'x')))
+  end
+  local g = gradOutput
+  for d, m in pairs(mats) do g = applyAxis(g, d, m:t()) end
+  self.gradInput:resizeAs(input):copy(g)
+  return self.gradInput
+end
+
+function UpSampling:clearState()
+  self._mats, self._key = nil, nil
+  return parent.clearState(self)
+end
+
+function UpSampling:__tostring__()
+  if self.scale_factor then
+    return string.format('%s(%d, %s)', torch.type(self), self.scale_factor, self.mode)
+  end
+  return string.format('%s(%s)', torch.type(self), self.mode)
+end
