@@ -8,33 +8,16 @@
 local unfold = require 'nn.kernels.unfold'
 local shape = require 'nn.kernels.shape'
 
-local DepthWise, parent = torch.class('nn.SpatialDepthWiseConvolution', 'nn.Module')
+-- A SpatialConvolution (its fields, reset and noBias) with per-plane parameter shapes.
+local DepthWise, parent = torch.class('nn.SpatialDepthWiseConvolution', 'nn.SpatialConvolution')
 
 function DepthWise:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)
-  parent.__init(self)
-  self.nInputPlane, self.nOutputPlane = nInputPlane, nOutputPlane
-  self.kW, self.kH = kW, kH
-  self.dW, self.dH = dW or 1, dH or 1
-  self.padW = padW or 0
-  self.padH = padH or self.padW
-  shape.positive(self, 'plane counts, kernel sizes and strides', nInputPlane, nOutputPlane,
-    kW, kH, self.dW, self.dH)
+  parent.__init(self, nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)
   self.weight = torch.Tensor(nOutputPlane, nInputPlane * kH * kW)
   self.bias = torch.Tensor(nOutputPlane, nInputPlane)
   self.gradWeight = torch.Tensor(nOutputPlane, nInputPlane * kH * kW)
   self.gradBias = torch.Tensor(nOutputPlane, nInputPlane)
   self:reset()
-end
-
-function DepthWise:noBias()
-  self.bias, self.gradBias = nil, nil
-  return self
-end
-
-function DepthWise:reset(stdv)
-  stdv = stdv and stdv * math.sqrt(3) or 1 / math.sqrt(self.kW * self.kH * self.nInputPlane)
-  self.weight:uniform(-stdv, stdv)
-  if self.bias then self.bias:uniform(-stdv, stdv) end
 end
 
 -- SpatialConvolution's geometry, with each input plane unfolded as its own one-plane image
