@@ -14,6 +14,9 @@ local pending = {}
 -- keep a dead key's value alive for one more cycle, and the chain is tensor, storage, handle.
 local COLLECT_BYTES = 64 * 1024 * 1024
 local allocatedSinceCollect = 0
+-- torch.setheaptracking(false) turns that off (torch7's name for telling the collector about
+-- tensor memory); it is on by default
+memory.tracking = true
 
 -- ctypes made once: allocation runs in the interpreter (its Python call ends any trace), where
 -- ffi.new / ffi.cast with a type string would parse the string on every call.
@@ -45,7 +48,7 @@ end
 -- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
 function memory.alloc(n, dt)
   allocatedSinceCollect = allocatedSinceCollect + n * dt.size
-  if allocatedSinceCollect > COLLECT_BYTES then
+  if allocatedSinceCollect > COLLECT_BYTES and memory.tracking then
     allocatedSinceCollect = 0
     for _ = 1, 3 do collectgarbage() end
   end

@@ -82,6 +82,9 @@ local function bindLibrary(path, prefix, suffix, intBits, hasLapack)
       end
     end
   end
+  -- OpenBLAS's thread count (torch.setnumthreads); absent from other BLAS builds
+  declare('setThreads', prefix .. 'openblas_set_num_threads' .. suffix, 'void %s(int)')
+  declare('getThreads', prefix .. 'openblas_get_num_threads' .. suffix, 'int %s(void)')
   ffi.cdef(table.concat(decls, '\n'))
   local fn = {}
   for key, name in pairs(names) do
@@ -200,6 +203,10 @@ if path then
   local fn, INT = bindLibrary(path, prefix, suffix, intBits, hasLapack)
   ffiBlas(fn)
   if hasLapack then blas.lapack = ffiLapack(fn, INT) end
+  if fn.setThreads and fn.getThreads then
+    blas.setThreads = function(n) fn.setThreads(n) end
+    blas.getThreads = function() return tonumber(fn.getThreads()) end
+  end
   blas.library = path
 else
   numpyBlas()
