@@ -67,7 +67,6 @@ class Bridge:
         from . import pyside  # the functions Lua calls back
 
         dirs = [str(lua_dir()), *_extra_paths]
-        dirs += [d for d in os.environ.get("LUA_PATH_DIRS", "").split(os.pathsep) if d]
         self._protected = self.lua.execute(_BOOT, pyside.table_for(self), ";".join(dirs))
         env_path = os.environ.get("LUA_PATH")
         if env_path:

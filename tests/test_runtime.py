@@ -55,3 +55,17 @@ def test_one_runtime_per_thread(lua):
 
 def test_lua_sources_found():
     assert (luabridge.lua_dir() / "torch" / "init.lua").is_file()
+
+
+def test_lua_path_from_the_environment(tmp_path, monkeypatch, lua):
+    (tmp_path / "envmod.lua").write_text("return { answer = 42 }\n")
+    monkeypatch.setenv("LUA_PATH", str(tmp_path / "?.lua"))
+    seen = {}
+
+    def work():  # a new thread gets a new runtime, which reads LUA_PATH
+        seen["answer"] = luabridge.execute("return require('envmod').answer")
+
+    th = threading.Thread(target=work)
+    th.start()
+    th.join()
+    assert seen["answer"] == 42

@@ -25,7 +25,7 @@ NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-inf
 def run(cmd: list[str], cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
     """Runs cmd with no variable that could point Python or Lua back at the checkout."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LUA_PATH", "LUA_PATH_DIRS")}
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LUA_PATH")}
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
