@@ -1,10 +1,11 @@
-# make run: set up and run the main demo.  make test: set up and run the tests.
+# make run: set up and run the main demo (it ends by saving the trained model to lenet_digits.t7).
+# make test: set up and run the tests.  make fuzz: the dedicated .t7 reader fuzz run (100,000 cases).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench fuzz clean
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,6 +19,9 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+fuzz: $(STAMP)
+	$(PY) tests/fuzz_t7.py --cases 100000
 
 bench: $(STAMP)
 	$(PY) bench/tensor_ops.py

@@ -2,7 +2,7 @@
 784-512-512-10 and of a LeNet-5 on 28x28 inputs, float32, luabridge's Lua nn against PyTorch
 CPU eager with the same thread count.
 
-    python bench/nn_models.py [--quick] [--threads N] [--input-grad]
+    python bench/nn_models.py [--quick] [--threads N] [--input-grad] [--openblas-coretype NAME]
 
 luabridge runs legacy-style Lua (the model from examples/models/lenet.lua, the step loop in Lua);
 PyTorch runs the same layers with torch.optim.SGD. Both run N threads (default 1): numpy's
@@ -17,6 +17,12 @@ module's gradInput to nil, which torch7's nn.Linear and nn.SpatialConvolution ho
 it. --input-grad makes both compute it (PyTorch: the input requires grad; Lua: as legacy code
 usually runs).
 
+BLAS kernels: the header names the kernel family numpy's OpenBLAS chose for this CPU. On a CPU
+it does not recognize it falls back to an older family's (on a Zen 5 with AVX-512, Haswell's
+AVX2 kernels), while PyTorch's own libraries use AVX-512 where the CPU has it.
+--openblas-coretype NAME (e.g. SkylakeX) reruns the bench with OpenBLAS's OPENBLAS_CORETYPE set
+to NAME, its own switch for that choice (it must be set before numpy loads the library).
+
 Threads: the default is 1 because multi-threaded figures are only meaningful on an otherwise idle
 machine with N free cores. On a shared 2-core machine, 2 threads made small GEMMs erratic (a
 step of 6 to 75 ms, either library): a BLAS worker that is descheduled stalls the whole call.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -71,18 +78,21 @@ end
 SHAPES = {"mlp": (784,), "lenet": (1, 28, 28)}
 
 
-def blas_threads() -> int:
-    """The thread count of the BLAS numpy links (the one luabridge calls)."""
+def numpy_blas() -> dict:
+    """threadpoolctl's description of the BLAS numpy links (the one luabridge calls), or {}."""
     try:
         from threadpoolctl import threadpool_info
-
-        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-        blas.sort(key=lambda i: "numpy" not in i.get("filepath", ""))  # numpy's own first
-        if blas:
-            return int(blas[0]["num_threads"])
     except ImportError:
-        pass
-    return int(os.environ.get("OPENBLAS_NUM_THREADS", os.cpu_count() or 1))
+        return {}
+    blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    blas.sort(key=lambda i: "numpy" not in i.get("filepath", ""))  # numpy's own first
+    return blas[0] if blas else {}
+
+
+def blas_threads() -> int:
+    """The thread count of the BLAS numpy links."""
+    n = numpy_blas().get("num_threads")
+    return int(n) if n else int(os.environ.get("OPENBLAS_NUM_THREADS", os.cpu_count() or 1))
 
 
 def limit_blas_threads(n: int) -> int:
@@ -151,7 +161,12 @@ def main() -> None:
                         help="BLAS and PyTorch threads (default 1; see above)")
     parser.add_argument("--input-grad", action="store_true",
                         help="both also compute the gradient of the input batch (see above)")
+    parser.add_argument("--openblas-coretype", metavar="NAME",
+                        help="OpenBLAS's kernel family (its OPENBLAS_CORETYPE; see above)")
     args = parser.parse_args()
+    if args.openblas_coretype and os.environ.get("OPENBLAS_CORETYPE") != args.openblas_coretype:
+        os.environ["OPENBLAS_CORETYPE"] = args.openblas_coretype   # read when OpenBLAS loads
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     threads = limit_blas_threads(args.threads)
     try:
         import torch
@@ -161,8 +176,10 @@ def main() -> None:
     except ImportError:
         torch = None
         torch_note = "PyTorch not installed: its rows are skipped (pip install torch)"
+    kernels = numpy_blas().get("architecture")
     print(f"{platform.machine()} {platform.processor() or ''}, {os.cpu_count()} CPUs; "
-          f"OpenBLAS (numpy's) {threads} threads; {torch_note}")
+          f"OpenBLAS (numpy's) {threads} threads{f', {kernels} kernels' if kernels else ''}"
+          f"{' (OPENBLAS_CORETYPE)' if os.environ.get('OPENBLAS_CORETYPE') else ''}; {torch_note}")
     print("one training step (forward, backward, SGD update), float32, best per step; gradient of "
           f"the input batch {'computed' if args.input_grad else 'not computed'} on both sides")
     print(f"{'model':<8}{'batch':>6}{'luabridge ms':>15}{'PyTorch ms':>13}{'ratio':>8}")

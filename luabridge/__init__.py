@@ -1,6 +1,7 @@
 """luabridge: legacy Lua Torch7 code from modern Python, on an embedded LuaJIT."""
 from .errors import LuaError
 from .interop import from_dlpack, from_numpy, to_numpy
+from .persist import load, save
 from .proxy import LuaObject, Tensor, unwrap, wrap
 from .runtime import add_lua_path, dofile, eval, execute, lua_dir, require, runtime
 
@@ -14,21 +15,24 @@ __all__ = [
     "execute",
     "from_dlpack",
     "from_numpy",
+    "load",
     "lua_dir",
     "require",
     "runtime",
+    "save",
     "to_numpy",
     "unwrap",
     "wrap",
     "nn",
     "optim",
+    "t7",
 ]
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """luabridge.nn and luabridge.optim, imported on first use."""
-    if name in ("nn", "optim"):
+    """luabridge.nn, luabridge.optim and luabridge.t7, imported on first use."""
+    if name in ("nn", "optim", "t7"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -1,9 +1,11 @@
-"""The `luabridge` command: `luabridge th FILE.lua [args...]` runs Lua like Torch7's `th`."""
+"""The `luabridge` command: `luabridge th FILE.lua [args...]` runs Lua like Torch7's `th`;
+`luabridge info FILE.t7` prints what a Torch7 file holds (read in pure Python, no Lua runs)."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from .errors import LuaError
 from .runtime import bridge
@@ -80,13 +82,160 @@ def th(argv: Sequence[str]) -> int:
     return 0
 
 
+# `luabridge info`: a module tree for models, a compact summary for anything else
+_NOT_PARAMETERS = ("output", "gradInput", "finput", "fgradInput")
+_LIST_LIMIT = 12
+
+
+def _is_module(value: Any) -> bool:
+    from .t7 import TorchObject
+
+    return isinstance(value, TorchObject) and (value.typename.split(".")[0] in ("nn", "cudnn", "cunn")
+                                               or ("output" in value and "gradInput" in value))
+
+
+def _shape(a: Any) -> str:
+    return "x".join(map(str, a.shape)) or "scalar"
+
+
+def _module_tensors(module: Any) -> list[tuple[str, Any]]:
+    """The parameters and buffers of one module: its floating-point array fields, less gradients
+    and outputs (integer arrays are settings, such as nn.View's size)."""
+    import numpy as np
+
+    return [(k, v) for k, v in module.items() if isinstance(v, np.ndarray) and isinstance(k, str)
+            and v.dtype.kind == "f" and k not in _NOT_PARAMETERS and not k.startswith(("grad", "_")) and v.size]
+
+
+def _module_children(module: Any) -> list[tuple[str, Any]]:
+    subs = module.get("modules")
+    if isinstance(subs, list):
+        return [(f"({i})", m) for i, m in enumerate(subs, 1) if _is_module(m)]
+    if isinstance(subs, dict):
+        return [(f"({k})", m) for k, m in subs.items() if _is_module(m)]
+    single = module.get("module")
+    return [("(module)", single)] if _is_module(single) else []
+
+
+class _Tally:
+    """Parameter and buffer counts, each array counted once."""
+
+    def __init__(self) -> None:
+        self.seen: set[int] = set()
+        self.params = self.buffers = self.tensors = 0
+        self.dtypes: set[str] = set()
+
+    def add(self, name: str, a: Any) -> None:
+        if id(a) in self.seen:
+            return
+        self.seen.add(id(a))
+        self.tensors += 1
+        self.dtypes.add(str(a.dtype))
+        if name.startswith("running_"):
+            self.buffers += a.size
+        else:
+            self.params += a.size
+
+
+def _module_lines(module: Any, indent: str, label: str, tally: _Tally, depth: int = 0) -> list[str]:
+    lines = [f"{indent}{label}{module.typename}"]
+    pad = indent + " " * len(label) + "  "
+    order = {"weight": 0, "bias": 1}
+    tensors = sorted(_module_tensors(module), key=lambda kv: (order.get(kv[0], 2), kv[0]))
+    width = max((len(k) for k, _ in tensors), default=0)
+    for name, a in tensors:
+        tally.add(name, a)
+        lines.append(f"{pad}{name.ljust(width)}  {str(a.dtype):8} {_shape(a)}")
+    for child_label, child in _module_children(module):
+        if depth > 100:
+            lines.append(f"{pad}...")
+            break
+        lines += _module_lines(child, indent + " " * len(label) + "  ", child_label + " ", tally, depth + 1)
+    return lines
+
+
+def _is_flat(value: list) -> bool:
+    return all(isinstance(v, (int, float, str, bytes)) for v in value[:1000])
+
+
+def _brief(value: Any) -> str:
+    import numpy as np
+
+    from .t7 import Key, TorchObject
+
+    if isinstance(value, np.ndarray):
+        return f"array {value.dtype} {_shape(value)}"
+    if isinstance(value, TorchObject):
+        return f"{value.typename} ({len(value.fields)} fields)"
+    if isinstance(value, dict):
+        return f"table of {len(value)} entries"
+    if isinstance(value, list):
+        if _is_flat(value):
+            text = repr(value)
+            return f"list of {len(value)}: {text if len(text) <= 60 else text[:56] + ' ...]'}"
+        return f"list of {len(value)}"
+    if isinstance(value, Key):
+        return f"<key {_brief(value.value)}>"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _value_lines(value: Any, indent: str, tally: _Tally, seen: set[int], depth: int = 0) -> list[str]:
+    """A compact outline: containers opened a few levels deep, modules as trees."""
+    from .t7 import TorchObject
+
+    if _is_module(value):
+        return _module_lines(value, indent, "", tally)
+    lines = [indent + _brief(value)]
+    if (not isinstance(value, (dict, list, TorchObject)) or id(value) in seen or depth >= 3
+            or isinstance(value, list) and _is_flat(value)):
+        return lines
+    seen.add(id(value))
+    items = value.items() if not isinstance(value, list) else enumerate(value, 1)
+    for key, item in itertools.islice(items, _LIST_LIMIT):
+        sub = _value_lines(item, indent + "    ", tally, seen, depth + 1)
+        lines.append(f"{indent}  {key}: {sub[0].lstrip()}")
+        lines += sub[1:]
+    size = len(value.fields if isinstance(value, TorchObject) else value)
+    if size > _LIST_LIMIT:
+        lines.append(f"{indent}  ... {size - _LIST_LIMIT} more")
+    return lines
+
+
+def info(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="luabridge info",
+                                description="Print what a Torch7 .t7 file holds (read in Python; no Lua runs).")
+    p.add_argument("file", help="a .t7 file")
+    p.add_argument("--format", default="binary", choices=("binary", "ascii", "b32", "b64"))
+    a = p.parse_args(argv)
+    from . import t7
+
+    try:
+        value = t7.read(a.file, a.format, functions="skip")
+    except (OSError, t7.T7Error) as e:
+        print(f"luabridge info: {e}", file=sys.stderr)
+        return 1
+    tally = _Tally()
+    print(f"{a.file}:")
+    for line in _value_lines(value, "  ", tally, set()):
+        print(line)
+    if tally.tensors:
+        buffers = f" + {tally.buffers:,} in buffers (running_*)" if tally.buffers else ""
+        print(f"parameters: {tally.params:,}{buffers} in {tally.tensors} tensors "
+              f"({', '.join(sorted(tally.dtypes))})")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: luabridge th [FILE.lua [args...]] [-e CODE] [-i]")
+        print("usage: luabridge th [FILE.lua [args...]] [-e CODE] [-i]\n"
+              "       luabridge info FILE.t7 [--format binary|ascii|b32|b64]")
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "th":
         return th(rest)
-    print(f"luabridge: unknown command {command!r} (try: th)", file=sys.stderr)
+    if command == "info":
+        return info(rest)
+    print(f"luabridge: unknown command {command!r} (try: th, info)", file=sys.stderr)
     return 2

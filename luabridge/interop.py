@@ -45,6 +45,7 @@ def from_numpy(arr: np.ndarray) -> Any:
                         + ", ".join(str(d) for d in DTYPES.values()) + ", native byte order)")
     if not arr.flags.writeable:
         raise ValueError("from_numpy: the array is read-only; Lua tensors are writable, so pass a copy")
+    _canonicalise_nans(arr)
     b = bridge()
     span, offset, strides = _span(arr)
     buffer_id = b.buffers.register(span)
@@ -54,6 +55,18 @@ def from_numpy(arr: np.ndarray) -> Any:
     type_name = TYPE_OF_DTYPE[arr.dtype]
     storage = g.torch._storageFromBuffer(type_name, buffer_id, *split_address(span.ctypes.data), span.size)
     return from_array(b, g.torch[type_name + "Tensor"], storage, offset, arr.shape, strides)
+
+
+def _canonicalise_nans(arr: np.ndarray) -> None:
+    """Rewrites every NaN in a float array as the standard NaN, in place.
+
+    LuaJIT does not canonicalise the doubles it reads from FFI memory, and it tags its own values
+    inside NaN bit patterns: a NaN whose payload bits look like a tag would reach Lua as a forged
+    object and crash the process. Only NaN payload bits change; one min() pass finds whether any
+    NaN is there.
+    """
+    if arr.dtype.kind == "f" and arr.size and np.isnan(np.min(arr)):
+        arr[np.isnan(arr)] = np.nan
 
 
 def from_array(b: Any, constructor: Any, storage: Any, offset: int, shape: tuple, strides: list[int]) -> Any:

@@ -1,11 +1,15 @@
-"""The examples run: the custom Lua layer used from Python, and a short digits training run."""
+"""The examples run: the custom Lua layer used from Python, a short digits training run, and the
+checkpoint round trip (saved, loaded in new processes)."""
 import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+import luabridge
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -20,16 +24,44 @@ def test_custom_layer_example():
     assert "(2): nn.MyLayer(slope" in run.stdout
 
 
-def test_train_digits_short_run(capsys):
+def test_train_digits_short_run(capsys, tmp_path):
     pytest.importorskip("sklearn")
     pytest.importorskip("tqdm")
     spec = importlib.util.spec_from_file_location("train_digits", EXAMPLES / "train_digits.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    accuracy = module.main(["--steps", "25", "--epochs", "1"])
+    saved = tmp_path / "lenet.t7"
+    accuracy = module.main(["--steps", "25", "--epochs", "1", "--save", str(saved)])
     out = capsys.readouterr().out
     assert accuracy > 0.5  # chance is 0.1
     assert "nn.SpatialConvolution(1 -> 6, 5x5)" in out
     # optim's ConfusionMatrix counts the same predictions as numpy's argmax
     global_correct = float(re.search(r"global correct: ([\d.]+)%", out).group(1))
     assert global_correct == pytest.approx(100 * accuracy, abs=1e-6)
+    # the trained model is saved as a Torch7 file: 13 modules, the convolutions' weights inside
+    assert f"saved the trained model to {saved}" in out
+    model = luabridge.t7.read(saved)
+    assert model.typename == "nn.Sequential" and len(model.modules) == 13
+    assert model.modules[0].weight.shape == (6, 1, 5, 5) and model.modules[0].weight.dtype == np.float32
+
+
+def test_checkpoint_example(tmp_path):
+    """Saved, then loaded in two new processes (Python, luabridge th): the same predictions."""
+    pytest.importorskip("sklearn")
+    pytest.importorskip("tqdm")
+    saved = tmp_path / "checkpoint.t7"
+    run = subprocess.run([sys.executable, str(EXAMPLES / "checkpoint.py"), "--epochs", "1", "--steps", "10",
+                          "--size", "16", "--out", str(saved)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    for who in ("new Python process:", "luabridge th:"):
+        found = re.search(rf"^{who} +450 predictions identical \(log-probabilities (.*)\)$", run.stdout, re.M)
+        assert found, run.stdout
+        assert found.group(1) == "bit-identical" or float(found.group(1).split()[-1]) < 1e-5
+    assert "predictions identical in all three processes" in run.stdout
+    # an independent reader (the torchfile package) sees the same weights in the file
+    torchfile = pytest.importorskip("torchfile")
+    ours, theirs = luabridge.t7.read(saved), torchfile.load(str(saved))
+    assert theirs.torch_typename() == b"nn.Sequential"
+    for i in (0, 3, 7, 9, 11):  # convolutions and linear layers
+        np.testing.assert_array_equal(theirs["modules"][i]["weight"], ours.modules[i].weight)
+        np.testing.assert_array_equal(theirs["modules"][i]["bias"], ours.modules[i].bias)

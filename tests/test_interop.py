@@ -99,3 +99,31 @@ def test_dead_tensors_do_not_pile_up(lua):
     for _ in range(100):
         assert luabridge.to_numpy(make())[7] == 2
     assert len(bridge().buffers) < before + 40
+
+
+@pytest.mark.parametrize("dtype,bits", [
+    (np.float64, np.uint64(0xFFFA000000001234)),
+    (np.float32, np.uint32(0xFFFF1234)),
+    (np.float16, np.uint16(0xFFF3)),
+])
+def test_nan_payloads_reach_lua_as_numbers(dtype, bits):
+    # NaNs with arbitrary payload bits (as files or other programs may hold) must not reach
+    # LuaJIT as tagged values: they read back as ordinary NaNs.
+    raw = np.array([bits, 0, bits], dtype=type(bits))
+    arr = raw.view(dtype)
+    arr[1] = 2.5
+    t = luabridge.from_numpy(arr)
+    probe = luabridge.eval("""function(t)
+      local v = t[1]
+      local whole = t:type() == 'torch.HalfTensor' and 0 / 0 or t:max()
+      return type(v), v ~= v, t[2], type(whole), whole ~= whole
+    end""")
+    assert probe(t) == ("number", True, 2.5, "number", True)
+    assert np.isnan(arr[0]) and np.isnan(arr[2]) and arr[1] == 2.5
+
+
+def test_arrays_without_nans_are_untouched_bit_for_bit():
+    arr = np.array([0.0, -0.0, np.inf, -np.inf, 5e-324], dtype=np.float64)
+    before = arr.view(np.uint64).copy()
+    luabridge.from_numpy(arr)
+    assert (arr.view(np.uint64) == before).all()

@@ -1,5 +1,6 @@
 -- cudnn: the cuDNN-backed layers, here the nn layers themselves: cudnn.X is nn.X for each layer
--- cudnn provides (a module made by cudnn.SpatialConvolution(...) is an nn.SpatialConvolution),
+-- whose objects in .t7 files are read as nn.X (torch.File.classAliases, see lua/nn/legacy.lua;
+-- a module made by cudnn.SpatialConvolution(...) is an nn.SpatialConvolution),
 -- so cudnn.convert(net, ...) has nothing to change. cudnn.benchmark / fastest / verbose are
 -- accepted settings with no effect.
 require 'cunn'
@@ -7,15 +8,11 @@ require 'cunn'
 cudnn = rawget(_G, 'cudnn') or {}
 cudnn.benchmark, cudnn.fastest, cudnn.verbose = false, false, false
 
-local layers = {
-  'SpatialConvolution', 'SpatialFullConvolution', 'VolumetricConvolution', 'VolumetricFullConvolution',
-  'SpatialMaxPooling', 'SpatialAveragePooling', 'VolumetricMaxPooling', 'VolumetricAveragePooling',
-  'ReLU', 'Tanh', 'Sigmoid', 'SoftMax', 'LogSoftMax', 'SpatialSoftMax', 'SpatialLogSoftMax',
-  'BatchNormalization', 'SpatialBatchNormalization', 'VolumetricBatchNormalization',
-  'SpatialCrossMapLRN', 'SpatialCrossEntropyCriterion',
-}
-local aliased = {}
-for _, name in ipairs(layers) do aliased[name] = true end
+local aliased = { SpatialCrossEntropyCriterion = true }   -- not in nn: an error says so
+for name, target in pairs(torch.File.classAliases) do
+  local short = name:match('^cudnn%.(.+)$')
+  if short and target == 'nn.' .. short then aliased[short] = true end
+end
 
 -- Looked up on use, so that nn layers loaded after cudnn are found too.
 setmetatable(cudnn, { __index = function(_, name)

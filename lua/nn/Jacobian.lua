@@ -160,18 +160,14 @@ for _, field in ipairs { 'Input', 'Weight', 'Bias' } do
   end
 end
 
--- A copy of module as saving and loading would give. Through torch.DiskFile / MemoryFile when
--- the serialiser exists, else a deep copy (Module:clone), which copies the same state.
+-- A copy of module as saving and loading would give (through a torch.MemoryFile).
 local function roundTrip(module)
-  if torch.MemoryFile then
-    local f = torch.MemoryFile('rw'):binary()
-    f:writeObject(module)
-    f:seek(1)
-    local copy = f:readObject()
-    f:close()
-    return copy
-  end
-  return module:clone()
+  local f = torch.MemoryFile('rw'):binary()
+  f:writeObject(module)
+  f:seek(1)
+  local copy = f:readObject()
+  f:close()
+  return copy
 end
 
 -- Runs module and a saved-and-loaded copy of it (after clearState, which must return self) on

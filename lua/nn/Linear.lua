@@ -1,5 +1,7 @@
 -- y = W x + b for a vector x (inputSize) or each row of a matrix (nframe x inputSize).
 local check = require 'torch.check'
+local apply = require 'torch.backend.cpu.apply'
+local blas = require 'torch.backend.cpu.blas'
 local Linear, parent = torch.class('nn.Linear', 'nn.Module')
 
 function Linear:__init(inputSize, outputSize, bias)
@@ -47,9 +49,43 @@ local function ones(self, input, nframe)
   return self.addBuffer
 end
 
+-- The batch passes call BLAS straight on the buffers (no tensor views or product checks per
+-- call; column-major, so each row-major matrix is its transpose) when direct(result, n, n1,
+-- t1, n2, t2, ...) holds: every operand is a contiguous CPU Float / Double tensor of one type
+-- with the element count given, not 0 (t may be nil: no bias), and the result shares no
+-- memory with the others. Otherwise the tensor ops run (and raise what is wrong). The products and the order
+-- of the bias terms are addmm's / addr's / addmv's.
+local function direct(result, n, ...)
+  local dt = result._dt
+  if result._device or not (dt.name == 'Float' or dt.name == 'Double') or n == 0
+      or apply.numel(result) ~= n or not apply.isContiguous(result) then
+    return false
+  end
+  for i = 1, select('#', ...), 2 do
+    local k, t = select(i, ...)
+    if t and (t._dt ~= dt or k == 0 or apply.numel(t) ~= k or not apply.isContiguous(t)
+        or t._st == result._st) then
+      return false
+    end
+  end
+  return true
+end
+
+local ptr = apply.ptr
+
 function Linear:updateOutput(input)
   local nd = checkInput(self, input)
   local out = self.output
+  if nd == 2 then
+    local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
+    if out._sz[1] ~= n or out._sz[2] ~= O or #out._sz ~= 2 then out:resize(n, O) end
+    local bias, one = self.bias, self.bias and ones(self, input, n)
+    if direct(out, n * O, n * I, input, O * I, self.weight, O, bias, n, one) then
+      blas.gemm(out._dt, true, false, O, n, I, 1, ptr(self.weight), I, ptr(input), I, 0, ptr(out), O)
+      if bias then blas.ger(out._dt, O, n, 1, ptr(bias), 1, ptr(one), 1, ptr(out), O) end
+      return out
+    end
+  end
   if nd == 1 then
     out:resize(self.weight:size(1))
     if self.bias then out:copy(self.bias) else out:zero() end
@@ -78,7 +114,15 @@ end
 function Linear:updateGradInput(input, gradOutput)
   if not self.gradInput then return end
   local nd = checkGradOutput(self, input, gradOutput)
-  self.gradInput:resizeAs(input)
+  local gi = self.gradInput
+  gi:resizeAs(input)
+  if nd == 2 then
+    local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
+    if direct(gi, n * I, n * O, gradOutput, O * I, self.weight) then
+      blas.gemm(gi._dt, false, false, I, n, O, 1, ptr(self.weight), I, ptr(gradOutput), O, 0, ptr(gi), I)
+      return gi
+    end
+  end
   if nd == 1 then
     self.gradInput:addmv(0, self.gradInput, 1, self.weight:t(), gradOutput)
   else
@@ -93,6 +137,14 @@ function Linear:accGradParameters(input, gradOutput, scale)
   if nd == 1 then
     self.gradWeight:addr(scale, gradOutput, input)
     if self.bias then self.gradBias:add(scale, gradOutput) end
+    return
+  end
+  local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
+  local gw, gb, one = self.gradWeight, self.bias and self.gradBias, self.bias and ones(self, input, n)
+  if direct(gw, O * I, n * O, gradOutput, n * I, input)
+      and (not self.bias or (gb and direct(gb, O, n * O, gradOutput, n, one))) then
+    blas.gemm(gw._dt, false, true, I, O, n, scale, ptr(input), I, ptr(gradOutput), O, 1, ptr(gw), I)
+    if gb then blas.gemv(gw._dt, false, O, n, scale, ptr(gradOutput), O, ptr(one), 1, 1, ptr(gb), 1) end
   else
     self.gradWeight:addmm(scale, gradOutput:t(), input)
     if self.bias then

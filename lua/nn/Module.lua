@@ -169,7 +169,11 @@ function Module:write(file)
 end
 
 function Module:read(file)
-  for k, v in pairs(file:readObject()) do self[k] = v end
+  local fields = file:readObject()
+  if type(fields) ~= 'table' then
+    error(('fields of <%s> are not a table'):format(torch.typename(self)), 0)   -- an untrusted file
+  end
+  for k, v in pairs(fields) do self[k] = v end
 end
 
 -- Calls fn on this module and, through containers, on every submodule (preorder).

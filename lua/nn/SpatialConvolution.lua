@@ -1,9 +1,10 @@
 -- 2D convolution (cross-correlation) over planes x H x W (or batch x planes x H x W) input:
 -- each image is unfolded into a K x N patch matrix (kernels/unfold.lua) and multiplied by the
--- nOutputPlane x K weight with one BLAS GEMM per image (baddbmm/addbmm over the batch).
-local unfold = require 'nn.kernels.unfold'
-local planes = require 'nn.kernels.planes'
+-- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua).
+local check = require 'torch.check'
+local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
+local conv = require 'nn.kernels.conv'
 
 local SpatialConvolution, parent = torch.class('nn.SpatialConvolution', 'nn.Module')
 
@@ -52,62 +53,92 @@ function SpatialConvolution:_geometry(input)
     sizes = batch and { B, self.nOutputPlane, oH, oW } or { self.nOutputPlane, oH, oW } }
 end
 
--- The weight (or gradWeight) as an nOutputPlane x K matrix sharing its memory.
-local function matrix(self, w, name)
-  if not w:isContiguous() then
-    shape.fail(self, '%s must be contiguous', name)
+-- Per module: the geometry of the last input and buffers (kernels/conv.lua), kept off the
+-- module so that they are neither saved nor cloned with it.
+-- Per module (kept off it: neither saved nor cloned): the geometry of its last input, with the
+-- values it was made for, and kernels/conv.lua's buffers.
+local cache = setmetatable({}, { __mode = 'k' })
+
+-- The module's cache entry and _geometry(input), reused while the input's type and sizes and
+-- the module's settings are those it was made for (written out: no loop per call).
+local function geometry(self, input)
+  local e = cache[self]
+  if not e then e = {}; cache[self] = e end
+  if e.g and torch.isTensor(input) then
+    local sz = input._sz
+    if e.dt == input._dt and e.wdt == self.weight._dt and e.nd == #sz and e.s1 == sz[1]
+        and e.s2 == sz[2] and e.s3 == sz[3] and e.s4 == sz[4] and e.nIn == self.nInputPlane
+        and e.nOut == self.nOutputPlane and e.kW == self.kW and e.kH == self.kH and e.dW == self.dW
+        and e.dH == self.dH and e.padW == self.padW and e.padH == self.padH
+        and e.lW == self.dilationW and e.lH == self.dilationH then
+      return e, e.g
+    end
   end
-  return w:view(self.nOutputPlane, w:nElement() / self.nOutputPlane)
+  local g = self:_geometry(input)
+  g.O, g.dt = self.nOutputPlane, input._dt
+  local sz = input._sz
+  e.g, e.dt, e.wdt, e.nd, e.s1, e.s2, e.s3, e.s4 = g, input._dt, self.weight._dt, #sz, sz[1], sz[2], sz[3], sz[4]
+  e.nIn, e.nOut, e.kW, e.kH, e.dW, e.dH = self.nInputPlane, self.nOutputPlane, self.kW, self.kH, self.dW, self.dH
+  e.padW, e.padH, e.lW, e.lH = self.padW, self.padH, self.dilationW, self.dilationH
+  return e, g
+end
+
+-- A parameter (or its gradient) as a contiguous block of n elements of the input's type; a
+-- copy when w is not contiguous and `copy`.
+local function block(self, w, name, n, dt, copy)
+  if w._dt ~= dt then
+    shape.fail(self, '%s is a %s, expected a %s', name, torch.typename(w), dt.name .. 'Tensor')
+  end
+  if copy and not apply.isContiguous(w) then w = w:contiguous() end
+  if apply.numel(w) ~= n or not apply.isContiguous(w) then
+    shape.fail(self, '%s must be contiguous with %d elements, got %s', name, n, check.sizestr(w))
+  end
+  return w
+end
+
+-- A bias (or its gradient): nil or a vector of nOutputPlane elements of the input's type.
+local function vector(self, b, name, g)
+  if b and (b._dt ~= g.dt or #b._sz ~= 1 or b._sz[1] ~= g.O) then
+    shape.fail(self, '%s must be a %sTensor vector of %d elements, got %s of size %s', name,
+      g.dt.name, g.O, torch.typename(b), check.sizestr(b))
+  end
+  return b
 end
 
 function SpatialConvolution:updateOutput(input)
-  local g = self:_geometry(input)
+  local e, g = geometry(self, input)
   input = input:contiguous()
-  self.finput = self.finput or input.new()
-  self.finput:resize(g.B, g.K, g.N)
-  unfold.im2col(input, self.finput, g)
-  self.output:resize(g.sizes)
-  local out = self.output:view(g.B, self.nOutputPlane, g.N)
-  local beta = 0
-  if self.bias then
-    planes.fill(out, self.bias, g.B, self.nOutputPlane, g.N)
-    beta = 1
-  end
-  local w = matrix(self, self.weight:contiguous(), 'weight')
-  out:baddbmm(beta, out, 1, w:view(1, self.nOutputPlane, g.K):expand(g.B, self.nOutputPlane, g.K),
-    self.finput)
+  local weight = block(self, self.weight, 'weight', g.O * g.K, g.dt, true)
+  local bias = vector(self, self.bias, 'bias', g)
+  if not apply.isContiguous(self.output) then self.output = input.new() end
+  shape.resize(self.output, g.sizes)
+  conv.forward(e, g, input, weight, bias, self.output)
+  g.forwarded = true
   return self.output
 end
 
 function SpatialConvolution:updateGradInput(input, gradOutput)
   if not self.gradInput then return end
-  local g = self:_geometry(input)
+  local e, g = geometry(self, input)
   shape.gradOutput(self, gradOutput, g.sizes)
-  gradOutput = gradOutput:contiguous():view(g.B, self.nOutputPlane, g.N)
-  self.fgradInput = self.fgradInput or input.new()
-  self.fgradInput:resize(g.B, g.K, g.N)
-  local w = matrix(self, self.weight:contiguous(), 'weight')
-  local wt = w:view(1, self.nOutputPlane, g.K):expand(g.B, self.nOutputPlane, g.K):transpose(2, 3)
-  self.fgradInput:bmm(wt, gradOutput)
   self.gradInput:resizeAs(input)
-  if not self.gradInput:isContiguous() then self.gradInput = input.new():resizeAs(input) end
-  unfold.col2im(self.fgradInput, self.gradInput, g)
+  if not apply.isContiguous(self.gradInput) then self.gradInput = input.new():resizeAs(input) end
+  conv.backward(e, g, block(self, self.weight, 'weight', g.O * g.K, g.dt, true),
+    gradOutput:contiguous(), self.gradInput)
   return self.gradInput
 end
 
--- Uses the patches unfolded by the last updateOutput (of this same input), as torch7.
+-- Unfolds input again (the patches are not kept from updateOutput, see kernels/conv.lua); as
+-- torch7, updateOutput must have run on an input of these sizes.
 function SpatialConvolution:accGradParameters(input, gradOutput, scale)
-  scale = scale or 1
-  local g = self:_geometry(input)
-  shape.gradOutput(self, gradOutput, g.sizes)
-  gradOutput = gradOutput:contiguous():view(g.B, self.nOutputPlane, g.N)
-  local f = self.finput
-  if not f or f:dim() ~= 3 or f:size(1) ~= g.B or f:size(2) ~= g.K or f:size(3) ~= g.N then
+  local e, g = geometry(self, input)
+  if not g.forwarded then
     shape.fail(self, 'call updateOutput with this input before accGradParameters')
   end
-  local gw = matrix(self, self.gradWeight, 'gradWeight')
-  gw:addbmm(scale, gradOutput, f:transpose(2, 3))
-  if self.gradBias then planes.accSum(self.gradBias, gradOutput, g.B, self.nOutputPlane, g.N, scale) end
+  shape.gradOutput(self, gradOutput, g.sizes)
+  local gw = block(self, self.gradWeight, 'gradWeight', g.O * g.K, g.dt)
+  local gb = vector(self, self.gradBias, 'gradBias', g)
+  conv.accGrad(e, g, input:contiguous(), gradOutput:contiguous(), gw, gb, scale or 1)
 end
 
 function SpatialConvolution:type(type, tensorCache)

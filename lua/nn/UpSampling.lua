@@ -77,8 +77,8 @@ local function applyAxis(x, dim, m)
 end
 
 function UpSampling:updateOutput(input)
-  local y = input
-  for d, m in pairs(self:_matrices(input)) do y = applyAxis(y, d, m) end
+  local y, mats = input, self:_matrices(input)
+  for d = 3, input:dim() do y = applyAxis(y, d, mats[d]) end   -- in order: same rounding every time
   self.output:resize(y:size()):copy(y)
   return self.output
 end
@@ -86,13 +86,13 @@ end
 function UpSampling:updateGradInput(input, gradOutput)
   local mats = self:_matrices(input)
   local expected = input:size()
-  for d, m in pairs(mats) do expected[d] = m:size(1) end
+  for d = 3, input:dim() do expected[d] = mats[d]:size(1) end
   if not gradOutput:isSize(expected) then
     error(string.format('nn.UpSampling: gradOutput should be %s, got %s',
       table.concat(expected:totable(), 'x'), table.concat(gradOutput:size():totable(), 'x')))
   end
   local g = gradOutput
-  for d, m in pairs(mats) do g = applyAxis(g, d, m:t()) end
+  for d = 3, input:dim() do g = applyAxis(g, d, mats[d]:t()) end
   self.gradInput:resizeAs(input):copy(g)
   return self.gradInput
 end

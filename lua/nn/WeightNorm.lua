@@ -121,3 +121,39 @@ function WeightNorm:clearState()
   nn.utils.clear(self, '_w', '_gw', '_step', '_tmp')
   return parent.clearState(self)
 end
+
+-- Saved as torch7 saves it, without the weight and its gradient (they follow from v, g and
+-- gradV) but with weightSize; read rebuilds them.
+function WeightNorm:write(file)
+  local module, weight, gradWeight = self.modules[1], self.weight, self.gradWeight
+  self.weightSize = self.weightSize or weight:size()
+  self.weight, self.gradWeight, module.weight, module.gradWeight = nil, nil, nil, nil
+  local ok, err = pcall(parent.write, self, file)
+  self.weight, self.gradWeight, module.weight, module.gradWeight = weight, gradWeight, weight, gradWeight
+  if not ok then error(err, 0) end
+end
+
+function WeightNorm:read(file, version)
+  parent.read(self, file, version)
+  if self.weight then return end
+  -- the weight is rebuilt from v, g and weightSize (files are untrusted: they are checked)
+  local v, size, module = self.v, self.weightSize, type(self.modules) == 'table' and self.modules[1]
+  local ok = type(module) == 'table' and torch.isStorage(size) and torch.isStorage(self.viewOut)
+    and torch.isStorage(self.viewIn) and self.viewIn:size() == 2
+    and torch.isTensor(v) and torch.isTensor(self.g) and torch.isTensor(self.gradG) and torch.isTensor(self.gradV)
+    and v:nElement() <= (v:storage() and v:storage():size() or 0)
+    and type(self.outputDim) == 'number' and self.outputDim >= 1 and self.outputDim <= size:size()
+  local n = 1
+  for i = 1, ok and size:size() or 0 do n = n * size[i] end
+  if not ok or n ~= v:nElement() then
+    check.error('nn.WeightNorm: the saved v, g, gradG, gradV, viewIn, viewOut, outputDim and weightSize do not fit together')
+  end
+  local nOut, nOther = self.viewIn[1], self.viewIn[2]
+  -- torch7 leaves g and gradG 1-D or nOut x 1, and gradV 2-D or in the weight's layout
+  self.g, self.gradG = self.g:view(nOut, 1), self.gradG:view(nOut, 1)
+  self.gradV = self.gradV:view(nOut, nOther)
+  self.weight, self.gradWeight = self.v.new(self.weightSize), self.v.new(self.weightSize)
+  module.weight, module.gradWeight = self.weight, self.gradWeight
+  self:updateWeight()
+  self.gradWeight:copy(self:permuteOut(self.gradV:view(self.viewOut)))
+end

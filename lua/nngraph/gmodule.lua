@@ -70,7 +70,7 @@ function gModule:_checkGraph()
       error(('nn.gModule: %d of split(%d) outputs from the node declared at %s are unused'):format(
         n - #node.children, n, where(node)), 4)
     end
-    for user in pairs(node.data.reverseMap) do
+    for user in pairs(node.data.reverseMap or {}) do
       if not inGraph[user.data] then
         error(('nn.gModule: node declared on %s does not connect to gmodule output'):format(where(user)), 4)
       end
@@ -248,6 +248,19 @@ function gModule:map(gm, fn)
       error('nn.gModule.map: trying to map another gModule with a different structure', 2)
     end
     if node.data.module then fn(node.data.module, other.data.module) end
+  end
+end
+
+-- Files from nngraph versions before gModule kept `modules` list them from the nodes.
+function gModule:read(file, version)
+  parent.read(self, file, version)
+  if type(self.forwardnodes) ~= 'table' then error('nn.gModule: no forwardnodes table', 0) end
+  if not self.modules then
+    self.modules = {}
+    for _, node in ipairs(self.forwardnodes) do
+      if type(node) ~= 'table' or type(node.data) ~= 'table' then error('nn.gModule: a node without data', 0) end
+      if node.data.module then self.modules[#self.modules + 1] = node.data.module end
+    end
   end
 end
 

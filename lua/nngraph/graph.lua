@@ -1,19 +1,21 @@
 -- The part of torch7's `graph` package that nngraph uses: nodes holding a data table and a list
--- of children, graphs of edges between them, reversal, roots and topological order.
+-- of children, graphs of edges between them, reversal, roots and topological order. The fields
+-- are torch7's, so that graphs in torch7's .t7 files work: node.children and graph.nodes /
+-- graph.edges are lists that also map each of their elements to its position.
 local Node = torch.class('graph.Node')
 
 function Node:__init(data)
   self.data = data
   self.id = 0
   self.children = {}
-  self._childSet = {}
+  self.visited, self.marked = false, false
 end
 
 -- Adds child once (a second add of the same node is ignored).
 function Node:add(child)
-  if not self._childSet[child] then
-    self._childSet[child] = true
+  if not self.children[child] then
     self.children[#self.children + 1] = child
+    self.children[child] = #self.children
   end
 end
 
@@ -51,20 +53,21 @@ local Graph = torch.class('graph.Graph')
 
 function Graph:__init()
   self.nodes, self.edges = {}, {}
-  self._index = {}
 end
 
 -- Nodes are numbered (node.id) in the order they join the graph.
 function Graph:addNode(node)
-  if not self._index[node] then
+  if not self.nodes[node] then
     self.nodes[#self.nodes + 1] = node
-    self._index[node] = #self.nodes
+    self.nodes[node] = #self.nodes
     node.id = #self.nodes
   end
 end
 
 function Graph:add(edge)
+  if self.edges[edge] then return end
   self.edges[#self.edges + 1] = edge
+  self.edges[edge] = #self.edges
   self:addNode(edge.from)
   self:addNode(edge.to)
   edge.from:add(edge.to)

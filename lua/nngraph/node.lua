@@ -24,10 +24,12 @@ function Node:add(child, domap)
   if domap then
     local mapindex = self.data.mapindex
     if mapindex[child.data] then error("nngraph: don't pass the same input twice", 3) end
-    if child.data.reverseMap[self] then error('nngraph: this connection has already been made', 3) end
+    local reverseMap = child.data.reverseMap or {}   -- nodes in torch7's older files lack it
+    if reverseMap[self] then error('nngraph: this connection has already been made', 3) end
     mapindex[#mapindex + 1] = child.data
     mapindex[child.data] = #mapindex
-    child.data.reverseMap[self] = true
+    reverseMap[self] = true
+    child.data.reverseMap = reverseMap
   end
 end
 

@@ -58,8 +58,11 @@ end
 -- integers of the same width, with numpy's SIMD integer loops: an IEEE float is > 0 exactly when
 -- its bits as a signed integer are > 0 (-0 reads negative), and max(bits, 0) is the bits of
 -- max(x, 0). A NaN counts as positive unless its sign bit is set. numpy's min/max loops are
--- vectorized for two arrays only (not with a scalar), so the module keeps an array of zeros,
--- m._zeros, and a mask buffer, m._bits. Each returns false (nothing done) where it does not apply.
+-- vectorized for two arrays only (not with a scalar), so the module keeps a block of zeros,
+-- m._zeros, and a mask buffer, m._bits. The passes go block by block (BLOCK elements): a
+-- block's intermediate results are still in the core's cache for its next pass, and the zeros
+-- need only be a block long. Each returns false (nothing done) where it does not apply.
+local BLOCK = 8192
 local intOf = { Float = { char = 'i', tensor = 'IntTensor' }, Double = { char = 'q', tensor = 'LongTensor' } }
 local shifts = { i = ffi.new('int32_t[1]', 31), q = ffi.new('int64_t[1]', 63) }
 
@@ -78,11 +81,11 @@ local function intLoops(t, tensors)
   return l
 end
 
--- An integer buffer m[field] of l.tensor's type with n elements; zeroed when `zeroed`.
+-- An integer buffer m[field] of l.tensor's type with n elements at least; zeroed when `zeroed`.
 local function intBuffer(m, field, l, n, zeroed)
   local b = m[field]
   if torch.type(b) ~= 'torch.' .. l.tensor then b = torch[l.tensor](); m[field] = b end
-  if b:nElement() ~= n then
+  if b:nElement() < n then
     b:resize(n)
     if zeroed then b:zero() end
   end
@@ -95,8 +98,11 @@ function pointwise.rectify(m, output, input)
   if not l then return false end
   local n, size = apply.numel(input), input._dt.size
   if n == 0 then return true end
-  local zeros = intBuffer(m, '_zeros', l, n, true)
-  ufunc.binary(l.max, n, apply.ptr(input), size, zeros, size, apply.ptr(output), size)
+  local zeros = intBuffer(m, '_zeros', l, math.min(n, BLOCK), true)
+  local x, y = apply.ptr(input), apply.ptr(output)
+  for i = 0, n - 1, BLOCK do
+    ufunc.binary(l.max, math.min(BLOCK, n - i), x + i, size, zeros, size, y + i, size)
+  end
   return true
 end
 
@@ -107,12 +113,16 @@ function pointwise.rectifyBackward(m, gradInput, input, gradOutput)
   if not l then return false end
   local n, size = apply.numel(input), input._dt.size
   if n == 0 then return true end
-  local zeros = intBuffer(m, '_zeros', l, n, true)
-  local bits = intBuffer(m, '_bits', l, n)
-  ufunc.binary(l.max, n, apply.ptr(input), size, zeros, size, bits, size)
-  ufunc.unary(l.neg, n, bits, size, bits, size)
-  ufunc.binary(l.shift, n, bits, size, l.bits, 0, bits, size)
-  ufunc.binary(l.band, n, apply.ptr(gradOutput), size, bits, size, apply.ptr(gradInput), size)
+  local zeros = intBuffer(m, '_zeros', l, math.min(n, BLOCK), true)
+  local bits = intBuffer(m, '_bits', l, math.min(n, BLOCK))
+  local x, go, gi = apply.ptr(input), apply.ptr(gradOutput), apply.ptr(gradInput)
+  for i = 0, n - 1, BLOCK do
+    local k = math.min(BLOCK, n - i)
+    ufunc.binary(l.max, k, x + i, size, zeros, size, bits, size)
+    ufunc.unary(l.neg, k, bits, size, bits, size)
+    ufunc.binary(l.shift, k, bits, size, l.bits, 0, bits, size)
+    ufunc.binary(l.band, k, go + i, size, bits, size, gi + i, size)
+  end
   return true
 end
 

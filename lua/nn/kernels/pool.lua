@@ -246,7 +246,7 @@ end
 -- Backward: every window is in the plane, so every index is valid and the gradient is added
 -- without a test.
 
--- Code leaving in v1 the maximum of the window's taps (offsets from k0, in window order) and
+-- Code leaving in v1 the maximum of the window's taps (offsets from s + k0, in window order) and
 -- in a1 the offset of its first occurrence: a tournament of pairs (short dependency chains),
 -- the later half winning only when strictly greater (torch7 keeps the first maximum); the
 -- winner's offset is blended by a step s = 1 or 0 made without a branch (LuaJIT has no
@@ -257,7 +257,7 @@ local function maxTree(taps)
     n = n + 1
     local v, a = 'v' .. n, 'a' .. n
     if lo == hi then
-      code[#code + 1] = ('local %s, %s = ip[ib + k0 + %d], %d'):format(v, a, taps[lo], taps[lo])
+      code[#code + 1] = ('local %s, %s = s[k0 + %d], %d'):format(v, a, taps[lo], taps[lo])
       return v, a
     end
     local mid = math.floor((lo + hi) / 2)
@@ -271,16 +271,18 @@ local function maxTree(taps)
   return table.concat(code, ' ')
 end
 
--- The code of window ox (a number, or 'ox' in a loop over the row) starting at k0.
+-- The code of window ox (a number, or 'ox' in a loop over the row) starting at s + k0 (its
+-- offset in the plane: kr + k0). Pointers to the row (s, o, q) let LuaJIT fold the constant
+-- offsets into the loads and stores.
 local function maxWindow(I, k, backward, ox, k0)
   if backward then
-    return ('at = xp[xq + %s]; ip[ib + at] = ip[ib + at] + op[oq + %s]'):format(ox, ox)
+    return ('at = q[%s]; g[at] = g[at] + o[%s]'):format(ox, ox)
   end
   local taps = {}
   for i = 0, k[2] - 1 do
     for j = 0, k[3] - 1 do taps[#taps + 1] = i * I[3] + j end
   end
-  return ('do local k0 = %s %s op[oq + %s] = v1; xp[xq + %s] = k0 + a1 + 1 end'):format(
+  return ('do local k0 = %s %s o[%s] = v1; q[%s] = kr + k0 + a1 + 1 end'):format(
     k0, maxTree(taps), ox, ox)
 end
 
@@ -289,32 +291,39 @@ end
 local ROW_TAPS = 48
 local unrolled = {}
 local function unrolledMax(dt, g, backward)
+  -- kept in g too: a memoized geometry then skips making the key
+  local field = backward and 'maxBackwardLoop' or 'maxForwardLoop'
+  local f = g[field]
+  if f and g.loopType == dt then return f end
   local I, O, k, d = g.I, g.O, g.p.k, g.p.d
   local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, backward and 'backward' or 'forward',
     I[2], I[3], O[2], O[3], k[2], k[3], d[2], d[3])
   if not unrolled[key] then
     local body = {}
     if k[2] * k[3] * O[3] <= ROW_TAPS then
-      for ox = 0, O[3] - 1 do body[ox + 1] = maxWindow(I, k, backward, ox, 'kr + ' .. ox * d[3]) end
+      for ox = 0, O[3] - 1 do body[ox + 1] = maxWindow(I, k, backward, ox, ox * d[3]) end
     else
       body[1] = ('for ox = 0, %d do %s end'):format(O[3] - 1,
-        maxWindow(I, k, backward, 'ox', 'kr + ox * ' .. d[3]))
+        maxWindow(I, k, backward, 'ox', 'ox * ' .. d[3]))
     end
     local code = ([[
 local max, min = math.max, math.min
 return function(ip, io, op, oo, xp, xo, P)
   for p = 0, P - 1 do
-    local ib = io + p * PLANE - (BACKWARD and 1 or 0)
+    local ib = io + p * PLANE
     for oy = 0, OH - 1 do
-      local kr, oq = oy * ROWSTEP, oo + (p * OH + oy) * OW
-      local xq, at = xo + oq - oo, nil
+      local kr, oq = oy * ROWSTEP, (p * OH + oy) * OW
+      -- row pointers, and g: gradInput at the 1-based indices (backward)
+      local s, o, q, g, at = ip + (ib + kr), op + (oo + oq), xp + (xo + oq), ip + (ib - 1), nil
       BODY
     end
   end
 end]]):gsub('%u%u+', { PLANE = I[2] * I[3], OH = O[2], OW = O[3], ROWSTEP = d[2] * I[3],
-      BACKWARD = tostring(backward), BODY = table.concat(body, '\n      ') })
+      BODY = table.concat(body, '\n      ') })
     unrolled[key] = apply.perType('unrolled max pooling ' .. key, code)[dt]
   end
+  if g.loopType ~= dt then g.maxForwardLoop, g.maxBackwardLoop, g.loopType = nil, nil, dt end
+  g[field] = unrolled[key]
   return unrolled[key]
 end
 
@@ -331,9 +340,9 @@ function pool.maxForward(self, input, g)
   -- the input sizes, read by the unpooling modules (as torch7's)
   self.itime, self.iheight, self.iwidth = self.kT and g.I[1] or nil, g.I[2], g.I[3]
   input = input:contiguous()
-  self.output:resize(g.sizes)
+  shape.resize(self.output, g.sizes)
   self.indices = self.indices or torch.LongTensor()
-  self.indices:resize(g.sizes)
+  shape.resize(self.indices, g.sizes)
   if unrolls(g) then
     local out, ix = self.output, self.indices
     unrolledMax(input._dt, g, false)(input._st._ptr, input._off, out._st._ptr, out._off,
@@ -393,6 +402,32 @@ function pool.params(self)
   }
 end
 
+-- pool.geometry(self, input, sdims, pool.params(self)), remembered per module while the
+-- input's type and sizes and the module's settings stay those it was made for (written out:
+-- no loop per call; the table is kept off the module, so it is neither saved nor cloned).
+local memo = setmetatable({}, { __mode = 'k' })
+local function geometryOf(self, input, sdims)
+  local e = memo[self]
+  if e and torch.isTensor(input) then
+    local sz = input._sz
+    if e.dt == input._dt and e.nd == #sz and e.s1 == sz[1] and e.s2 == sz[2] and e.s3 == sz[3]
+        and e.s4 == sz[4] and e.s5 == sz[5] and e.kT == self.kT and e.kH == self.kH
+        and e.kW == self.kW and e.dT == self.dT and e.dH == self.dH and e.dW == self.dW
+        and e.padT == self.padT and e.padH == self.padH and e.padW == self.padW
+        and e.lT == self.dilationT and e.lH == self.dilationH and e.lW == self.dilationW
+        and e.ceil == self.ceil_mode then
+      return e.g
+    end
+  end
+  local g = pool.geometry(self, input, sdims, pool.params(self))
+  local sz = input._sz
+  memo[self] = { g = g, dt = input._dt, nd = #sz, s1 = sz[1], s2 = sz[2], s3 = sz[3], s4 = sz[4],
+    s5 = sz[5], kT = self.kT, kH = self.kH, kW = self.kW, dT = self.dT, dH = self.dH, dW = self.dW,
+    padT = self.padT, padH = self.padH, padW = self.padW, lT = self.dilationT, lH = self.dilationH,
+    lW = self.dilationW, ceil = self.ceil_mode }
+  return g
+end
+
 -- Installs the methods shared by the max (kind 'max') or average ('avg') pooling modules over
 -- `sdims` spatial dims: ceil/floor and the forward and backward passes.
 function pool.install(cls, kind, sdims)
@@ -400,12 +435,12 @@ function pool.install(cls, kind, sdims)
   function cls:floor() self.ceil_mode = false; return self end
   local forward, backward = pool[kind .. 'Forward'], pool[kind .. 'Backward']
   function cls:updateOutput(input)
-    return forward(self, input, pool.geometry(self, input, sdims, pool.params(self)),
+    return forward(self, input, geometryOf(self, input, sdims),
       self.count_include_pad ~= false, self.divide ~= false)
   end
   function cls:updateGradInput(input, gradOutput)
     if not self.gradInput then return end
-    return backward(self, input, gradOutput, pool.geometry(self, input, sdims, pool.params(self)),
+    return backward(self, input, gradOutput, geometryOf(self, input, sdims),
       self.count_include_pad ~= false, self.divide ~= false)
   end
   if kind == 'max' then

@@ -56,8 +56,22 @@ function shape.output(self, input, outSizes, what)
   end
 end
 
+-- Whether tensor t has the given sizes (a table), without a loop up to 5 dims.
+local function hasSizes(t, sizes)
+  local sz, n = t._sz, #sizes
+  if #sz ~= n then return false end
+  if n > 5 then
+    for d = 6, n do if sz[d] ~= sizes[d] then return false end end
+  end
+  return sz[1] == sizes[1] and sz[2] == sizes[2] and sz[3] == sizes[3] and sz[4] == sizes[4]
+    and sz[5] == sizes[5]
+end
+
 -- Raises unless gradOutput is a tensor of the given sizes (the output's).
 function shape.gradOutput(self, gradOutput, sizes)
+  if torch.isTensor(gradOutput) and gradOutput._dt == self.output._dt and hasSizes(gradOutput, sizes) then
+    return
+  end
   if not torch.isTensor(gradOutput) then
     fail(self, 'gradOutput must be a tensor, got %s', torch.type(gradOutput))
   end
@@ -71,6 +85,13 @@ function shape.gradOutput(self, gradOutput, sizes)
     fail(self, 'gradOutput is a %s but the output is a %s', torch.typename(gradOutput),
       torch.typename(self.output))
   end
+end
+
+-- t resized to sizes (a table) unless it has them already (then without the tables a resize
+-- makes).
+function shape.resize(t, sizes)
+  if not t._st or not hasSizes(t, sizes) then t:resize(sizes) end
+  return t
 end
 
 -- Raises unless every value is a positive integer (kernel sizes, strides).

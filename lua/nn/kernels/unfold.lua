@@ -2,7 +2,9 @@
 -- batch, for 2D and 3D (volumetric) convolutions. Tap (i, j) of output (y, x) reads input
 -- (y*dH - padH + i*dilationH, x*dW - padW + j*dilationW), and likewise along time.
 -- The column buffer of image b is a K x N matrix (K = C*kT*kH*kW rows in (c, t, i, j) order,
--- N = oT*oH*oW columns in (t, y, x) order) at element b*K*N: torch7's finput layout.
+-- N = oT*oH*oW columns in (t, y, x) order) at element b*K*N: torch7's finput layout; or at
+-- b*g.colStride when the geometry gives one (the convolution keeps a row of ones after each
+-- image's K rows, for its bias).
 -- Out-of-image (padding) taps read as zero: the column buffer is zeroed first when there is
 -- padding, so the loops only touch the in-image run [x0, x1) of each output row.
 local ffi = require 'ffi'
@@ -53,11 +55,11 @@ end]]
   return (code:gsub('%u%u+', { SIGNATURE = signature, PLANE = plane, ROW = row }))
 end
 
--- im2col / col2im: plane p is (batch item, channel) p; its column rows start at dst.
+-- im2col / col2im: plane p is channel c of image (p - c) / C; its column rows start at dst.
 local function walk(row)
   return unfold.tapWalk('img, io, col, co, P, T, H, W, kT, kH, kW, dT, dH, dW, padT, padH, padW, ' ..
-    'oT, oH, oW, lT, lH, lW, esize, addRow',
-    'local src, dst = io + p * plane, co + p * kT * kH * kW * oplane',
+    'oT, oH, oW, lT, lH, lW, esize, addRow, C, step',
+    'local c = p % C\n    local src, dst = io + p * plane, co + (p - c) / C * step + c * kT * kH * kW * oplane',
     'local s, d = src + r, dst + tap * oplane + orow\n' .. row)
 end
 
@@ -86,22 +88,39 @@ local function zero(t)
   ffi.fill(t._st._ptr + t._off, apply.numel(t) * t._dt.size)
 end
 
+-- the elements from one image's column block to the next
+local function colStride(g)
+  return g.colStride or g.C * (g.kT or 1) * g.kH * g.kW * (g.oT or 1) * g.oH * g.oW
+end
+
 -- g: { B, C, H, W, kH, kW, dH, dW, padH, padW, oH, oW } and optionally dilationH, dilationW
 -- and the time dim's T, kT, dT, padT, oT, dilationT (a volume; 1 or 0 when absent); img
--- contiguous B x C x (T x) H x W, col contiguous B x K x N (resized by the caller)
-local function run(loops, img, col, g)
-  loops[img._dt](img._st._ptr, img._off, col._st._ptr, col._off, g.B * g.C, g.T or 1, g.H, g.W,
+-- contiguous B x C x (T x) H x W, col contiguous B x K x N (resized by the caller).
+-- first, count, block: the images [first, first + count) of img (default all) and as many
+-- column blocks of col from `block` (default first).
+local function run(loops, img, col, g, first, count, block)
+  local io = img._off + first * g.C * (g.T or 1) * g.H * g.W
+  local co = col._off + block * colStride(g)
+  loops[img._dt](img._st._ptr, io, col._st._ptr, co, count * g.C, g.T or 1, g.H, g.W,
     g.kT or 1, g.kH, g.kW, g.dT or 1, g.dH, g.dW, g.padT or 0, g.padH, g.padW, g.oT or 1, g.oH, g.oW,
-    g.dilationT or 1, g.dilationH or 1, g.dilationW or 1, img._dt.size, rowAdder(img._dt))
+    g.dilationT or 1, g.dilationH or 1, g.dilationW or 1, img._dt.size, rowAdder(img._dt), g.C,
+    colStride(g))
 end
 
 -- 2D, without padding or dilation and with short output rows (kW * oW <= 48: a longer trace
--- is aborted by LuaJIT; LeNet's case is 40): loops generated per geometry, with the sizes as constants and, for each kernel row i and output row y, all
--- the taps of that kernel row unrolled (short inner loops or per-row memcpy calls would cost
--- more to enter and leave than their few elements). col2im gathers: each image element of
--- the row adds the sum of its taps' column entries (one read-modify-write instead of kW).
+-- is aborted by LuaJIT; LeNet's case is 40): loops generated per geometry, with the sizes as
+-- constants and, for each kernel row i and output row y, all the taps of that kernel row
+-- unrolled (short inner loops or per-row memcpy calls would cost more to enter and leave than
+-- their few elements). With dW == 1 im2col copies each tap's row with an ffi.copy of constant
+-- length, which LuaJIT compiles to a few word moves (no float conversions). col2im gathers:
+-- each image element of the row adds the sum of its taps' column entries (one
+-- read-modify-write instead of kW).
 local unrolled = {}
 local function unrolledLoop(dt, g, add)
+  -- kept in g too: a memoized geometry then skips making the key
+  local field = add and 'col2imLoop' or 'im2colLoop'
+  local f = g[field]
+  if f and g.loopType == dt then return f end
   local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, add and 'col2im' or 'im2col',
     g.H, g.W, g.kH, g.kW, g.dH, g.dW, g.oH, g.oW)
   if not unrolled[key] then
@@ -111,26 +130,32 @@ local function unrolledLoop(dt, g, add)
         local terms = {}
         for j = 0, g.kW - 1 do
           local x = (w - j) / g.dW
-          if x >= 0 and x < g.oW and x % 1 == 0 then terms[#terms + 1] = ('col[d + %d]'):format(j * N + x) end
+          if x >= 0 and x < g.oW and x % 1 == 0 then terms[#terms + 1] = ('d[%d]'):format(j * N + x) end
         end
         if #terms > 0 then
-          row[#row + 1] = ('img[s + %d] = img[s + %d] + (%s)'):format(w, w, table.concat(terms, ' + '))
+          row[#row + 1] = ('s[%d] = s[%d] + (%s)'):format(w, w, table.concat(terms, ' + '))
         end
+      end
+    elseif g.dW == 1 then
+      for j = 0, g.kW - 1 do
+        row[#row + 1] = ('copy(d + %d, s + %d, %d)'):format(j * N, j, g.oW * dt.size)
       end
     else
       for j = 0, g.kW - 1 do
         for x = 0, g.oW - 1 do
-          row[#row + 1] = ('col[d + %d] = img[s + %d]'):format(j * N + x, x * g.dW + j)
+          row[#row + 1] = ('d[%d] = s[%d]'):format(j * N + x, x * g.dW + j)
         end
       end
     end
     local code = ([[
-return function(img, io, col, co, P)
+local copy = require('ffi').copy
+return function(img, io, col, co, P, C, step)
   for p = 0, P - 1 do
-    local src, dst = io + p * PLANE, co + p * KN
+    local c = p % C
+    local src, dst = io + p * PLANE, co + (p - c) / C * step + c * KN
     for i = 0, KH - 1 do
       for y = 0, OH - 1 do
-        local s, d = src + (y * DH + i) * WW, dst + i * KW * NN + y * OW
+        local s, d = img + (src + (y * DH + i) * WW), col + (dst + i * KW * NN + y * OW)
         ROW
       end
     end
@@ -139,6 +164,8 @@ end]]):gsub('%u%u+', { PLANE = g.H * g.W, KN = g.kH * g.kW * N, KH = g.kH, KW = 
       NN = N, WW = g.W, OH = g.oH, OW = g.oW, DH = g.dH, ROW = table.concat(row, '; ') })
     unrolled[key] = apply.perType(key, code)[dt]
   end
+  if g.loopType ~= dt then g.im2colLoop, g.col2imLoop, g.loopType = nil, nil, dt end
+  g[field] = unrolled[key]
   return unrolled[key]
 end
 
@@ -147,22 +174,32 @@ local function unrolls(g)
     and (g.kT or 1) == 1 and (g.dilationH or 1) == 1 and (g.dilationW or 1) == 1 and g.kW * g.oW <= 48
 end
 
--- col = the unfolded patches of img
-function unfold.im2col(img, col, g)
-  if unrolls(g) then
-    return unrolledLoop(img._dt, g, false)(img._st._ptr, img._off, col._st._ptr, col._off, g.B * g.C)
+local function unrolledRun(img, col, g, add, first, count, block)
+  local io = img._off + first * g.C * g.H * g.W
+  local step = colStride(g)
+  unrolledLoop(img._dt, g, add)(img._st._ptr, io, col._st._ptr, col._off + block * step, count * g.C, g.C, step)
+end
+
+-- col = the unfolded patches of img; of its images [first, first + count) into col's blocks
+-- from `block` when given (default: all the images, block = first).
+function unfold.im2col(img, col, g, first, count, block)
+  first = first or 0
+  count, block = count or g.B - first, block or first
+  if unrolls(g) then return unrolledRun(img, col, g, false, first, count, block) end
+  if g.padH > 0 or g.padW > 0 or (g.padT or 0) > 0 then
+    ffi.fill(col._st._ptr + col._off + block * colStride(g), count * colStride(g) * col._dt.size)
   end
-  if g.padH > 0 or g.padW > 0 or (g.padT or 0) > 0 then zero(col) end
-  run(im2colLoops, img, col, g)
+  run(im2colLoops, img, col, g, first, count, block)
 end
 
 -- img = (img when keep, else 0) + the patches in col, each added back where im2col took it
-function unfold.col2im(col, img, g, keep)
+-- (likewise for the images [first, first + count) from the blocks at `block`)
+function unfold.col2im(col, img, g, keep, first, count, block)
+  first = first or 0
+  count, block = count or g.B - first, block or first
   if not keep then zero(img) end
-  if unrolls(g) then
-    return unrolledLoop(img._dt, g, true)(img._st._ptr, img._off, col._st._ptr, col._off, g.B * g.C)
-  end
-  run(col2imLoops, img, col, g)
+  if unrolls(g) then return unrolledRun(img, col, g, true, first, count, block) end
+  run(col2imLoops, img, col, g, first, count, block)
 end
 
 unfold.zero = zero

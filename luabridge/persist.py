@@ -1,0 +1,144 @@
+"""Torch7 files from Python through the Lua reader and writer.
+
+``luabridge.load(path)`` runs torch.load (requiring nn, nngraph, cunn or cudnn when the file's
+classes need them) and returns proxies: modules, tensors over the loaded storages, tables as
+lists or dicts. ``luabridge.save(path, obj)`` runs torch.save on Lua objects or Python values:
+numpy arrays are written as tensors of their dtype (views of one array share one storage),
+dicts, lists and tuples as tables. Both raise LuaError naming the file.
+
+For plain Python values without running any Lua, see `luabridge.t7`.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from lupa import luajit21 as lupa
+import numpy as np
+
+from .errors import LuaError
+from .interop import from_array, from_numpy
+from .memory import TYPE_OF_DTYPE
+from .proxy import LuaObject, call
+from .runtime import bridge, require
+
+FORMATS = ("binary", "ascii", "b32", "b64")
+PACKAGES = ("nn", "nngraph", "cunn", "cudnn")  # required by load when a file's classes need them
+_SAVABLE = (type(None), bool, int, float, str, bytes, np.generic, LuaObject)
+
+
+def _torch_function(name: str) -> Any:
+    require("torch")
+    return bridge().lua.globals().torch[name]
+
+
+def _checked(path: str, format: str, op: str) -> None:
+    if format not in FORMATS:
+        raise LuaError(f"luabridge.{op}: {path}: unknown format {format!r} (one of {', '.join(FORMATS)})")
+
+
+def _naming(path: str, error: LuaError) -> LuaError:
+    """The error itself when its message names the file, else one that does."""
+    if path in error.message:
+        return error
+    return LuaError(f"{error.message} (file {path})", error.traceback)
+
+
+def _package_for(error: LuaError) -> str | None:
+    """The package to require for a class the file names that no loaded package defines: its
+    own (cunn, cudnn) or else the next of nn, nngraph (gModule), cunn (DataParallelTable)."""
+    unknown = re.search(r"unknown Torch class <(\w+)\.", error.message)
+    if not unknown:
+        return None
+    loaded = bridge().lua.globals().package.loaded
+    for name in (unknown.group(1), *PACKAGES):
+        if name in PACKAGES and loaded[name] is None:
+            return name
+    return None
+
+
+def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
+    """The object a .t7 file holds, read by Lua's torch.load (format: binary, ascii, b32 or
+    b64). The packages that Torch7 checkpoints' classes come from (nn, nngraph, cunn, cudnn)
+    are required when the file needs them. Options as torch.load's table:
+    ``unknownClasses='table'`` reads a class we lack as a table with ``__typename``,
+    ``functions='skip'`` reads Lua functions as None. Errors (missing file, corrupt or hostile
+    contents) raise LuaError naming the file."""
+    path = os.fspath(path)
+    _checked(path, format, "load")
+    if not os.path.isfile(path):
+        raise LuaError(f"luabridge.load: no such file {path}")
+    args = (path, format, True, options) if options else (path, format)
+    while True:
+        try:
+            return call(_torch_function("load"), *args)
+        except LuaError as e:
+            package = _package_for(e)
+            if package is None:
+                raise _naming(path, e) from None
+        require(package)
+
+
+def _root(a: np.ndarray) -> np.ndarray:
+    """The array owning the memory a views."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _tensor(a: np.ndarray, storages: dict) -> Any:
+    """A Lua tensor for a; views of one C-contiguous array of the same dtype share one storage
+    (as the tensors of a Torch7 model do), arrays with negative strides or read-only ones are
+    copied (Torch7 tensors have no negative strides; Lua tensors are writable)."""
+    if any(st < 0 for st in a.strides) or not a.flags.writeable:
+        a = np.array(a)
+    root = _root(a)
+    if root.dtype != a.dtype or not root.flags.c_contiguous or not root.flags.writeable or not root.size:
+        return from_numpy(a)
+    if id(root) not in storages:
+        flat = from_numpy(root.reshape(-1))
+        storages[id(root)] = (root, flat.storage(flat))  # root kept alive for id()'s sake
+    storage = storages[id(root)][1]
+    item = a.itemsize
+    offset = (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // item
+    b = bridge()
+    return from_array(b, b.lua.globals().torch[TYPE_OF_DTYPE[a.dtype] + "Tensor"], storage, offset,
+                      a.shape, [st // item for st in a.strides])
+
+
+def _prepared(obj: Any, where: str, storages: dict, parents: set) -> Any:
+    """obj with its numpy arrays as Lua tensors (see _tensor); TypeError naming the first value
+    that has no Torch7 form."""
+    if isinstance(obj, np.ndarray):
+        return _tensor(obj, storages)
+    if isinstance(obj, (dict, list, tuple)):
+        if id(obj) in parents:
+            raise TypeError(f"luabridge.save: {where} contains itself (Python containers are copied to "
+                            "Lua tables, so cycles cannot be; build cyclic tables in Lua)")
+        parents.add(id(obj))
+        if isinstance(obj, dict):
+            out: Any = {_prepared(k, f"a key of {where}", storages, parents):
+                        _prepared(v, f"{where}[{k!r}]", storages, parents) for k, v in obj.items()}
+        else:
+            out = [_prepared(v, f"{where}[{i}]", storages, parents) for i, v in enumerate(obj)]
+        parents.discard(id(obj))
+        return out
+    if not isinstance(obj, _SAVABLE) and lupa.lua_type(obj) is None:
+        raise TypeError(f"luabridge.save: {where} is a {type(obj).__name__}, which has no Torch7 form "
+                        "(save None, bool, int, float, str, bytes, numpy arrays, lists, tuples, dicts "
+                        "and Lua objects)")
+    return obj
+
+
+def save(path: str | os.PathLike, obj: Any, format: str = "binary") -> None:
+    """Writes obj with Lua's torch.save (format: binary, ascii, b32 or b64). Python values are
+    converted as for any Lua call: numpy arrays become tensors over their memory, and views of
+    one array are written as tensors sharing one storage; dicts, lists and tuples become tables."""
+    path = os.fspath(path)
+    _checked(path, format, "save")
+    obj = _prepared(obj, "obj", {}, set())
+    try:
+        call(_torch_function("save"), path, obj, format)
+    except LuaError as e:
+        raise _naming(path, e) from None
