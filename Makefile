@@ -26,6 +26,7 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/tensor_ops.py
 	$(PY) bench/nn_models.py
+	$(PY) bench/t7_io.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -17,11 +17,11 @@ module's gradInput to nil, which torch7's nn.Linear and nn.SpatialConvolution ho
 it. --input-grad makes both compute it (PyTorch: the input requires grad; Lua: as legacy code
 usually runs).
 
-BLAS kernels: the header names the kernel family numpy's OpenBLAS chose for this CPU. On a CPU
-it does not recognize it falls back to an older family's (on a Zen 5 with AVX-512, Haswell's
-AVX2 kernels), while PyTorch's own libraries use AVX-512 where the CPU has it.
---openblas-coretype NAME (e.g. SkylakeX) reruns the bench with OpenBLAS's OPENBLAS_CORETYPE set
-to NAME, its own switch for that choice (it must be set before numpy loads the library).
+BLAS kernels: the header names the kernel family numpy's OpenBLAS runs, chosen from the CPU or
+forced by the environment variable OPENBLAS_CORETYPE (then marked so); PyTorch's own libraries
+choose theirs (AVX-512 ones where the CPU has it). The convolutions' GEMMs are small and run
+several times faster with AVX-512 kernels: --openblas-coretype NAME (e.g. SkylakeX) reruns the
+bench with OPENBLAS_CORETYPE=NAME (read when numpy loads OpenBLAS, hence the rerun).
 
 Threads: the default is 1 because multi-threaded figures are only meaningful on an otherwise idle
 machine with N free cores. On a shared 2-core machine, 2 threads made small GEMMs erratic (a

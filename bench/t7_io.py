@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import tempfile
 import time
@@ -25,6 +24,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 import luabridge
+from machine import cpu_name
 from luabridge import t7
 
 MODEL = r"""
@@ -59,12 +59,7 @@ def parameter_count(model: t7.TorchObject) -> int:
 
 
 def header(nbytes: int, params: int, where: str) -> list[str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     return [f"- machine: {cpu}, {os.cpu_count()} cores; numpy {np.__version__}; {luabridge.eval('jit.version')}",
             f"- model: {params:,} float32 parameters, file {nbytes / 1e6:.1f} MB, in {where} (page cache)",
             "- best of several repeats; ratio columns: this row's throughput / the reference's"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import platform
 import timeit
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -22,6 +21,7 @@ from typing import Any, Optional
 import numpy as np
 
 import luabridge
+from machine import cpu_name
 
 TIMER = r"""
 local ffi = require 'ffi'
@@ -175,12 +175,7 @@ def call_cost(bench: Bench) -> list[str]:
 
 
 def header() -> list[str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     jit = luabridge.eval("jit.version")
     return [
         f"- machine: {cpu}, {os.cpu_count()} cores; numpy {np.__version__}; {jit}",

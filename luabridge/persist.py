@@ -1,7 +1,7 @@
 """Torch7 files from Python through the Lua reader and writer.
 
-``luabridge.load(path)`` runs torch.load (requiring nn, nngraph, cunn or cudnn when the file's
-classes need them) and returns proxies: modules, tensors over the loaded storages, tables as
+``luabridge.load(path)`` runs torch.load (requiring nn, then nngraph, when the file's classes
+need them) and returns proxies: modules, tensors over the loaded storages, tables as
 lists or dicts. ``luabridge.save(path, obj)`` runs torch.save on Lua objects or Python values:
 numpy arrays are written as tensors of their dtype (views of one array share one storage),
 dicts, lists and tuples as tables. Both raise LuaError naming the file.
@@ -11,7 +11,6 @@ For plain Python values without running any Lua, see `luabridge.t7`.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 from lupa import luajit21 as lupa
@@ -24,7 +23,7 @@ from .proxy import LuaObject, call
 from .runtime import bridge, require
 
 FORMATS = ("binary", "ascii", "b32", "b64")
-PACKAGES = ("nn", "nngraph", "cunn", "cudnn")  # required by load when a file's classes need them
+PACKAGES = ("nn", "nngraph")  # required by load, in turn, when a file's classes need them
 _SAVABLE = (type(None), bool, int, float, str, bytes, np.generic, LuaObject)
 
 
@@ -46,22 +45,19 @@ def _naming(path: str, error: LuaError) -> LuaError:
 
 
 def _package_for(error: LuaError) -> str | None:
-    """The package to require for a class the file names that no loaded package defines: its
-    own (cunn, cudnn) or else the next of nn, nngraph (gModule), cunn (DataParallelTable)."""
-    unknown = re.search(r"unknown Torch class <(\w+)\.", error.message)
-    if not unknown:
+    """The next package to require (nn, then nngraph) when the file names a class that no
+    loaded package defines. nn also reads cudnn.* classes as nn ones and defines cunn's
+    DataParallelTable, so cudnn / cunn (which need CUDA) are never required."""
+    if "unknown Torch class <" not in error.message:
         return None
     loaded = bridge().lua.globals().package.loaded
-    for name in (unknown.group(1), *PACKAGES):
-        if name in PACKAGES and loaded[name] is None:
-            return name
-    return None
+    return next((name for name in PACKAGES if loaded[name] is None), None)
 
 
 def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
     """The object a .t7 file holds, read by Lua's torch.load (format: binary, ascii, b32 or
-    b64). The packages that Torch7 checkpoints' classes come from (nn, nngraph, cunn, cudnn)
-    are required when the file needs them. Options as torch.load's table:
+    b64). nn, then nngraph, are required when the file names classes they define (nn also
+    reads the cudnn.* and cunn classes of GPU checkpoints). Options as torch.load's table:
     ``unknownClasses='table'`` reads a class we lack as a table with ``__typename``,
     ``functions='skip'`` reads Lua functions as None. Errors (missing file, corrupt or hostile
     contents) raise LuaError naming the file."""
@@ -77,6 +73,9 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
             package = _package_for(e)
             if package is None:
                 raise _naming(path, e) from None
+        except UnicodeDecodeError as e:  # a table copied to Python holds a string that is not UTF-8
+            raise LuaError(f"luabridge.load: {path}: a string in the file is not UTF-8 text ({e}); "
+                           "luabridge.t7.read reads such strings as bytes") from None
         require(package)
 
 

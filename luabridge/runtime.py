@@ -37,6 +37,8 @@ local function protected(f, ...)
     local ok, s = pcall(tostring, e)
     e = ok and s or '(error object is not a string)'
   end
+  -- an error blaming its caller names this wrapper when Python made the call: drop that place
+  e = e:gsub('^%[string "<python>"%]:%d+: ', '')
   return false, e, tb
 end
 rawset(_G, '__luabridge_protected', protected)

@@ -43,6 +43,8 @@ import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+
+from luabridge.t7 import _root as t7_root
 from pathlib import Path
 from typing import Any, Callable
 
@@ -558,20 +560,6 @@ end
 """
 
 
-def _array_root(a: Any) -> Any:
-    """The array owning the memory a views (through as_strided's helper objects too)."""
-    import numpy as np
-
-    while True:
-        base = a.base
-        if isinstance(base, np.ndarray):
-            a = base
-        elif base is not None and isinstance(getattr(base, "base", None), np.ndarray):
-            a = base.base
-        else:
-            return a
-
-
 def array_fault(a: Any) -> str | None:
     """Why a numpy array read from a file is unsound (outside its buffer), or None."""
     import numpy as np
@@ -580,7 +568,7 @@ def array_fault(a: Any) -> str | None:
     if a.size == 0:
         return None
     low, high = byte_bounds(a)
-    root_low, root_high = byte_bounds(_array_root(a))
+    root_low, root_high = byte_bounds(t7_root(a))
     if low < root_low or high > root_high:
         return f"array {a.shape} strides {a.strides} spans [{low}, {high}) outside its buffer [{root_low}, {root_high})"
     _ = a.flat[0], a[tuple(s - 1 for s in a.shape)]  # both ends readable
@@ -746,12 +734,14 @@ def worker(corpus_file: str, seed: int, first: int, last: int, which: str, memor
         resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
     _emit("ready")
     grew, slowest, rejections = False, (0.0, -1), Counter()
-    crash_at, hang_at = (int(os.environ.get(f"FUZZ_T7_{what}_AT", -1)) for what in ("CRASH", "HANG"))
+    crash_at, hang_at, hog_at = (int(os.environ.get(f"FUZZ_T7_{what}_AT", -1)) for what in ("CRASH", "HANG", "HOG"))
     for number in range(first, last):
         if number == crash_at:  # the harness's own tests
             os.kill(os.getpid(), signal.SIGSEGV)
         if number == hang_at:
             time.sleep(3600)
+        if number == hog_at:
+            bytearray(2 * memory_mb * 2**20)  # beyond the cap: MemoryError
         case = make_case(corpus, seed, number)
         outcomes = readers.run(case)
         slowest = max(slowest, (sum(o.seconds for o in outcomes), number))
@@ -1059,8 +1049,8 @@ def minimize(case: Case, which: str, strict: bool) -> Case:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--cases", type=int, default=10_000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cases", type=int, default=100_000, help="how many cases (the dedicated run: 100,000)")
+    p.add_argument("--seed", type=int, default=0, help="cases are a function of (seed, case number)")
     p.add_argument("--first", type=int, default=0, help="the first case number")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     p.add_argument("--chunk", type=int, default=2000, help="cases per worker process")

@@ -65,3 +65,4 @@ def test_checkpoint_example(tmp_path):
     for i in (0, 3, 7, 9, 11):  # convolutions and linear layers
         np.testing.assert_array_equal(theirs["modules"][i]["weight"], ours.modules[i].weight)
         np.testing.assert_array_equal(theirs["modules"][i]["bias"], ours.modules[i].bias)
+

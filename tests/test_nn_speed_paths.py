@@ -1,6 +1,7 @@
 """The convolution's fast passes (nn/kernels/conv.lua): images unfolded a chunk at a time, the
-bias carried by a row of ones in the GEMMs, the weight gradient unfolding the input again, the
-geometry remembered between calls; and the remembered geometry of the pooling modules. Values
+bias carried by a row of ones in the GEMMs, the weight gradient unfolding the input again (with
+8-row products under 8 planes), the geometry remembered between calls; the remembered geometry
+of the pooling modules, ReLU's blocks and nn.Linear's direct BLAS calls. Values
 against numpy float64 references, batches spanning several chunks (a partial last one)."""
 import numpy as np
 import pytest
@@ -58,6 +59,8 @@ CASES = [  # module, input shape (batch first), stride, pad, dilation
     ("nn.SpatialConvolution(3, 4, 3, 3, 1, 1, 1, 1)", (3, 3, 40, 40), (1, 1), (1, 1), (1, 1)),  # padded
     ("nn.SpatialConvolution(2, 3, 3, 2, 2, 3, 2, 1)", (5, 2, 30, 41), (3, 2), (1, 2), (1, 1)),  # strides
     ("nn.SpatialDilatedConvolution(2, 3, 3, 3, 1, 1, 1, 1, 2, 2)", (4, 2, 33, 33), (1, 1), (1, 1), (2, 2)),
+    # one plane: the weight gradient's 8-row products read 7 images ahead (all but the last two)
+    ("nn.SpatialConvolution(2, 1, 3, 3)", (9, 2, 6, 7), (1, 1), (0, 0), (1, 1)),
 ]
 
 
@@ -240,3 +243,24 @@ def test_linear_fallbacks(lua, rng):
         run("m.gradBias = torch.Tensor(4); m:forward(x); m:accGradParameters(x, g)", T(x), T(g))
     with pytest.raises(luabridge.LuaError, match="expected torch.DoubleTensor, got torch.FloatTensor"):
         run("m.addBuffer = torch.FloatTensor(2):fill(1); m:forward(x)", T(x), T(g))
+
+
+@pytest.mark.parametrize("expr,shape", [
+    ("nn.SpatialConvolution(2, 3, 2, 2, 3, 3)", (3, 2, 11, 10)),   # gaps between the windows
+    ("nn.SpatialConvolution(6, 16, 5, 5)", (13, 6, 12, 12)),       # LeNet's, several chunks
+])
+def test_gradinput_overwritten(lua, rng, expr, shape):
+    """updateGradInput writes every element of gradInput (zero where no window reads the input):
+    nothing is left of what the buffer held."""
+    m = module(expr)
+    w = N(field(m, "weight"))
+    x = rng.standard_normal(shape)
+    out = N(forward(m, T(x)))
+    grad_in = lua_fn("""function(m, x, g)
+      m.gradInput:resizeAs(x):fill(7)
+      return m:updateGradInput(x, g):clone()
+    end""")
+    stride = (3, 3) if "3, 3)" in expr else (1, 1)
+    for _ in range(2):
+        g = rng.standard_normal(out.shape)
+        np.testing.assert_allclose(N(grad_in(m, T(x), T(g))), conv_grads_ref(x, w, g, stride)[0], atol=1e-12)

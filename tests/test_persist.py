@@ -1,5 +1,6 @@
 """luabridge.load / luabridge.save: Lua's torch.load / torch.save from Python, with Python values
 converted on the way in and proxies on the way out."""
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -65,7 +66,7 @@ def test_module_round_trip_predicts_the_same(tmp_path, rng):
 
 
 def test_load_requires_the_packages_a_file_needs(tmp_path):
-    """In a new process nothing but torch is loaded: nn (and nngraph for a gModule) come on demand."""
+    """In a new process nothing but torch is loaded: nn (then nngraph, for a gModule) come on demand."""
     luabridge.save(tmp_path / "m.t7", luabridge.nn.Linear(2, 3))
     code = ("import sys, luabridge; m = luabridge.load(sys.argv[1]); "
             "print(m, luabridge.eval('package.loaded.nngraph ~= nil'))")
@@ -73,6 +74,13 @@ def test_load_requires_the_packages_a_file_needs(tmp_path):
                          timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["nn.Linear(2", "->", "3)", "False"]
+    # a GPU checkpoint's cudnn.ReLU (its fields: an empty table) is read as nn.ReLU; no CUDA package needed
+    (tmp_path / "cudnn.t7").write_bytes(struct.pack("<3i3s", 4, 1, 3, b"V 1") + struct.pack("<i10s", 10, b"cudnn.ReLU")
+                                        + struct.pack("<3i", 3, 2, 0))
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path / "cudnn.t7")], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["nn.ReLU", "False"]
     if FIXTURES.is_dir():
         run = subprocess.run([sys.executable, "-c", code, str(FIXTURES / "gmodule_with_linear_identity.t7")],
                              capture_output=True, text=True, timeout=60)
@@ -125,6 +133,15 @@ def test_errors_name_the_file(tmp_path):
         luabridge.load(truncated)
     with pytest.raises(luabridge.LuaError, match="nowhere"):
         luabridge.save(tmp_path / "nowhere" / "x.t7", [1])
+
+
+def test_strings_that_are_not_utf8(tmp_path):
+    """A table holding bytes that are not UTF-8 cannot become Python str: a LuaError says so."""
+    path = tmp_path / "latin1.t7"
+    path.write_bytes(struct.pack("<5i", 3, 1, 1, 2, 1) + b"\xff" + struct.pack("<2i", 2, 2) + b"\xfe\x00")
+    with pytest.raises(luabridge.LuaError, match=f"{path}: a string in the file is not UTF-8"):
+        luabridge.load(path)
+    assert luabridge.t7.read(path) == {b"\xff": b"\xfe\x00"}
 
 
 def test_values_without_a_torch7_form_are_refused(tmp_path):

@@ -38,13 +38,16 @@ def test_fuzz_sample_has_no_failures(corpus, tmp_path):
         assert summary.counts[reader, "l"] > 100 and summary.counts[reader, "r"] > 100
 
 
-def test_harness_reports_crashes_and_hangs(corpus, tmp_path, monkeypatch):
-    """A worker that dies or stops names the case it was on, and the run goes on after it."""
+def test_harness_reports_crashes_hangs_and_memory(corpus, tmp_path, monkeypatch):
+    """A worker that dies, stops or outgrows its memory cap names the case it was on, and the run
+    goes on after it."""
     monkeypatch.setenv("FUZZ_T7_CRASH_AT", "5")
     monkeypatch.setenv("FUZZ_T7_HANG_AT", "12")
-    settings = fuzz_t7.Settings(which="python", jobs=1, chunk=20, fail_dir=tmp_path, hang_s=1.5)
+    monkeypatch.setenv("FUZZ_T7_HOG_AT", "15")  # asks for twice the cap
+    settings = fuzz_t7.Settings(which="python", jobs=1, chunk=20, fail_dir=tmp_path, hang_s=1.5, memory_mb=256)
     summary = fuzz_t7.Runner(corpus, 1, settings).run(first=0, cases=20)
-    assert [(f["case"], f["kind"]) for f in summary.failures] == [(5, "crash"), (12, "hang")]
+    assert [(f["case"], f["kind"]) for f in summary.failures] == [(5, "crash"), (12, "hang"), (15, "crash")]
     assert "SIGSEGV" in summary.failures[0]["message"]
+    assert "MemoryError" in summary.failures[2]["message"]
     assert summary.cases == 20
     assert (tmp_path / "seed1-case5-python-crash.t7").read_bytes() == fuzz_t7.make_case(corpus, 1, 5).data

@@ -50,25 +50,23 @@ local function ones(self, input, nframe)
 end
 
 -- The batch passes call BLAS straight on the buffers (no tensor views or product checks per
--- call; column-major, so each row-major matrix is its transpose) when direct(result, n, n1,
--- t1, n2, t2, ...) holds: every operand is a contiguous CPU Float / Double tensor of one type
--- with the element count given, not 0 (t may be nil: no bias), and the result shares no
--- memory with the others. Otherwise the tensor ops run (and raise what is wrong). The products and the order
--- of the bias terms are addmm's / addr's / addmv's.
-local function direct(result, n, ...)
-  local dt = result._dt
-  if result._device or not (dt.name == 'Float' or dt.name == 'Double') or n == 0
-      or apply.numel(result) ~= n or not apply.isContiguous(result) then
-    return false
-  end
-  for i = 1, select('#', ...), 2 do
-    local k, t = select(i, ...)
-    if t and (t._dt ~= dt or k == 0 or apply.numel(t) ~= k or not apply.isContiguous(t)
-        or t._st == result._st) then
-      return false
-    end
-  end
-  return true
+-- call; column-major, so each row-major matrix is its transpose) when every operand is a
+-- contiguous CPU Float / Double tensor of the result's type with the element count expected,
+-- not 0, and the result shares no memory with the others: direct(result, n) and operand(result,
+-- n, t) (t may be nil: no bias) for each, written out (a loop over the operands on every call
+-- would abort LuaJIT's traces). Otherwise the tensor ops run (and raise what is wrong). The
+-- products and the order of the bias terms are addmm's / addr's / addmv's.
+local function direct(result, n)
+  local name = result._dt.name
+  return not result._device and (name == 'Float' or name == 'Double') and n > 0
+    and apply.numel(result) == n and apply.isContiguous(result)
+end
+
+local function buffer(t) return t._st._base or t._st end   -- the storage owning t's memory
+
+local function operand(result, n, t)
+  return not t or (t._dt == result._dt and n > 0 and apply.numel(t) == n and apply.isContiguous(t)
+    and buffer(t) ~= buffer(result))
 end
 
 local ptr = apply.ptr
@@ -80,7 +78,8 @@ function Linear:updateOutput(input)
     local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
     if out._sz[1] ~= n or out._sz[2] ~= O or #out._sz ~= 2 then out:resize(n, O) end
     local bias, one = self.bias, self.bias and ones(self, input, n)
-    if direct(out, n * O, n * I, input, O * I, self.weight, O, bias, n, one) then
+    if direct(out, n * O) and operand(out, n * I, input) and operand(out, O * I, self.weight)
+        and operand(out, O, bias) and operand(out, n, one) then
       blas.gemm(out._dt, true, false, O, n, I, 1, ptr(self.weight), I, ptr(input), I, 0, ptr(out), O)
       if bias then blas.ger(out._dt, O, n, 1, ptr(bias), 1, ptr(one), 1, ptr(out), O) end
       return out
@@ -118,7 +117,7 @@ function Linear:updateGradInput(input, gradOutput)
   gi:resizeAs(input)
   if nd == 2 then
     local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
-    if direct(gi, n * I, n * O, gradOutput, O * I, self.weight) then
+    if direct(gi, n * I) and operand(gi, n * O, gradOutput) and operand(gi, O * I, self.weight) then
       blas.gemm(gi._dt, false, false, I, n, O, 1, ptr(self.weight), I, ptr(gradOutput), O, 0, ptr(gi), I)
       return gi
     end
@@ -141,8 +140,9 @@ function Linear:accGradParameters(input, gradOutput, scale)
   end
   local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
   local gw, gb, one = self.gradWeight, self.bias and self.gradBias, self.bias and ones(self, input, n)
-  if direct(gw, O * I, n * O, gradOutput, n * I, input)
-      and (not self.bias or (gb and direct(gb, O, n * O, gradOutput, n, one))) then
+  if direct(gw, O * I) and operand(gw, n * O, gradOutput) and operand(gw, n * I, input)
+      and (not self.bias or (gb and direct(gb, O) and operand(gb, n * O, gradOutput)
+        and operand(gb, n, one))) then
     blas.gemm(gw._dt, false, true, I, O, n, scale, ptr(input), I, ptr(gradOutput), O, 1, ptr(gw), I)
     if gb then blas.gemv(gw._dt, false, O, n, scale, ptr(gradOutput), O, ptr(one), 1, 1, ptr(gb), 1) end
   else

@@ -2,8 +2,9 @@
 -- (kernels/unfold.lua) and one BLAS GEMM per image straight on the buffers (no tensor views,
 -- no checks per image: the module has checked everything).
 --
--- Images go a few at a time, a chunk of about CHUNK_BYTES of columns: what a chunk's im2col
--- (or gradient GEMM) writes is still in the core's cache when its GEMM (or col2im) reads it.
+-- Images go a few at a time, a chunk of about CHUNK_BYTES of columns (half a core's L2 cache
+-- on the machine it was tuned on): what a chunk's im2col (or gradient GEMM) writes is still in
+-- the cache when its GEMM (or col2im) reads it.
 -- So the columns are not kept from the forward pass for accGradParameters, which unfolds its
 -- input again: that costs less than reading a whole batch's columns back from memory (25 times
 -- the input for a 5x5 kernel over one plane).
@@ -29,12 +30,13 @@ return function(dst, w, b, bs, O, K)
   end
 end]])
 
--- gw[o][k] += s[k][o] (k < K), and gb[o] += s[K][o] when gb (stride bs) is not nil
+-- gw[o][k] += s[k][o] (k < K), and gb[o] += s[K][o] when gb (stride bs) is not nil; s's
+-- rows are M apart
 local addSums = apply.perType('conv gradient sums', [[
-return function(gw, gb, bs, s, O, K)
+return function(gw, gb, bs, s, M, O, K)
   for o = 0, O - 1 do
-    for k = 0, K - 1 do gw[o * K + k] = gw[o * K + k] + s[k * O + o] end
-    if gb ~= nil then gb[o * bs] = gb[o * bs] + s[K * O + o] end
+    for k = 0, K - 1 do gw[o * K + k] = gw[o * K + k] + s[k * M + o] end
+    if gb ~= nil then gb[o * bs] = gb[o * bs] + s[K * M + o] end
   end
 end]])
 
@@ -98,36 +100,40 @@ function conv.backward(e, g, weight, gradOutput, gradInput)
   local columns = buffer(e, 'columns', gradOutput, step * K * N)
   local w, go, c = ptr(weight), ptr(gradOutput), ptr(columns)
   g.colStride = K * N
-  unfold.zero(gradInput)
   for first = 0, g.B - 1, step do
     local count = math.min(step, g.B - first)
     -- column-major, c_b^T (N x K) = gradOutput_b^T (N x O) W (O x K)
     for b = 0, count - 1 do
       blas.gemm(dt, false, true, N, K, O, 1, go + (first + b) * O * N, N, w, K, 0, c + b * K * N, N)
     end
-    unfold.col2im(columns, gradInput, g, true, first, count, 0)
+    unfold.col2im(columns, gradInput, g, false, first, count, 0)
   end
 end
 
 -- gradWeight (O x K) += scale * sum_b gradOutput_b (O x N) columns_b^T (N x K), columns_b the
 -- patches of input; and gradBias, when not nil, += scale * the sums of gradOutput's planes.
+-- With fewer than 8 planes, the product runs on 8 rows of gradOutput (the next images' first
+-- planes, where gradOutput has them, give the extra rows; their results are not read):
+-- OpenBLAS's AVX2 kernels run an 8-row product faster than a 6-row one (LeNet's first layer).
 function conv.accGrad(e, g, input, gradOutput, gradWeight, gradBias, scale)
-  if g.B == 0 then return end
-  local dt, O, K, N = gradOutput._dt, g.O, g.K, g.N
+  local B, dt, O, K, N = g.B, gradOutput._dt, g.O, g.K, g.N
+  if B == 0 then return end
   local K1 = gradBias and K + 1 or K
-  local sums = buffer(e, 'gradSums', gradWeight, O * K1)
+  local M = math.max(O, 8)
+  local sums = buffer(e, 'gradSums', gradWeight, M * K1)
   local s, go, step = ptr(sums), ptr(gradOutput), chunkOf(g, K1, dt)
-  for first = 0, g.B - 1, step do
-    local count = math.min(step, g.B - first)
+  for first = 0, B - 1, step do
+    local count = math.min(step, B - first)
     local c = unfoldChunk(e, g, input, K1, first, count)
-    -- column-major, sums (O x K1) = gradOutput_b (O x N, read as the transpose of N x O) c_b^T;
+    -- column-major, sums (M x K1) = gradOutput_b (M x N, read as the transpose of N x M) c_b^T;
     -- this way round BLAS runs the convolutions' shapes faster than with the factors swapped
-    for b = 0, count - 1 do
-      blas.gemm(dt, true, false, O, K1, N, scale, go + (first + b) * O * N, N, c + b * K1 * N, N,
-        (first + b) == 0 and 0 or 1, s, O)
+    for b = first, first + count - 1 do
+      local rows = b * O + M <= B * O and M or O
+      blas.gemm(dt, true, false, rows, K1, N, scale, go + b * O * N, N, c + (b - first) * K1 * N, N,
+        b == 0 and 0 or 1, s, M)
     end
   end
-  addSums[dt](ptr(gradWeight), gradBias and ptr(gradBias), gradBias and gradBias._str[1] or 0, s, O, K)
+  addSums[dt](ptr(gradWeight), gradBias and ptr(gradBias), gradBias and gradBias._str[1] or 0, s, M, O, K)
 end
 
 return conv

@@ -274,13 +274,19 @@ end
 -- The code of window ox (a number, or 'ox' in a loop over the row) starting at s + k0 (its
 -- offset in the plane: kr + k0). Pointers to the row (s, o, q) let LuaJIT fold the constant
 -- offsets into the loads and stores.
-local function maxWindow(I, k, backward, ox, k0)
-  if backward then
-    return ('at = q[%s]; g[at] = g[at] + o[%s]'):format(ox, ox)
-  end
+-- Backward, when the windows tile the plane (`tiled`), each window is written whole (zeros and
+-- its maximum's gradient): gradInput needs no zeroing pass, nor a read per window.
+local function maxWindow(I, k, backward, ox, k0, tiled)
   local taps = {}
   for i = 0, k[2] - 1 do
     for j = 0, k[3] - 1 do taps[#taps + 1] = i * I[3] + j end
+  end
+  if backward and tiled then
+    local zeros = {}
+    for t, tap in ipairs(taps) do zeros[t] = ('s[%s + %d] = 0'):format(k0, tap) end
+    return ('%s; at = q[%s]; g[at] = o[%s]'):format(table.concat(zeros, '; '), ox, ox)
+  elseif backward then
+    return ('at = q[%s]; g[at] = g[at] + o[%s]'):format(ox, ox)
   end
   return ('do local k0 = %s %s o[%s] = v1; q[%s] = kr + k0 + a1 + 1 end'):format(
     k0, maxTree(taps), ox, ox)
@@ -299,12 +305,12 @@ local function unrolledMax(dt, g, backward)
   local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, backward and 'backward' or 'forward',
     I[2], I[3], O[2], O[3], k[2], k[3], d[2], d[3])
   if not unrolled[key] then
-    local body = {}
+    local body, tiled = {}, pool.tiles(g)
     if k[2] * k[3] * O[3] <= ROW_TAPS then
-      for ox = 0, O[3] - 1 do body[ox + 1] = maxWindow(I, k, backward, ox, ox * d[3]) end
+      for ox = 0, O[3] - 1 do body[ox + 1] = maxWindow(I, k, backward, ox, ox * d[3], tiled) end
     else
       body[1] = ('for ox = 0, %d do %s end'):format(O[3] - 1,
-        maxWindow(I, k, backward, 'ox', 'ox * ' .. d[3]))
+        maxWindow(I, k, backward, 'ox', 'ox * ' .. d[3], tiled))
     end
     local code = ([[
 local max, min = math.max, math.min
@@ -335,6 +341,13 @@ local function unrolls(g)
     and (O[2] - 1) * d[2] + k[2] <= I[2] and (O[3] - 1) * d[3] + k[3] <= I[3]
 end
 
+-- Whether the unrolled windows tile each plane: side by side (stride = kernel size) and
+-- covering it (LeNet's 2x2 windows of 2).
+function pool.tiles(g)
+  local I, O, k, d = g.I, g.O, g.p.k, g.p.d
+  return unrolls(g) and d[2] == k[2] and d[3] == k[3] and O[2] * k[2] == I[2] and O[3] * k[3] == I[3]
+end
+
 -- output, indices = max pooling of input (the module's fields are resized)
 function pool.maxForward(self, input, g)
   -- the input sizes, read by the unpooling modules (as torch7's)
@@ -362,11 +375,12 @@ function pool.maxBackward(self, input, gradOutput, g)
   if not ix or ix:nElement() ~= gradOutput:nElement() then
     shape.fail(self, 'call updateOutput with this input before updateGradInput')
   end
-  unfold.zero(gi)
   if unrolls(g) then
+    if not pool.tiles(g) then unfold.zero(gi) end
     unrolledMax(gi._dt, g, true)(gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off,
       ix._st._ptr, ix._off, g.P)
   else
+    unfold.zero(gi)
     run(loops.maxBackward[gi._dt], gi, gradOutput, ix, g)
   end
   return self.gradInput

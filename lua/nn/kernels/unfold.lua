@@ -107,47 +107,22 @@ local function run(loops, img, col, g, first, count, block)
     colStride(g))
 end
 
--- 2D, without padding or dilation and with short output rows (kW * oW <= 48: a longer trace
--- is aborted by LuaJIT; LeNet's case is 40): loops generated per geometry, with the sizes as
--- constants and, for each kernel row i and output row y, all the taps of that kernel row
--- unrolled (short inner loops or per-row memcpy calls would cost more to enter and leave than
--- their few elements). With dW == 1 im2col copies each tap's row with an ffi.copy of constant
--- length, which LuaJIT compiles to a few word moves (no float conversions). col2im gathers:
--- each image element of the row adds the sum of its taps' column entries (one
--- read-modify-write instead of kW).
-local unrolled = {}
-local function unrolledLoop(dt, g, add)
-  -- kept in g too: a memoized geometry then skips making the key
-  local field = add and 'col2imLoop' or 'im2colLoop'
-  local f = g[field]
-  if f and g.loopType == dt then return f end
-  local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, add and 'col2im' or 'im2col',
-    g.H, g.W, g.kH, g.kW, g.dH, g.dW, g.oH, g.oW)
-  if not unrolled[key] then
-    local N, row = g.oH * g.oW, {}
-    if add then
-      for w = 0, g.W - 1 do
-        local terms = {}
-        for j = 0, g.kW - 1 do
-          local x = (w - j) / g.dW
-          if x >= 0 and x < g.oW and x % 1 == 0 then terms[#terms + 1] = ('d[%d]'):format(j * N + x) end
-        end
-        if #terms > 0 then
-          row[#row + 1] = ('s[%d] = s[%d] + (%s)'):format(w, w, table.concat(terms, ' + '))
-        end
-      end
-    elseif g.dW == 1 then
-      for j = 0, g.kW - 1 do
-        row[#row + 1] = ('copy(d + %d, s + %d, %d)'):format(j * N, j, g.oW * dt.size)
-      end
+-- 2D, without padding or dilation and with short rows (kW * oW <= 48 and W <= 96: a longer
+-- trace is aborted by LuaJIT; LeNet's case is 40 and 28): loops generated per geometry, with the sizes as
+-- constants and the taps unrolled (short inner loops or per-row memcpy calls would cost more
+-- to enter and leave than their few elements).
+-- im2col: for each kernel row i and output row y, the row of each tap; with dW == 1 an ffi.copy
+-- of constant length, which LuaJIT compiles to a few word moves (no float conversions).
+local function im2colSource(g, N, esize)
+  local row = {}
+  for j = 0, g.kW - 1 do
+    if g.dW == 1 then
+      row[#row + 1] = ('copy(d + %d, s + %d, %d)'):format(j * N, j, g.oW * esize)
     else
-      for j = 0, g.kW - 1 do
-        for x = 0, g.oW - 1 do
-          row[#row + 1] = ('d[%d] = s[%d]'):format(j * N + x, x * g.dW + j)
-        end
-      end
+      for x = 0, g.oW - 1 do row[#row + 1] = ('d[%d] = s[%d]'):format(j * N + x, x * g.dW + j) end
     end
-    local code = ([[
+  end
+  return (([[
 local copy = require('ffi').copy
 return function(img, io, col, co, P, C, step)
   for p = 0, P - 1 do
@@ -161,23 +136,92 @@ return function(img, io, col, co, P, C, step)
     end
   end
 end]]):gsub('%u%u+', { PLANE = g.H * g.W, KN = g.kH * g.kW * N, KH = g.kH, KW = g.kW,
-      NN = N, WW = g.W, OH = g.oH, OW = g.oW, DH = g.dH, ROW = table.concat(row, '; ') })
-    unrolled[key] = apply.perType(key, code)[dt]
+    NN = N, WW = g.W, OH = g.oH, OW = g.oW, DH = g.dH, ROW = table.concat(row, '; ') }))
+end
+
+-- col2im gathers: each image row Y adds to each of its elements (or, to `store`, sets it to)
+-- the sum of all the column entries taken from it (over the (kernel row i, output row y) pairs
+-- with y * dH + i = Y and their taps), one write per element. The rows go in groups of at most
+-- GATHER_LOADS loads and writes, each group a loop over the planes, and the pairs' column offsets are
+-- read from an array: LuaJIT would fold constant ones into every load's offset, and a trace
+-- with more than 500 distinct constants is aborted.
+local GATHER_LOADS = 400
+local function col2imSource(g, N, store)
+  local groups, group, loads, offsets = {}, {}, 0, {}
+  for Y = 0, g.H - 1 do
+    local pairs_, code, n = {}, { ('local s = s0 + %d'):format(Y * g.W) }, 0
+    for i = 0, g.kH - 1 do
+      local y = (Y - i) / g.dH
+      if y >= 0 and y < g.oH and y % 1 == 0 then
+        offsets[#offsets + 1] = i * g.kW * N + y * g.oW
+        pairs_[#pairs_ + 1] = #offsets - 1
+      end
+    end
+    for k, at in ipairs(pairs_) do code[#code + 1] = ('local q%d = d0 + offsets[%d]'):format(k, at) end
+    for X = 0, g.W - 1 do
+      local terms = {}
+      for k = 1, #pairs_ do
+        for j = 0, g.kW - 1 do
+          local x = (X - j) / g.dW
+          if x >= 0 and x < g.oW and x % 1 == 0 then terms[#terms + 1] = ('q%d[%d]'):format(k, j * N + x) end
+        end
+      end
+      if store then
+        code[#code + 1] = ('s[%d] = %s'):format(X, #terms > 0 and table.concat(terms, ' + ') or '0')
+      elseif #terms > 0 then
+        code[#code + 1] = ('s[%d] = s[%d] + (%s)'):format(X, X, table.concat(terms, ' + '))
+      end
+      n = n + #terms + ((store or #terms > 0) and 1 or 0)
+    end
+    if n > 0 then
+      if loads + n > GATHER_LOADS and #group > 0 then groups[#groups + 1], group, loads = group, {}, 0 end
+      group[#group + 1] = 'do ' .. table.concat(code, '; ') .. ' end'
+      loads = loads + n
+    end
   end
-  if g.loopType ~= dt then g.im2colLoop, g.col2imLoop, g.loopType = nil, nil, dt end
-  g[field] = unrolled[key]
+  groups[#groups + 1] = group
+  local loops = {}
+  for k, rows in ipairs(groups) do
+    loops[k] = ([[
+  for p = 0, P - 1 do
+    local c = p % C
+    local s0, d0 = img + (io + p * PLANE), col + (co + (p - c) / C * step + c * KN)
+    ROWS
+  end]]):gsub('%u%u+', { PLANE = g.H * g.W, KN = g.kH * g.kW * N, ROWS = table.concat(rows, '\n    ') })
+  end
+  return ('local offsets = require("ffi").new("int32_t[?]", %d, { %s })\n'):format(#offsets,
+    table.concat(offsets, ', ')) .. 'return function(img, io, col, co, P, C, step)\n'
+    .. table.concat(loops, '\n') .. '\nend'
+end
+
+-- mode: 'im2col', 'col2im' (img = the patches) or 'col2imAdd' (img += the patches)
+local unrolled = {}
+local function unrolledLoop(dt, g, mode)
+  -- kept in g too: a memoized geometry then skips making the key
+  local f = g[mode]
+  if f and g.loopType == dt then return f end
+  local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, mode, g.H, g.W, g.kH, g.kW, g.dH,
+    g.dW, g.oH, g.oW)
+  if not unrolled[key] then
+    local N = g.oH * g.oW
+    unrolled[key] = apply.perType(key, mode == 'im2col' and im2colSource(g, N, dt.size)
+      or col2imSource(g, N, mode == 'col2im'))[dt]
+  end
+  if g.loopType ~= dt then g.im2col, g.col2im, g.col2imAdd, g.loopType = nil, nil, nil, dt end
+  g[mode] = unrolled[key]
   return unrolled[key]
 end
 
 local function unrolls(g)
   return g.padH == 0 and g.padW == 0 and (g.padT or 0) == 0 and (g.T or 1) == 1
     and (g.kT or 1) == 1 and (g.dilationH or 1) == 1 and (g.dilationW or 1) == 1 and g.kW * g.oW <= 48
+    and g.W <= 96
 end
 
-local function unrolledRun(img, col, g, add, first, count, block)
+local function unrolledRun(img, col, g, mode, first, count, block)
   local io = img._off + first * g.C * g.H * g.W
   local step = colStride(g)
-  unrolledLoop(img._dt, g, add)(img._st._ptr, io, col._st._ptr, col._off + block * step, count * g.C, g.C, step)
+  unrolledLoop(img._dt, g, mode)(img._st._ptr, io, col._st._ptr, col._off + block * step, count * g.C, g.C, step)
 end
 
 -- col = the unfolded patches of img; of its images [first, first + count) into col's blocks
@@ -185,20 +229,24 @@ end
 function unfold.im2col(img, col, g, first, count, block)
   first = first or 0
   count, block = count or g.B - first, block or first
-  if unrolls(g) then return unrolledRun(img, col, g, false, first, count, block) end
+  if unrolls(g) then return unrolledRun(img, col, g, 'im2col', first, count, block) end
   if g.padH > 0 or g.padW > 0 or (g.padT or 0) > 0 then
     ffi.fill(col._st._ptr + col._off + block * colStride(g), count * colStride(g) * col._dt.size)
   end
   run(im2colLoops, img, col, g, first, count, block)
 end
 
--- img = (img when keep, else 0) + the patches in col, each added back where im2col took it
--- (likewise for the images [first, first + count) from the blocks at `block`)
+-- img = (img when keep, else 0) + the patches in col, each added back where im2col took it;
+-- likewise for the images [first, first + count) of img (default all; the others are left as
+-- they are) from col's blocks at `block` (default first)
 function unfold.col2im(col, img, g, keep, first, count, block)
   first = first or 0
   count, block = count or g.B - first, block or first
-  if not keep then zero(img) end
-  if unrolls(g) then return unrolledRun(img, col, g, true, first, count, block) end
+  if unrolls(g) then return unrolledRun(img, col, g, keep and 'col2imAdd' or 'col2im', first, count, block) end
+  if not keep then
+    local n = g.C * (g.T or 1) * g.H * g.W
+    ffi.fill(img._st._ptr + img._off + first * n, count * n * img._dt.size)
+  end
   run(col2imLoops, img, col, g, first, count, block)
 end
 
