@@ -61,8 +61,9 @@ class BufferRegistry:
         self._arrays[buffer_id] = array
         return buffer_id
 
-    def alloc(self, n: int, type_name: str) -> tuple[int, int, int]:
-        """A new zeroed buffer of n elements: (id, address high, address low)."""
+    def alloc(self, n: int, type_name: str, zeroed: bool = True) -> tuple[int, int, int]:
+        """A new buffer of n elements, zeroed unless the caller overwrites it all at once:
+        (id, address high, address low)."""
         n = int(n)
         if n < 0:
             raise ValueError(f"storage size must be non-negative, got {n}")
@@ -71,7 +72,8 @@ class BufferRegistry:
         if reusable:
             array = reusable.pop()
             self._pool_bytes -= array.nbytes
-            array.fill(0)
+            if zeroed:
+                array.fill(0)
         else:
             array = np.zeros(n or 1, dtype=dtype)
         buffer_id = self.register(array)

@@ -583,3 +583,17 @@ def test_hostile_structure(t7):
     with pytest.raises(LuaError, match=r"torch.serialize: objects nested deeper than 4096"):
         t7.eval("function() local t = {} local c = t for i = 1, 5000 do c[1] = {} c = c[1] end "
                 "return torch.serialize(t) end")()
+
+
+def test_load_into_reused_buffers(t7, tmp_path, rng):
+    # released large buffers are handed out again without zeroing when a file overwrites them
+    path = str(tmp_path / "big.t7")
+    data = rng.standard_normal(600_000).astype(np.float32)      # 2.4 MB: pooled when released
+    t7.save(path, luabridge.from_numpy(data.copy()))
+    stale = lua_fn("""function(n)
+      for _ = 1, 3 do local s = torch.FloatStorage(n):fill(7); s = nil; collectgarbage() end
+    end""")
+    for _ in range(3):
+        stale(600_000)
+        got = luabridge.to_numpy(t7.load(path))
+        np.testing.assert_array_equal(got, data)

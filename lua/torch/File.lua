@@ -196,6 +196,7 @@ local function fixNaNs(c, p, n)
   return found
 end
 
+local NAN_CHUNK = 256 * 1024
 local function canonicalizeNaNs(k, p, n)
   local c = nanKinds[k.name]
   if not c or n == 0 then return end
@@ -225,8 +226,16 @@ local function readElements(self, k, p, n)
       end
       return got
     end
-    local got = math.floor(self:_read(p, k.size * n) / k.size)
-    canonicalizeNaNs(k, p, got)
+    if not nanKinds[k.name] then return math.floor(self:_read(p, k.size * n) / k.size) end
+    -- floating point data in cache-sized pieces, each checked for NaNs while it is still in cache
+    local got, per = 0, math.floor(NAN_CHUNK / k.size)
+    while got < n do
+      local m = math.min(per, n - got)
+      local r = math.floor(self:_read(p + got, k.size * m) / k.size)
+      canonicalizeNaNs(k, p + got, r)
+      got = got + r
+      if r < m then break end
+    end
     return got
   end
   local got

@@ -67,6 +67,17 @@ function Storage.resize(s, n)
   return s
 end
 
+-- resize for a caller that overwrites every element before anything reads them (torch.load
+-- reads a file straight in; a failed read discards the storage): the old contents are not kept
+-- and a reused buffer is not zeroed first.
+function Storage._resizeForOverwrite(s, n)
+  if n == s._n then return s end
+  if s._base then check.error('resize: cannot resize a storage that views another storage') end
+  s._ptr, s._h, s._id = memory.alloc(n, s._dt, true)
+  s._n = n
+  return s
+end
+
 function Storage.copy(s, src)
   if type(src) == 'table' and not isStorage(src) then
     if #src ~= s._n then check.error(('copy: size mismatch, storage %d vs table %d'):format(s._n, #src)) end

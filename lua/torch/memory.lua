@@ -46,14 +46,16 @@ function memory.handle(id)
 end
 
 -- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
-function memory.alloc(n, dt)
+-- With overwritten true the caller writes every element before anything reads them (a file
+-- read), so a reused buffer is not zeroed first.
+function memory.alloc(n, dt, overwritten)
   allocatedSinceCollect = allocatedSinceCollect + n * dt.size
   if allocatedSinceCollect > COLLECT_BYTES and memory.tracking then
     allocatedSinceCollect = 0
     for _ = 1, 3 do collectgarbage() end
   end
   memory.flush()
-  local id, hi, lo = py.alloc(n, dt.name)
+  local id, hi, lo = py.alloc(n, dt.name, not overwritten)
   return address(hi, lo, dt.ptr), memory.handle(id), id
 end
 

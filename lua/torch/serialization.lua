@@ -38,7 +38,7 @@ local function readStorage(s, file)
     file['read' .. host.name](file, h)
     s:resize(n):copy(h)
   else
-    s:resize(n)
+    s:_resizeForOverwrite(n)
     file['read' .. host.name](file, s)
   end
 end
