@@ -66,3 +66,28 @@ def test_checkpoint_example(tmp_path):
         np.testing.assert_array_equal(theirs["modules"][i]["weight"], ours.modules[i].weight)
         np.testing.assert_array_equal(theirs["modules"][i]["bias"], ours.modules[i].bias)
 
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tinyflow_softmax_example(capsys):
+    """tinyflow's MNIST softmax tutorial, on the digits, through luabridge.tinyflow."""
+    pytest.importorskip("sklearn")
+    accuracy = _example("tinyflow_softmax").main(["--steps", "200"])
+    assert accuracy >= 0.85
+    assert re.search(r"test accuracy [\d.]+% \(450 images\)", capsys.readouterr().out)
+
+
+def test_tinyflow_lenet_example_short_run(capsys):
+    """tinyflow's LeNet example (shape inference, Adam, nn modules) for a few epochs."""
+    pytest.importorskip("sklearn")
+    accuracy = _example("tinyflow_lenet").main(["--epochs", "4"])
+    out = capsys.readouterr().out
+    assert "shape[conv1_weight]=[20, 1, 5, 5]" in out and "shape[fc2_weight]=[10, 100]" in out
+    losses = [float(v) for v in re.findall(r"cross_entropy=(\S+)", out)]
+    assert len(losses) == 4 and losses[-1] < losses[0] / 2
+    assert accuracy > 0.8  # chance is 0.1; the full run (10 epochs) reaches about 97%

@@ -1,0 +1,473 @@
+-- Compute closures for the graph executor's tensor ops (luabridge/graph/ops/*.py).
+--
+-- A factory runs once per executor build and captures the planned buffers' element pointers and
+-- counts, so a run costs a few FFI loads and stores: straight-line code for tiny tensors (no loop
+-- to trace), else one call of numpy's SIMD loop through the FFI with its arguments prepared (about
+-- 5 ns plus the work; a LuaJIT loop where numpy has none), BLAS for matrix products. Generated
+-- code is cached by its text, so every node of one kind and size shares one prototype (LuaJIT
+-- traces a run loop over such closures as one). Operands on a device or not contiguous take torch
+-- methods.
+local ffi = require 'ffi'
+local torch = require 'torch'
+local apply = require 'torch.backend.cpu.apply'
+local ufunc = require 'torch.backend.cpu.ufunc'
+local blas = require 'torch.backend.cpu.blas'
+
+local K = {}
+-- Straight-line code up to these sizes (measured against numpy's loops and BLAS called as here):
+K.UNROLL = 8           -- elements of an elementwise op (16 where numpy has no loop)
+K.REDUCE_UNROLL = 16   -- elements of a full reduction
+K.MATMUL_UNROLL = 64   -- multiply-adds of a matrix product
+
+local isContiguous, numel = apply.isContiguous, apply.numel
+
+local function ptr(t) return t._st._ptr + t._off end
+
+-- Whether generated loops may address t directly.
+local function direct(t) return t._device == nil and t._st ~= false and isContiguous(t) end
+
+local function noop() end
+
+-- Buffers that a closure reaches only through captured pointers, kept alive with it.
+local anchors = setmetatable({}, { __mode = 'k' })
+local function anchored(f, ...)
+  anchors[f] = { ... }
+  return f
+end
+
+local compiled = {}
+-- The function that chunk `src` returns, compiled once per text.
+local function compile(src, name)
+  local f = compiled[src]
+  if not f then
+    f = assert(loadstring(src, '=' .. name))()
+    compiled[src] = f
+  end
+  return f
+end
+
+------------------------------------------------------------------------------------------------
+-- elementwise ops: y = f(x1, x2, v); an input of one element broadcasts over y ([1]-shaped
+-- operands, tinyflow's scalars)
+
+-- name -> { expression over $1, $2 and the scalar v; numpy ufunc; where v goes in the ufunc's
+-- arguments; torch form (y, a, b, v) for device or strided operands }
+local EWISE = {
+  add = { '$1 + $2', 'add', nil, function(y, a, b) y:add(a, b) end },
+  sub = { '$1 - $2', 'subtract', nil, function(y, a, b) torch.add(y, a, -1, b) end },
+  mul = { '$1 * $2', 'multiply', nil, function(y, a, b) y:cmul(a, b) end },
+  div = { '$1 / $2', 'divide', nil, function(y, a, b) y:cdiv(a, b) end },
+  pow = { '$1 ^ $2', 'power', nil, function(y, a, b) y:cpow(a, b) end },
+  equal = { '($1 == $2) and 1 or 0', nil, nil, function(y, a, b) y:copy(torch.eq(a, b)) end },
+  add_scalar = { '$1 + v', 'add', 'after', function(y, a, _, v) y:add(a, v) end },
+  sub_scalar = { '$1 - v', 'subtract', 'after', function(y, a, _, v) y:add(a, -v) end },
+  rsub_scalar = { 'v - $1', 'subtract', 'before', function(y, a, _, v) y:mul(a, -1):add(v) end },
+  mul_scalar = { '$1 * v', 'multiply', 'after', function(y, a, _, v) y:mul(a, v) end },
+  div_scalar = { '$1 / v', 'divide', 'after', function(y, a, _, v) y:div(a, v) end },
+  rdiv_scalar = { 'v / $1', 'divide', 'before', function(y, a, _, v) y:pow(a, -1):mul(v) end },
+  pow_scalar = { '$1 ^ v', 'power', 'after', function(y, a, _, v) y:pow(a, v) end },
+  rpow_scalar = { 'v ^ $1', 'power', 'before', function(y, a, _, v) torch.pow(y, v, a) end },
+  square = { '$1 * $1', 'square', nil, function(y, a) y:cmul(a, a) end },
+  exp = { 'exp($1)', 'exp', nil, function(y, a) y:exp(a) end },
+  log = { 'log($1)', 'log', nil, function(y, a) y:log(a) end },
+  sqrt = { 'sqrt($1)', 'sqrt', nil, function(y, a) y:sqrt(a) end },
+  copy = { '$1', nil, nil, function(y, a) y:copy(a) end },
+  fill = { 'v', nil, nil, function(y, _, _, v) y:fill(v) end },
+}
+K.EWISE = EWISE
+
+-- Source of a factory (py, p1, p2, n, v) -> closure; bcast[k]: input k broadcasts (index 0).
+local function ewiseSource(expr, bcast, n)
+  local function at(i)
+    return (expr:gsub('%$(%d)', function(k)
+      return ('p%s[%s]'):format(k, bcast[tonumber(k)] and '0' or i)
+    end))
+  end
+  local body
+  if n <= 2 * K.UNROLL then
+    local lines = {}
+    for i = 0, n - 1 do lines[#lines + 1] = ('py[%d] = %s'):format(i, at(tostring(i))) end
+    body = table.concat(lines, '\n')
+  else
+    body = ('for i = 0, n - 1 do py[i] = %s end'):format(at('i'))
+  end
+  return ([[
+local exp, log, sqrt = math.exp, math.log, math.sqrt
+return function(py, p1, p2, n, v)
+  return function()
+%s
+  end
+end]]):format(body)
+end
+
+-- numpy's loop over captured operands, or nil where numpy has none.
+local function numpyClosure(op, y, xs, v, n)
+  local name, where = op[2], op[3]
+  local sig = ({ Float = 'f', Double = 'd' })[y._dt.name]
+  if not name or not sig then return nil end
+  local nargs = (#xs == 2 or where) and 3 or 2
+  local loop = ufunc.loop(name, sig:rep(nargs - 1) .. '->' .. sig)
+  if not loop then return nil end
+  local size = y._dt.size
+  local scalar = ffi.new(y._dt.ctype .. '[1]', v or 0)
+  local args = ffi.new('char *[3]')
+  local dims = ffi.new('intptr_t[1]', n)
+  local steps = ffi.new('intptr_t[3]')
+  local operands, strides = {}, {}
+  for k, x in ipairs(xs) do
+    operands[k], strides[k] = ptr(x), numel(x) == 1 and n > 1 and 0 or size
+  end
+  if where == 'after' then operands[2], strides[2] = scalar, 0
+  elseif where == 'before' then operands[1], operands[2], strides[1], strides[2] = scalar, operands[1], 0, strides[1] end
+  for k = 1, nargs - 1 do
+    args[k - 1] = ffi.cast('char *', operands[k])
+    steps[k - 1] = strides[k]
+  end
+  args[nargs - 1], steps[nargs - 1] = ffi.cast('char *', ptr(y)), size
+  local fn, data = loop.fn, loop.data
+  return anchored(function() fn(args, dims, steps, data) end, scalar)
+end
+
+-- The closure computing y = op(xs[1], xs[2], v) (op: a name of EWISE).
+function K.ewise(name, y, xs, v)
+  local op = assert(EWISE[name], name)
+  local n = numel(y)
+  for _, x in ipairs(xs) do
+    local m = numel(x)
+    if m ~= n and m ~= 1 then
+      error(('%s: %d elements and output of %d'):format(name, m, n))
+    end
+  end
+  if n == 0 then return noop end
+  local fast = direct(y)
+  for _, x in ipairs(xs) do fast = fast and direct(x) end
+  if not fast then
+    local ones = y:size():fill(1)
+    local a, b = xs[1], xs[2]
+    if a and numel(a) ~= n then a = a:view(ones):expandAs(y) end
+    if b and numel(b) ~= n then b = b:view(ones):expandAs(y) end
+    local f = op[4]
+    return function() f(y, a, b, v) end
+  end
+  if name == 'copy' then
+    if ptr(y) == ptr(xs[1]) then return noop end
+    if n > 2 * K.UNROLL and numel(xs[1]) == n then
+      local py, px, bytes = ptr(y), ptr(xs[1]), n * y._dt.size
+      return function() ffi.copy(py, px, bytes) end
+    end
+  end
+  if n > K.UNROLL then
+    local f = numpyClosure(op, y, xs, v, n)
+    if f then return f end
+  end
+  local bcast = {}
+  for k, x in ipairs(xs) do bcast[k] = n > 1 and numel(x) == 1 end
+  local factory = compile(ewiseSource(op[1], bcast, n), 'graph ' .. name)
+  return factory(ptr(y), xs[1] and ptr(xs[1]), xs[2] and ptr(xs[2]), n, v)
+end
+
+-- y = x1 + ... + xk (the sum of gradients)
+function K.sum(y, xs)
+  if #xs == 1 then return K.ewise('copy', y, xs) end
+  local steps = { K.ewise('add', y, { xs[1], xs[2] }) }
+  for k = 3, #xs do steps[#steps + 1] = K.ewise('add', y, { y, xs[k] }) end
+  if #steps == 1 then return steps[1] end
+  return function() for k = 1, #steps do steps[k]() end end
+end
+
+------------------------------------------------------------------------------------------------
+-- reductions over axes: passes of (outer, red, inner) over contiguous buffers
+
+-- The shape of x as groups { size, reduced } with neighbours of one kind merged.
+local function groups(sz, axes)
+  local red = {}
+  for _, a in ipairs(axes) do red[a + 1] = true end
+  local gs = {}
+  for d = 1, #sz do
+    local r = red[d] or false
+    local last = gs[#gs]
+    if last and last[2] == r then last[1] = last[1] * sz[d] else gs[#gs + 1] = { sz[d], r } end
+  end
+  return gs
+end
+
+-- The passes reducing groups gs, last reduced group first: { outer, red, inner } each.
+local function reducePasses(gs)
+  gs = { unpack(gs) }
+  local passes = {}
+  while true do
+    local j
+    for k = #gs, 1, -1 do if gs[k][2] then j = k; break end end
+    if not j then return passes end
+    local outer, inner = 1, 1
+    for k = 1, j - 1 do outer = outer * gs[k][1] end
+    for k = j + 1, #gs do inner = inner * gs[k][1] end
+    passes[#passes + 1] = { outer, gs[j][1], inner }
+    table.remove(gs, j)
+    if gs[j - 1] and gs[j] and not gs[j - 1][2] and not gs[j][2] then
+      gs[j - 1] = { gs[j - 1][1] * gs[j][1], false }
+      table.remove(gs, j)
+    end
+  end
+end
+
+local REDUCE = [[
+local ffi = require 'ffi'
+return function(outer, red, inner, px, py, scale)
+  if inner == 1 then
+    return function()
+      for o = 0, outer - 1 do
+        local s, base = 0, o * red
+        for r = 0, red - 1 do s = s + px[base + r] end
+        py[o] = s * scale
+      end
+    end
+  end
+  local acc = ffi.new('double[?]', inner)
+  return function()
+    for o = 0, outer - 1 do
+      for i = 0, inner - 1 do acc[i] = 0 end
+      for r = 0, red - 1 do
+        local base = (o * red + r) * inner
+        for i = 0, inner - 1 do acc[i] = acc[i] + px[base + i] end
+      end
+      local base = o * inner
+      for i = 0, inner - 1 do py[base + i] = acc[i] * scale end
+    end
+  end
+end]]
+
+-- A full reduction of n elements, unrolled for small n.
+local function reduceAllSource(n)
+  local terms = {}
+  for i = 0, n - 1 do terms[#terms + 1] = ('px[%d]'):format(i) end
+  return ([[
+return function(px, py, scale)
+  return function() py[0] = (%s) * scale end
+end]]):format(table.concat(terms, ' + '))
+end
+
+local reduceLoop = assert(loadstring(REDUCE, '=graph reduce'))()
+
+-- One pass py[o, i] = scale * sum_r px[o, r, i].
+local function reducePass(p, px, py, scale)
+  local outer, red, inner = p[1], p[2], p[3]
+  if outer * inner == 1 and red <= K.REDUCE_UNROLL then
+    return compile(reduceAllSource(red), 'graph reduce ' .. red)(px, py, scale)
+  end
+  return reduceLoop(outer, red, inner, px, py, scale)
+end
+
+local function chain(steps)
+  if #steps == 1 then return steps[1] end
+  local a, b = steps[1], steps[2]
+  if #steps == 2 then return function() a(); b() end end
+  return function() for k = 1, #steps do steps[k]() end end
+end
+
+-- The 0-based axes in attribute text such as "[1,3]" or "-1" (negative ones count from the
+-- end of ndim dims), sorted; nil when there are none (every axis).
+function K.axes(text, ndim)
+  if text == nil then return nil end
+  local axes = {}
+  for a in tostring(text):gmatch('-?%d+') do
+    a = tonumber(a)
+    axes[#axes + 1] = a < 0 and a + ndim or a
+  end
+  table.sort(axes)
+  return #axes > 0 and axes or nil
+end
+
+-- Axes as given (0-based, a Lua list) or every axis when nil or empty.
+local function axesOf(x, axes)
+  if axes and #axes > 0 then return axes end
+  local all = {}
+  for d = 1, x:dim() do all[d] = d - 1 end
+  return all
+end
+
+-- Reduced element count of x over axes.
+local function reducedCount(x, axes)
+  local c = 1
+  for _, a in ipairs(axes) do c = c * x:size(a + 1) end
+  return c
+end
+
+-- y = sum (mean: the mean) of x over axes (0-based), the reduced dims dropped.
+function K.reduce(kind, y, x, axes)
+  axes = axesOf(x, axes)
+  local scale = kind == 'mean' and 1 / reducedCount(x, axes) or 1
+  if numel(y) == 0 then return noop end
+  if numel(x) == 0 then return K.ewise('fill', y, {}, kind == 'mean' and 0 / 0 or 0) end
+  if not (direct(x) and direct(y)) then
+    local keep = x:size()
+    for _, a in ipairs(axes) do keep[a + 1] = 1 end
+    local yv = y:view(keep)
+    table.sort(axes)
+    return function()
+      local t = x
+      for k = #axes, 1, -1 do t = t:sum(axes[k] + 1) end
+      yv:copy(t):mul(scale)
+    end
+  end
+  local passes = reducePasses(groups(x:size():totable(), axes))
+  local steps, temps, src = {}, {}, ptr(x)
+  for k, p in ipairs(passes) do
+    local last = k == #passes
+    if not last then temps[k] = x.new():resize(p[1] * p[3]) end
+    local dst = last and ptr(y) or ptr(temps[k])
+    steps[k] = reducePass(p, src, dst, last and scale or 1)
+    src = dst
+  end
+  return anchored(chain(steps), temps)
+end
+
+local BROADCAST = [[
+return function(outer, red, inner, px, py, scale)
+  return function()
+    for o = 0, outer - 1 do
+      for r = 0, red - 1 do
+        local src, dst = o * inner, (o * red + r) * inner
+        for i = 0, inner - 1 do py[dst + i] = px[src + i] * scale end
+      end
+    end
+  end
+end]]
+local broadcastLoop = assert(loadstring(BROADCAST, '=graph broadcast'))()
+
+-- The gradient of K.reduce: y (x's shape) = g (the reduced shape) broadcast over axes, scaled
+-- by 1 / count for a mean.
+function K.reduceBackward(kind, y, g, axes)
+  axes = axesOf(y, axes)
+  local scale = kind == 'mean' and 1 / reducedCount(y, axes) or 1
+  if numel(y) == 0 then return noop end
+  if not (direct(y) and direct(g)) then
+    local keep = y:size()
+    for _, a in ipairs(axes) do keep[a + 1] = 1 end
+    local gv = g:view(keep):expandAs(y)
+    return function() y:copy(gv):mul(scale) end
+  end
+  local passes = reducePasses(groups(y:size():totable(), axes))
+  local steps, dst = {}, ptr(y)
+  -- the reduction's first pass is the broadcast's last: walk them backwards from y
+  local temps, bufs = {}, {}
+  for k = 1, #passes - 1 do
+    temps[k] = y.new():resize(passes[k][1] * passes[k][3])
+    bufs[k] = ptr(temps[k])
+  end
+  for k = #passes, 1, -1 do
+    local src = k == #passes and ptr(g) or bufs[k]
+    local out = k == 1 and dst or bufs[k - 1]
+    steps[#steps + 1] = broadcastLoop(passes[k][1], passes[k][2], passes[k][3], src, out,
+      k == #passes and scale or 1)
+  end
+  return anchored(chain(steps), temps)
+end
+
+local ARGMAX = [[
+return function(outer, red, inner, px, py)
+  return function()
+    for o = 0, outer - 1 do
+      for i = 0, inner - 1 do
+        local base = o * red * inner + i
+        local best, at = px[base], 0
+        if best == best then
+          for r = 1, red - 1 do
+            local v = px[base + r * inner]
+            if v ~= v then at = r; break end
+            if v > best then best, at = v, r end
+          end
+        end
+        py[o * inner + i] = at
+      end
+    end
+  end
+end]]
+local argmaxLoop = assert(loadstring(ARGMAX, '=graph argmax'))()
+
+-- y = the 0-based index of the largest element of x along axis (the first one; a NaN wins,
+-- as numpy's argmax), as y's element type.
+function K.argmax(y, x, axis)
+  local sz = x:size():totable()
+  local outer, inner = 1, 1
+  for d = 1, axis do outer = outer * sz[d] end
+  for d = axis + 2, #sz do inner = inner * sz[d] end
+  local red = sz[axis + 1]
+  if numel(y) == 0 then return noop end
+  if red == 0 then error('argmax: empty axis ' .. axis) end
+  if not (direct(x) and direct(y)) then
+    local keep = x:size()
+    keep[axis + 1] = 1
+    local yv = y:view(keep)
+    return function()
+      local _, at = torch.max(x, axis + 1)
+      yv:copy(at):add(-1)
+    end
+  end
+  return argmaxLoop(outer, red, inner, ptr(x), ptr(y))
+end
+
+------------------------------------------------------------------------------------------------
+-- matrix products: c (m x n) = op(a) op(b), row-major; ta / tb: a is stored k x m / b n x k
+
+local function gemmSource(m, n, k, ta, tb)
+  local lines = {}
+  for i = 0, m - 1 do
+    for j = 0, n - 1 do
+      local terms = {}
+      for l = 0, k - 1 do
+        local ai = ta and (l * m + i) or (i * k + l)
+        local bi = tb and (j * k + l) or (l * n + j)
+        terms[#terms + 1] = ('pa[%d] * pb[%d]'):format(ai, bi)
+      end
+      lines[#lines + 1] = ('pc[%d] = %s'):format(i * n + j, table.concat(terms, ' + '))
+    end
+  end
+  return ('return function(pc, pa, pb) return function()\n%s\nend end'):format(table.concat(lines, '\n'))
+end
+
+function K.matmul(c, a, b, ta, tb)
+  local m, n = c:size(1), c:size(2)
+  local k = ta and a:size(1) or a:size(2)
+  if m * n == 0 then return noop end
+  if k == 0 then return K.ewise('fill', c, {}, 0) end
+  if c._dt.integer or not (direct(a) and direct(b) and direct(c)) then
+    local a_ = ta and a:t() or a
+    local b_ = tb and b:t() or b
+    return function() torch.mm(c, a_, b_) end
+  end
+  local pc, pa, pb = ptr(c), ptr(a), ptr(b)
+  if m * n * k <= K.MATMUL_UNROLL then
+    return compile(gemmSource(m, n, k, ta, tb), 'graph matmul')(pc, pa, pb)
+  end
+  -- BLAS is column-major: it computes c^T (n x m) = op(b)^T op(a)^T
+  local dt = c._dt
+  local lda, ldb = ta and m or k, tb and k or n
+  return function() blas.gemm(dt, tb, ta, n, m, k, 1, pb, ldb, pa, lda, 0, pc, n) end
+end
+
+-- The gradients ga, gb of c = op(a) op(b) (ta, tb: a, b transposed) from gc.
+function K.matmulBackward(ga, gb, gc, a, b, ta, tb)
+  -- grad op(a) = gc op(b)^T, grad op(b) = op(a)^T gc; a transposed operand takes its transpose
+  local fa = ta and K.matmul(ga, b, gc, tb, true) or K.matmul(ga, gc, b, false, not tb)
+  local fb = tb and K.matmul(gb, gc, a, true, ta) or K.matmul(gb, a, gc, not ta, false)
+  return function() fa(); fb() end
+end
+
+------------------------------------------------------------------------------------------------
+-- the rest
+
+-- y = g summed down to y's element count: a copy, or the sum of every element when y has one
+-- (the gradient of an operand that a binary op broadcast).
+function K.sumTo(y, g)
+  if numel(y) == numel(g) then return K.ewise('copy', y, { g }) end
+  if numel(y) ~= 1 then error(('sum_to_like: %d elements into %d'):format(numel(g), numel(y))) end
+  return K.reduce('sum', y:view(1), g, nil)
+end
+
+-- y = normal(mean, stdev) samples from torch's generator.
+function K.normal(y, mean, stdev)
+  return function() y:normal(mean, stdev) end
+end
+
+return K

@@ -1,0 +1,361 @@
+"""The executor: a planned graph turned into a list of closures (Lua compute closures, nn
+forward/backward closures, Python calls, feed copies) run by one Lua loop."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+import numpy as np
+
+from ..errors import LuaError
+from ..runtime import bridge
+from .graph import Graph
+from .passes.infer import infer_shapes
+from .passes.plan_memory import EMPTY, EXTERNAL, plan_memory
+from .registry import LuaCompute, LuaModule, PythonCompute
+from .symbol import Entry, Node, topo_nodes
+
+if TYPE_CHECKING:
+    from .session import Session
+
+
+class GraphError(LuaError):
+    """An op failed while running: the message names the op and node."""
+
+
+def _lua_sizes(shape: tuple) -> tuple:
+    return shape if shape else (1,)  # torch7 has no 0-dim tensors: scalars are 1-element
+
+
+def _late_sources(nodes: list[Node]) -> list[Node]:
+    """The order with each input-less op (placeholders, constants) moved to just before its first
+    consumer, so its buffer is live no longer than needed."""
+    movable = {id(n) for n in nodes if n.op is not None and not n.inputs and not n.control_deps}
+    order: list[Node] = []
+    placed: set[int] = set()
+    for n in nodes:
+        if id(n) in movable:
+            continue
+        for e in n.inputs:
+            if id(e.node) in movable and id(e.node) not in placed:
+                placed.add(id(e.node))
+                order.append(e.node)
+        order.append(n)
+    order += [n for n in nodes if id(n) in movable and id(n) not in placed]
+    return order
+
+
+def build_graph(outputs: list[Entry]) -> Graph:
+    """The graph of the fetched entries, ordered so that an op mutating a variable runs after
+    the readers of its older versions and before the readers of its newer ones, with input-less
+    ops placed late."""
+    nodes = topo_nodes(outputs)
+    extra = _mutation_order(nodes)
+    if extra:
+        nodes = topo_nodes(outputs, extra)
+    return Graph.from_nodes(outputs, _late_sources(nodes))
+
+
+def _mutation_order(nodes: list[Node]) -> dict[int, list[Node]]:
+    """Extra predecessors by node id, from Entry.version of the variables ops mutate."""
+    uses: dict[int, list[tuple[Node, int, bool]]] = {}
+    for n in nodes:
+        if n.op is None:
+            continue
+        mutated = set(n.op.mutate_inputs)
+        for i, e in enumerate(n.inputs):
+            if e.node.op is None:
+                uses.setdefault(id(e.node), []).append((n, e.version, i in mutated))
+    extra: dict[int, list[Node]] = {}
+    for var_uses in uses.values():
+        for m, ver, mutates in var_uses:
+            if not mutates:
+                continue
+            for r, rver, _ in var_uses:
+                if r is m:
+                    continue
+                if rver < ver:
+                    extra.setdefault(id(m), []).append(r)
+                elif rver >= ver and not _mutation_of(var_uses, r, rver):
+                    extra.setdefault(id(r), []).append(m)
+    return extra
+
+
+def _mutation_of(var_uses: list, node: Node, version: int) -> bool:
+    return any(n is node and mut and v == version for n, v, mut in var_uses)
+
+
+@dataclass
+class _Plan:
+    signature: tuple
+    graph: Graph
+    tensors: list        # Lua tensor by entry id
+    views: list          # numpy view by entry id
+    run: Any             # the Lua run function
+    where: Any           # Lua function: the step running (0 when none)
+    labels: list         # step -> (kind, node)
+    arrays: list         # the numpy buffers by storage id
+
+
+class Executor:
+    """Runs the graph of some fetched entries in a session; rebuilt when shapes change."""
+
+    def __init__(self, session: "Session", fetches: list[Entry], poison: bool = False) -> None:
+        self.session = session
+        self.device = session.device
+        self.fetches = list(fetches)
+        self.poison = poison
+        self.graph = build_graph(self.fetches)
+        self.placeholders = [n for n in self.graph.nodes if n.op is not None and n.op.name == "placeholder"]
+        self.variables = [n for n in self.graph.nodes if n.op is None]
+        self.read_vars, self.assigned_vars = self._variable_uses()
+        self.plan: Optional[_Plan] = None
+        self.pool: dict[tuple, list[np.ndarray]] = {}
+        self.builds = 0
+        self._feeds: list[np.ndarray] = []
+        self._py_error: Optional[BaseException] = None
+
+    def _variable_uses(self) -> tuple[list[Node], list[Node]]:
+        """Variables read before this graph writes them (they must be initialised) and variables
+        written (mutated inputs). A use of a version at least as new as the graph's first
+        mutation of the variable reads the value written here."""
+        uses: list[tuple[Node, int, bool]] = [(e.node, e.version, False) for e in self.fetches if e.node.op is None]
+        for n in self.graph.nodes:
+            if n.op is None:
+                continue
+            mutated = set(n.op.mutate_inputs)
+            uses += [(e.node, e.version, i in mutated) for i, e in enumerate(n.inputs) if e.node.op is None]
+        first_write: dict[int, int] = {}
+        for v, ver, mut in uses:
+            if mut:
+                first_write[id(v)] = min(ver, first_write.get(id(v), ver))
+        read = {id(v) for v, ver, mut in uses if not mut and ver < first_write.get(id(v), ver + 1)}
+        return ([v for v in self.variables if id(v) in read],
+                [v for v in self.variables if id(v) in first_write])
+
+    # ---- running ----
+    def run(self, feed: dict[Node, np.ndarray]) -> list[Optional[np.ndarray]]:
+        feeds = [self._feed_array(p, feed) for p in self.placeholders]
+        states = self.session._states
+        for v in self.read_vars:
+            states.ensure_initialised(v)
+        sig = self._signature(feeds)
+        if self.plan is None or self.plan.signature != sig:
+            self._build(feeds)
+        plan = self.plan
+        self._feeds = feeds
+        b = bridge()
+        try:
+            b.call(plan.run)
+        except LuaError as e:
+            raise self._op_error(plan, e) from None
+        finally:
+            self._feeds = []
+        return [self._fetch(plan, e) for e in self.fetches]
+
+    def _feed_array(self, p: Node, feed: dict) -> np.ndarray:
+        if p not in feed:
+            raise KeyError(f"missing feed for placeholder {p.name!r}")
+        dtype = placeholder_dtype(p)
+        arr = np.ascontiguousarray(feed[p], dtype=dtype)
+        return arr
+
+    def _signature(self, feeds: list[np.ndarray]) -> tuple:
+        states = self.session._states
+        return (tuple((a.shape, a.dtype.str) for a in feeds),
+                tuple(states.signature(v.name) for v in self.variables))
+
+    def _fetch(self, plan: _Plan, e: Entry) -> Optional[np.ndarray]:
+        if e.node.op is not None and e.node.op.name == "_nop":
+            return None
+        eid = plan.graph.entry_id(e)
+        to_host = self.device.to_host
+        if e.node.op is None:
+            return np.array(to_host(self.session._states[e.node.name].array))
+        shape = plan.graph.attrs["shape"][eid]
+        return np.array(to_host(plan.views[eid].reshape(shape)))
+
+    def _op_error(self, plan: _Plan, e: LuaError) -> Exception:
+        step = int(plan.where() or 0)
+        py, self._py_error = self._py_error, None
+        if not step:
+            return e
+        kind, node = plan.labels[step - 1]
+        what = "feeding placeholder" if kind == "feed" else f"op {node.op.name!r} (node {node.name!r})"
+        msg = f"{what} failed: {type(py).__name__}: {py}" if py is not None else f"{what} failed: {e.message}"
+        err = GraphError(msg, e.traceback)
+        err.node = node
+        return err
+
+    # ---- building ----
+    def _build(self, feeds: list[np.ndarray]) -> None:
+        self.builds += 1
+        g = self.graph
+        states = self.session._states
+        shapes: list = [None] * g.num_entries
+        dtypes: list = [None] * g.num_entries
+        for p, a in zip(self.placeholders, feeds):
+            shapes[g.entry_id(p)], dtypes[g.entry_id(p)] = a.shape, a.dtype.name
+        for v in self.variables:
+            st = states.get(v.name)
+            if st is not None and st.initialised and (v in self.read_vars or v not in self.assigned_vars):
+                shapes[g.entry_id(v)], dtypes[g.entry_id(v)] = st.array.shape, st.array.dtype.name
+        g = infer_shapes(g, shapes, dtypes)
+        for v in self.assigned_vars:
+            eid = g.entry_id(v)
+            states.allocate(v.name, g.attrs["shape"][eid], g.attrs["dtype"][eid])
+        g = plan_memory(g)
+        if self.plan is not None:
+            self._release(self.plan)
+        arrays, tensors, views, regions = self._buffers(g)
+        steps, labels = self._closures(g, tensors, views, regions)
+        run, where = bridge().call(_closures_module().runner, bridge().lua.table_from(steps))
+        self.plan = _Plan(self._signature(feeds), g, tensors, views, run, where, labels, arrays)
+
+    def _release(self, plan: _Plan) -> None:
+        """The old plan's buffers go back to the pool for the next plan."""
+        for arr in plan.arrays:
+            self.pool.setdefault((arr.dtype.str,), []).append(arr)
+        self.plan = None
+
+    def _take(self, n: int, dtype: np.dtype) -> Any:
+        free = self.pool.get((dtype.str,), [])
+        fits = [a for a in free if n <= a.size <= 2 * n + 64]
+        if fits:
+            a = min(fits, key=lambda a: a.size)
+            free.remove(a)
+            return a
+        return self.device.zeros(max(n, 1), dtype)
+
+    def _buffers(self, g: Graph) -> tuple[list, list, list, list]:
+        """One arena per element type; every planned entry is a view at its chain's offset.
+        Returns (arenas, Lua tensors by entry, views by entry, Lua region tensors by chain)."""
+        b = bridge()
+        closures = _closures_module()
+        kinds = sorted(g.attrs["arena_elements"])
+        arrays = [self._take(g.attrs["arena_elements"][k], np.dtype(k)) for k in kinds]
+        flats = {k: self.device.share(a) for k, a in zip(kinds, arrays)}
+        arena = dict(zip(kinds, arrays))
+        offsets, stypes = g.attrs["storage_offset"], g.attrs["storage_dtype"]
+        tensors: list = [None] * g.num_entries
+        views: list = [None] * g.num_entries
+        states = self.session._states
+        for eid, (sid, shape, dt) in enumerate(zip(g.attrs["storage_id"], g.attrs["shape"], g.attrs["dtype"])):
+            if sid == EXTERNAL:
+                st = states[g.entry_of(eid)[0].name]
+                tensors[eid], views[eid] = st.tensor, st.array
+                continue
+            lshape = _lua_sizes(shape)
+            if sid == EMPTY:
+                arr = self.device.zeros(lshape, dt)
+                tensors[eid], views[eid] = self.device.share(arr), arr
+                continue
+            n, off = int(np.prod(lshape)), offsets[sid]
+            views[eid] = arena[dt][off:off + n].reshape(lshape)
+            tensors[eid] = b.call(closures.entry, flats[dt], b.lua.table_from(list(lshape)), off)
+        regions = [b.call(closures.entry, flats[t], b.lua.table_from([-(-nb // np.dtype(t).itemsize)]), off)
+                   for nb, t, off in zip(g.attrs["storage_bytes"], stypes, offsets)] if self.poison else []
+        return arrays, tensors, views, regions
+
+    def _closures(self, g: Graph, tensors: list, views: list, regions: list) -> tuple[list, list]:
+        b = bridge()
+        lua = b.lua
+        closures = _closures_module()
+        modules: dict[int, tuple] = {}
+        steps: list = []
+        labels: list = []
+        frees = g.attrs["frees_after"]
+        poison_dtypes = {"float32", "float64", "float16"}
+        for nid, node in enumerate(g.nodes):
+            if node.op is None:
+                continue
+            ins = [tensors[i] for i in g.input_eids(node)]
+            outs = [tensors[i] for i in g.output_eids(node)]
+            try:
+                step = self._step(g, node, ins, outs, views, modules)
+            except (LuaError, ValueError, KeyError, TypeError) as e:
+                err = GraphError(f"building op {node.op.name!r} (node {node.name!r}) failed: "
+                                 f"{getattr(e, 'message', None) or e}", getattr(e, "traceback", ""))
+                err.node = node
+                raise err from None
+            if step is not None:
+                steps.append(step)
+                labels.append(("feed" if node.op.name == "placeholder" else "op", node))
+            if self.poison and nid in frees:
+                ts = [regions[s] for s in frees[nid] if g.attrs["storage_dtype"][s] in poison_dtypes]
+                if ts:
+                    steps.append(b.call(closures.poisoner, lua.table_from(ts)))
+                    labels.append(("op", node))
+        return steps, labels
+
+    def _step(self, g: Graph, node: Node, ins: list, outs: list, views: list, modules: dict) -> Any:
+        b = bridge()
+        lua = b.lua
+        closures = _closures_module()
+        op = node.op
+        if op.name == "placeholder":
+            k = self.placeholders.index(node)
+            view = views[g.entry_id(node)]
+            shape = g.attrs["shape"][g.entry_id(node)]
+            upload = self.device.upload
+            return lambda: upload(view.reshape(shape), self._feeds[k])
+        if op.name == "_backward":
+            m, W, gW, spec = modules[id(node.forward)]
+            return b.call(closures.nnBackward, m, W, gW, self._spec(node, spec), lua.table_from(ins),
+                          lua.table_from(outs))
+        c = op.compute
+        kwarg = lua.table_from(dict(node.attrs))
+        if isinstance(c, LuaCompute):
+            return b.call(b.call(closures.factory, c.source), lua.table_from(ins), lua.table_from(outs), kwarg)
+        if isinstance(c, LuaModule):
+            fac = b.call(closures.factory, c.source) if isinstance(c.source, str) else c.source
+            ishape = lua.table_from([lua.table_from(list(g.attrs["shape"][i])) for i in g.input_eids(node)])
+            m = b.call(fac, ishape, kwarg)
+            if m is None:
+                raise ValueError(f"op {op.name!r} (node {node.name!r}): its module factory returned nothing")
+            typename = self.device.lua_type(g.attrs["dtype"][g.input_eids(node)[0]])
+            m, W, gW = b.call(closures.prepare, m, typename)
+            spec = {"criterion": c.criterion, "states": lua.table_from(list(c.states))}
+            modules[id(node)] = (m, W, gW, spec)
+            return b.call(closures.nnForward, m, W, lua.table_from(spec), lua.table_from(ins), lua.table_from(outs))
+        if isinstance(c, PythonCompute):
+            in_v = [views[i].reshape(g.attrs["shape"][i]) for i in g.input_eids(node)]
+            out_v = [views[i].reshape(g.attrs["shape"][i]) for i in g.output_eids(node)]
+            return self._python_step(c.fn, in_v, out_v, dict(node.attrs))
+        if op.name == "_nop":
+            return None
+        raise ValueError(f"op {op.name!r} (node {node.name!r}) has no compute")
+
+    def _spec(self, node: Node, fwd_spec: dict) -> Any:
+        from .internal import backward_layout
+        n_fwd, need_in, need_out, _, _ = backward_layout(node.attrs)
+        spec = dict(fwd_spec, needInputs=need_in, needOutputs=need_out, forwardInputs=n_fwd)
+        return bridge().lua.table_from(spec)
+
+    def _python_step(self, fn: Callable, ins: list, outs: list, attrs: dict) -> Callable:
+        def step() -> None:
+            try:
+                fn(ins, outs, attrs)
+            except BaseException as e:
+                self._py_error = e
+                raise
+        return step
+
+
+_CLOSURES: dict[int, Any] = {}
+
+
+def _closures_module() -> Any:
+    b = bridge()
+    m = _CLOSURES.get(id(b))
+    if m is None:
+        b.call(b.lua.globals().require, "nn")
+        m = _CLOSURES[id(b)] = b.call(b.lua.globals().require, "luabridge.closures")
+    return m
+
+
+def placeholder_dtype(p: Node) -> np.dtype:
+    """A placeholder's element type from its "dtype" attribute (nnvm codes or names)."""
+    code = p.attrs.get("dtype", "float32")
+    codes = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32"}
+    return np.dtype(codes.get(code, code))
