@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(PY) bench/tensor_ops.py
 	$(PY) bench/nn_models.py
 	$(PY) bench/t7_io.py
+	$(PY) bench/executor.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

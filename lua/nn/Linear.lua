@@ -62,11 +62,16 @@ local function direct(result, n)
     and apply.numel(result) == n and apply.isContiguous(result)
 end
 
-local function buffer(t) return t._st._base or t._st end   -- the storage owning t's memory
+-- t's n elements and result's lie apart (by address: one storage may hold both, as the
+-- graph executor's arena does)
+local function apart(result, t, n)
+  local r, p = apply.ptr(result), apply.ptr(t)
+  return p + n <= r or r + apply.numel(result) <= p
+end
 
 local function operand(result, n, t)
   return not t or (t._dt == result._dt and n > 0 and apply.numel(t) == n and apply.isContiguous(t)
-    and buffer(t) ~= buffer(result))
+    and apart(result, t, n))
 end
 
 local ptr = apply.ptr
