@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 from typing import Any, Sequence
 
@@ -216,13 +217,17 @@ def info(argv: Sequence[str]) -> int:
         print(f"luabridge info: {e}", file=sys.stderr)
         return 1
     tally = _Tally()
-    print(f"{a.file}:")
-    for line in _value_lines(value, "  ", tally, set()):
-        print(line)
-    if tally.tensors:
-        buffers = f" + {tally.buffers:,} in buffers (running_*)" if tally.buffers else ""
-        print(f"parameters: {tally.params:,}{buffers} in {tally.tensors} tensors "
-              f"({', '.join(sorted(tally.dtypes))})")
+    try:
+        print(f"{a.file}:")
+        for line in _value_lines(value, "  ", tally, set()):
+            print(line)
+        if tally.tensors:
+            buffers = f" + {tally.buffers:,} in buffers (running_*)" if tally.buffers else ""
+            print(f"parameters: {tally.params:,}{buffers} in {tally.tensors} tensors "
+                  f"({', '.join(sorted(tally.dtypes))})")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `luabridge info big.t7 | head`: the reader stopped early
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
     return 0
 
 
