@@ -142,9 +142,10 @@ function M.nnBackward(m, W, gW, spec, x, y)
     bindAll(gW, gradW, 1)
     outBefore()
     before()
-    m:updateGradInput(input, gradOutput)
+    -- backward, not updateGradInput then accGradParameters: a container then makes one sweep
+    -- over its layers instead of two
     for i = 1, nW do gW[i]:zero() end
-    m:accGradParameters(input, gradOutput, 1)
+    m:backward(input, gradOutput, 1)
     after()
     outAfter()
     for i = 1, nW do
