@@ -597,6 +597,8 @@ def _backend(bridge: "Bridge") -> Backend:
 
 def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
     """The functions lua/torch/backend/cuda.lua calls (see pyside.PROVIDERS)."""
+    from . import cuda_nn  # noqa: F401  (registers the nn modules' device passes as ops)
+
     be = _backend(bridge)
     return {
         "cuda_alloc": be.alloc,

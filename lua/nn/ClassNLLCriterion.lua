@@ -1,10 +1,13 @@
 -- Negative log-likelihood of 1-based class indices: input holds log-probabilities, one row per
 -- sample (1-D: one sample); loss = -sum_i w[t_i] x[i][t_i], divided by sum_i w[t_i] when
--- sizeAverage. Samples whose target is ignoreIndex count for nothing.
+-- sizeAverage. Samples whose target is ignoreIndex count for nothing. CUDA input runs the array
+-- module's passes (luabridge/cuda_nn.py); its target is checked through a host copy.
 local check = require 'torch.check'
+local cuda = require 'torch.backend.cuda'
 local loss = require 'nn.kernels.loss'
 local targets = require 'nn.kernels.targets'
 local ClassNLLCriterion, parent = torch.class('nn.ClassNLLCriterion', 'nn.Criterion')
+ClassNLLCriterion._deviceKernel = true
 
 function ClassNLLCriterion:__init(weights, sizeAverage, ignoreIndex)
   parent.__init(self)
@@ -36,7 +39,7 @@ local function frames(self, input, target)
     check.error(('%s: weights should be defined for all %d classes or none, got weights of size %s')
       :format(name, nclass, check.sizestr(self.weights)))
   end
-  targets.checkRange(self, t, nframe, nclass, self.ignoreIndex)
+  targets.checkRange(self, t._device and t:double() or t, nframe, nclass, self.ignoreIndex)
   return t, nframe
 end
 
@@ -49,8 +52,13 @@ local function totalWeight(self, t, nframe)
   return total
 end
 
+local finish = targets.finish
+
 function ClassNLLCriterion:updateOutput(input, target)
   local t, nframe = frames(self, input, target)
+  if input._device then
+    return finish(self, cuda.call('class_nll_forward', input, t, self.weights, self.ignoreIndex))
+  end
   local p, off, si, sc = targets.rows(input)
   local sum = 0
   for i = 0, nframe - 1 do
@@ -59,16 +67,16 @@ function ClassNLLCriterion:updateOutput(input, target)
       sum = sum - tonumber(p[off + i * si + (c - 1) * sc]) * targets.classWeight(self.weights, c)
     end
   end
-  local total = totalWeight(self, t, nframe)
-  if self.sizeAverage and total ~= 0 then sum = sum / total end
-  self.output = sum
-  self.output_tensor[1] = sum
-  self.total_weight_tensor[1] = total
-  return self.output, total
+  return finish(self, sum, totalWeight(self, t, nframe))
 end
 
 function ClassNLLCriterion:updateGradInput(input, target)
   local t, nframe = frames(self, input, target)
+  if input._device then
+    self.gradInput:resizeAs(input)
+    cuda.call('class_nll_backward', self.gradInput, t, self.weights, self.ignoreIndex, self.sizeAverage)
+    return self.gradInput
+  end
   self.gradInput:resizeAs(input):zero()
   local total = totalWeight(self, t, nframe)
   -- as torch7: no gradient unless the total weight is positive

@@ -70,12 +70,7 @@ end
 
 function SpatialClassNLLCriterion:updateOutput(input, target)
   validate(self, input, target)
-  local sum, total = pass(self, input, target)
-  if self.sizeAverage and total ~= 0 then sum = sum / total end
-  self.output = sum
-  self.output_tensor[1] = sum
-  self.total_weight_tensor[1] = total
-  return self.output, total
+  return targets.finish(self, pass(self, input, target))
 end
 
 function SpatialClassNLLCriterion:updateGradInput(input, target)

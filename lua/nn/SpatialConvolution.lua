@@ -1,12 +1,15 @@
 -- 2D convolution (cross-correlation) over planes x H x W (or batch x planes x H x W) input:
 -- each image is unfolded into a K x N patch matrix (kernels/unfold.lua) and multiplied by the
--- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua).
+-- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua). CUDA tensors run
+-- the array module's passes (luabridge/cuda_nn.py), after the same checks.
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
 local conv = require 'nn.kernels.conv'
+local cuda = require 'torch.backend.cuda'
 
 local SpatialConvolution, parent = torch.class('nn.SpatialConvolution', 'nn.Module')
+SpatialConvolution._deviceKernel = true
 
 function SpatialConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)
   parent.__init(self)
@@ -51,6 +54,11 @@ function SpatialConvolution:_geometry(input)
     padH = padH, padW = padW, oH = oH, oW = oW, dilationH = lH, dilationW = lW,
     K = C * kH * kW, N = oH * oW,
     sizes = batch and { B, self.nOutputPlane, oH, oW } or { self.nOutputPlane, oH, oW } }
+end
+
+-- The window geometry and output size as the device passes take them.
+local function windows(g)
+  return g.oH, g.oW, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, g.dilationH, g.dilationW
 end
 
 -- Per module: the geometry of the last input and buffers (kernels/conv.lua), kept off the
@@ -112,7 +120,11 @@ function SpatialConvolution:updateOutput(input)
   local bias = vector(self, self.bias, 'bias', g)
   if not apply.isContiguous(self.output) then self.output = input.new() end
   shape.resize(self.output, g.sizes)
-  conv.forward(e, g, input, weight, bias, self.output)
+  if input._device then
+    cuda.call('conv_forward', self.output, input, weight, bias, windows(g))
+  else
+    conv.forward(e, g, input, weight, bias, self.output)
+  end
   g.forwarded = true
   return self.output
 end
@@ -123,8 +135,12 @@ function SpatialConvolution:updateGradInput(input, gradOutput)
   shape.gradOutput(self, gradOutput, g.sizes)
   self.gradInput:resizeAs(input)
   if not apply.isContiguous(self.gradInput) then self.gradInput = input.new():resizeAs(input) end
-  conv.backward(e, g, block(self, self.weight, 'weight', g.O * g.K, g.dt, true),
-    gradOutput:contiguous(), self.gradInput)
+  local weight = block(self, self.weight, 'weight', g.O * g.K, g.dt, true)
+  if input._device then
+    cuda.call('conv_grad_input', self.gradInput, gradOutput, weight, windows(g))
+  else
+    conv.backward(e, g, weight, gradOutput:contiguous(), self.gradInput)
+  end
   return self.gradInput
 end
 
@@ -138,7 +154,11 @@ function SpatialConvolution:accGradParameters(input, gradOutput, scale)
   shape.gradOutput(self, gradOutput, g.sizes)
   local gw = block(self, self.gradWeight, 'gradWeight', g.O * g.K, g.dt)
   local gb = vector(self, self.gradBias, 'gradBias', g)
-  conv.accGrad(e, g, input:contiguous(), gradOutput:contiguous(), gw, gb, scale or 1)
+  if input._device then
+    cuda.call('conv_acc_grad', gw, gb, input, gradOutput, scale or 1, windows(g))
+  else
+    conv.accGrad(e, g, input:contiguous(), gradOutput:contiguous(), gw, gb, scale or 1)
+  end
 end
 
 function SpatialConvolution:type(type, tensorCache)

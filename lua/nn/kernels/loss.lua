@@ -28,9 +28,10 @@ function loss.sameType(self, input, target, field)
   return self[field]
 end
 
--- The loops of these criterions read host memory: CUDA tensors get an error, not a crash.
+-- The loops of these criterions read host memory: CUDA tensors get an error, not a crash
+-- (unless the criterion's own class sets _deviceKernel: it has a device path).
 function loss.checkHost(self, t)
-  if t._device then
+  if t._device and not rawget(getmetatable(self), '_deviceKernel') then
     check.error(('%s: %s is not supported yet (CPU tensors only)'):format(torch.type(self), t:type()))
   end
 end

@@ -13,6 +13,8 @@ shape.fail = fail
 
 -- Checks a (planes x spatial) or (batch x planes x spatial) input with `sdims` spatial dims and,
 -- when `planes` is given, that many planes; a module with a weight needs input of its type.
+-- CUDA input is refused unless the module's own class sets _deviceKernel (not inherited: a
+-- subclass may run other loops).
 -- Returns whether it is a batch, the batch size (1 if not), the plane count and the spatial
 -- sizes as a table.
 function shape.input(self, input, sdims, planes)
@@ -22,7 +24,7 @@ function shape.input(self, input, sdims, planes)
     fail(self, 'expected %dD (planes x %s) or %dD (batch x planes x %s) input, got %dD input of size %s',
       sdims + 1, layouts[sdims], sdims + 2, layouts[sdims], nd, sizestr(input))
   end
-  if input._device then
+  if input._device and not rawget(getmetatable(self), '_deviceKernel') then
     fail(self, 'CUDA tensors are not supported (input is a %s)', torch.typename(input))
   end
   if input._dt.integer or input._dt.half then

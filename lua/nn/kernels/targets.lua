@@ -59,4 +59,14 @@ function targets.frames(self, input)
   return input:size(1), input:size(2)
 end
 
+-- Sets a class criterion's loss from the weighted sum and the total weight (averaged over the
+-- total weight with sizeAverage); returns the loss and the total weight, as torch7.
+function targets.finish(self, sum, total)
+  if self.sizeAverage and total ~= 0 then sum = sum / total end
+  self.output = sum
+  self.output_tensor[1] = sum
+  self.total_weight_tensor[1] = total
+  return self.output, total
+end
+
 return targets

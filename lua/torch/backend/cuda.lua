@@ -969,4 +969,5 @@ for name, fn in pairs(functions) do
   end end
 end
 
-return { dtypes = dtypes, tensorMetatables = tensorMts, storageMetatables = storageMts }
+-- call: for the device passes of other libraries (nn; luabridge/cuda_nn.py)
+return { dtypes = dtypes, tensorMetatables = tensorMts, storageMetatables = storageMts, call = call }
