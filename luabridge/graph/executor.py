@@ -85,9 +85,14 @@ def _mutation_of(var_uses: list, node: Node, version: int) -> bool:
     return any(n is node and mut and v == version for n, v, mut in var_uses)
 
 
+def _feed_signature(feeds: list[np.ndarray]) -> tuple:
+    return tuple((a.shape, a.dtype.str) for a in feeds)
+
+
 @dataclass
 class _Plan:
-    signature: tuple
+    signature: tuple     # feeds' shapes and types, and the variables' (see Executor._signature)
+    store_generation: int  # the variable store's generation the signature was last checked at
     graph: Graph
     tensors: list        # Lua tensor by entry id
     views: list          # numpy view by entry id
@@ -139,10 +144,13 @@ class Executor:
         states = self.session._states
         for v in self.read_vars:
             states.ensure_initialised(v)
-        sig = self._signature(feeds)
-        if self.plan is None or self.plan.signature != sig:
-            self._build(feeds)
         plan = self.plan
+        if plan is None or plan.store_generation != states.generation or plan.signature[0] != _feed_signature(feeds):
+            # the variables' part of the signature is only recomputed when some variable changed
+            if plan is None or plan.signature != self._signature(feeds):
+                self._build(feeds)
+            plan = self.plan
+            plan.store_generation = states.generation
         self._feeds = feeds
         b = bridge()
         try:
@@ -162,8 +170,7 @@ class Executor:
 
     def _signature(self, feeds: list[np.ndarray]) -> tuple:
         states = self.session._states
-        return (tuple((a.shape, a.dtype.str) for a in feeds),
-                tuple(states.signature(v.name) for v in self.variables))
+        return (_feed_signature(feeds), tuple(states.signature(v.name) for v in self.variables))
 
     def _fetch(self, plan: _Plan, e: Entry) -> Optional[np.ndarray]:
         if e.node.op is not None and e.node.op.name == "_nop":
@@ -210,7 +217,8 @@ class Executor:
         arrays, tensors, views, regions = self._buffers(g)
         steps, labels = self._closures(g, tensors, views, regions)
         run, where = bridge().call(_closures_module().runner, bridge().lua.table_from(steps))
-        self.plan = _Plan(self._signature(feeds), g, tensors, views, run, where, labels, arrays)
+        self.plan = _Plan(self._signature(feeds), self.session._states.generation, g, tensors, views, run,
+                          where, labels, arrays)
 
     def _release(self, plan: _Plan) -> None:
         """The old plan's buffers go back to the pool for the next plan."""

@@ -30,6 +30,7 @@ class VariableStore:
     def __init__(self, device: Device = CPU) -> None:
         self._vars: dict[str, VarState] = {}
         self.device = device
+        self.generation = 0   # bumped whenever any variable is (re)allocated
 
     def get(self, name: str) -> Optional[VarState]:
         return self._vars.get(name)
@@ -68,6 +69,7 @@ class VariableStore:
         flat = self.device.zeros(_lua_shape(shape), dtype)
         st.array, st.tensor = flat.reshape(shape), self.device.share(flat)
         st.generation += 1
+        self.generation += 1
         return st
 
     def set(self, name: str, value: Any) -> None:
