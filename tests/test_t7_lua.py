@@ -597,3 +597,17 @@ def test_load_into_reused_buffers(t7, tmp_path, rng):
         stale(600_000)
         got = luabridge.to_numpy(t7.load(path))
         np.testing.assert_array_equal(got, data)
+
+
+def test_unknown_nn_class_hints_at_require(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "m.t7"
+    script = tmp_path / "s.lua"
+    script.write_text("require 'nn'; torch.save(arg[1], nn.Linear(2, 3))")
+    subprocess.run([sys.executable, "-m", "luabridge", "th", str(script), str(path)], check=True)
+    # `luabridge th` preloads torch only, as Torch7's th did
+    out = subprocess.run([sys.executable, "-m", "luabridge", "th", "-e", f"torch.load('{path}')"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "unknown Torch class <nn.Linear> (require 'nn' first?" in out.stderr

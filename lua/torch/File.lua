@@ -697,6 +697,14 @@ local readValue
 -- The class our code reads a file's class name as: CUDA types as CPU ones without a usable
 -- CUDA backend, then torch.File.classAliases for names we have no class of.
 local cudaUsable
+-- "require 'nn' first? or " when the class comes from a package of ours not loaded yet.
+local packageOf = { nn = 'nn', cudnn = 'nn', nngraph = 'nngraph', graph = 'nngraph' }
+local function requireHint(name)
+  local pkg = packageOf[name:match('^(%w+)%.') or '']
+  if pkg and not package.loaded[pkg] then return ("require '%s' first? or "):format(pkg) end
+  return ''
+end
+
 local function resolveClass(name)
   local cudaHost = name:match('^torch%.Cuda(%a*)Tensor$') or name:match('^torch%.Cuda(%a*)Storage$')
   if cudaHost then
@@ -747,7 +755,8 @@ local function readTorch(self, st, index)
   local tableReader = not resolved and File.tableReaders[className]
   if not resolved and not tableReader then
     if self._options.unknownClasses ~= 'table' then
-      error(('unknown Torch class <%s> (read it as a table with the option unknownClasses = \'table\')'):format(className), 0)
+      error(('unknown Torch class <%s> (%sread it as a table with the option unknownClasses = \'table\')'):format(
+        className, requireHint(className)), 0)
     end
   end
   local obj
