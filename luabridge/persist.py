@@ -73,9 +73,6 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
             package = _package_for(e)
             if package is None:
                 raise _naming(path, e) from None
-        except UnicodeDecodeError as e:  # a table copied to Python holds a string that is not UTF-8
-            raise LuaError(f"luabridge.load: {path}: a string in the file is not UTF-8 text ({e}); "
-                           "luabridge.t7.read reads such strings as bytes") from None
         require(package)
 
 

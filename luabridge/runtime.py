@@ -1,6 +1,7 @@
 """One LuaJIT runtime per thread, with luabridge's Lua tree on package.path."""
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 from pathlib import Path
@@ -12,6 +13,22 @@ from .errors import LuaError
 from .memory import BufferRegistry
 
 _HERE = Path(__file__).resolve().parent
+
+# Lua strings are bytes. They cross to Python as UTF-8 text, with any byte that is not UTF-8 kept
+# as a surrogate escape (as os.fsdecode does) so that reading never fails and the same bytes go
+# back to Lua.
+STRING_ENCODING = "luabridge-utf-8"
+
+
+def _find_codec(name: str) -> codecs.CodecInfo | None:
+    if name.replace("_", "-") != STRING_ENCODING:
+        return None
+    return codecs.CodecInfo(name=STRING_ENCODING,
+                            encode=lambda s, errors="strict": codecs.utf_8_encode(s, "surrogateescape"),
+                            decode=lambda b, errors="strict": codecs.utf_8_decode(b, "surrogateescape", True))
+
+
+codecs.register(_find_codec)
 _thread = threading.local()
 _extra_paths: list[str] = []
 
@@ -64,7 +81,7 @@ class Bridge:
     """A thread's Lua runtime together with the Python state its Lua side calls back into."""
 
     def __init__(self) -> None:
-        self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True)
+        self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True, encoding=STRING_ENCODING)
         self.buffers = BufferRegistry()
         from . import pyside  # the functions Lua calls back
 

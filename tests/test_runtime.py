@@ -69,3 +69,18 @@ def test_lua_path_from_the_environment(tmp_path, monkeypatch, lua):
     th.start()
     th.join()
     assert seen["answer"] == 42
+
+
+def test_lua_strings_that_are_not_utf8_round_trip():
+    # Lua strings are bytes: bytes that are not UTF-8 arrive as surrogate escapes, go back unchanged
+    raw = luabridge.eval("'a\\255\\128b'")
+    assert raw.encode("utf-8", "surrogateescape") == b"a\xff\x80b"
+    assert luabridge.eval("function(s) return s == 'a\\255\\128b', #s end")(raw) == (True, 4)
+    assert luabridge.eval("'h\\195\\169'") == "h\u00e9"        # UTF-8 text is plain text
+
+
+def test_error_messages_show_bytes_that_are_not_utf8():
+    with pytest.raises(luabridge.LuaError) as info:
+        luabridge.execute("error('bad \\255 byte', 0)")
+    assert info.value.message == "bad \\xff byte"
+    str(info.value).encode("utf-8")  # printable
