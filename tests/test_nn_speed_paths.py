@@ -114,6 +114,33 @@ def test_strided_operands(lua, rng):
     np.testing.assert_array_equal(gbias_store[1::2], 0)
 
 
+def test_rows_of_ones_kept_between_calls(lua, rng):
+    """The columns' rows of ones (the bias) stay from one call to the next, and are made again
+    after the buffer held blocks without them: a weight gradient without gradBias, the gradient
+    of the input (conv.backward), padding (zeroed blocks), a larger batch (a grown buffer)."""
+    m = module("nn.SpatialConvolution(2, 3, 3, 3)")
+    w, b = N(field(m, "weight")), N(field(m, "bias"))
+    run = lua_fn("""function(m, x, g, code)
+      loadstring('local m, x, g = ...; ' .. code)(m, x, g)
+      return m:forward(x):clone()
+    end""")
+    steps = [
+        ((4, 2, 7, 8), 0, "m:forward(x); m:accGradParameters(x, g)"),
+        ((4, 2, 7, 8), 0, "local gb = m.gradBias; m.gradBias = nil; m:accGradParameters(x, g); m.gradBias = gb"),
+        ((4, 2, 7, 8), 0, "m:updateGradInput(x, g)"),
+        ((4, 2, 7, 8), 1, "m:forward(x)"),
+        ((4, 2, 7, 8), 0, "m:forward(x)"),
+        ((30, 2, 7, 8), 0, "m:forward(x)"),
+    ]
+    set_pad = lua_fn("function(m, p) m.padW, m.padH = p, p end")
+    for shape, pad, code in steps:
+        set_pad(m, pad)
+        x = rng.standard_normal(shape)
+        want = conv_ref(x, w, b, pad=(pad, pad))
+        g = rng.standard_normal(want.shape)
+        np.testing.assert_allclose(N(run(m, T(x), T(g), code)), want, atol=1e-12)
+
+
 def test_geometry_follows_sizes_and_settings(lua, rng):
     """The remembered geometry is made again when the input sizes, its type or the module's
     settings change."""

@@ -49,11 +49,12 @@ return function(col, B, K, N)
   end
 end]])
 
--- The buffer `name` of e (the module's cache entry): a tensor like `like`, of n elements at least.
+-- The buffer `name` of e (the module's cache entry): a tensor like `like`, of n elements at
+-- least. A new or grown buffer forgets e.ones (see unfoldChunk).
 local function buffer(e, name, like, n)
   local t = e[name]
-  if not t or t._dt ~= like._dt then t = like.new(); e[name] = t end
-  if not t._st or t._st._n < n then t:resize(n) end
+  if not t or t._dt ~= like._dt then t = like.new(); e[name] = t; e.ones = nil end
+  if not t._st or t._st._n < n then t:resize(n); e.ones = nil end
   return t
 end
 
@@ -63,13 +64,22 @@ local function chunkOf(g, rows, dt)
 end
 
 -- The chunk buffer with the columns (K1 rows of N per image, the last all ones when
--- K1 = K + 1) of input's images [first, first + count).
+-- K1 = K + 1) of input's images [first, first + count). The rows of ones stay from one call
+-- to the next (e.ones says for which blocks) until blocks of another layout (conv.backward's,
+-- or those without them) are written over them, or padding makes im2col clear whole blocks.
 local function unfoldChunk(e, g, input, K1, first, count)
   local columns = buffer(e, 'columns', input, chunkOf(g, K1, input._dt) * K1 * g.N)
   g.colStride = K1 * g.N
   unfold.im2col(input, columns, g, first, count, 0)
-  if K1 > g.K then onesRows[columns._dt](ptr(columns), count, g.K, g.N) end
-  return ptr(columns)
+  local c, ones = ptr(columns), e.ones
+  if K1 == g.K then
+    e.ones = nil   -- blocks of K rows: they overlap where the rows of ones were
+  elseif not (ones and ones.K == g.K and ones.N == g.N and ones.count >= count and g.padH == 0
+      and g.padW == 0) then
+    onesRows[columns._dt](c, count, g.K, g.N)
+    e.ones = { K = g.K, N = g.N, count = count }
+  end
+  return c
 end
 
 -- output (B x O x N) = weight (O x K) * the patches of input (B x K x N) [+ bias]
@@ -99,6 +109,7 @@ function conv.backward(e, g, weight, gradOutput, gradInput)
   local step = chunkOf(g, K, dt)
   local columns = buffer(e, 'columns', gradOutput, step * K * N)
   local w, go, c = ptr(weight), ptr(gradOutput), ptr(columns)
+  e.ones = nil
   g.colStride = K * N
   for first = 0, g.B - 1, step do
     local count = math.min(step, g.B - first)

@@ -246,28 +246,36 @@ end
 -- Backward: every window is in the plane, so every index is valid and the gradient is added
 -- without a test.
 
--- Code leaving in v1 the maximum of the window's taps (offsets from s + k0, in window order) and
--- in a1 the offset of its first occurrence: a tournament of pairs (short dependency chains),
--- the later half winning only when strictly greater (torch7 keeps the first maximum); the
--- winner's offset is blended by a step s = 1 or 0 made without a branch (LuaJIT has no
--- conditional move, and a branch taken at random costs a trace exit).
-local function maxTree(taps)
-  local code, n = {}, 0
-  local function node(lo, hi)   -- returns the names of the value and the offset
-    n = n + 1
-    local v, a = 'v' .. n, 'a' .. n
-    if lo == hi then
-      code[#code + 1] = ('local %s, %s = s[k0 + %d], %d'):format(v, a, taps[lo], taps[lo])
-      return v, a
-    end
-    local mid = math.floor((lo + hi) / 2)
-    local lv, la = node(lo, mid)
-    local rv, ra = node(mid + 1, hi)
-    code[#code + 1] = ('local %s = max(%s, %s); local %s = %s + (%s - %s) * min(1, max(0, (%s - %s) * 1e300 * 1e300))')
-      :format(v, lv, rv, a, la, ra, la, rv, lv)
-    return v, a
+-- Code leaving in m the maximum of the window's taps (offsets from s + k0, in window order) and
+-- in a k0 + 1 + the offset of its first occurrence (torch7 keeps the first maximum): its
+-- 1-based index less the row's. The maximum is a tree of pairs (short dependency chains);
+-- then each tap but the last gets n = 0 when it holds the maximum, else 1 (its difference to
+-- it scaled past 1 by `big`: no data-dependent branch, which LuaJIT, having no conditional
+-- move, would make a trace exit taken at random), and a is the first tap whose n is 0. An
+-- infinite (or NaN) maximum makes the differences NaN: a rarely taken branch then finds the
+-- first tap equal to it (the last for a NaN).
+local function maxTree(taps, big, k0)
+  local code, T = {}, #taps
+  local function at(tap)   -- k0 + 1 + tap: a constant where k0 is one
+    return type(k0) == 'number' and tostring(k0 + tap + 1) or ('(k0 + %d)'):format(tap + 1)
   end
-  node(1, #taps)
+  for t, tap in ipairs(taps) do code[t] = ('local v%d = s[k0 + %d]'):format(t, tap) end
+  local function tree(lo, hi)
+    if lo == hi then return 'v' .. lo end
+    local mid = math.floor((lo + hi) / 2)
+    return ('max(%s, %s)'):format(tree(lo, mid), tree(mid + 1, hi))
+  end
+  code[#code + 1] = 'local m = ' .. tree(1, T)
+  local offset = tostring(taps[T] - (taps[T - 1] or 0))
+  for t = T - 1, 1, -1 do
+    code[#code + 1] = ('local n%d = min((m - v%d) * %s, 1)'):format(t, t, big)
+    offset = t == T - 1 and ('n%d * %s'):format(t, offset)
+      or ('n%d * (%d + %s)'):format(t, taps[t + 1] - taps[t], offset)
+  end
+  code[#code + 1] = ('local a = %s%s'):format(at(taps[1]), T > 1 and ' + ' .. offset or '')
+  local exact = {}
+  for t = T, 1, -1 do exact[#exact + 1] = ('if v%d == m then a = %s end'):format(t, at(taps[t])) end
+  code[#code + 1] = ('if m * 0 ~= 0 then a = %s; %s end'):format(at(taps[T]), table.concat(exact, ' '))
   return table.concat(code, ' ')
 end
 
@@ -276,7 +284,7 @@ end
 -- offsets into the loads and stores.
 -- Backward, when the windows tile the plane (`tiled`), each window is written whole (zeros and
 -- its maximum's gradient): gradInput needs no zeroing pass, nor a read per window.
-local function maxWindow(I, k, backward, ox, k0, tiled)
+local function maxWindow(I, k, backward, ox, k0, tiled, big)
   local taps = {}
   for i = 0, k[2] - 1 do
     for j = 0, k[3] - 1 do taps[#taps + 1] = i * I[3] + j end
@@ -288,12 +296,12 @@ local function maxWindow(I, k, backward, ox, k0, tiled)
   elseif backward then
     return ('at = q[%s]; g[at] = g[at] + o[%s]'):format(ox, ox)
   end
-  return ('do local k0 = %s %s o[%s] = v1; q[%s] = kr + k0 + a1 + 1 end'):format(
-    k0, maxTree(taps), ox, ox)
+  return ('do local k0 = %s %s o[%s] = m; q[%s] = kr + a end'):format(k0, maxTree(taps, big, k0), ox, ox)
 end
 
--- At most ROW_TAPS taps per output row are unrolled (a longer trace is aborted by LuaJIT);
--- wider rows loop over their windows, each window unrolled.
+-- At most ROW_TAPS taps a step are unrolled (a longer trace is aborted by LuaJIT): as many
+-- whole output rows as fit (LeNet's: one row of 12 windows, two of 4); wider rows loop over
+-- their windows, each window unrolled.
 local ROW_TAPS = 48
 local unrolled = {}
 local function unrolledMax(dt, g, backward)
@@ -306,25 +314,36 @@ local function unrolledMax(dt, g, backward)
     I[2], I[3], O[2], O[3], k[2], k[3], d[2], d[3])
   if not unrolled[key] then
     local body, tiled = {}, pool.tiles(g)
-    if k[2] * k[3] * O[3] <= ROW_TAPS then
-      for ox = 0, O[3] - 1 do body[ox + 1] = maxWindow(I, k, backward, ox, ox * d[3], tiled) end
+    -- scales any nonzero difference of two values of the type past 1 (a Float's are >= 2^-149)
+    local big = dt.name == 'Float' and '1e300' or '1e300 * 1e300'
+    local rowTaps, RY = k[2] * k[3] * O[3], 1
+    if rowTaps <= ROW_TAPS then
+      -- RY rows a step: the most that divide the output's height
+      for r = 2, O[2] do
+        if O[2] % r == 0 and r * rowTaps <= ROW_TAPS then RY = r end
+      end
+      for r = 0, RY - 1 do
+        for ox = 0, O[3] - 1 do
+          body[#body + 1] = maxWindow(I, k, backward, r * O[3] + ox, r * d[2] * I[3] + ox * d[3], tiled, big)
+        end
+      end
     else
       body[1] = ('for ox = 0, %d do %s end'):format(O[3] - 1,
-        maxWindow(I, k, backward, 'ox', 'ox * ' .. d[3], tiled))
+        maxWindow(I, k, backward, 'ox', 'ox * ' .. d[3], tiled, big))
     end
     local code = ([[
 local max, min = math.max, math.min
 return function(ip, io, op, oo, xp, xo, P)
   for p = 0, P - 1 do
     local ib = io + p * PLANE
-    for oy = 0, OH - 1 do
+    for oy = 0, OH - 1, RY do
       local kr, oq = oy * ROWSTEP, (p * OH + oy) * OW
       -- row pointers, and g: gradInput at the 1-based indices (backward)
       local s, o, q, g, at = ip + (ib + kr), op + (oo + oq), xp + (xo + oq), ip + (ib - 1), nil
       BODY
     end
   end
-end]]):gsub('%u%u+', { PLANE = I[2] * I[3], OH = O[2], OW = O[3], ROWSTEP = d[2] * I[3],
+end]]):gsub('%u%u+', { PLANE = I[2] * I[3], OH = O[2], OW = O[3], ROWSTEP = d[2] * I[3], RY = RY,
       BODY = table.concat(body, '\n      ') })
     unrolled[key] = apply.perType('unrolled max pooling ' .. key, code)[dt]
   end

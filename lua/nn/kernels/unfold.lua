@@ -108,18 +108,30 @@ local function run(loops, img, col, g, first, count, block)
 end
 
 -- 2D, without padding or dilation and with short rows (kW * oW <= 48 and W <= 96: a longer
--- trace is aborted by LuaJIT; LeNet's case is 40 and 28): loops generated per geometry, with the sizes as
--- constants and the taps unrolled (short inner loops or per-row memcpy calls would cost more
--- to enter and leave than their few elements).
+-- trace is aborted by LuaJIT; LeNet's second layer has 40 and 12): loops generated per
+-- geometry, with the sizes as constants and the taps unrolled (short inner loops or per-row
+-- memcpy calls would cost more to enter and leave than their few elements).
 -- im2col: for each kernel row i and output row y, the row of each tap; with dW == 1 an ffi.copy
--- of constant length, which LuaJIT compiles to a few word moves (no float conversions).
+-- of constant length, which LuaJIT compiles to a few word moves (no float conversions), so
+-- rows of up to ROW_BYTES unroll too (LeNet's first layer: 5 copies of 24 floats, else a
+-- memcpy call each). With dW == 1 each step copies RY output rows, as many as fit in
+-- ITER_BYTES and ITER_COPIES (a longer trace is aborted; LeNet's: 2 rows of 5 x 96 bytes,
+-- 4 of 5 x 32 bytes).
+local ROW_BYTES, ITER_BYTES, ITER_COPIES = 512, 1000, 20
 local function im2colSource(g, N, esize)
+  local rowBytes, RY = g.kW * g.oW * esize, 1
+  for r = 2, g.oH do   -- the most that divide oH
+    if g.dW == 1 and g.oH % r == 0 and r * rowBytes <= ITER_BYTES and r * g.kW <= ITER_COPIES then RY = r end
+  end
   local row = {}
-  for j = 0, g.kW - 1 do
-    if g.dW == 1 then
-      row[#row + 1] = ('copy(d + %d, s + %d, %d)'):format(j * N, j, g.oW * esize)
-    else
-      for x = 0, g.oW - 1 do row[#row + 1] = ('d[%d] = s[%d]'):format(j * N + x, x * g.dW + j) end
+  for r = 0, RY - 1 do
+    for j = 0, g.kW - 1 do
+      local so, do_ = r * g.dH * g.W + j, j * N + r * g.oW
+      if g.dW == 1 then
+        row[#row + 1] = ('copy(d + %d, s + %d, %d)'):format(do_, so, g.oW * esize)
+      else
+        for x = 0, g.oW - 1 do row[#row + 1] = ('d[%d] = s[%d]'):format(do_ + x, so + x * g.dW) end
+      end
     end
   end
   return (([[
@@ -129,14 +141,14 @@ return function(img, io, col, co, P, C, step)
     local c = p % C
     local src, dst = io + p * PLANE, co + (p - c) / C * step + c * KN
     for i = 0, KH - 1 do
-      for y = 0, OH - 1 do
+      for y = 0, OH - 1, RY do
         local s, d = img + (src + (y * DH + i) * WW), col + (dst + i * KW * NN + y * OW)
         ROW
       end
     end
   end
 end]]):gsub('%u%u+', { PLANE = g.H * g.W, KN = g.kH * g.kW * N, KH = g.kH, KW = g.kW,
-    NN = N, WW = g.W, OH = g.oH, OW = g.oW, DH = g.dH, ROW = table.concat(row, '; ') }))
+    NN = N, WW = g.W, OH = g.oH, OW = g.oW, DH = g.dH, RY = RY, ROW = table.concat(row, '; ') }))
 end
 
 -- col2im gathers: each image row Y adds to each of its elements (or, to `store`, sets it to)
@@ -145,7 +157,7 @@ end
 -- GATHER_LOADS loads and writes, each group a loop over the planes, and the pairs' column offsets are
 -- read from an array: LuaJIT would fold constant ones into every load's offset, and a trace
 -- with more than 500 distinct constants is aborted.
-local GATHER_LOADS = 400
+local GATHER_LOADS = 700
 local function col2imSource(g, N, store)
   local groups, group, loads, offsets = {}, {}, 0, {}
   for Y = 0, g.H - 1 do
@@ -212,10 +224,10 @@ local function unrolledLoop(dt, g, mode)
   return unrolled[key]
 end
 
-local function unrolls(g)
+local function unrolls(g, mode, esize)
   return g.padH == 0 and g.padW == 0 and (g.padT or 0) == 0 and (g.T or 1) == 1
-    and (g.kT or 1) == 1 and (g.dilationH or 1) == 1 and (g.dilationW or 1) == 1 and g.kW * g.oW <= 48
-    and g.W <= 96
+    and (g.kT or 1) == 1 and (g.dilationH or 1) == 1 and (g.dilationW or 1) == 1 and g.W <= 96
+    and (g.kW * g.oW <= 48 or mode == 'im2col' and g.dW == 1 and g.kW * g.oW * esize <= ROW_BYTES)
 end
 
 local function unrolledRun(img, col, g, mode, first, count, block)
@@ -229,7 +241,9 @@ end
 function unfold.im2col(img, col, g, first, count, block)
   first = first or 0
   count, block = count or g.B - first, block or first
-  if unrolls(g) then return unrolledRun(img, col, g, 'im2col', first, count, block) end
+  if unrolls(g, 'im2col', img._dt.size) then
+    return unrolledRun(img, col, g, 'im2col', first, count, block)
+  end
   if g.padH > 0 or g.padW > 0 or (g.padT or 0) > 0 then
     ffi.fill(col._st._ptr + col._off + block * colStride(g), count * colStride(g) * col._dt.size)
   end
@@ -242,7 +256,9 @@ end
 function unfold.col2im(col, img, g, keep, first, count, block)
   first = first or 0
   count, block = count or g.B - first, block or first
-  if unrolls(g) then return unrolledRun(img, col, g, keep and 'col2imAdd' or 'col2im', first, count, block) end
+  if unrolls(g, 'col2im') then
+    return unrolledRun(img, col, g, keep and 'col2imAdd' or 'col2im', first, count, block)
+  end
   if not keep then
     local n = g.C * (g.T or 1) * g.H * g.W
     ffi.fill(img._st._ptr + img._off + first * n, count * n * img._dt.size)
