@@ -217,7 +217,8 @@ def _fractional_ref(x: np.ndarray, samples: np.ndarray, outs: Sequence[int], poo
 ])
 def test_spatial_fractional_max_pooling(rng, shape, ctor, outs, pools):
     m = module(ctor + ":fixPoolingRegions()")
-    x = rng.permutation(np.prod(shape)).reshape(shape).astype(float)  # distinct values
+    # distinct values, small enough that central differences of the loss stay well inside tol
+    x = rng.permutation(np.prod(shape)).reshape(shape) / np.prod(shape)
     out = forward(m, x)
     samples = field(m, "randomSamples").reshape(-1, 2)  # (W, H) per plane
     planes = x.reshape((-1,) + shape[-2:])

@@ -291,3 +291,48 @@ def test_gradinput_overwritten(lua, rng, expr, shape):
     for _ in range(2):
         g = rng.standard_normal(out.shape)
         np.testing.assert_allclose(N(grad_in(m, T(x), T(g))), conv_grads_ref(x, w, g, stride)[0], atol=1e-12)
+
+
+# Max pooling with NaN and infinities: every index stays inside its window (the backward pass
+# writes at the indices), a NaN wins its window as in torch7, a window of -inf keeps its first tap.
+@pytest.mark.parametrize("ctor", ["nn.SpatialMaxPooling(2, 2, 2, 2)",                # unrolled, tiling
+                                  "nn.SpatialMaxPooling(3, 3, 2, 2)",                # unrolled
+                                  "nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1):ceil()"])  # tap walk
+def test_max_pooling_nan_and_inf(ctor, rng):
+    m = module(ctor)
+    x = rng.standard_normal((2, 3, 8, 8))
+    x.flat[rng.choice(x.size, 40, replace=False)] = np.nan
+    x.flat[rng.choice(x.size, 40, replace=False)] = np.inf
+    x[0, 0, :4, :4] = -np.inf                       # whole windows of -inf
+    x[1, 2, 2, 3] = np.nan
+    out = N(forward(m, T(x))).copy()
+    idx = N(field(m, "indices")).astype(np.int64)
+    k, d, pad = (2, 2, 0) if "(2, 2" in ctor else (3, 2, 1 if "ceil" in ctor else 0)
+    planes = x.reshape(-1, 64)
+    for p in range(planes.shape[0]):
+        for oy in range(out.shape[2]):
+            for ox in range(out.shape[3]):
+                y0, x0 = oy * d - pad, ox * d - pad
+                taps = [(y, xx) for y in range(max(y0, 0), min(y0 + k, 8)) for xx in range(max(x0, 0), min(x0 + k, 8))]
+                flat = [y * 8 + xx for y, xx in taps]
+                i = idx.reshape(-1, *out.shape[2:])[p, oy, ox] - 1
+                assert i in flat                        # inside its own window
+                vals = planes[p, flat]
+                got = out.reshape(-1, *out.shape[2:])[p, oy, ox]
+                if np.isnan(vals).any():
+                    assert np.isnan(got) and i == flat[np.flatnonzero(np.isnan(vals))[-1]]
+                else:
+                    assert got == vals.max() and i == flat[int(np.argmax(vals))]
+    grad = luabridge.to_numpy(lua_fn("function(m, x, g) return m:backward(x, g) end")(
+        m, luabridge.from_numpy(x), luabridge.from_numpy(np.ones_like(out)))).copy()
+    assert grad.sum() == out.size                   # every window's gradient landed somewhere
+
+
+def test_max_pooling_refuses_changed_indices(rng):
+    m = module("nn.SpatialMaxPooling(2, 2, 2, 2)")
+    x = rng.standard_normal((1, 4, 4))
+    out = N(forward(m, T(x))).copy()
+    luabridge.to_numpy(field(m, "indices"))[0, 0, 0] = 10**9
+    with pytest.raises(luabridge.LuaError, match=r"indices outside 1\.\.16"):
+        lua_fn("function(m, x, g) return m:backward(x, g) end")(
+            m, luabridge.from_numpy(x), luabridge.from_numpy(np.ones_like(out)))

@@ -88,10 +88,16 @@ local maxForward = 'local huge = math.huge\n' .. unfold.tapWalk(
                 local k = r + ox * dW
                 local v, q = ip[ib + k], orow + ox
                 local best = op[ob + q]
-                local s = min(1, max(0, (v - best) * 1e300 * 1e300))   -- 1 if v > best else 0
-                op[ob + q] = max(v, best)
-                local at = tonumber(xp[xb + q])
-                xp[xb + q] = at + (k + 1 - at) * s
+                local x = (v - best) * 1e300 * 1e300
+                if x == x then
+                  local s = min(1, max(0, x))   -- 1 if v > best else 0
+                  op[ob + q] = max(v, best)
+                  local at = tonumber(xp[xb + q])
+                  xp[xb + q] = at + (k + 1 - at) * s
+                elseif v ~= v or xp[xb + q] == 0 then
+                  -- rare: a NaN tap wins (as torch7), and a window of -inf keeps its first tap
+                  op[ob + q], xp[xb + q] = v, k + 1
+                end
               end]])
 
 local loops = { maxForward = apply.perType('pool maxForward', maxForward) }
@@ -251,9 +257,9 @@ end
 -- 1-based index less the row's. The maximum is a tree of pairs (short dependency chains);
 -- then each tap but the last gets n = 0 when it holds the maximum, else 1 (its difference to
 -- it scaled past 1 by `big`: no data-dependent branch, which LuaJIT, having no conditional
--- move, would make a trace exit taken at random), and a is the first tap whose n is 0. An
--- infinite (or NaN) maximum makes the differences NaN: a rarely taken branch then finds the
--- first tap equal to it (the last for a NaN).
+-- move, would make a trace exit taken at random), and a is the first tap whose n is 0. A window
+-- with an infinite or NaN tap takes a rarely taken branch instead, which finds the first tap
+-- equal to the maximum, or the last NaN (torch7 lets a NaN win).
 local function maxTree(taps, big, k0)
   local code, T = {}, #taps
   local function at(tap)   -- k0 + 1 + tap: a constant where k0 is one
@@ -275,7 +281,15 @@ local function maxTree(taps, big, k0)
   code[#code + 1] = ('local a = %s%s'):format(at(taps[1]), T > 1 and ' + ' .. offset or '')
   local exact = {}
   for t = T, 1, -1 do exact[#exact + 1] = ('if v%d == m then a = %s end'):format(t, at(taps[t])) end
-  code[#code + 1] = ('if m * 0 ~= 0 then a = %s; %s end'):format(at(taps[T]), table.concat(exact, ' '))
+  -- NaN taps: the last one wins (torch7's rule)
+  local nans = {}
+  for t = 1, T do nans[t] = ('if v%d ~= v%d then m, a = v%d, %s end'):format(t, t, t, at(taps[t])) end
+  -- any infinite or NaN tap (their sum times 0 is not 0) takes the exact path: math.max and
+  -- math.min give no NaN rule, so m and the n's are only trusted over finite taps
+  local sum = {}
+  for t = 1, T do sum[t] = 'v' .. t end
+  code[#code + 1] = ('if (%s) * 0 ~= 0 then a = %s; %s %s end'):format(table.concat(sum, ' + '),
+    at(taps[T]), table.concat(exact, ' '), table.concat(nans, ' '))
   return table.concat(code, ' ')
 end
 
@@ -390,9 +404,13 @@ function pool.maxBackward(self, input, gradOutput, g)
   gradOutput = gradOutput:contiguous()
   self.gradInput:resizeAs(input)
   local gi, ix = self.gradInput, self.indices
-  -- the indices are read unchecked: they must come from updateOutput on this geometry
   if not ix or ix:nElement() ~= gradOutput:nElement() then
     shape.fail(self, 'call updateOutput with this input before updateGradInput')
+  end
+  -- indices is a public field: one check keeps a changed one from writing outside gradInput
+  local plane = g.I[1] * g.I[2] * g.I[3]
+  if ix:nElement() > 0 and (ix:min() < 1 or ix:max() > plane) then
+    shape.fail(self, ('indices outside 1..%d (changed since updateOutput?)'):format(plane))
   end
   if unrolls(g) then
     if not pool.tiles(g) then unfold.zero(gi) end
