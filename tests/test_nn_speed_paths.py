@@ -336,3 +336,17 @@ def test_max_pooling_refuses_changed_indices(rng):
     with pytest.raises(luabridge.LuaError, match=r"indices outside 1\.\.16"):
         lua_fn("function(m, x, g) return m:backward(x, g) end")(
             m, luabridge.from_numpy(x), luabridge.from_numpy(np.ones_like(out)))
+
+
+def test_unpooling_ignores_indices_outside_the_plane(rng):
+    # indices is the pooling's public field: values outside the plane must never be written through
+    pool, unpool = lua_fn("""function()
+      require "nn"
+      local p = nn.SpatialMaxPooling(2, 2, 2, 2)
+      return p, nn.SpatialMaxUnpooling(p) end""")()
+    x = rng.standard_normal((1, 4, 4))
+    y = N(forward(pool, T(x)))
+    idx = luabridge.to_numpy(field(pool, "indices"))
+    idx[0, 0, 0], idx[0, 1, 1] = 10**12, -5
+    out = N(forward(unpool, T(y)))
+    assert out.shape == (1, 4, 4) and np.count_nonzero(out) <= 2   # the two bad entries dropped

@@ -230,7 +230,7 @@ return function(small, so, big, bo, xp, xo, P, n, m, backward)
   for p = 0, P - 1 do
     for k = 0, n - 1 do
       local at = xp[xo + p * n + k]
-      if at > 0 then
+      if at > 0 and at <= m then   -- indices is a public field: nothing outside the plane
         local q = bo + p * m + at - 1
         if backward then small[so + p * n + k] = big[q] else big[q] = small[so + p * n + k] end
       end
@@ -240,6 +240,7 @@ end]])
 
 -- small (P x n, contiguous), big (P x m, contiguous), indices (P x n): see loops.unpool.
 function pool.unpool(small, big, indices, P, n, m, backward)
+  indices = torch.type(indices) == 'torch.LongTensor' and indices:contiguous() or indices:long()
   if not backward then unfold.zero(big) else unfold.zero(small) end
   loops.unpool[small._dt](small._st._ptr, small._off, big._st._ptr, big._off, indices._st._ptr,
     indices._off, P, n, m, backward)
