@@ -611,3 +611,10 @@ def test_unknown_nn_class_hints_at_require(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode != 0
     assert "unknown Torch class <nn.Linear> (require 'nn' first?" in out.stderr
+
+
+def test_unknown_cuda_type_is_an_unknown_class(t7):
+    # torch.Cuda<X>Storage maps to torch.<X>Storage without a GPU, only when that class exists
+    data = torch_header(1, b"torch.CudaBogusStorage") + struct.pack("<q", 0)
+    with pytest.raises(LuaError, match=r"unknown Torch class <torch.CudaBogusStorage>"):
+        t7.de(data)

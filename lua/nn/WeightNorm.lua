@@ -135,6 +135,9 @@ end
 
 function WeightNorm:read(file, version)
   parent.read(self, file, version)
+  -- derived buffers, made afresh: torch7's files and hostile ones may lack them
+  local proto = torch.isTensor(self.v) and self.v or torch.isTensor(self.weight) and self.weight or torch.Tensor()
+  self._norm, self._scale = proto.new(), proto.new()
   if self.weight then return end
   -- the weight is rebuilt from v, g and weightSize (files are untrusted: they are checked)
   local v, size, module = self.v, self.weightSize, type(self.modules) == 'table' and self.modules[1]

@@ -711,7 +711,8 @@ local function resolveClass(name)
     if cudaUsable == nil then cudaUsable = pcall(torch.CudaStorage, 1) end
     if not cudaUsable then
       local kind = name:match('(%a+)$'):match('Tensor$') and 'Tensor' or 'Storage'
-      return 'torch.' .. (cudaHost == '' and 'Float' or cudaHost) .. kind
+      local host = 'torch.' .. (cudaHost == '' and 'Float' or cudaHost) .. kind
+      return torch.factory(host) and host or nil   -- torch.CudaXStorage: no such class
     end
   end
   if name:match('^torch%.%a*File$') then return nil end   -- files hold raw handles: never from a file
