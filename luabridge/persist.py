@@ -21,6 +21,7 @@ from .interop import from_array, from_numpy
 from .memory import TYPE_OF_DTYPE
 from .proxy import LuaObject, call
 from .runtime import bridge, require
+from .t7 import flat_of_root, view_of_root
 
 FORMATS = ("binary", "ascii", "b32", "b64")
 PACKAGES = ("nn", "nngraph")  # required by load, in turn, when a file's classes need them
@@ -76,31 +77,21 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
         require(package)
 
 
-def _root(a: np.ndarray) -> np.ndarray:
-    """The array owning the memory a views."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
-
-
 def _tensor(a: np.ndarray, storages: dict) -> Any:
-    """A Lua tensor for a; views of one C-contiguous array of the same dtype share one storage
-    (as the tensors of a Torch7 model do), arrays with negative strides or read-only ones are
-    copied (Torch7 tensors have no negative strides; Lua tensors are writable)."""
-    if any(st < 0 for st in a.strides) or not a.flags.writeable:
-        a = np.array(a)
-    root = _root(a)
-    if root.dtype != a.dtype or not root.flags.c_contiguous or not root.flags.writeable or not root.size:
-        return from_numpy(a)
+    """A Lua tensor for a; clean views of one array (t7.view_of_root) share one storage, as the
+    tensors of a Torch7 model do. Other arrays with negative strides or read-only ones are copied
+    (Torch7 tensors have no negative strides; Lua tensors are writable)."""
+    layout = view_of_root(a) if a.size and a.flags.writeable else None
+    if layout is None or not layout[0].flags.writeable:
+        shareable = a.flags.writeable and all(st >= 0 for st in a.strides)
+        return from_numpy(a if shareable else np.array(a))
+    root, offset, strides = layout
     if id(root) not in storages:
-        flat = from_numpy(root.reshape(-1))
+        flat = from_numpy(flat_of_root(root))
         storages[id(root)] = (root, flat.storage(flat))  # root kept alive for id()'s sake
-    storage = storages[id(root)][1]
-    item = a.itemsize
-    offset = (a.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // item
     b = bridge()
-    return from_array(b, b.lua.globals().torch[TYPE_OF_DTYPE[a.dtype] + "Tensor"], storage, offset,
-                      a.shape, [st // item for st in a.strides])
+    return from_array(b, b.lua.globals().torch[TYPE_OF_DTYPE[a.dtype] + "Tensor"], storages[id(root)][1],
+                      offset, a.shape, strides)
 
 
 def _prepared(obj: Any, where: str, storages: dict, parents: set) -> Any:

@@ -886,6 +886,23 @@ def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
 
 
+def view_of_root(a: np.ndarray) -> Optional[tuple[np.ndarray, int, list[int]]]:
+    """(root, offset, strides), offset and strides in elements, when a is a clean view of the
+    memory of its root array (same dtype, a contiguous root, element-aligned offset and
+    non-negative strides), so that a tensor over the root's storage can show it; else None."""
+    root = _root(a)
+    item = a.dtype.itemsize
+    offset = _address(a) - _address(root)
+    clean = (root.dtype == a.dtype and (root.flags.c_contiguous or root.flags.f_contiguous)
+             and offset >= 0 and offset % item == 0 and all(s >= 0 and s % item == 0 for s in a.strides))
+    return (root, offset // item, [s // item for s in a.strides]) if clean else None
+
+
+def flat_of_root(root: np.ndarray) -> np.ndarray:
+    """The 1-D view, in memory order, of a contiguous (C or Fortran order) array."""
+    return root.reshape(-1) if root.flags.c_contiguous else root.T.reshape(-1)
+
+
 class _Writer:
     def __init__(self, sink: _Sink) -> None:
         self.sink = sink
@@ -1045,21 +1062,18 @@ class _Writer:
         a's root array when a is a clean view of it, else of a contiguous copy; None when empty."""
         if a.size == 0:
             return None, 0, [1] * a.ndim
-        root = _root(a)
-        item = a.dtype.itemsize
-        offset = _address(a) - _address(root)
-        clean = (root.dtype == a.dtype and (root.flags.c_contiguous or root.flags.f_contiguous)
-                 and offset >= 0 and offset % item == 0 and all(s >= 0 and s % item == 0 for s in a.strides))
-        if not clean:
-            a = root = np.ascontiguousarray(a)
-            offset = 0
-        return self._flat(root), offset // item, [s // item for s in a.strides]
+        layout = view_of_root(a)
+        if layout is None:
+            a = np.ascontiguousarray(a)
+            layout = a, 0, [s // a.dtype.itemsize for s in a.strides]
+        root, offset, strides = layout
+        return self._flat(root), offset, strides
 
     def _flat(self, root: np.ndarray) -> np.ndarray:
         """One 1-D array per root, so that every view of a root shares one storage index."""
         flat = self.flats.get(id(root))
         if flat is None:
-            flat = root.reshape(-1) if root.flags.c_contiguous else root.T.reshape(-1)
+            flat = flat_of_root(root)
             self.flats[id(root)] = flat
             self.keep.append(root)
         return flat

@@ -45,6 +45,18 @@ def test_views_of_one_array_share_a_storage_after_loading(tmp_path):
     assert np.shares_memory(np.asarray(back["again"]), whole)
 
 
+def test_views_that_are_not_element_aligned_are_copied(tmp_path):
+    # a float32 view starting 2 bytes into a float32 array cannot be a tensor over its storage
+    root = np.arange(8, dtype=np.float32)
+    odd = np.ndarray((3,), np.float32, buffer=root, offset=2)
+    fortran = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    luabridge.save(tmp_path / "odd.t7", {"odd": odd, "f": fortran, "row": fortran[1]})
+    back = luabridge.load(tmp_path / "odd.t7")
+    assert np.array_equal(np.asarray(back["odd"]), odd, equal_nan=True)
+    assert np.array_equal(np.asarray(back["f"]), fortran) and np.array_equal(np.asarray(back["row"]), fortran[1])
+    assert np.shares_memory(np.asarray(back["f"]), np.asarray(back["row"]))
+
+
 def test_values_and_nesting(tmp_path):
     obj = {"n": 3, "x": 2.5, "s": "text", "flag": True, "list": [1, "two", [3.0]], 7: "seven"}
     luabridge.save(tmp_path / "v.t7", obj)
