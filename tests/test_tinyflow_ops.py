@@ -197,6 +197,14 @@ def test_matmul(mnk, ta, tb, rng):
           grad=m * n * k < 5000)
 
 
+@pytest.mark.parametrize("spelling", ["true", "1", " TRUE "])
+def test_matmul_transpose_attributes_in_any_spelling(spelling, rng):
+    # shape inference and the Lua kernel read the attribute by one rule
+    a, b = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    check(lambda x, y: tf.matmul(x, y, transpose_a=spelling, transpose_b=spelling),
+          lambda x, y: x.T @ y.T, [a, b], rng, rtol=1e-4, atol=1e-4)
+
+
 # ---- nn ops ----
 
 def test_softmax_relu_tanh(rng):

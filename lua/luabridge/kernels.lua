@@ -265,6 +265,12 @@ local function chain(steps)
   return function() for k = 1, #steps do steps[k]() end end
 end
 
+-- An attribute's text as a boolean, with the spellings registry.parse_bool takes.
+function K.flag(text)
+  local v = text and text:lower():match('^%s*(.-)%s*$')
+  return v == 'true' or v == '1'
+end
+
 -- The 0-based axes in attribute text such as "[1,3]" or "-1" (negative ones count from the
 -- end of ndim dims), sorted; nil when there are none (every axis).
 function K.axes(text, ndim)

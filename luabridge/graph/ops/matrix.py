@@ -30,11 +30,11 @@ def _matmul_grad(node: Node, og: list) -> list:
 
 register_all(Op("matmul", num_inputs=2, input_names=("lhs", "rhs"), infer_shape=_matmul_shape,
                 gradient=_matmul_grad,
-                compute=kernel("K.matmul(y[1], x[1], x[2], kwarg.transpose_a == 'True', "
-                               "kwarg.transpose_b == 'True')")))
+                compute=kernel("K.matmul(y[1], x[1], x[2], K.flag(kwarg.transpose_a), "
+                               "K.flag(kwarg.transpose_b))")))
 
 # (grad c, a, b) -> (grad a, grad b) for c = op(a) op(b); shapes are those of a and b
 register_all(Op("_matmul_backward", num_inputs=3, num_outputs=2, input_names=("grad", "lhs", "rhs"),
                 is_backward=True, gradient=no_gradient,
                 compute=kernel("K.matmulBackward(y[1], y[2], x[1], x[2], x[3], "
-                               "kwarg.transpose_a == 'True', kwarg.transpose_b == 'True')")))
+                               "K.flag(kwarg.transpose_a), K.flag(kwarg.transpose_b))")))
