@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import LuaError
 from ..runtime import bridge
 from .graph import Graph
+from .ops.init import dtype_name
 from .passes.infer import infer_shapes
 from .passes.plan_memory import EMPTY, EXTERNAL, plan_memory
 from .registry import LuaCompute, LuaModule, PythonCompute
@@ -112,6 +113,7 @@ class Executor:
         self.poison = poison
         self.graph = build_graph(self.fetches)
         self.placeholders = [n for n in self.graph.nodes if n.op is not None and n.op.name == "placeholder"]
+        self.feed_dtypes = [np.dtype(dtype_name(p.attrs)) for p in self.placeholders]
         self.variables = [n for n in self.graph.nodes if n.op is None]
         self.read_vars, self.assigned_vars = self._variable_uses()
         self.plan: Optional[_Plan] = None
@@ -140,12 +142,13 @@ class Executor:
 
     # ---- running ----
     def run(self, feed: dict[Node, np.ndarray]) -> list[Optional[np.ndarray]]:
-        feeds = [self._feed_array(p, feed) for p in self.placeholders]
+        feeds = [self._feed_array(p, dtype, feed) for p, dtype in zip(self.placeholders, self.feed_dtypes)]
         states = self.session._states
-        for v in self.read_vars:
-            states.ensure_initialised(v)
         plan = self.plan
         if plan is None or plan.store_generation != states.generation or plan.signature[0] != _feed_signature(feeds):
+            # variables never lose their value: checked when the plan was made, they still have it
+            for v in self.read_vars:
+                states.ensure_initialised(v)
             # the variables' part of the signature is only recomputed when some variable changed
             if plan is None or plan.signature != self._signature(feeds):
                 self._build(feeds)
@@ -161,12 +164,11 @@ class Executor:
             self._feeds = []
         return [self._fetch(plan, e) for e in self.fetches]
 
-    def _feed_array(self, p: Node, feed: dict) -> np.ndarray:
+    @staticmethod
+    def _feed_array(p: Node, dtype: np.dtype, feed: dict) -> np.ndarray:
         if p not in feed:
             raise KeyError(f"missing feed for placeholder {p.name!r}")
-        dtype = placeholder_dtype(p)
-        arr = np.ascontiguousarray(feed[p], dtype=dtype)
-        return arr
+        return np.ascontiguousarray(feed[p], dtype=dtype)
 
     def _signature(self, feeds: list[np.ndarray]) -> tuple:
         states = self.session._states
@@ -361,9 +363,3 @@ def _closures_module() -> Any:
         m = _CLOSURES[id(b)] = b.call(b.lua.globals().require, "luabridge.closures")
     return m
 
-
-def placeholder_dtype(p: Node) -> np.dtype:
-    """A placeholder's element type from its "dtype" attribute (nnvm codes or names)."""
-    code = p.attrs.get("dtype", "float32")
-    codes = {"0": "float32", "1": "float64", "2": "float16", "3": "uint8", "4": "int32"}
-    return np.dtype(codes.get(code, code))
