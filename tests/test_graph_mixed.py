@@ -81,6 +81,36 @@ def test_mixed_graph_trains(rng):
     assert losses[-1] < 0.1 * losses[0]
 
 
+def test_lua_module_gradients_match_finite_differences(rng):
+    """Parameter and input gradients through lua_module nodes (a Linear and an MSE criterion
+    around a Python op) against central differences of the same loss written in numpy."""
+    x, t = placeholder("x"), placeholder("t")
+    h = lua_module(x, "nn.Linear(3,2)", name="fd", dtype="float64")
+    leaky = python_op(lambda a: np.maximum(a, 0) + 0.1 * a,
+                      grad=lambda ins, outs, g: [np.where(ins[0] > 0, 1.1, 0.1) * g[0]], name="leaky_fd")
+    loss = lua_module([leaky(h), t], "nn.MSECriterion()", name="mse_fd", dtype="float64")
+    params = loss.list_input_variables()
+    a, target = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    s = Session()
+    res = s.run([loss] + gradients(loss, params + [x]), {x: a, t: target})
+    W, b = s.variable("fd_weight"), s.variable("fd_bias")
+
+    def numpy_loss(W, b, a):
+        z = a @ W.T + b
+        return np.mean((np.maximum(z, 0) + 0.1 * z - target) ** 2)
+
+    assert np.isclose(res[0][0], numpy_loss(W, b, a), rtol=1e-12)
+    for got, which in zip(res[1:], range(3)):
+        args = [W.copy(), b.copy(), a.copy()]
+        numeric = np.zeros_like(args[which])
+        for i in np.ndindex(numeric.shape):
+            up, down = [v.copy() for v in args], [v.copy() for v in args]
+            up[which][i] += 1e-6
+            down[which][i] -= 1e-6
+            numeric[i] = (numpy_loss(*up) - numpy_loss(*down)) / 2e-6
+        np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+
+
 def test_python_op_error_names_the_node():
     x = placeholder("x")
     bad = python_op(lambda a: a[:2], name="shrink")  # wrong output size

@@ -23,5 +23,4 @@ def test_nonfinite_inputs_never_crash(jit_off):
     out = subprocess.run([sys.executable, "-m", "luabridge", "th", str(SCRIPT)], env=env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
-    survived, ran = out.stdout.split()[1], out.stdout.split()[-1]
-    assert int(survived) == 24 * 10 * 3 and int(ran) > 0
+    assert out.stdout.strip() == "all ran", out.stdout[-2000:]

@@ -600,13 +600,13 @@ def test_torch7_gmodule_fixture_runs(nn, rng):
     cls, n_in, n_nodes, y, ga, gb, w, bias, fg, innode = run(str(FIXTURES / "gmodule_with_linear_identity.t7"), a, b, g)
     assert (cls, n_in, n_nodes, fg, innode) == ("nn.gModule", 2, 9, "graph.Graph", "nngraph.Node")
     w, bias = N(w), N(bias)
+    np.testing.assert_allclose(N(y), b + a @ w.T + bias, rtol=1e-12)
+    np.testing.assert_allclose(N(ga), g @ w, rtol=1e-12)
+    np.testing.assert_array_equal(N(gb), g)
     torchfile = pytest.importorskip("torchfile", reason="independent check of the weights")
     nodes = torchfile.load(str(FIXTURES / "gmodule_with_linear_identity.t7"))._obj[b"modules"]
     np.testing.assert_array_equal(w, nodes[2]._obj[b"weight"])
     np.testing.assert_array_equal(bias, nodes[2]._obj[b"bias"])
-    np.testing.assert_allclose(N(y), b + a @ w.T + bias, rtol=1e-12)
-    np.testing.assert_allclose(N(ga), g @ w, rtol=1e-12)
-    np.testing.assert_array_equal(N(gb), g)
 
 
 def test_torch7_nngraph_node_fixture(nn):
