@@ -37,7 +37,7 @@ __all__ = ["read", "write", "T7Error", "TorchObject", "Key", "MAX_DEPTH", "TENSO
 
 MAX_DEPTH = 4096
 MAX_DIMS = 64  # numpy's limit
-MAX_CLASS_NAME = 1024
+MAX_CLASS_NAME = 256  # and the characters below: the rules of the Lua reader (File.lua)
 
 NIL, NUMBER, STRING, TABLE, TORCH, BOOLEAN, FUNCTION, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION = range(9)
 
@@ -71,7 +71,7 @@ _SPACE = re.compile(rb"\s*")
 _CHUNK = 1 << 20  # ascii numbers are parsed this many bytes at a time
 _WINDOW = 1 << 16  # binary files are read ahead this many bytes at a time for small items
 _TOKEN = re.compile(rb"\S+")
-_CLASS_NAME = re.compile(rb"[\x21-\x7e]{1,%d}\Z" % MAX_CLASS_NAME)
+_CLASS_NAME = re.compile(rb"[A-Za-z0-9_.:-]{1,%d}\Z" % MAX_CLASS_NAME)
 _INT_TOKEN = re.compile(rb"[+-]?[0-9]+\Z")
 _FLOAT_TOKEN = re.compile(rb"[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
                           rb"|inf(inity)?|nan)\Z", re.I)
@@ -1011,7 +1011,7 @@ class _Writer:
         if name in TENSOR_CLASSES or name in STORAGE_CLASSES or name.startswith("tds."):
             raise T7Error(f"t7.write: a TorchObject of class {name} cannot be written: use a numpy array, "
                           f"dict or list (at {self.where()})")
-        if not isinstance(name, str) or not name.isascii() or not 0 < len(name) <= MAX_CLASS_NAME:
+        if not isinstance(name, str) or not _CLASS_NAME.match(name.encode("ascii", "replace")):
             raise T7Error(f"t7.write: bad class name {name!r} (at {self.where()})")
         self.sink.int(TORCH)
         if self._new_index(obj) is None:

@@ -505,7 +505,7 @@ HOSTILE = {
     "huge dims": (torch_header(1, b"torch.FloatTensor") + struct.pack("<i", 0x7FFFFFFF),
                   r"tensor dimension count 2147483647 needs"),
     "many dims": (torch_header(1, b"torch.FloatTensor") + struct.pack("<i", 2000) + bytes(40000),
-                  r"torch.FloatTensor: 2000 dimensions \(at most 1024\)"),
+                  r"torch.FloatTensor: 2000 dimensions \(at most 64\)"),
     "negative size": (torch_header(1, b"torch.FloatTensor") + struct.pack("<iqqq", 1, -3, 1, 1) + struct.pack("<i", 0),
                       r"torch.FloatTensor: bad size -3 at dimension 1"),
     "long class name": (struct.pack("<ii", 4, 1) + pstr(b"V 1") + pstr(b"x" * 300), r"bad class name"),

@@ -611,3 +611,23 @@ def test_negative_strides_read_as_reversed_views():
     assert got.strides == (-4,) and np.array_equal(got, stored[::-1])
     reversed_view = np.arange(5.0)[::-1]
     assert np.array_equal(roundtrip(reversed_view), np.arange(5.0)[::-1])
+
+
+def test_both_readers_refuse_the_same_class_names_and_ranks(tmp_path):
+    import luabridge
+    luabridge.require("torch")
+    de = luabridge.eval("""function(s)
+      return (pcall(torch.deserialize, s, 'binary', {unknownClasses = 'table'})) end""")
+
+    def py_ok(data: bytes) -> bool:
+        try:
+            t7.read(io.BytesIO(data), unknownClasses="table")
+            return True
+        except T7Error:
+            return False
+
+    for name, good in [(b"x" * 256, True), (b"x" * 257, False), (b"nn.Lin ear", False), (b"nn.Linear$", False)]:
+        data = i32(4, 1) + s(b"V 1") + s(name) + i32(3, 2, 0)
+        assert py_ok(data) is good and de(data) is good, name
+    deep = float_tensor([1] * 65, [1] * 65, 1, float_storage(1))
+    assert not py_ok(deep) and not de(deep)

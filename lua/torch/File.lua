@@ -809,10 +809,7 @@ end
 -- loaded with functions = 'load' (trusted files only: bytecode is not verified).
 local function readFunction(self, st, index, code)
   local mode = self._options.functions or 'error'
-  local n = readCount(self, 'function bytecode size', 1)
-  local bytecode = self:_readBytes(n)
-  if #bytecode < n then shortRead(self, #bytecode, n) end
-  if n > 0 and not self._binary and self._autoSpacing then endLine(self) end
+  local bytecode = readRawString(self, 'function bytecode size')
   if mode == 'error' then
     local version = ({ ['\27LJ\1'] = 'LuaJIT 2.0 bytecode', ['\27LJ\2'] = 'LuaJIT 2.1 bytecode' })[bytecode:sub(1, 4)]
     error(("is a Lua function (%s): functions are not loaded, since that would run code from the " ..

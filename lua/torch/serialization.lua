@@ -87,7 +87,7 @@ local function checkView(t, st, sz, str, off)
   end
 end
 
-local MAX_DIMS = 1024
+local MAX_DIMS = 64   -- numpy's limit: luabridge.t7 reads the same files
 
 local function readTensor(t, file)
   local nd = File._readCount(file, 'tensor dimension count', 2 * File._minBytes(file, Long), file.readInt)
