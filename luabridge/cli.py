@@ -8,8 +8,12 @@ import os
 import sys
 from typing import Any, Sequence
 
+import numpy as np
+
+from . import t7
 from .errors import LuaError
 from .runtime import bridge
+from .t7 import Key, TorchObject
 
 _PROMPT_HELP = "luabridge th: LuaJIT with torch loaded. Ctrl-D exits; '= expr' prints expr."
 
@@ -89,7 +93,6 @@ _LIST_LIMIT = 12
 
 
 def _is_module(value: Any) -> bool:
-    from .t7 import TorchObject
 
     return isinstance(value, TorchObject) and (value.typename.split(".")[0] in ("nn", "cudnn", "cunn")
                                                or ("output" in value and "gradInput" in value))
@@ -102,7 +105,6 @@ def _shape(a: Any) -> str:
 def _module_tensors(module: Any) -> list[tuple[str, Any]]:
     """The parameters and buffers of one module: its floating-point array fields, less gradients
     and outputs (integer arrays are settings, such as nn.View's size)."""
-    import numpy as np
 
     return [(k, v) for k, v in module.items() if isinstance(v, np.ndarray) and isinstance(k, str)
             and v.dtype.kind == "f" and k not in _NOT_PARAMETERS and not k.startswith(("grad", "_")) and v.size]
@@ -160,9 +162,7 @@ def _is_flat(value: list) -> bool:
 
 
 def _brief(value: Any) -> str:
-    import numpy as np
 
-    from .t7 import Key, TorchObject
 
     if isinstance(value, np.ndarray):
         return f"array {value.dtype} {_shape(value)}"
@@ -183,7 +183,6 @@ def _brief(value: Any) -> str:
 
 def _value_lines(value: Any, indent: str, tally: _Tally, seen: set[int], depth: int = 0) -> list[str]:
     """A compact outline: containers opened a few levels deep, modules as trees."""
-    from .t7 import TorchObject
 
     if _is_module(value):
         return _module_lines(value, indent, "", tally)
@@ -207,9 +206,8 @@ def info(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="luabridge info",
                                 description="Print what a Torch7 .t7 file holds (read in Python; no Lua runs).")
     p.add_argument("file", help="a .t7 file")
-    p.add_argument("--format", default="binary", choices=("binary", "ascii", "b32", "b64"))
+    p.add_argument("--format", default="binary", choices=t7.FORMATS)
     a = p.parse_args(argv)
-    from . import t7
 
     try:
         value = t7.read(a.file, a.format, functions="skip")

@@ -26,13 +26,21 @@ def _images(x: Any) -> Any:
     return x[None] if x.ndim == 3 else x
 
 
-def _padded(xp: Any, x: Any, g: Geometry, oH: int, oW: int, fill: float) -> Any:
-    """x (B, C, H, W) inside a border of `fill`, wide enough for every window (ceil mode's last
-    windows may reach past the padding)."""
+def _padded_size(g: Geometry, H: int, W: int, oH: int, oW: int) -> tuple[int, int]:
+    """The padded plane's size, wide enough for every window (ceil mode's last windows may reach
+    past the padding)."""
     kH, kW, dH, dW, padH, padW, lH, lW = g
+    return (max(H + 2 * padH, (oH - 1) * dH + (kH - 1) * lH + 1),
+            max(W + 2 * padW, (oW - 1) * dW + (kW - 1) * lW + 1))
+
+
+def _padded(xp: Any, x: Any, g: Geometry, oH: int, oW: int, fill: float) -> Any:
+    """x (B, C, H, W) inside a border of `fill` (x itself when it needs none)."""
     B, C, H, W = x.shape
-    Hn = max(H + 2 * padH, (oH - 1) * dH + (kH - 1) * lH + 1)
-    Wn = max(W + 2 * padW, (oW - 1) * dW + (kW - 1) * lW + 1)
+    Hn, Wn = _padded_size(g, H, W, oH, oW)
+    if (Hn, Wn) == (H, W):
+        return x
+    padH, padW = g[4], g[5]
     out = xp.full((B, C, Hn, Wn), fill, dtype=x.dtype)
     out[:, :, padH:padH + H, padW:padW + W] = x
     return out
@@ -51,8 +59,7 @@ def _unpadded_fold(xp: Any, cols: Any, g: Geometry, H: int, W: int) -> Any:
     (B, C, H, W) part inside the padding."""
     kH, kW, dH, dW, padH, padW, lH, lW = g
     B, C, _, _, oH, oW = cols.shape
-    Hn = max(H + 2 * padH, (oH - 1) * dH + (kH - 1) * lH + 1)
-    Wn = max(W + 2 * padW, (oW - 1) * dW + (kW - 1) * lW + 1)
+    Hn, Wn = _padded_size(g, H, W, oH, oW)
     out = xp.zeros((B, C, Hn, Wn), dtype=cols.dtype)
     for i in range(kH):
         rows = slice(i * lH, i * lH + (oH - 1) * dH + 1, dH)
@@ -164,22 +171,21 @@ def avg_pool_backward(b: Backend, gi: Any, gout: Any, oH: int, oW: int, count_pa
 
 
 def _nll_terms(xp: Any, target: Any, weights: Any, ignore: float) -> tuple[Any, Any, Any]:
-    """0-based classes (0 where ignored), each sample's class weight, and which samples count."""
+    """0-based classes (0 where ignored) and each sample's class weight (0 where ignored)."""
     t = xp.asarray(target).reshape(-1)
     keep = t != ignore
     c = xp.where(keep, t - 1, 0).astype(np.int64)
     w = xp.asarray(weights)[c].astype(np.float64) if weights is not None else xp.ones(c.shape)
-    return c, w, keep
+    return c, xp.where(keep, w, 0)
 
 
 @op
 def class_nll_forward(b: Backend, x: Any, target: Any, weights: Any, ignore: float) -> tuple[float, float]:
     """(-sum of the weighted log-probabilities at the targets, the total weight), in double."""
     xp = b.xp
-    c, w, keep = _nll_terms(xp, target, weights, ignore)
+    c, w = _nll_terms(xp, target, weights, ignore)
     rows = x.reshape(-1, x.shape[-1]) if x.ndim == 1 else x
     picked = rows[xp.arange(c.shape[0]), c].astype(np.float64)
-    w = xp.where(keep, w, 0)
     return float(-(picked * w).sum()), float(w.sum())
 
 
@@ -188,12 +194,12 @@ def class_nll_backward(b: Backend, gi: Any, target: Any, weights: Any, ignore: f
     """gradInput (zeroed): -weight (over the total weight when size_average) at each target,
     none at all unless the total weight is positive (torch7)."""
     xp = b.xp
-    c, w, keep = _nll_terms(xp, target, weights, ignore)
+    c, w = _nll_terms(xp, target, weights, ignore)
     gi[...] = 0
-    total = float(xp.where(keep, w, 0).sum())
+    total = float(w.sum())
     if not total > 0:
         return
-    values = xp.where(keep, -w / (total if size_average else 1), 0).astype(gi.dtype)
+    values = (-w / (total if size_average else 1)).astype(gi.dtype)
     if gi.ndim == 1:
         gi[c] = values
     else:

@@ -21,9 +21,8 @@ from .interop import from_array, from_numpy
 from .memory import TYPE_OF_DTYPE
 from .proxy import LuaObject, call
 from .runtime import bridge, require
-from .t7 import flat_of_root, view_of_root
+from .t7 import FORMATS, flat_of_root, view_of_root
 
-FORMATS = ("binary", "ascii", "b32", "b64")
 PACKAGES = ("nn", "nngraph")  # required by load, in turn, when a file's classes need them
 _SAVABLE = (type(None), bool, int, float, str, bytes, np.generic, LuaObject)
 

@@ -379,7 +379,7 @@ class _Ascii(_Source):
             raise _Bad(f"{what}: not a list of {dtype} numbers ({e})", self.pos) from None
         if n:
             self._end_of_write()
-        return np.concatenate(parts).astype(dtype) if parts else np.empty(0, dtype)
+        return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -777,7 +777,7 @@ def _open_source(f: BinaryIO, fmt: str) -> _Source:
     return _Binary(f, size, 4 if fmt == "b32" else 8)
 
 
-_FORMATS = ("binary", "ascii", "b32", "b64")
+FORMATS = ("binary", "ascii", "b32", "b64")
 
 
 def read(source: Union[str, os.PathLike, BinaryIO], format: str = "binary", *, unknownClasses: str = "object",
@@ -789,8 +789,8 @@ def read(source: Union[str, os.PathLike, BinaryIO], format: str = "binary", *, u
     '__version' added to the fields) or 'error' (only tensors, storages and tds classes allowed).
     functions: 'error' (default: T7Error naming where the function sits) or 'skip' (read as None).
     """
-    if format not in _FORMATS:
-        raise ValueError(f"t7.read: format must be one of {_FORMATS}, not {format!r}")
+    if format not in FORMATS:
+        raise ValueError(f"t7.read: format must be one of {FORMATS}, not {format!r}")
     if unknownClasses not in ("object", "table", "error"):
         raise ValueError(f"t7.read: unknownClasses must be 'object', 'table' or 'error', not {unknownClasses!r}")
     if functions not in ("error", "skip"):
@@ -1083,8 +1083,8 @@ def write(target: Union[str, os.PathLike, BinaryIO], obj: Any, format: str = "bi
     """Write obj as a .t7 file (a path or a binary file object), as torch.save would.
 
     format: 'binary' / 'b64' (long = 8 bytes), 'b32' (long = 4 bytes) or 'ascii'."""
-    if format not in _FORMATS:
-        raise ValueError(f"t7.write: format must be one of {_FORMATS}, not {format!r}")
+    if format not in FORMATS:
+        raise ValueError(f"t7.write: format must be one of {FORMATS}, not {format!r}")
     if isinstance(target, (str, os.PathLike)):
         try:
             with open(target, "wb") as f:
