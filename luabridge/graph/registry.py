@@ -57,7 +57,6 @@ class Op:
     is_backward: bool = False                 # shapes come from the forward node
     compute: Union[LuaCompute, LuaModule, PythonCompute, None] = None
     hint: Optional[str] = None                # automatic-name prefix (default: the op name)
-    extra: dict = field(default_factory=dict)  # free-form annotations for front ends
 
     def n_inputs(self, attrs: dict) -> int:
         return self.num_inputs(attrs) if callable(self.num_inputs) else self.num_inputs

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, NamedTuple, Optional, Union
@@ -169,23 +168,10 @@ names = NameManager()
 
 
 # ---- constructors ----
-def Variable(name: str, init: Optional[Symbol] = None, **attrs: Any) -> Symbol:
-    """A variable node (its value lives in a session, by name). `init`, a symbol computing its
-    initial value, is recorded for front ends (variable_init(node))."""
+def Variable(name: str, **attrs: Any) -> Symbol:
+    """A variable node (its value lives in a session, by name)."""
     node = Node(None, name, {k: attr_str(v) for k, v in attrs.items()})
-    if init is not None:
-        if not isinstance(init, Symbol):
-            raise TypeError("Variable: init must be a Symbol")
-        _INITS[node] = init
     return Symbol([Entry(node, 0, 0)])
-
-
-_INITS: "weakref.WeakKeyDictionary[Node, Symbol]" = weakref.WeakKeyDictionary()
-
-
-def variable_init(node: Node) -> Optional[Symbol]:
-    """The init symbol given to Variable(name, init=...), if any."""
-    return _INITS.get(node)
 
 
 def Group(symbols: Iterable[Symbol]) -> Symbol:

@@ -3,7 +3,7 @@ and, optionally, shape) and assign (writes its second input into the variable th
 first and outputs the value)."""
 from __future__ import annotations
 
-from ..registry import LuaCompute, Op, parse_tuple
+from ..registry import Op, parse_tuple
 from ._util import kernel, no_gradient, register_all, same_shape
 from .init import dtype_name
 
@@ -18,8 +18,7 @@ def _placeholder_type(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
 
 
 register_all(Op("placeholder", num_inputs=0, input_names=(), infer_shape=_placeholder_shape,
-                infer_type=_placeholder_type, gradient=no_gradient,
-                compute=LuaCompute("function() return function() end end")))
+                infer_type=_placeholder_type, gradient=no_gradient))  # the executor copies the feed in
 
 # the value is written into the variable, and into the output unless they share storage
 register_all(Op("assign", num_inputs=2, input_names=("lhs", "rhs"), infer_shape=same_shape,
