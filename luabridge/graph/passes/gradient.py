@@ -32,7 +32,7 @@ def gradient(ys: list[Entry], xs: list[Entry], grad_ys: Optional[list[Entry]] = 
     depends = _depends_on(nodes, {id(x.node) for x in xs})
     grads: dict[tuple, list[Entry]] = {}
     for i, y in enumerate(ys):
-        seed = grad_ys[i] if grad_ys is not None else _make("_ones_like", [y])
+        seed = grad_ys[i] if grad_ys is not None else _make("ones_like", [y])
         grads.setdefault(_key(y), []).append(seed)
     for node in reversed(nodes):
         if node.op is None or not node.inputs or id(node) not in depends or node.op.mutate_inputs:
@@ -40,12 +40,12 @@ def gradient(ys: list[Entry], xs: list[Entry], grad_ys: Optional[list[Entry]] = 
         outs = [grads.get((id(node), i)) for i in range(node.num_outputs())]
         if not any(outs):
             continue
-        out_grads = [_sum(g, node) if g else _make("_zeros_like", [Entry(node, i, 0)])
+        out_grads = [_sum(g, node) if g else _make("zeros_like", [Entry(node, i, 0)])
                      for i, g in enumerate(outs)]
         for e, g in zip(node.inputs, _input_grads(node, out_grads)):
             if g is not None and (id(e.node) in depends or _key(e) in x_keys):
                 grads.setdefault(_key(e), []).append(g)
-    return [_sum(grads[_key(x)], x.node) if _key(x) in grads else _make("_zeros_like", [x])
+    return [_sum(grads[_key(x)], x.node) if _key(x) in grads else _make("zeros_like", [x])
             for x in xs]
 
 
@@ -69,7 +69,7 @@ def _make(op_name: str, inputs: list[Entry], **attrs) -> Entry:
 def _sum(gs: list[Entry], node: Node) -> Entry:
     if len(gs) == 1:
         return gs[0]
-    return _make("_grad_sum", gs, num_args=len(gs), name=f"{node.name}_grad_sum")
+    return _make("__ewise_sum__", gs, num_args=len(gs), name=f"{node.name}_grad_sum")
 
 
 def _input_grads(node: Node, out_grads: list[Entry]) -> list[Optional[Entry]]:
