@@ -99,6 +99,58 @@ def test_spatial_device_matches_cpu(ctor, shape, numpy_device, rng):
         np.testing.assert_allclose(luabridge.to_numpy(d), luabridge.to_numpy(c), rtol=1e-5, atol=1e-5)
 
 
+_DEVICE_RUN = """function(m, x, g)
+  m = m:cuda()
+  m:zeroGradParameters()
+  local y = m:forward(x:cuda()):double()
+  local gi = m:updateGradInput(x:cuda(), g:cuda()):double()
+  m:accGradParameters(x:cuda(), g:cuda(), 0.5)
+  local function host(t) return t and t:double() or torch.DoubleTensor() end
+  return y, gi, host(m.gradWeight), host(m.gradBias), host(m.weight), host(m.bias)
+end"""
+
+
+@pytest.mark.parametrize("stride,pad", [((1, 1), (0, 0)), ((2, 1), (1, 2))])
+def test_conv_device_against_numpy(stride, pad, numpy_device, rng):
+    """The device convolution's output and gradients against float64 numpy references."""
+    from test_nn_speed_paths import conv_grads_ref, conv_ref
+    (dH, dW), (pH, pW) = stride, pad
+    m = module(f"nn.SpatialConvolution(3, 4, 3, 2, {dW}, {dH}, {pW}, {pH})")
+    x = rng.standard_normal((2, 3, 7, 6))
+    gshape = conv_ref(x, np.zeros((4, 3, 2, 3)), None, stride, pad).shape
+    g = rng.standard_normal(gshape)
+    y, gi, gw, gb, w, b = (luabridge.to_numpy(t) for t in call(_DEVICE_RUN, m, lua_tensor(x), lua_tensor(g)))
+    w32, b32 = w.astype(np.float32).astype(np.float64), b.astype(np.float32).astype(np.float64)
+    x32, g32 = x.astype(np.float32).astype(np.float64), g.astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(y, conv_ref(x32, w32, b32, stride, pad), rtol=1e-4, atol=1e-4)
+    ref_gi, ref_gw, ref_gb = conv_grads_ref(x32, w32, g32, stride, pad)
+    np.testing.assert_allclose(gi, ref_gi, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gw, 0.5 * ref_gw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(gb, 0.5 * ref_gb, rtol=1e-4, atol=1e-4)
+
+
+def test_pooling_device_against_numpy(numpy_device, rng):
+    """Device max and average pooling (padding counted, as count_include_pad) against numpy."""
+    from test_nn_speed_paths import max_pool_ref
+    x = rng.standard_normal((2, 3, 8, 6)).astype(np.float32).astype(np.float64)
+    g = rng.standard_normal((2, 3, 4, 3))
+    y, gi = (luabridge.to_numpy(t) for t in call(_DEVICE_RUN, module("nn.SpatialMaxPooling(2, 2, 2, 2)"),
+                                                 lua_tensor(x), lua_tensor(g))[:2])
+    np.testing.assert_allclose(y, max_pool_ref(x, (2, 2), (2, 2)), rtol=1e-6)
+    winner = x == np.repeat(np.repeat(max_pool_ref(x, (2, 2), (2, 2)), 2, -2), 2, -1)
+    np.testing.assert_allclose(gi, winner * np.repeat(np.repeat(g, 2, -2), 2, -1), rtol=1e-6, atol=1e-7)
+    # 3x3 windows of stride 2 over the plane padded by 1: sums of the zero-padded windows / 9
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.zeros((2, 3, 4, 3))
+    for i in range(3):
+        for j in range(3):
+            ref += padded[..., i:i + 7:2, j:j + 5:2]
+    g = rng.standard_normal(ref.shape)
+    y = luabridge.to_numpy(call(_DEVICE_RUN, module("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)"),
+                                lua_tensor(x), lua_tensor(g))[0])
+    np.testing.assert_allclose(y, ref / 9, rtol=1e-5, atol=1e-6)
+
+
 def test_conv_device_reads_strided_input(numpy_device, rng):
     """A transposed (non-contiguous) device input gives the CPU result of its contiguous copy."""
     x = rng.standard_normal((2, 3, 6, 7))
