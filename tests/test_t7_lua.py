@@ -403,6 +403,8 @@ def test_typed_reads_and_writes(t7):
         out = run(mode)
         assert out[:11] == (-7, 0.25, 1.5, 2.5, "torch.FloatStorage", 5, 200, -3, -300, True, "raw")
         assert out[11] == out[12]   # at the end; storage() holds the bytes and a final zero
+        if mode == "binary":        # 4 + 8 + 2 * 4 + 8 + 1 + 1 + 2 + 4 (bool: an int) + 4 bytes
+            assert out[11] == 41
 
 
 def test_storage_fill_and_short_reads(t7):
@@ -486,7 +488,7 @@ def test_every_truncation_fails_cleanly(t7):
                 continue   # only the final newline missing: still a whole file
             ok, err = de_quiet(data[:n], mode)
             assert not ok and "torch.deserialize: " in err, (i, n, err)
-        de_quiet(data, mode)
+        assert de_quiet(data, mode)[0], i   # the whole file reads
     assert time.perf_counter() - start < 15
 
 

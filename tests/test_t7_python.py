@@ -581,6 +581,26 @@ def test_same_bytes_as_lua(torchlua, tmp_path, fmt):
     assert ours == Path(path).read_bytes()
 
 
+def test_binary_bytes_follow_torch7s_layout():
+    """t7.write's binary output against bytes built here from torch7's layout (File.lua,
+    generic/Tensor.c, generic/Storage.c): a transposed view refers back to its storage."""
+    t = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+
+    def string(b: bytes) -> bytes:
+        return struct.pack("<ii", 2, len(b)) + b
+
+    def head(index: int, cls: bytes) -> bytes:
+        return struct.pack("<iii", 4, index, 3) + b"V 1" + struct.pack("<i", len(cls)) + cls
+
+    number = lambda v: struct.pack("<id", 1, v)   # noqa: E731
+    tensor = (head(2, b"torch.FloatTensor") + struct.pack("<i5q", 2, 2, 3, 3, 1, 1)
+              + head(3, b"torch.FloatStorage") + struct.pack("<q6f", 6, *t.ravel()))
+    view = head(4, b"torch.FloatTensor") + struct.pack("<i5q", 2, 3, 2, 1, 3, 1) + struct.pack("<ii", 4, 3)
+    values = [number(1.25), string(b"text"), struct.pack("<ii", 5, 1), tensor, view]
+    expected = struct.pack("<iii", 3, 1, 5) + b"".join(number(k + 1) + v for k, v in enumerate(values))
+    assert encoded([1.25, "text", True, t, t.T]) == expected
+
+
 def test_lua_model_through_python_and_back(torchlua, tmp_path):
     """A Lua nn model, read and rewritten by luabridge.t7, loads in Lua and computes the same."""
     first, second = str(tmp_path / "lua.t7"), str(tmp_path / "py.t7")
