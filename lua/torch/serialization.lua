@@ -178,30 +178,31 @@ function torch.load(path, ...)
   return using(file, function(f) return f:readObject() end)
 end
 
--- torch.serializeToStorage(obj[, mode]): the bytes torch.save would write, as a CharStorage.
-function torch.serializeToStorage(obj, mode)
+-- Writes obj into a memory file and returns take(its storage, the byte count).
+local function serialized(obj, mode, take)
   mode = loadArgs('torch.serialize', mode)
   local file = setMode(torch.MemoryFile(), mode)
   file._op = 'torch.serialize'
   return using(file, function(f)
     f:writeObject(obj)
-    local st = f:storage()
-    return st:resize(st._n - 1)   -- without the terminating zero
+    return take(f._st, f._size)
   end)
 end
 
-function torch.serialize(obj, mode)
-  return torch.serializeToStorage(obj, mode):string()
+-- torch.serializeToStorage(obj[, mode]): the bytes torch.save would write, as a CharStorage.
+function torch.serializeToStorage(obj, mode)
+  return serialized(obj, mode, function(st, n) return st:resize(n) end)
 end
 
--- torch.deserializeFromStorage(storage[, mode][, options]) / torch.deserialize(str[, mode][, options])
-function torch.deserializeFromStorage(storage, ...)
-  if torch.typename(storage) ~= 'torch.CharStorage' then
-    check.error('torch.deserializeFromStorage: CharStorage expected, got ' .. torch.type(storage))
-  end
+function torch.serialize(obj, mode)
+  return serialized(obj, mode, function(st, n) return ffi.string(st._ptr, n) end)
+end
+
+-- The object in n bytes at p (a pointer or a string), read from one zero-terminated copy.
+local function deserialized(p, n, ...)
   local mode, referenced, options = loadArgs('torch.deserialize', ...)
-  local terminated = torch.CharStorage(storage._n + 1)
-  if storage._n > 0 then ffi.copy(terminated._ptr, storage._ptr, storage._n) end
+  local terminated = torch.CharStorage(n + 1)
+  if n > 0 then ffi.copy(terminated._ptr, p, n) end
   local file = setMode(torch.MemoryFile(terminated, 'r'), mode)
   file._op = 'torch.deserialize'
   file:referenced(referenced)
@@ -209,9 +210,17 @@ function torch.deserializeFromStorage(storage, ...)
   return using(file, function(f) return f:readObject() end)
 end
 
+-- torch.deserializeFromStorage(storage[, mode][, options]) / torch.deserialize(str[, mode][, options])
+function torch.deserializeFromStorage(storage, ...)
+  if torch.typename(storage) ~= 'torch.CharStorage' then
+    check.error('torch.deserializeFromStorage: CharStorage expected, got ' .. torch.type(storage))
+  end
+  return deserialized(storage._ptr, storage._n, ...)
+end
+
 function torch.deserialize(str, ...)
   if type(str) ~= 'string' then check.error('torch.deserialize: string expected, got ' .. type(str)) end
-  return torch.deserializeFromStorage(torch.CharStorage():string(str), ...)
+  return deserialized(str, #str, ...)
 end
 
 torch.saveobj, torch.loadobj = torch.save, torch.load
