@@ -477,14 +477,15 @@ end
 
 local function writableType(obj)
   local t = type(obj)
+  if t == 'number' then return TYPE_NUMBER end   -- the common cases first
+  if t == 'string' then return TYPE_STRING end
   if obj == nil then return TYPE_NIL end
+  if t == 'boolean' then return TYPE_BOOLEAN end
   local name = torch.typename(obj)
   if name and torch.factory(name) then return TYPE_TORCH end
   if t == 'table' then return TYPE_TABLE end
-  if t == 'number' then return TYPE_NUMBER end
-  if t == 'string' then return TYPE_STRING end
-  if t == 'boolean' then return TYPE_BOOLEAN end
-  if t == 'function' and pcall(string.dump, obj) then return TYPE_RECUR_FUNCTION end
+  -- Lua functions (string.dump, which writeFunction calls, refuses C ones)
+  if t == 'function' and debug.getinfo(obj, 'S').what ~= 'C' then return TYPE_RECUR_FUNCTION end
 end
 
 local function writeState(self)
