@@ -620,3 +620,16 @@ def test_unknown_cuda_type_is_an_unknown_class(t7):
     data = torch_header(1, b"torch.CudaBogusStorage") + struct.pack("<q", 0)
     with pytest.raises(LuaError, match=r"unknown Torch class <torch.CudaBogusStorage>"):
         t7.de(data)
+
+
+def test_unwritable_fields_are_left_out_of_modules_too(t7, capfd):
+    # as torch7: a field the format cannot hold is dropped with a warning, for nn modules as for
+    # any torch class (nn.Module's write and the default both go through File:writeFields)
+    run = t7.eval("""function()
+      local m = nn.Linear(2, 3)
+      m.callback = print
+      local back = torch.deserialize(torch.serialize(m))
+      return back.callback == nil, back.weight:equal(m.weight)
+    end""")
+    assert run() == (True, True)
+    assert "cannot write object field <callback> of <nn.Linear>" in capfd.readouterr().err

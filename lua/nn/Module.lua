@@ -161,20 +161,10 @@ end
 
 function Module:reset() end
 
--- Serialisation hooks (torch7's File:writeObject / readObject): all fields as one table.
-function Module:write(file)
-  local fields = {}
-  for k, v in pairs(self) do fields[k] = v end
-  file:writeObject(fields)
-end
-
-function Module:read(file)
-  local fields = file:readObject()
-  if type(fields) ~= 'table' then
-    error(('fields of <%s> are not a table'):format(torch.typename(self)), 0)   -- an untrusted file
-  end
-  for k, v in pairs(fields) do self[k] = v end
-end
+-- Serialisation hooks (torch7's File:writeObject / readObject): all fields as one table, for
+-- subclasses that add to them (parent.read / parent.write).
+function Module:write(file) file:writeFields(self) end
+function Module:read(file) file:readFields(self) end
 
 -- Calls fn on this module and, through containers, on every submodule (preorder).
 function Module:apply(fn)

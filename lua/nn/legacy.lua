@@ -234,12 +234,7 @@ local torch7Fields = {
 }
 
 for name, extra in pairs(torch7Fields) do
-  torch.getmetatable(name).write = function(self, file)
-    local fields = {}
-    for k, v in pairs(self) do fields[k] = v end
-    for k, v in pairs(extra(self)) do fields[k] = v end
-    file:writeObject(fields)
-  end
+  torch.getmetatable(name).write = function(self, file) file:writeFields(self, extra(self)) end
 end
 
 -- torch7's nn makes torch.Timer (nn.Profile's) serializable as nothing: read back, it is a

@@ -513,17 +513,34 @@ local function writeTorch(self, st, obj)
   if type(obj) ~= 'table' then
     error(('<%s> is a non-serializable Torch object'):format(torch.typename(obj)), 0)
   end
-  -- the fields, as one table (fields of types the format cannot hold are left out, as torch7)
+  self:writeFields(obj)
+end
+
+-- Writes obj's fields (and extra ones) as one table, as torch7 writes an object without a write
+-- method; fields of types the format cannot hold are left out with a warning, as torch7.
+-- Write methods that add or drop fields call it too.
+function File:writeFields(obj, extra)
   local fields = {}
   for k, v in pairs(obj) do
     if writableType(k) and writableType(v) then
       fields[k] = v
     else
+      local st = self._ws
       io.stderr:write(('$ Warning: cannot write object field <%s> of <%s> %s\n'):format(
-        tostring(k), torch.typename(obj), formatPath(st.path, st.depth)))
+        tostring(k), torch.typename(obj), st and formatPath(st.path, st.depth) or ''))
     end
   end
-  writeValue(self, st, fields)
+  for k, v in pairs(extra or {}) do fields[k] = v end
+  self:writeObject(fields)
+end
+
+-- Reads the table writeFields wrote into obj's fields (an untrusted file: it must be a table).
+function File:readFields(obj, className)
+  local fields = self:readObject()
+  if type(fields) ~= 'table' then
+    error(('fields of <%s> are not a table'):format(className or torch.typename(obj)), 0)
+  end
+  for k, v in pairs(fields) do obj[k] = v end
 end
 
 -- A Lua function as torch7 writes it: its bytecode (string.dump, here LuaJIT 2.1's), then its
@@ -769,8 +786,7 @@ local function readTorch(self, st, index)
     return obj
   end
   if not resolved then
-    local fields = readValue(self, st)
-    if type(fields) == 'table' then for k, v in pairs(fields) do obj[k] = v end end
+    self:readFields(obj, className)
     obj.__typename, obj.__version = className, versionNumber
     return obj
   end
@@ -778,9 +794,7 @@ local function readTorch(self, st, index)
   if read then
     read(obj, self, versionNumber)
   elseif type(obj) == 'table' then
-    local fields = readValue(self, st)
-    if type(fields) ~= 'table' then error(('fields of <%s> are not a table'):format(className), 0) end
-    for k, v in pairs(fields) do obj[k] = v end
+    self:readFields(obj, className)
   else
     error(('cannot load object class <%s>'):format(className), 0)
   end
