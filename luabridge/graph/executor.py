@@ -24,7 +24,7 @@ class GraphError(LuaError):
     """An op failed while running: the message names the op and node."""
 
 
-def _lua_sizes(shape: tuple) -> tuple:
+def lua_sizes(shape: tuple) -> tuple:
     return shape if shape else (1,)  # torch7 has no 0-dim tensors: scalars are 1-element
 
 
@@ -255,7 +255,7 @@ class Executor:
                 st = states[g.entry_of(eid)[0].name]
                 tensors[eid], views[eid] = st.tensor, st.array
                 continue
-            lshape = _lua_sizes(shape)
+            lshape = lua_sizes(shape)
             if sid == EMPTY:
                 arr = self.device.zeros(lshape, dt)
                 tensors[eid], views[eid] = self.device.share(arr), arr

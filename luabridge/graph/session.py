@@ -8,7 +8,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from .device import CPU, Device, device_for
-from .executor import Executor
+from .executor import Executor, lua_sizes
 from .symbol import Entry, Node, Symbol
 
 
@@ -66,7 +66,7 @@ class VariableStore:
         st = self._vars.setdefault(name, VarState(name))
         if st.initialised and st.array.shape == tuple(shape) and st.array.dtype == np.dtype(dtype):
             return st
-        flat = self.device.zeros(_lua_shape(shape), dtype)
+        flat = self.device.zeros(lua_sizes(tuple(shape)), dtype)
         st.array, st.tensor = flat.reshape(shape), self.device.share(flat)
         st.generation += 1
         self.generation += 1
@@ -78,10 +78,6 @@ class VariableStore:
             value = value.astype(np.float32)
         st = self.allocate(name, value.shape, value.dtype.name)
         self.device.upload(st.array, value)
-
-
-def _lua_shape(shape: tuple) -> tuple:
-    return tuple(shape) if len(shape) else (1,)
 
 
 Fetch = Union[Symbol, list, tuple]
