@@ -103,10 +103,10 @@ end
 ------------------------------------------------------------------------------------------------
 -- (re)shaping the view
 
--- Points t at storage st from offset (1-based) with sizes and strides; checks the extent.
-local function setView(t, st, off, sz, str)
-  local first, last = off - 1, off - 1
-  local n = 1
+-- A view's element count and the 0-based storage elements its first and last elements reach
+-- (negative strides reach below the offset).
+local function viewExtent(sz, str, off)
+  local n, first, last = 1, off - 1, off - 1
   for d = 1, #sz do
     n = n * sz[d]
     if sz[d] > 0 then
@@ -114,6 +114,13 @@ local function setView(t, st, off, sz, str)
       if reach > 0 then last = last + reach else first = first + reach end
     end
   end
+  return n, first, last
+end
+torch._viewExtent = viewExtent
+
+-- Points t at storage st from offset (1-based) with sizes and strides; checks the extent.
+local function setView(t, st, off, sz, str)
+  local n, first, last = viewExtent(sz, str, off)
   if #sz > 0 and n > 0 then
     if not st then check.error('set: no storage to view') end
     if first < 0 or last >= st._n then

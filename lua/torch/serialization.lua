@@ -61,16 +61,11 @@ local function badTensor(t, msg) error(torch.typename(t) .. ': ' .. msg, 0) end
 
 -- The view (sizes, strides, 1-based offset) must lie inside the storage, whose type must match.
 local function checkView(t, st, sz, str, off)
-  local n, first, last = 1, off - 1, off - 1
   for d = 1, #sz do
     if sz[d] < 0 or sz[d] > MAX_INDEX then badTensor(t, ('bad size %s at dimension %d'):format(tostring(sz[d]), d)) end
     if math.abs(str[d]) > MAX_INDEX then badTensor(t, ('bad stride %s at dimension %d'):format(tostring(str[d]), d)) end
-    n = n * sz[d]
-    if sz[d] > 0 then
-      local reach = (sz[d] - 1) * str[d]
-      if reach > 0 then last = last + reach else first = first + reach end
-    end
   end
+  local n, first, last = torch._viewExtent(sz, str, off)
   if n > MAX_INDEX then badTensor(t, 'too many elements') end
   if st ~= nil then
     if not torch.isStorage(st) or st._dt ~= t._dt then
