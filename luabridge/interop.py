@@ -88,7 +88,9 @@ def to_numpy(t: Any) -> np.ndarray:
         from .cuda import device_view
 
         return device_view(t)
-    return tensor_view(bridge(), t)
+    b = bridge()
+    b.check_owned(t)
+    return tensor_view(b, t)
 
 
 def from_dlpack(x: Any) -> Any:

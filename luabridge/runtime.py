@@ -87,6 +87,7 @@ class Bridge:
 
         dirs = [str(lua_dir()), *_extra_paths]
         self._protected = self.lua.execute(_BOOT, pyside.table_for(self), ";".join(dirs))
+        self._lua_type = self.lua.globals().type
         env_path = os.environ.get("LUA_PATH")
         if env_path:
             self.lua.globals().package.path = self.lua.globals().package.path + ";" + env_path
@@ -100,6 +101,14 @@ class Bridge:
             raise LuaError(str(result[1]), str(result[2] or ""))
         rest = result[1:]
         return rest[0] if len(rest) == 1 else rest
+
+    def check_owned(self, obj: Any) -> None:
+        """Raises LuaError for an object of another thread's runtime: its fields would be read
+        against this runtime's buffers, which are not the ones it points into."""
+        try:
+            self._lua_type(obj)
+        except luajit21.LuaError as e:
+            raise LuaError(f"{e} (the object belongs to another thread's runtime)") from None
 
     def load(self, code: str, chunkname: str) -> Any:
         return _loaded(self.lua.globals().loadstring(code, chunkname))

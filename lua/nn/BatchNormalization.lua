@@ -57,6 +57,7 @@ function BN:checkInputDim(input)
     fail(self, 'got %d-feature tensor, expected %d (input of size %s)', input:size(featDim),
       self.running_mean:nElement(), check.sizestr(input))
   end
+  if input:nElement() == 0 then fail(self, 'input of size %s has no elements', check.sizestr(input)) end
   if input:type() ~= self.running_mean:type() then
     fail(self, 'input is a %s but the module holds %s', input:type(), self.running_mean:type())
   end

@@ -18,11 +18,12 @@ local function frames(self, input, target)
   local name = torch.type(self)
   local nframe, dim = targets.frames(self, input)
   check.tensorOf(name, target, 'target')
-  if target:dim() ~= input:dim() or target:nElement() ~= nframe * dim then
+  -- the kernels walk the target with the input's rows and columns: same sizes, not just count
+  if not target:isSameSizeAs(input) then
     check.error(('%s: inconsistent target size %s for input of size %s'):format(
       name, check.sizestr(target), check.sizestr(input)))
   end
-  if target:nElement() > 0 and (target:min() < 0 or target:max() > dim) then
+  if target:nElement() > 0 and not (target:min() >= 0 and target:max() <= dim) then
     check.error(('%s: target out of range, expected class indices in [1, %d] or 0, got values in [%s, %s]')
       :format(name, dim, tostring(target:min()), tostring(target:max())))
   end

@@ -4,11 +4,13 @@ local Unsqueeze, parent = torch.class('nn.Unsqueeze', 'nn.Module')
 
 function Unsqueeze:__init(pos, numInputDims)
   parent.__init(self)
-  self.pos = pos or error('the position to insert singleton dim not specified')
+  if pos == nil then error('nn.Unsqueeze: the position to insert singleton dim not specified', 2) end
+  self.pos = check.int('nn.Unsqueeze', pos, 'pos', 1, check.MAXDIM)
   self:setNumInputDims(numInputDims)
 end
 
 function Unsqueeze:setNumInputDims(numInputDims)
+  if numInputDims ~= nil then check.int('nn.Unsqueeze', numInputDims, 'numInputDims', 0, check.MAXDIM) end
   self.numInputDims = numInputDims
   return self
 end

@@ -30,7 +30,7 @@ local function get(s, i)
 end
 
 local function checkIndex(s, i)
-  if type(i) ~= 'number' or i ~= math.floor(i) then
+  if not check.isInt(i) then
     check.error('storage index must be an integer, got ' .. tostring(i))
   end
   if i < 1 or i > s._n then
@@ -55,9 +55,7 @@ function Storage.zero(s) if s._n > 0 then ffi.fill(s._ptr, s._n * s._dt.size, 0)
 -- Keeps the first min(old, n) elements; the rest are zero. Tensors on this storage see the
 -- new memory, as in torch7.
 function Storage.resize(s, n)
-  if type(n) ~= 'number' or n < 0 or n ~= math.floor(n) then
-    check.error('resize: storage size must be a non-negative integer, got ' .. tostring(n))
-  end
+  check.int('resize', n, 'storage size', 0)
   if n == s._n then return s end
   if s._base then check.error('resize: cannot resize a storage that views another storage') end
   local ptr, h, id = memory.alloc(n, s._dt)
@@ -133,21 +131,23 @@ local function construct(mt, a, b, c)
   local newStorage = rawget(mt, '__alloc') or newStorage
   if a == nil then return newStorage(mt, 0) end
   if type(a) == 'number' then
-    if a < 0 or a ~= math.floor(a) then check.error(mt.__typename .. ': size must be a non-negative integer') end
+    check.int(mt.__typename, a, 'size', 0)
     local s = newStorage(mt, a)
     if b ~= nil then s:fill(b) end
     return s
   end
   if isStorage(a) then   -- a view of part of another storage of the same type
     if a._dt ~= mt.__dtype then check.error(mt.__typename .. ': cannot view a ' .. torch.typename(a)) end
-    local offset = b or 1
-    local n = c or (a._n - offset + 1)
-    if offset < 1 or n < 0 or offset - 1 + n > a._n then
+    local offset = check.int(mt.__typename, b or 1, 'view offset', 1)
+    local n = check.int(mt.__typename, c or (a._n - offset + 1), 'view size', 0)
+    if offset - 1 + n > a._n then
       check.error(('%s: view [%d, %d] out of bounds of storage of size %d'):format(mt.__typename, offset, offset + n - 1, a._n))
     end
-    -- _base is the storage owning the buffer, _baseoff this view's element offset into it
+    -- _base is the storage owning the buffer, _baseoff this view's element offset into it. The
+    -- view holds the buffer's handle: a later resize of the root gives the root a new buffer,
+    -- and the old one must live as long as the view points into it.
     local root = a._base or a
-    return object.new(mt, { _ptr = a._ptr and a._ptr + (offset - 1), _n = n, _h = false, _id = root._id, _dt = a._dt,
+    return object.new(mt, { _ptr = a._ptr and a._ptr + (offset - 1), _n = n, _h = root._h, _id = root._id, _dt = a._dt,
                             _base = root, _baseoff = a._baseoff + offset - 1 })
   end
   if type(a) == 'table' then

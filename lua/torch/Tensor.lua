@@ -28,8 +28,7 @@ torch._makeTensor = make
 
 local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
 
--- An integer-valued number (sizes, indices and steps must be; nan is not).
-local function isInt(x) return type(x) == 'number' and x == math.floor(x) end
+local isInt = check.isInt
 
 -- A size argument: numbers, a LongStorage, or a table of numbers.
 local function sizesFrom(op, a, ...)
@@ -37,15 +36,26 @@ local function sizesFrom(op, a, ...)
   if torch.isStorage(a) then sz = a:totable()
   elseif type(a) == 'table' and not isTensor(a) then sz = copyArray(a)
   else sz = { a, ... } end
+  if #sz > check.MAXDIM then
+    check.error(('%s: %d dimensions, at most %d are supported'):format(op, #sz, check.MAXDIM))
+  end
   for d = 1, #sz do
     local s = sz[d]
-    if type(s) ~= 'number' or s ~= math.floor(s) or s < 0 then
-      check.error(('%s: sizes must be non-negative integers, got %s at dimension %d'):format(op, tostring(s), d))
+    if not isInt(s) or s < 0 then
+      check.error(('%s: sizes must be non-negative integers below 2^53, got %s at dimension %d'):format(op, tostring(s), d))
     end
   end
   return sz
 end
 torch._sizesFrom = sizesFrom
+
+-- Strides: integers of either sign, as many as there are sizes.
+local function stridesFrom(op, a, nd)
+  local str = torch.isStorage(a) and a:totable() or copyArray(a)
+  if #str ~= nd then check.error(('%s: %d sizes but %d strides'):format(op, nd, #str)) end
+  for d = 1, nd do check.int(op, str[d], 'stride ' .. d) end
+  return str
+end
 
 ------------------------------------------------------------------------------------------------
 -- structure queries
@@ -92,6 +102,7 @@ function Tensor.isSize(t, sizes)
 end
 
 function Tensor.isSetTo(t, other)
+  check.tensorOf('isSetTo', other)
   if not t._st or t._st ~= other._st or t._off ~= other._off then return false end
   if #t._sz ~= #other._sz or #t._sz == 0 then return false end
   for d = 1, #t._sz do
@@ -120,7 +131,9 @@ torch._viewExtent = viewExtent
 
 -- Points t at storage st from offset (1-based) with sizes and strides; checks the extent.
 local function setView(t, st, off, sz, str)
+  check.int('set', off, 'storage offset', 1)
   local n, first, last = viewExtent(sz, str, off)
+  if n >= 2 ^ 53 then check.error(('set: view of sizes %s has too many elements'):format(table.concat(sz, 'x'))) end
   if #sz > 0 and n > 0 then
     if not st then check.error('set: no storage to view') end
     if first < 0 or last >= st._n then
@@ -152,18 +165,21 @@ function Tensor.set(t, src, off, a, b, ...)
     str = { 1 }
   elseif torch.isStorage(a) or (type(a) == 'table') then
     sz = sizesFrom('set', a)
-    str = b and sizesFrom('set', b) or contiguousStrides(sz)
+    str = b and stridesFrom('set', b, #sz) or contiguousStrides(sz)
   else
-    sz, str = {}, {}
     local rest = { a, b, ... }
-    for i = 1, #rest, 2 do
-      sz[#sz + 1] = rest[i]
-      str[#str + 1] = rest[i + 1] or false
-    end
+    local n = select('#', a, b, ...)
+    while n > 0 and rest[n] == nil do n = n - 1 end
+    local nsz = math.ceil(n / 2)
+    sz, str = {}, {}
+    for d = 1, nsz do sz[d] = rest[2 * d - 1] end
+    sz = sizesFrom('set', sz)
     local z = 1
-    for d = #sz, 1, -1 do if not str[d] then str[d] = z end z = z * sz[d] end
+    for d = nsz, 1, -1 do
+      str[d] = rest[2 * d] == nil and z or check.int('set', rest[2 * d], 'stride ' .. d)
+      z = z * sz[d]
+    end
   end
-  if #str ~= #sz then check.error('set: sizes and strides differ in length') end
   return setView(t, src, off, sz, str)
 end
 
@@ -173,7 +189,7 @@ function Tensor.resize(t, a, ...)
   if torch.isStorage(a) or (type(a) == 'table' and not isTensor(a)) then
     sz = sizesFrom('resize', a)
     local s2 = ...
-    str = s2 and sizesFrom('resize', s2) or nil
+    str = s2 and stridesFrom('resize', s2, #sz) or nil
   else
     sz = sizesFrom('resize', a, ...)
   end
@@ -186,6 +202,9 @@ function Tensor.resize(t, a, ...)
       if sz[d] == 0 then need = 0; break end
       need = need + (sz[d] - 1) * str[d]
     end
+  end
+  if need >= 2 ^ 53 then
+    check.error(('resize: sizes %s need %.0f elements, more than any storage can hold'):format(table.concat(sz, 'x'), need))
   end
   if need > 0 then
     if not t._st then
@@ -409,6 +428,8 @@ end
 
 function Tensor.unsqueeze(t, d)
   check.dim('unsqueeze', t, d, 1)
+  -- a tensor with no dimension has no element: a size-1 dimension would claim one it lacks
+  if #t._sz == 0 then check.error('unsqueeze: the tensor has no dimension (it is empty)') end
   local r = view(t)
   local st = (d <= #t._sz) and t._sz[d] * t._str[d] or 1
   table.insert(r._sz, d, 1)
@@ -449,6 +470,9 @@ end
 
 function Tensor.type(t, name)
   if name == nil then return torch.typename(t) end
+  if type(name) ~= 'string' then
+    check.error(('type: expected a type name such as \'torch.FloatTensor\', got %s'):format(torch.type(name)))
+  end
   if name == torch.typename(t) then return t end
   local mt = torch.getmetatable(name)
   if not mt or not rawget(mt, '__tensor') then check.error('type: unknown tensor type ' .. tostring(name)) end

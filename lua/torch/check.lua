@@ -44,6 +44,14 @@ function check.number(op, x, name)
   return x
 end
 
+-- nn's kernels compute in floating point: integer and half tensors are refused by name.
+function check.floating(op, x, name)
+  if x._dt.integer or x._dt.half then
+    check.error(('%s: %s must be a FloatTensor or DoubleTensor, got %s'):format(op, name or 'input', torch.typename(x)))
+  end
+  return x
+end
+
 function check.sameType(op, a, b)
   if a._dt ~= b._dt then
     check.error(('%s: expected %s, got %s'):format(op, torch.typename(a), torch.typename(b)))
@@ -57,10 +65,40 @@ function check.sameElements(op, a, b)
   end
 end
 
+-- Sizes, strides, offsets, dims and indices are integers exact in a double. NaN fails every
+-- comparison, so it must be ruled out before any range check, and so must the infinities.
+local MAXINT = 2 ^ 53
+function check.isInt(x)
+  return type(x) == 'number' and x == math.floor(x) and x > -MAXINT and x < MAXINT
+end
+
+-- The largest tensor rank accepted anywhere (torch7's readers and ours use the same bound).
+check.MAXDIM = 64
+
+-- x as an integer in [lo, hi] (either bound may be nil), or an error naming op and what x is.
+function check.int(op, x, what, lo, hi)
+  if not check.isInt(x) or (lo and x < lo) or (hi and x > hi) then
+    local range = (lo and hi) and (' in [%d, %d]'):format(lo, hi)
+      or lo and (' >= %d'):format(lo) or hi and (' <= %d'):format(hi) or ''
+    check.error(('%s: %s must be an integer%s, got %s'):format(op, what, range, tostring(x)))
+  end
+  return x
+end
+
+-- The name of the luabridge function the user's code called (the op an error is about); a tail
+-- call leaves no frame of the user's, so the outermost named library frame stands in.
+function check.userOp()
+  for level = userLevel() - 1, 2, -1 do   -- frames seen from here
+    local info = debug.getinfo(level, 'n')
+    local name = info and info.name
+    if name and name ~= 'pcall' and name ~= 'xpcall' then return name end
+  end
+end
+
 -- A dimension argument (1-based; negative counts from the end when allowNeg) checked against t.
 function check.dim(op, t, d, extra)
   local nd = #t._sz + (extra or 0)
-  if type(d) ~= 'number' or d ~= math.floor(d) then
+  if not check.isInt(d) then
     check.error(('%s: dimension must be an integer, got %s'):format(op, tostring(d)))
   end
   if d < 1 or d > nd then

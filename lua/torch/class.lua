@@ -71,10 +71,32 @@ function torch.newmetatable(name, parentName, ctor)
   return mt, parent
 end
 
+-- "3, nil, torch.DoubleTensor": constructor arguments as an error message shows them.
+local function argList(...)
+  local parts = {}
+  for i = 1, select('#', ...) do
+    local v = select(i, ...)
+    parts[i] = type(v) == 'number' and tostring(v) or type(v) == 'string' and ('%q'):format(v) or torch.type(v)
+  end
+  return table.concat(parts, ', ')
+end
+
 local function construct(mt, ...)
   local self = setmetatable({}, mt)
   local init = self.__init
-  if init then init(self, ...) end
+  if init then
+    local ok, err = pcall(init, self, ...)
+    if not ok then
+      -- a runtime error inside __init ("attempt to perform arithmetic on a nil value") names
+      -- neither the class nor what it was given: say both
+      local name = mt.__typename
+      if type(err) == 'string' and not err:find(name, 1, true) then
+        err = ('%s(%s): invalid arguments: %s'):format(name, argList(...), (err:gsub('^[^\n:]+:%d+: ', '')))
+        require('torch.check').error(err)
+      end
+      error(err, 0)
+    end
+  end
   return self
 end
 

@@ -55,7 +55,13 @@ function memory.alloc(n, dt, overwritten)
     for _ = 1, 3 do collectgarbage() end
   end
   memory.flush()
-  local id, hi, lo = py.alloc(n, dt.name, not overwritten)
+  local ok, id, hi, lo = pcall(py.alloc, n, dt.name, not overwritten)
+  if not ok then
+    -- numpy's own words ("Unable to allocate 7.28 TiB ...") name neither the op nor the sizes
+    local check = require 'torch.check'
+    check.error(('%s: not enough memory for %.0f %s elements (%.4g bytes)'):format(
+      check.userOp() or 'alloc', n, dt.name, n * dt.size))
+  end
   return address(hi, lo, dt.ptr), memory.handle(id), id
 end
 

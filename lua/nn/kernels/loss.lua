@@ -45,6 +45,7 @@ function loss.checkPair(self, input, target)
     check.error(('%s: target must be a tensor, got %s'):format(name, torch.type(target)))
   end
   loss.checkHost(self, input)
+  check.floating(name, input)
   if input:nElement() ~= target:nElement() then
     check.error(('%s: input and target size mismatch, %s (%d elements) and %s (%d elements)')
       :format(name, check.sizestr(input), input:nElement(), check.sizestr(target), target:nElement()))

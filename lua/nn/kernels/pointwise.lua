@@ -26,6 +26,7 @@ function pointwise.checkInput(module, input, deviceOk)
   if input._device and not deviceOk then
     check.error(('%s: %s is not supported (CPU kernel)'):format(torch.type(module), torch.type(input)))
   end
+  check.floating(torch.type(module), input)
 end
 
 function pointwise.checkGradOutput(module, input, gradOutput, deviceOk)

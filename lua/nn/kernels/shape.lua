@@ -34,6 +34,7 @@ function shape.input(self, input, sdims, planes)
     fail(self, 'input is a %s but the weight is a %s (convert the module with :type())',
       torch.typename(input), torch.typename(self.weight))
   end
+  if input:nElement() == 0 then fail(self, 'input of size %s has no elements', sizestr(input)) end
   local batch = nd == sdims + 2
   local first = batch and 2 or 1
   local C = input:size(first)

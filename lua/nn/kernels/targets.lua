@@ -34,7 +34,7 @@ end
 function targets.checkRange(self, t, count, nClasses, ignore)
   for i = 0, count - 1 do
     local c = targets.at(t, i)
-    if c ~= ignore and (c < 1 or c > nClasses or c ~= math.floor(c)) then
+    if c ~= ignore and not (c >= 1 and c <= nClasses and c == math.floor(c)) then
       check.error(('%s: target %s out of range, expected a class index in [1, %d]'):format(
         torch.type(self), tostring(c), nClasses))
     end

@@ -16,7 +16,7 @@ end
 
 local function integer(op, x, name)
   check.number(op, x, name)
-  if x ~= math.floor(x) then check.error(('%s: %s must be an integer, got %s'):format(op, name, tostring(x))) end
+  if not check.isInt(x) then check.error(('%s: %s must be an integer, got %s'):format(op, name, tostring(x))) end
   return x
 end
 

@@ -32,8 +32,8 @@ local function catList(res, list, dim)
   for i = 1, #list do nd = math.max(nd, #list[i]._sz) end
   if dim == nil or dim == -1 then
     dim = math.max(nd, 1)
-  elseif type(dim) ~= 'number' or dim < 1 or dim ~= math.floor(dim) then
-    check.error('cat: invalid dimension ' .. tostring(dim))
+  elseif not check.isInt(dim) or dim < 1 or dim > check.MAXDIM then
+    check.error(('cat: invalid dimension %s (expected 1 to %d)'):format(tostring(dim), check.MAXDIM))
   end
   nd = math.max(nd, dim)
   local sz, allEmpty = {}, true

@@ -1,0 +1,139 @@
+"""Regression cases of the memory-safety audit (issue 9): each once crashed, hung, corrupted
+memory or raised an error naming neither the op nor the sizes.
+
+All cases run in one child process (a crash or hang there fails every case with its output);
+each must raise a LuaError whose message contains the expected words, or return the value
+expected of it.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import luabridge
+
+# name -> (Lua chunk, words the error must contain); a chunk that must succeed returns
+# "ok" after asserting what it checks itself.
+RAISES = {
+    "set_nan_stride": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, 2, 0/0):fill(3)", "set: stride 1"),
+    "set_nan_offset": ("torch.ByteTensor():set(torch.ByteStorage(4), 0/0, {2}):fill(3)", "set: storage offset"),
+    "set_inf_size": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, 1/0, 0):fill(3)", "set: sizes"),
+    "set_negative_size": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, -1, 1, -1, 1)", "set: sizes"),
+    "set_stride_table_nan": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, {2}, {0/0})", "set: stride 1"),
+    "set_zero_stride_huge": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, {2^40, 2^40}, {0, 0})", "too many elements"),
+    "storage_view_nan": ("torch.DoubleStorage(torch.DoubleStorage(4), 0/0)", "view offset"),
+    "storage_nan_size": ("torch.DoubleStorage(0/0)", "size must be an integer"),
+    "storage_resize_inf": ("torch.DoubleStorage(2):resize(1/0)", "resize: storage size"),
+    "storage_index_nan": ("return torch.DoubleStorage(2)[0/0]", "storage index"),
+    "multilabel_target_shape": (
+        "nn.MultiLabelMarginCriterion():forward(torch.randn(2, 3), torch.LongTensor(3, 2):fill(1))",
+        "inconsistent target size 3x2 for input of size 2x3"),
+    "multilabel_target_nan": (
+        "nn.MultiLabelMarginCriterion():forward(torch.randn(2, 3), torch.Tensor(2, 3):fill(0/0))",
+        "target out of range"),
+    "cat_huge_dim": ("torch.cat(torch.randn(2), torch.randn(2), 2^31)", "cat: invalid dimension"),
+    "unsqueeze_module_nan": ("nn.Unsqueeze(0/0)", "nn.Unsqueeze: pos"),
+    "unsqueeze_empty": ("torch.LongTensor():unsqueeze(1)", "unsqueeze: the tensor has no dimension"),
+    "class_simplex_huge": ("nn.ClassSimplexCriterion(1e6)", "not enough memory for 1000000000000 Double elements"),
+    "resize_huge": ("torch.Tensor():resize(1e10, 1e10)", "resize: sizes 10000000000x10000000000"),
+    "repeat_huge": ("torch.Tensor(2):repeatTensor(1e18)", "repeatTensor: sizes"),
+    "storage_alloc_huge": ("torch.DoubleStorage(2^52)", "not enough memory for 4503599627370496 Double"),
+    "diag_inf": ("torch.randn(3, 3):diag(-1/0)", "diag: k must be an integer"),
+    "isSetTo_number": ("torch.randn(3):isSetTo(-1/0)", "isSetTo: argument must be a tensor"),
+    "type_of_tensor": ("torch.randn(3):type(torch.Tensor())", "type: expected a type name"),
+    "softsign_long": ("nn.SoftSign():forward(torch.LongTensor(3):fill(1))", "nn.SoftSign: input must be a FloatTensor"),
+    "elu_long": ("nn.ELU():forward(torch.LongTensor(3):fill(1))", "nn.ELU: input must be a FloatTensor"),
+    "softplus_long": ("nn.SoftPlus():forward(torch.LongTensor(3):fill(1))", "nn.SoftPlus: input must be a FloatTensor"),
+    "logsigmoid_int": ("nn.LogSigmoid():forward(torch.IntTensor(3):fill(1))", "nn.LogSigmoid: input must be a FloatTensor"),
+    "bce_long": ("nn.BCECriterion():forward(torch.LongTensor(3):fill(1), torch.LongTensor(3):fill(1))",
+                 "nn.BCECriterion: input must be a FloatTensor"),
+    "conv_zero_batch": ("nn.SpatialConvolution(3, 4, 3, 3):forward(torch.randn(0, 3, 5, 5))",
+                        "nn.SpatialConvolution: input of size 0x3x5x5 has no elements"),
+    "pool_zero_batch": ("nn.SpatialMaxPooling(2, 2):forward(torch.randn(0, 3, 4, 4))",
+                        "nn.SpatialMaxPooling: input of size 0x3x4x4 has no elements"),
+    "batchnorm_zero_batch": ("nn.BatchNormalization(3):forward(torch.randn(0, 3))",
+                             "nn.BatchNormalization: input of size 0x3 has no elements"),
+    "spatial_batchnorm_zero_batch": ("nn.SpatialBatchNormalization(3):forward(torch.randn(0, 3, 2, 2))",
+                                     "nn.SpatialBatchNormalization: input of size 0x3x2x2"),
+    "linear_no_arguments": ("nn.Linear()", "nn.Linear(): invalid arguments"),
+}
+
+SUCCEEDS = {
+    # a view of a storage keeps the root's old buffer after the root is resized: writes through
+    # it must not reach a fresh storage that reuses pooled memory
+    "view_after_root_resize": """
+        local root = torch.DoubleStorage(262144):fill(1)
+        local view = torch.DoubleStorage(root, 1, 262144)
+        root:resize(262145)
+        for _ = 1, 4 do collectgarbage() end
+        local fresh = torch.DoubleStorage(262144):fill(5)
+        view[1] = 42
+        assert(fresh[1] == 5 and view[1] == 42 and root[1] == 1, 'view wrote into another storage')
+        return 'ok'""",
+    "set_negative_stride_extent": """
+        local ok = pcall(function() torch.ByteTensor():set(torch.ByteStorage(4), 1, 2, -1) end)
+        assert(not ok, 'a view reaching below its offset was accepted')
+        local t = torch.ByteTensor():set(torch.ByteStorage(4), 2, 2, -1)
+        assert(t:nElement() == 2)
+        return 'ok'""",
+}
+
+CHILD = r"""
+import json, sys
+import luabridge
+luabridge.require('torch'); luabridge.require('nn')
+out = {}
+for name, code in json.loads(sys.argv[1]).items():
+    try:
+        out[name] = ['ok', str(luabridge.execute(code))]
+    except luabridge.LuaError as e:
+        out[name] = ['LuaError', str(e).split('\nstack traceback')[0]]
+    except Exception as e:
+        out[name] = [type(e).__name__, str(e)]
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def outcomes() -> dict:
+    chunks = {name: code for name, (code, _) in RAISES.items()}
+    chunks.update(SUCCEEDS)
+    p = subprocess.run([sys.executable, "-c", CHILD, json.dumps(chunks)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, f"child died (rc {p.returncode}): {p.stderr[-2000:]}"
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("name", sorted(RAISES))
+def test_raises_clear_error(outcomes: dict, name: str) -> None:
+    kind, message = outcomes[name]
+    assert kind == "LuaError", (kind, message)
+    assert RAISES[name][1] in message, message
+
+
+@pytest.mark.parametrize("name", sorted(SUCCEEDS))
+def test_succeeds(outcomes: dict, name: str) -> None:
+    assert outcomes[name] == ["ok", "ok"], outcomes[name]
+
+
+def test_to_numpy_refuses_another_threads_tensor() -> None:
+    luabridge.require("torch")
+    t = luabridge.eval("torch.range(1, 5)")
+    seen: list[BaseException] = []
+
+    def other() -> None:
+        try:
+            luabridge.to_numpy(t)
+        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+            seen.append(e)
+
+    worker = threading.Thread(target=other)
+    worker.start()
+    worker.join()
+    assert len(seen) == 1 and isinstance(seen[0], luabridge.LuaError), seen
+    assert "another thread's runtime" in str(seen[0])
+    assert luabridge.to_numpy(t).sum() == 15.0
