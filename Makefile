@@ -1,5 +1,5 @@
 # make run: set up and run the main demo (it ends by saving the trained model to lenet_digits.t7).
-# make test: set up and run the tests.  make fuzz: the dedicated .t7 reader fuzz run (100,000 cases).
+# make test: set up and run the tests.  make fuzz: the dedicated fuzz runs (100,000 cases each: .t7 readers, tensor API).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -22,6 +22,7 @@ test: $(STAMP)
 
 fuzz: $(STAMP)
 	$(PY) tests/fuzz_t7.py --cases 100000
+	$(PY) tests/fuzz_tensor.py --cases 100000
 
 bench: $(STAMP)
 	$(PY) bench/tensor_ops.py

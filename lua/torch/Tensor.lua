@@ -51,6 +51,9 @@ torch._sizesFrom = sizesFrom
 
 -- Strides: integers of either sign, as many as there are sizes.
 local function stridesFrom(op, a, nd)
+  if not (torch.isStorage(a) or (type(a) == 'table' and not isTensor(a))) then
+    check.error(('%s: strides must be a LongStorage or a table, got %s'):format(op, torch.type(a)))
+  end
   local str = torch.isStorage(a) and a:totable() or copyArray(a)
   if #str ~= nd then check.error(('%s: %d sizes but %d strides'):format(op, nd, #str)) end
   for d = 1, nd do check.int(op, str[d], 'stride ' .. d) end
@@ -610,6 +613,7 @@ torch._tensorIndex, torch._tensorNewIndex = index, newindex
 
 -- Calls fn(value) on every element in row-major order; a returned number replaces it.
 function Tensor.apply(t, fn)
+  if type(fn) ~= 'function' then check.error('apply: expected a function, got ' .. torch.type(fn)) end
   apply.each(t, function(o)
     local r = fn(readAt(t, o))
     if r ~= nil then writeAt(t, o, r) end

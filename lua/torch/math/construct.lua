@@ -36,7 +36,7 @@ end
 local function resultFor(op, r, t)
   r = r or t.new()
   check.sameType(op, r, t)
-  if overlaps(r, t) then t = t:clone() end
+  if r == t or overlaps(r, t) then t = t:clone() end   -- r is resized before t is read
   return r, t
 end
 
@@ -214,6 +214,7 @@ local function repeatTensor(...)
   if nd < #t._sz then
     check.error(('repeatTensor: %d repeat counts for a %dD tensor; give at least one per dimension'):format(nd, #t._sz))
   end
+  if numel(t) == 0 then check.error('repeatTensor: the tensor to repeat has no elements (size ' .. check.sizestr(t) .. ')') end
   r, t = resultFor('repeatTensor', r, t)
   local xsize, rsize = {}, {}
   for d = 1, nd do

@@ -62,10 +62,16 @@ local function catList(res, list, dim)
         i, check.sizestr(t), table.concat(sz, 'x'), dim))
     end
   end
-  res:resize(sz)
-  local offset = 1
+  -- an input sharing the result's storage would be moved under the copy by the resize
+  local inputs = {}
   for i = 1, #list do
     local t = list[i]
+    inputs[i] = (t == res or (t._st and t._st == res._st)) and t:clone() or t
+  end
+  res:resize(sz)
+  local offset = 1
+  for i = 1, #inputs do
+    local t = inputs[i]
     if #t._sz > 0 then
       local n = extent(t, dim)
       res:narrow(dim, offset, n):copy(t)

@@ -1,0 +1,247 @@
+"""Fuzzes the tensor API with random calls: every element type, views, zero-size and expanded
+operands, NaN/inf/huge/negative numbers and wrong types as arguments.
+
+    python tests/fuzz_tensor.py --cases 100000 [--seed S] [--chunk N]
+    python tests/fuzz_tensor.py --seed S --case I          (one case, here, with its Lua source)
+
+Every operand is a view into the middle of a storage with GUARD elements of a sentinel value on
+each side. After each call: the guards must be intact (no out-of-bounds write), a call that
+raised must have left its operands' values as they were, every tensor it returned must lie
+inside its storage, and an error must be the library's own (a message that names the op, not
+a Lua runtime error such as "attempt to index" or numpy's words). Cases run in a child process
+under an address-space cap, in chunks; a crash or hang names its case. A case is a function of
+(seed, case number): a failure replays from them.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import subprocess
+import sys
+from typing import Iterator
+
+CASE_SECONDS = 5  # a case still running after this is a hang
+MEMORY_MB = 4096
+TYPES = ("Byte", "Char", "Short", "Int", "Long", "Float", "Double")
+NUMBERS = ("0", "1", "-1", "2", "3", "0.5", "-2.5", "0/0", "1/0", "-1/0", "2^31", "2^53", "1e18", "-2^31", "7")
+OTHER_ARGS = ("nil", "'x'", "{}", "{2, 3}", "torch.LongStorage({2, 2})", "true")
+
+# method -> argument count range (beyond self); arguments are numbers, other values or operands
+METHODS = {
+    "fill": (1, 1), "zero": (0, 0), "add": (1, 3), "mul": (1, 2), "cmul": (1, 2), "div": (1, 2),
+    "copy": (1, 1), "narrow": (3, 3), "select": (2, 2), "sub": (2, 6), "transpose": (2, 2), "t": (0, 0),
+    "view": (1, 3), "resize": (1, 3), "resizeAs": (1, 1), "expand": (1, 3), "unfold": (3, 3),
+    "squeeze": (0, 1), "unsqueeze": (1, 1), "repeatTensor": (1, 3), "permute": (1, 3), "index": (2, 2),
+    "indexFill": (3, 3), "indexCopy": (3, 3), "indexAdd": (3, 3), "gather": (2, 2), "scatter": (3, 3),
+    "maskedFill": (2, 2), "maskedSelect": (1, 1), "maskedCopy": (2, 2), "sum": (0, 1), "max": (0, 1),
+    "min": (0, 1), "mean": (0, 1), "cumsum": (0, 1), "sort": (0, 2), "topk": (1, 3), "kthvalue": (1, 2),
+    "diag": (0, 1), "tril": (0, 1), "triu": (0, 1), "clamp": (2, 2), "pow": (1, 1), "abs": (0, 0),
+    "cat": (1, 2), "split": (1, 2), "chunk": (1, 2), "renorm": (3, 3), "dist": (1, 2), "norm": (0, 2),
+    "addmm": (2, 4), "mm": (1, 1), "mv": (1, 1), "addmv": (2, 4), "dot": (1, 1), "cross": (1, 2),
+    "set": (0, 5), "isSetTo": (1, 1), "type": (0, 1), "apply": (1, 1), "storageOffset": (0, 0),
+    "reshape": (1, 3), "contiguous": (0, 0), "clone": (0, 0), "fmod": (1, 1), "sign": (0, 0),
+    "histc": (0, 3), "nonzero": (0, 0), "eq": (1, 1), "lt": (1, 1), "addcmul": (2, 3), "lerp": (2, 2),
+}
+
+UNCLEAR = ("attempt to ", "bad argument #", "Unable to allocate", "Maximum allowed", "stack overflow",
+           "table index is", "invalid key to", "KeyError", "cannot convert", "not enough memory\n")
+
+HARNESS = r"""
+local GUARD, SENTINEL = 3, 77
+local function operand(ty, sizes, kind)
+  local n = 1
+  for _, s in ipairs(sizes) do n = n * s end
+  local st = torch[ty .. 'Storage'](n + 2 * GUARD):fill(SENTINEL)
+  local t = torch[ty .. 'Tensor']()
+  if kind == 'empty' then return t, st end
+  t:set(st, GUARD + 1, torch.LongStorage(sizes))
+  t:copy(torch.Tensor(t:size()):random(0, 9))
+  if kind == 'transposed' and t:dim() >= 2 then t = t:transpose(1, t:dim())
+  elseif kind == 'expanded' and t:dim() >= 1 and t:size(1) == 1 then
+    local sz = t:size(); sz[1] = 3; t = t:expand(sz) end
+  return t, st
+end
+-- The guards at both ends of a storage of n elements. An operand the call resized (a result
+-- argument, as torch7's [res,] convention allows) may legitimately reach into its tail guard:
+-- then only the head guard, below its offset, is checked.
+local function guardsIntact(st, n, resized)
+  for i = 1, GUARD do
+    if st[i] ~= SENTINEL or (not resized and st[n - i + 1] ~= SENTINEL) then return false end
+  end
+  return true
+end
+local function signature(t)
+  return table.concat(t:size():totable(), 'x') .. '/' .. table.concat(t:stride():totable(), ',') .. '@' .. t:storageOffset()
+end
+local function snapshot(t) return t:dim() > 0 and t:double():clone() or false end
+local function same(t, s)
+  if not s then return t:dim() == 0 or t:nElement() == 0 end
+  local a = t:double()
+  if not a:isSameSizeAs(s) then return false end
+  local u, v = a:contiguous():storage(), s:contiguous():storage()
+  local ua, va = a:contiguous():storageOffset() - 1, s:contiguous():storageOffset() - 1
+  for i = 1, a:nElement() do
+    local x, y = u[ua + i], v[va + i]
+    if not (x == y or (x ~= x and y ~= y)) then return false end   -- NaN equals NaN here
+  end
+  return true
+end
+local function inside(t)
+  if not torch.isTensor(t) or t:nElement() == 0 then return true end
+  local st = t:storage()
+  if not st then return false end
+  local n, first, last = torch._viewExtent(t:size():totable(), t:stride():totable(), t:storageOffset())
+  return first >= 0 and last < st:size()
+end
+return function(specs, call)
+  local ops, sts, sizes, sigs, snaps = {}, {}, {}, {}, {}
+  for i, s in ipairs(specs) do
+    ops[i], sts[i] = operand(s[1], s[2], s[3])
+    sizes[i], sigs[i], snaps[i] = sts[i]:size(), signature(ops[i]), snapshot(ops[i])
+  end
+  local ok, a, b, c = pcall(call, ops)
+  for i = 1, #sts do
+    local resized = ops[i]:storage() ~= sts[i] or signature(ops[i]) ~= sigs[i] or sts[i]:size() ~= sizes[i]
+    if sts[i]:size() >= GUARD and not guardsIntact(sts[i], sizes[i], resized) then return 'guard', 'operand ' .. i .. ' written outside its view' end
+  end
+  if not ok then
+    for i = 1, #ops do
+      if not same(ops[i], snaps[i]) then return 'changed', 'operand ' .. i .. ' changed by a failed call: ' .. tostring(a) end
+    end
+    return 'error', tostring(a)
+  end
+  for _, r in ipairs({ a, b, c }) do
+    if type(r) == 'table' and not torch.isTensor(r) then
+      for _, x in ipairs(r) do if not inside(x) then return 'outside', 'a returned tensor lies outside its storage' end end
+    elseif not inside(r) then return 'outside', 'a returned tensor lies outside its storage' end
+  end
+  return 'ok', ''
+end
+"""
+
+
+def make_case(seed: int, case: int) -> str:
+    """The Lua source of one case: `return harness(specs, function(o) ... end)`."""
+    rng = random.Random(seed * 1_000_003 + case)
+
+    def spec() -> str:
+        ty = rng.choice(TYPES)
+        nd = rng.choice((0, 1, 1, 2, 2, 3))
+        sizes = [rng.choice((0, 1, 1, 2, 3, 4)) for _ in range(nd)]
+        kind = "empty" if nd == 0 else rng.choice(("plain", "plain", "transposed", "expanded"))
+        return "{'%s', {%s}, '%s'}" % (ty, ", ".join(map(str, sizes)), kind)
+
+    n_ops = rng.randint(1, 3)
+    specs = [spec() for _ in range(n_ops)]
+    method = rng.choice(sorted(METHODS))
+    lo, hi = METHODS[method]
+    args = []
+    for _ in range(rng.randint(lo, hi)):
+        r = rng.random()
+        if r < 0.45:
+            args.append(rng.choice(NUMBERS))
+        elif r < 0.8:
+            args.append(f"o[{rng.randint(1, n_ops)}]")
+        elif r < 0.9:
+            args.append(rng.choice(OTHER_ARGS))
+        else:
+            args.append(f"o[{rng.randint(1, n_ops)}]:long()")
+    call = f"o[1]:{method}({', '.join(args)})" if method != "cat" else f"torch.cat(o[1], {', '.join(args)})"
+    return f"return harness({{{', '.join(specs)}}}, function(o) return {call} end)"
+
+
+CHILD = r"""
+import json, resource, signal, sys
+signal.signal(signal.SIGALRM, signal.SIG_DFL)  # a case still running at the alarm ends the child
+limit = int(sys.argv[1]) << 20
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+import luabridge
+luabridge.require('torch')
+g = luabridge.runtime().globals()
+g.harness = luabridge.execute(sys.argv[2])
+for line in sys.stdin:
+    case, code = json.loads(line)
+    print(json.dumps([case, 'start']), flush=True)
+    signal.alarm(int(sys.argv[3]))
+    try:
+        kind, message = luabridge.execute(code)
+    except luabridge.LuaError as e:
+        kind, message = 'error', str(e).split('\nstack traceback')[0]
+    except Exception as e:  # anything but the library's own error
+        kind, message = 'python', f'{type(e).__name__}: {e}'
+    signal.alarm(0)
+    print(json.dumps([case, kind, message]), flush=True)
+"""
+
+
+def classify(kind: str, message: str) -> str | None:
+    """The failure a case's outcome is, or None when it passed."""
+    if kind in ("ok",):
+        return None
+    if kind == "error":
+        return "unclear" if any(p in message for p in UNCLEAR) else None
+    return kind
+
+
+def run_chunk(seed: int, cases: list[int]) -> Iterator[tuple[int, str, str]]:
+    """(case, failure, message) for each failing case of a chunk, one child process for all."""
+    pending = list(cases)
+    while pending:
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(MEMORY_MB), HARNESS, str(CASE_SECONDS)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert proc.stdin and proc.stdout
+        proc.stdin.write("".join(json.dumps([c, make_case(seed, c)]) + "\n" for c in pending))
+        proc.stdin.close()
+        started = None
+        done: set[int] = set()
+        for line in proc.stdout:
+            rec = json.loads(line)
+            if rec[1] == "start":
+                started = rec[0]
+                continue
+            done.add(rec[0])
+            failure = classify(rec[1], rec[2])
+            if failure:
+                yield rec[0], failure, rec[2]
+        rc = proc.wait()
+        rest = [c for c in pending if c not in done]
+        if not rest:
+            return
+        culprit = started if started in rest else rest[0]
+        kind = "hang" if rc == -signal.SIGALRM else "crash"
+        yield culprit, kind, f"exit {rc}: " + (proc.stderr.read() if proc.stderr else "")[-500:]
+        pending = [c for c in rest if c != culprit]
+
+
+def fuzz(seed: int, n: int, chunk: int = 500) -> list[tuple[int, str, str]]:
+    failures = []
+    for first in range(0, n, chunk):
+        failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk)))))
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", type=int, default=2000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--case", type=int)
+    ap.add_argument("--chunk", type=int, default=500)
+    a = ap.parse_args()
+    if a.case is not None:
+        print(make_case(a.seed, a.case))
+        for c, failure, message in run_chunk(a.seed, [a.case]):
+            print(f"case {c}: {failure}: {message}")
+            return 1
+        print("passed")
+        return 0
+    failures = fuzz(a.seed, a.cases, a.chunk)
+    for c, failure, message in failures:
+        print(f"seed {a.seed} case {c}: {failure}: {message[:300]}")
+    print(f"{a.cases - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
