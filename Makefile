@@ -23,6 +23,7 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	$(PY) tests/fuzz_t7.py --cases 100000
 	$(PY) tests/fuzz_tensor.py --cases 100000
+	$(PY) tests/fuzz_nn.py --cases 100000
 
 bench: $(STAMP)
 	$(PY) bench/tensor_ops.py

@@ -20,7 +20,7 @@ import random
 import signal
 import subprocess
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 CASE_SECONDS = 5  # a case still running after this is a hang
 MEMORY_MB = 4096
@@ -158,7 +158,8 @@ signal.signal(signal.SIGALRM, signal.SIG_DFL)  # a case still running at the ala
 limit = int(sys.argv[1]) << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import luabridge
-luabridge.require('torch')
+for package in sys.argv[4].split(','):
+    luabridge.require(package)
 g = luabridge.runtime().globals()
 g.harness = luabridge.execute(sys.argv[2])
 for line in sys.stdin:
@@ -185,14 +186,17 @@ def classify(kind: str, message: str) -> str | None:
     return kind
 
 
-def run_chunk(seed: int, cases: list[int]) -> Iterator[tuple[int, str, str]]:
-    """(case, failure, message) for each failing case of a chunk, one child process for all."""
+def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | None = None,
+              packages: str = "torch") -> Iterator[tuple[int, str, str]]:
+    """(case, failure, message) for each failing case of a chunk, one child process for all;
+    make(seed, case) gives a case's Lua source (make_case here), packages what to require."""
+    make = make or make_case
     pending = list(cases)
     while pending:
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(MEMORY_MB), HARNESS, str(CASE_SECONDS)], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(MEMORY_MB), HARNESS, str(CASE_SECONDS), packages], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdin and proc.stdout
-        proc.stdin.write("".join(json.dumps([c, make_case(seed, c)]) + "\n" for c in pending))
+        proc.stdin.write("".join(json.dumps([c, make(seed, c)]) + "\n" for c in pending))
         proc.stdin.close()
         started = None
         done: set[int] = set()
@@ -215,28 +219,30 @@ def run_chunk(seed: int, cases: list[int]) -> Iterator[tuple[int, str, str]]:
         pending = [c for c in rest if c != culprit]
 
 
-def fuzz(seed: int, n: int, chunk: int = 500) -> list[tuple[int, str, str]]:
+def fuzz(seed: int, n: int, chunk: int = 500, make: Callable[[int, int], str] | None = None,
+         packages: str = "torch") -> list[tuple[int, str, str]]:
     failures = []
     for first in range(0, n, chunk):
-        failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk)))))
+        failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk))), make, packages))
     return failures
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(make: Callable[[int, int], str] | None = None, packages: str = "torch", doc: str = __doc__) -> int:
+    make = make or make_case
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--case", type=int)
     ap.add_argument("--chunk", type=int, default=500)
     a = ap.parse_args()
     if a.case is not None:
-        print(make_case(a.seed, a.case))
-        for c, failure, message in run_chunk(a.seed, [a.case]):
+        print(make(a.seed, a.case))
+        for c, failure, message in run_chunk(a.seed, [a.case], make, packages):
             print(f"case {c}: {failure}: {message}")
             return 1
         print("passed")
         return 0
-    failures = fuzz(a.seed, a.cases, a.chunk)
+    failures = fuzz(a.seed, a.cases, a.chunk, make, packages)
     for c, failure, message in failures:
         print(f"seed {a.seed} case {c}: {failure}: {message[:300]}")
     print(f"{a.cases - len(failures)} passed, {len(failures)} failed")

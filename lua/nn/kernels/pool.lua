@@ -1,5 +1,6 @@
 -- Max and average pooling over P planes of T x H x W (2D pooling is the T = 1 case), one FFI
 -- loop per element type. Indices (torch7's) are 1-based flat offsets inside a plane.
+local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
@@ -162,9 +163,11 @@ function pool.geometry(self, input, sdims, p)
   shape.positive(self, 'kernel sizes, strides and dilations', unpack(p.d, 4 - sdims))
   shape.positive(self, 'kernel sizes, strides and dilations', unpack(p.dil, 4 - sdims))
   for d = 4 - sdims, 3 do
-    if p.pad[d] < 0 or p.pad[d] > p.k[d] / 2 then
-      shape.fail(self, 'padding must be at most half the kernel size, got padding %s for kernel %s',
-        table.concat(p.pad, ',', 4 - sdims), table.concat(p.k, 'x', 4 - sdims))
+    -- unpack above stops at a nil: a missing kernel size is caught here
+    if not check.isInt(p.k[d]) then shape.fail(self, 'kernel size %d must be a positive integer, got %s', 4 - d, tostring(p.k[d])) end
+    if not check.isInt(p.pad[d]) or p.pad[d] < 0 or p.pad[d] > p.k[d] / 2 then
+      shape.fail(self, 'padding must be at most half the kernel size (a non-negative integer), got padding %s for kernel %s',
+        tostring(p.pad[d]), table.concat(p.k, 'x', 4 - sdims))
     end
   end
   local batch, B, C, s = shape.input(self, input, sdims)

@@ -1,0 +1,51 @@
+"""Fuzzes every nn class: random constructor arguments (plausible sizes, NaN/inf/huge/negative
+numbers, nil, wrong types) and random inputs (every type, views, zero-size), then forward,
+backward and, for criterions, a target; through the harness of tests/fuzz_tensor.py (guarded
+operands, operands unchanged by a failed call, returned tensors inside their storage, errors
+that name the module).
+
+    python tests/fuzz_nn.py --cases 100000 [--seed S]
+    python tests/fuzz_nn.py --seed S --case I          (one case, here, with its Lua source)
+"""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import fuzz_tensor  # noqa: E402 - the harness and runner, beside this file
+
+NN_DIR = Path(__file__).resolve().parent.parent / "lua" / "nn"
+ABSTRACT = {"Module", "Criterion", "Container", "Decorator", "Jacobian", "SparseJacobian", "Profile"}
+# every class file in lua/nn (one class per file)
+CLASSES = sorted(p.stem for p in NN_DIR.glob("*.lua") if p.stem[0].isupper() and p.stem not in ABSTRACT)
+CTOR_ARGS = ("1", "2", "3", "4", "2", "3", "0", "-1", "0.5", "0/0", "1/0", "1e9", "nil", "true", "'x'", "{}")
+TYPES = ("Double", "Double", "Float", "Long", "Byte")
+
+
+def make_case(seed: int, case: int) -> str:
+    rng = random.Random(seed * 1_000_003 + case)
+    cls = CLASSES[case % len(CLASSES)]   # every class in turn
+
+    def spec() -> str:
+        nd = rng.choice((1, 2, 2, 3, 4, 4))
+        sizes = [rng.choice((0, 1, 2, 3, 4, 4, 5, 8)) if rng.random() < 0.1 else rng.choice((1, 2, 3, 4, 5, 8)) for _ in range(nd)]
+        kind = rng.choice(("plain", "plain", "plain", "transposed", "expanded"))
+        return "{'%s', {%s}, '%s'}" % (rng.choice(TYPES), ", ".join(map(str, sizes)), kind)
+
+    args = ", ".join(rng.choice(CTOR_ARGS) for _ in range(rng.randint(0, 4)))
+    specs = ", ".join(spec() for _ in range(3))
+    if cls.endswith("Criterion"):
+        body = (f"local m = nn.{cls}({args}) local l = m:forward(o[1], o[2]) "
+                f"return m:backward(o[1], o[2])")
+    elif "Table" in cls:
+        body = (f"local m = nn.{cls}({args}) local y = m:forward({{o[1], o[2]}}) "
+                f"return m:backward({{o[1], o[2]}}, y)")
+    else:
+        body = f"local m = nn.{cls}({args}) local y = m:forward(o[1]) return m:backward(o[1], o[3]), y"
+    return f"return harness({{{specs}}}, function(o) {body} end)"
+
+
+if __name__ == "__main__":
+    sys.exit(fuzz_tensor.main(make_case, "torch,nn", __doc__))
