@@ -36,16 +36,18 @@ def make_case(seed: int, case: int) -> str:
 
     args = ", ".join(rng.choice(CTOR_ARGS) for _ in range(rng.randint(0, 4)))
     specs = ", ".join(spec() for _ in range(3))
+    # construction and forward are prepared (an in-place module may change its input there);
+    # the harness then checks what backward does to the operands
     if cls.endswith("Criterion"):
-        body = (f"local m = nn.{cls}({args}) local l = m:forward(o[1], o[2]) "
-                f"return m:backward(o[1], o[2])")
+        prepare = f"local m = nn.{cls}({args}) m:forward(o[1], o[2]) return m"
+        call = "return m:backward(o[1], o[2])"
     elif "Table" in cls:
-        body = (f"local m = nn.{cls}({args}) local y = m:forward({{o[1], o[2]}}) "
-                f"return m:backward({{o[1], o[2]}}, y)")
+        prepare = f"local m = nn.{cls}({args}) m:forward({{o[1], o[2]}}) return m"
+        call = "return m:backward({o[1], o[2]}, m.output)"
     else:
-        body = f"local m = nn.{cls}({args}) local y = m:forward(o[1]) return m:backward(o[1], o[3]), y"
-    return f"return harness({{{specs}}}, function(o) {body} end)"
-
+        prepare = f"local m = nn.{cls}({args}) m:forward(o[1]) return m"
+        call = "return m:backward(o[1], o[3]), m.output"
+    return f"return harness({{{specs}}}, function(o, m) {call} end, function(o) {prepare} end)"
 
 if __name__ == "__main__":
     sys.exit(fuzz_tensor.main(make_case, "torch,nn", __doc__))

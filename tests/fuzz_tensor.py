@@ -95,13 +95,17 @@ local function inside(t)
   local n, first, last = torch._viewExtent(t:size():totable(), t:stride():totable(), t:storageOffset())
   return first >= 0 and last < st:size()
 end
-return function(specs, call)
+-- harness(specs, call[, prepare]): prepare(ops), when given, runs first and may change the
+-- operands (an in-place forward); its errors count as the call's. The operands are then
+-- snapshotted and call(ops, prepared) runs.
+return function(specs, call, prepare)
   local ops, sts, sizes, sigs, snaps = {}, {}, {}, {}, {}
-  for i, s in ipairs(specs) do
-    ops[i], sts[i] = operand(s[1], s[2], s[3])
-    sizes[i], sigs[i], snaps[i] = sts[i]:size(), signature(ops[i]), snapshot(ops[i])
-  end
-  local ok, a, b, c = pcall(call, ops)
+  for i, s in ipairs(specs) do ops[i], sts[i] = operand(s[1], s[2], s[3]) end
+  local ok, state = true, nil
+  if prepare then ok, state = pcall(prepare, ops) end
+  for i = 1, #ops do sizes[i], sigs[i], snaps[i] = sts[i]:size(), signature(ops[i]), snapshot(ops[i]) end
+  local a, b, c = state
+  if ok then ok, a, b, c = pcall(call, ops, state) end
   for i = 1, #sts do
     local resized = ops[i]:storage() ~= sts[i] or signature(ops[i]) ~= sigs[i] or sts[i]:size() ~= sizes[i]
     if sts[i]:size() >= GUARD and not guardsIntact(sts[i], sizes[i], resized) then return 'guard', 'operand ' .. i .. ' written outside its view' end
