@@ -60,6 +60,14 @@ RAISES = {
     "spatial_batchnorm_zero_batch": ("nn.SpatialBatchNormalization(3):forward(torch.randn(0, 3, 2, 2))",
                                      "nn.SpatialBatchNormalization: input of size 0x3x2x2"),
     "linear_no_arguments": ("nn.Linear()", "nn.Linear(): invalid arguments"),
+    # found by tests/fuzz_nn.py
+    "pooling_without_kernel": ("nn.SpatialAveragePooling():forward(torch.randn(1, 5, 5))",
+                               "nn.SpatialAveragePooling: kernel size"),
+    "sum_boolean_dim": ("nn.Sum(true)", "nn.Sum: dimension must be an integer"),
+    "select_nil_index": ("nn.Select(1)", "nn.Select: index must be an integer"),
+    "squeeze_string_dim": ("nn.Squeeze('x')", "nn.Squeeze: dim must be an integer"),
+    "transpose_number": ("nn.Transpose(3)", "nn.Transpose: permutation 1 must be a pair"),
+    "collapse_nan": ("nn.Collapse(0/0)", "nn.Collapse: nInputDim must be an integer"),
 }
 
 SUCCEEDS = {

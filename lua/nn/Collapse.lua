@@ -1,10 +1,11 @@
 -- Flattens each sample to 1-D: an input with more than nInputDim dims is a batch
 -- (batch x rest), otherwise the whole input becomes a vector. Non-contiguous inputs are copied.
+local check = require 'torch.check'
 local Collapse, parent = torch.class('nn.Collapse', 'nn.Module')
 
 function Collapse:__init(nInputDim)
   parent.__init(self)
-  self.nInputDim = nInputDim
+  self.nInputDim = check.int('nn.Collapse', nInputDim, 'nInputDim', 0, check.MAXDIM)
 end
 
 function Collapse:updateOutput(input)

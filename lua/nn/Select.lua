@@ -4,8 +4,8 @@ local Select, parent = torch.class('nn.Select', 'nn.Module')
 
 function Select:__init(dimension, index)
   parent.__init(self)
-  self.dimension = dimension
-  self.index = index
+  self.dimension = check.int('nn.Select', dimension, 'dimension', -check.MAXDIM, check.MAXDIM)
+  self.index = check.int('nn.Select', index, 'index')
 end
 
 function Select:position(input)

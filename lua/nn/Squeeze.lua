@@ -4,12 +4,12 @@ local Squeeze, parent = torch.class('nn.Squeeze', 'nn.Module')
 
 function Squeeze:__init(dim, numInputDims)
   parent.__init(self)
-  self.dim = dim
+  self.dim = check.optInt('nn.Squeeze', dim, 'dim', -check.MAXDIM, check.MAXDIM)
   self:setNumInputDims(numInputDims)
 end
 
 function Squeeze:setNumInputDims(numInputDims)
-  self.numInputDims = numInputDims
+  self.numInputDims = check.optInt('nn.Squeeze', numInputDims, 'numInputDims', 0, check.MAXDIM)
   return self
 end
 

@@ -5,8 +5,8 @@ local Sum, parent = torch.class('nn.Sum', 'nn.Module')
 
 function Sum:__init(dimension, nInputDims, sizeAverage, squeeze)
   parent.__init(self)
-  self.dimension = dimension or 1
-  self.nInputDims = nInputDims
+  self.dimension = check.int(torch.type(self), dimension or 1, 'dimension', -check.MAXDIM, check.MAXDIM)
+  self.nInputDims = check.optInt(torch.type(self), nInputDims, 'nInputDims', 0, check.MAXDIM)
   self.sizeAverage = sizeAverage or false
   self.squeeze = squeeze == nil or squeeze
 end

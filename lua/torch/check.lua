@@ -85,6 +85,12 @@ function check.int(op, x, what, lo, hi)
   return x
 end
 
+-- As check.int, but nil is allowed (an optional argument).
+function check.optInt(op, x, what, lo, hi)
+  if x == nil then return nil end
+  return check.int(op, x, what, lo, hi)
+end
+
 -- The name of the luabridge function the user's code called (the op an error is about); a tail
 -- call leaves no frame of the user's, so the outermost named library frame stands in.
 function check.userOp()
