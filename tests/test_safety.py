@@ -68,6 +68,8 @@ RAISES = {
     "squeeze_string_dim": ("nn.Squeeze('x')", "nn.Squeeze: dim must be an integer"),
     "transpose_number": ("nn.Transpose(3)", "nn.Transpose: permutation 1 must be a pair"),
     "collapse_nan": ("nn.Collapse(0/0)", "nn.Collapse: nInputDim must be an integer"),
+    "maxout_missing_size": ("nn.Maxout(4)", "nn.Maxout: outputSize must be an integer >= 1, got nil"),
+    "pixelshuffle_no_factor": ("nn.PixelShuffle()", "nn.PixelShuffle: upscaleFactor must be an integer >= 1"),
 }
 
 SUCCEEDS = {

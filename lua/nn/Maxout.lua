@@ -5,6 +5,10 @@ local Maxout, parent = torch.class('nn.Maxout', 'nn.Sequential')
 
 function Maxout:__init(inputSize, outputSize, maxoutNumber, preprocess)
   parent.__init(self)
+  local check = require 'torch.check'
+  check.int('nn.Maxout', inputSize, 'inputSize', 1)
+  check.int('nn.Maxout', outputSize, 'outputSize', 1)
+  check.int('nn.Maxout', maxoutNumber, 'maxoutNumber', 1)
   self:add(nn.Linear(inputSize, outputSize * maxoutNumber))
   self:add(nn.View(maxoutNumber, outputSize):setNumInputDims(1))
   if preprocess then self:add(preprocess) end

@@ -4,7 +4,7 @@ local PixelShuffle, parent = torch.class('nn.PixelShuffle', 'nn.Module')
 
 function PixelShuffle:__init(upscaleFactor)
   parent.__init(self)
-  self.upscaleFactor = upscaleFactor
+  self.upscaleFactor = require('torch.check').int('nn.PixelShuffle', upscaleFactor, 'upscaleFactor', 1)
   self.upscaleFactorSquared = upscaleFactor * upscaleFactor
 end
 
