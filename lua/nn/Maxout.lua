@@ -1,11 +1,11 @@
 -- Maxout (Goodfellow et al. 2013): a Linear to outputSize * maxoutNumber units, viewed as
 -- maxoutNumber groups of outputSize, then the max over the groups (an optional preprocess
 -- module runs before the max).
+local check = require 'torch.check'
 local Maxout, parent = torch.class('nn.Maxout', 'nn.Sequential')
 
 function Maxout:__init(inputSize, outputSize, maxoutNumber, preprocess)
   parent.__init(self)
-  local check = require 'torch.check'
   check.int('nn.Maxout', inputSize, 'inputSize', 1)
   check.int('nn.Maxout', outputSize, 'outputSize', 1)
   check.int('nn.Maxout', maxoutNumber, 'maxoutNumber', 1)

@@ -1,10 +1,11 @@
 -- Sub-pixel rearrangement: (C*r*r) x H x W becomes C x (H*r) x (W*r) (optionally batched),
 -- output[c][h*r+i][w*r+j] = input[c*r*r + i*r + j][h][w] (0-based).
+local check = require 'torch.check'
 local PixelShuffle, parent = torch.class('nn.PixelShuffle', 'nn.Module')
 
 function PixelShuffle:__init(upscaleFactor)
   parent.__init(self)
-  self.upscaleFactor = require('torch.check').int('nn.PixelShuffle', upscaleFactor, 'upscaleFactor', 1)
+  self.upscaleFactor = check.int('nn.PixelShuffle', upscaleFactor, 'upscaleFactor', 1)
   self.upscaleFactorSquared = upscaleFactor * upscaleFactor
 end
 

@@ -10,8 +10,7 @@ function Unsqueeze:__init(pos, numInputDims)
 end
 
 function Unsqueeze:setNumInputDims(numInputDims)
-  if numInputDims ~= nil then check.int('nn.Unsqueeze', numInputDims, 'numInputDims', 0, check.MAXDIM) end
-  self.numInputDims = numInputDims
+  self.numInputDims = check.optInt('nn.Unsqueeze', numInputDims, 'numInputDims', 0, check.MAXDIM)
   return self
 end
 

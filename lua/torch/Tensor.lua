@@ -136,7 +136,7 @@ torch._viewExtent = viewExtent
 local function setView(t, st, off, sz, str)
   check.int('set', off, 'storage offset', 1)
   local n, first, last = viewExtent(sz, str, off)
-  if n >= 2 ^ 53 then check.error(('set: view of sizes %s has too many elements'):format(table.concat(sz, 'x'))) end
+  if n >= check.MAXINT then check.error(('set: view of sizes %s has too many elements'):format(table.concat(sz, 'x'))) end
   if #sz > 0 and n > 0 then
     if not st then check.error('set: no storage to view') end
     if first < 0 or last >= st._n then
@@ -206,7 +206,7 @@ function Tensor.resize(t, a, ...)
       need = need + (sz[d] - 1) * str[d]
     end
   end
-  if need >= 2 ^ 53 then
+  if need >= check.MAXINT then
     check.error(('resize: sizes %s need %.0f elements, more than any storage can hold'):format(table.concat(sz, 'x'), need))
   end
   if need > 0 then

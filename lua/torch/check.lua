@@ -68,6 +68,7 @@ end
 -- Sizes, strides, offsets, dims and indices are integers exact in a double. NaN fails every
 -- comparison, so it must be ruled out before any range check, and so must the infinities.
 local MAXINT = 2 ^ 53
+check.MAXINT = MAXINT
 function check.isInt(x)
   return type(x) == 'number' and x == math.floor(x) and x > -MAXINT and x < MAXINT
 end
