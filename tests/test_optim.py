@@ -1,5 +1,7 @@
-"""optim (lua/optim/): every algorithm against a numpy float64 re-implementation of its update rule,
-lbfgs converging on Rosenbrock, ConfusionMatrix counts and accuracies, Logger's file output."""
+"""optim (lua/optim/): every first-order algorithm against a numpy float64 re-implementation of its
+update rule, lbfgs converging on Rosenbrock, ConfusionMatrix counts and accuracies, Logger's file
+output. cg, lbfgs with lswolfe and polyinterp: test_optim_search.py; FistaLS, cmaes, de, checkgrad:
+test_optim_global.py."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -134,6 +136,29 @@ def adamax(lr=2e-3, b1=0.9, b2=0.999, eps=1e-38, wd=0.0):
     return step
 
 
+def asgd(eta0=1e-4, lam=1e-4, alpha=0.75, t0=1e6):
+    def step(x, grad, st, k):
+        eta = eta0 / (1 + lam * eta0 * k) ** alpha
+        x = x * (1 - lam * eta) - eta * grad(x)
+        mu = 1 / max(1, k - t0)
+        st["ax"] = x.copy() if mu == 1 else st["ax"] + mu * (x - st["ax"])
+        return x
+    return step
+
+
+def rprop(step0=0.1, up=1.2, down=0.5, smax=50.0, smin=1e-6):
+    def step(x, grad, st, k):
+        g = grad(x)
+        delta = st.get("delta", np.zeros_like(x))
+        steps = st.get("steps", np.full_like(x, step0))
+        turn = np.sign(g * delta)
+        steps = np.clip(steps * np.where(turn > 0, up, np.where(turn < 0, down, 1.0)), smin, smax)
+        g = np.where(turn < 0, 0.0, g)
+        st["delta"], st["steps"] = g, steps
+        return x - np.sign(g) * steps
+    return step
+
+
 CASES = [
     ("sgd", "{}", sgd()),
     ("sgd", "{learningRate=0.1, learningRateDecay=0.3, weightDecay=0.05}", sgd(0.1, 0.3, 0.05)),
@@ -157,6 +182,11 @@ CASES = [
     ("adamax", "{}", adamax()),
     ("adamax", "{learningRate=0.1, beta1=0.5, beta2=0.7, epsilon=1e-3, weightDecay=0.1}",
      adamax(0.1, 0.5, 0.7, 1e-3, 0.1)),
+    ("asgd", "{}", asgd()),
+    ("asgd", "{eta0=0.2, lambda=0.5, alpha=0.6, t0=2}", asgd(0.2, 0.5, 0.6, 2)),
+    ("rprop", "{}", rprop()),
+    ("rprop", "{stepsize=0.3, etaplus=2, etaminus=0.25, stepsizemax=0.5, stepsizemin=0.2}",
+     rprop(0.3, 2, 0.25, 0.5, 0.2)),
 ]
 
 
@@ -185,6 +215,40 @@ def test_state_fields_as_torch7(lua, rng):
     assert cfg["t"] == 4 and all(cfg[k] is not None for k in ("m", "v", "denom"))
     _, _, cfg = _run("adagrad", "{}", a, b, x0, 2)
     assert cfg["evalCounter"] == 2 and cfg["paramVariance"] is not None
+
+
+def test_asgd_average_and_state(lua, rng):
+    # the third result is the running average of the iterates from step t0 on
+    a, b, x0 = _quadratic(rng)
+    ax, cfg = lua_fn("""function(A, b, x0)
+      require 'optim'
+      local config, x, ax = {eta0 = 0.3, t0 = 3}, x0:clone()
+      local function feval(p) return 0, torch.mv(A, p) - b end
+      for i = 1, 7 do _, _, ax = optim.asgd(feval, x, config) end
+      return ax, config
+    end""")(a, b, x0)
+    ref_xs, _ = _reference(asgd(0.3, t0=3), a, b, x0, 7)
+    # steps 1..5 take mu = 1 (ax = x); then mu = 1/2, 1/3: the mean of x5, x6, x7
+    np.testing.assert_allclose(N(ax), ref_xs[4:].mean(0), rtol=1e-12)
+    assert cfg["t"] == 7 and cfg["mu_t"] == pytest.approx(1 / 4) and cfg["lambda"] == 1e-4
+    assert cfg["eta_t"] == pytest.approx(0.3 / (1 + 1e-4 * 0.3 * 7) ** 0.75, rel=1e-14)
+
+
+def test_rprop_state_and_steps_per_call(lua, rng):
+    a, b, x0 = _quadratic(rng)
+    x, fs, cfg = lua_fn("""function(A, b, x0)
+      require 'optim'
+      local config, x = {niter = 4}, x0:clone()
+      local function feval(p) return 0.5 * p:dot(torch.mv(A, p)) - b:dot(p), torch.mv(A, p) - b end
+      local _, fs = optim.rprop(feval, x, config)
+      return x, fs, config
+    end""")(a, b, x0)
+    ref_xs, ref_fs = _reference(rprop(), a, b, x0, 4)
+    np.testing.assert_allclose(N(x), ref_xs[-1], rtol=1e-12)
+    np.testing.assert_allclose([fs[i] for i in range(1, 5)], ref_fs, rtol=1e-12)
+    # with state == config, config.stepsize becomes the tensor of per-element steps, as torch7
+    assert N(cfg["stepsize"]).shape == (5,) and N(cfg["delta"]).shape == (5,)
+    assert all(cfg[m] is not None for m in ("psign", "nsign", "zsign", "dminmax"))
 
 
 def test_separate_state_table(lua):
@@ -339,14 +403,26 @@ def test_lswolfe_step_satisfies_strong_wolfe(lua, rng, t0):
     assert 1 <= evals <= 20
 
 
-def _cubic_min(pts: np.ndarray, lo: float, hi: float) -> float:
-    """Minimiser over [lo, hi] of the cubic through two (x, f, f') points (numpy, global coordinates)."""
+def _cubic_min(pts: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+    """Minimiser over [lo, hi] of the cubic through two (x, f, f') points (numpy, global
+    coordinates), and the cubic's value there."""
     (x1, f1, g1), (x2, f2, g2) = pts
     m = np.array([[x ** 3, x ** 2, x, 1] for x in (x1, x2)] + [[3 * x ** 2, 2 * x, 1, 0] for x in (x1, x2)])
     coef = np.linalg.solve(m, [f1, f2, g1, g2])
     crit = [r.real for r in np.roots(np.polyder(coef)) if abs(r.imag) < 1e-12]
     cands = [c for c in [lo, hi, x1, x2] + crit if lo <= c <= hi]
-    return min(cands, key=lambda c: np.polyval(coef, c))
+    best = min(cands, key=lambda c: np.polyval(coef, c))
+    return best, np.polyval(coef, best)
+
+
+def _closed_form(pts: list) -> float:
+    """torch7's unbounded two-point formula, the low point being the one of smaller x."""
+    (xl, fl, gl), (xh, fh, gh) = sorted(pts, key=lambda p: p[0])
+    d1 = gl + gh - 3 * (fl - fh) / (xl - xh)
+    if d1 ** 2 - gl * gh < 0:
+        return (xl + xh) / 2
+    d2 = np.sqrt(d1 ** 2 - gl * gh)
+    return min(max(xh - (xh - xl) * ((gh + d2 - d1) / (gh - gl + 2 * d2)), xl), xh)
 
 
 def test_polyinterp(lua, rng):
@@ -355,20 +431,25 @@ def test_polyinterp(lua, rng):
         pts = np.array([[rng.uniform(-1, 0), rng.normal(), rng.normal()],
                         [rng.uniform(0.5, 2), rng.normal(), rng.normal()]])
         lo, hi = pts[0, 0] - rng.uniform(0, 1), pts[1, 0] + rng.uniform(0, 3)
-        assert interp(T(pts), lo, hi) == pytest.approx(_cubic_min(pts, lo, hi), rel=1e-9, abs=1e-12)
-    # without bounds: torch7's closed form, clamped as min(max(t, x_low), x_other)
-    for pts in ([[0.0, 0.8, -1.0], [2.0, 1.0, 0.5]], [[0.0, 1.0, -1.0], [2.0, 0.8, 0.5]],
+        pos, value = interp(T(pts), lo, hi)
+        ref_pos, ref_value = _cubic_min(pts, lo, hi)
+        assert pos == pytest.approx(ref_pos, rel=1e-9, abs=1e-12)
+        assert value == pytest.approx(ref_value, rel=1e-9, abs=1e-12)
+    # without bounds: torch7's closed form, clamped as min(max(t, x_low), x_high), whichever
+    # order the rows come in and whichever point has the lower value
+    for pts in ([[0.0, 0.8, -1.0], [2.0, 1.0, 0.5]], [[2.0, 1.0, 0.5], [0.0, 0.8, -1.0]],
+                [[0.0, 1.0, -1.0], [2.0, 0.8, 0.5]], [[2.0, 0.8, 0.5], [0.0, 1.0, -1.0]],
                 [[0.0, 1.0, 2.0], [1.0, 2.5, 2.0]]):   # the last: complex roots, the midpoint
-        (xl, fl, gl), (xh, fh, gh) = sorted(pts, key=lambda p: p[1])
-        d1 = gl + gh - 3 * (fl - fh) / (xl - xh)
-        if d1 ** 2 - gl * gh >= 0:
-            d2 = np.sqrt(d1 ** 2 - gl * gh)
-            ref = min(max(xh - (xh - xl) * ((gh + d2 - d1) / (gh - gl + 2 * d2)), xl), xh)
-        else:
-            ref = (xl + xh) / 2
-        assert interp(T(np.array(pts))) == pytest.approx(ref, rel=1e-12)
-    with pytest.raises(luabridge.LuaError, match="expecting a 2x3 tensor of points"):
-        interp(T(np.zeros((3, 3))))
+        assert interp(T(np.array(pts))) == pytest.approx(_closed_form(pts), rel=1e-12)
+    # the rows ordered by value disagree with the rows ordered by x: the result is by x
+    pts = [[1.0, 0.2, 3.0], [0.0, 1.0, -2.0]]
+    (xl, fl, gl), (xh, fh, gh) = pts                   # the wrong (by value) reading
+    d1 = gl + gh - 3 * (fl - fh) / (xl - xh)
+    d2 = np.sqrt(d1 ** 2 - gl * gh)
+    by_value = min(max(xh - (xh - xl) * ((gh + d2 - d1) / (gh - gl + 2 * d2)), xl), xh)
+    assert interp(T(np.array(pts))) == pytest.approx(_closed_form(pts), rel=1e-12) != by_value
+    with pytest.raises(luabridge.LuaError, match=r"expecting an N x 3 tensor \(N >= 2\) of points"):
+        interp(T(np.zeros((3, 2))))
 
 
 # ---- ConfusionMatrix ----

@@ -1,8 +1,9 @@
 -- torch7's optim: each algorithm is optim.X(opfunc, x[, config][, state]) -> x, {f(x) before the
 -- step}; opfunc(x) returns f(x) and df/dx. The state table (config when not given) keeps the
 -- algorithm's buffers and counters between calls, under torch7's field names.
--- Algorithms: sgd, nag, adagrad, adadelta, rmsprop, adam, adamax, lbfgs (with the line search
--- lswolfe and its helper polyinterp); classes ConfusionMatrix and Logger.
+-- Algorithms: sgd, asgd, nag, adagrad, adadelta, rmsprop, rprop, adam, adamax, cg, lbfgs (with the
+-- line search lswolfe and its helper polyinterp), FistaLS, and the gradient-free cmaes and de;
+-- the gradient checker checkgrad; classes ConfusionMatrix and Logger.
 require 'torch'
 optim = rawget(_G, 'optim') or {}
 
@@ -24,8 +25,9 @@ function optim._weightDecay(config, x, dfdx)
   if wd ~= 0 then dfdx:add(wd, x) end
 end
 
-for _, name in ipairs { 'sgd', 'nag', 'adagrad', 'adadelta', 'rmsprop', 'adam', 'adamax',
-                        'polyinterp', 'lswolfe', 'lbfgs', 'ConfusionMatrix', 'Logger' } do
+for _, name in ipairs { 'sgd', 'asgd', 'nag', 'adagrad', 'adadelta', 'rmsprop', 'rprop', 'adam',
+                        'adamax', 'cg', 'polyinterp', 'lswolfe', 'lbfgs', 'fista', 'cmaes', 'de',
+                        'checkgrad', 'ConfusionMatrix', 'Logger' } do
   require('optim.' .. name)
 end
 return optim

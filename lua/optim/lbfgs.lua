@@ -5,7 +5,8 @@
 --   config: maxIter (20), maxEval (1.25 * maxIter), tolFun (1e-5), tolX (1e-9),
 --           nCorrection (100), lineSearch, lineSearchOptions, learningRate (1), verbose (false)
 --   state:  funcEval, nIter, d, t, old_dirs, old_stps, Hdiag, g_old, f_old and buffers
--- Returns x, the function values seen ({f before, ..., f at x}) and this call's evaluation count.
+-- Returns x, the function values seen ({f before, ..., f at x}) and this call's evaluation count
+-- (none when the starting point is already optimal, as torch7).
 local function say(config, msg)
   if config.verbose then print('<optim.lbfgs> ' .. msg) end
 end
@@ -25,20 +26,21 @@ local function direction(state, g, d, hdiag, q)
 end
 
 -- Records the pair s = t * d, y = g - g_old when it keeps the estimate positive definite,
--- dropping the oldest beyond nCorrection; buffers are recycled through state.spare.
+-- dropping the oldest beyond nCorrection; buffers are recycled through torch7's pools
+-- state.dir_bufs and state.stp_bufs (filled lazily here, so a torch7 state's buffers are reused).
 local function remember(state, g, nCorrection)
-  local y = table.remove(state.spare) or g.new(g:size())
-  local s = table.remove(state.spare) or g.new(g:size())
+  local y = table.remove(state.dir_bufs) or g.new(g:size())
+  local s = table.remove(state.stp_bufs) or g.new(g:size())
   y:add(g, -1, state.g_old)
   s:mul(state.d, state.t)
   local ys = y:dot(s)
   if ys <= 1e-10 then
-    table.insert(state.spare, y); table.insert(state.spare, s)
+    table.insert(state.dir_bufs, y); table.insert(state.stp_bufs, s)
     return
   end
   if #state.old_dirs == nCorrection then
-    table.insert(state.spare, table.remove(state.old_dirs, 1))
-    table.insert(state.spare, table.remove(state.old_stps, 1))
+    table.insert(state.dir_bufs, table.remove(state.old_dirs, 1))
+    table.insert(state.stp_bufs, table.remove(state.old_stps, 1))
   end
   table.insert(state.old_dirs, s)
   table.insert(state.old_stps, y)
@@ -57,7 +59,8 @@ function optim.lbfgs(opfunc, x, config, state)
   local lr = config.learningRate or 1
   state.funcEval = state.funcEval or 0
   state.nIter = state.nIter or 0
-  state.spare = state.spare or {}
+  state.dir_bufs = state.dir_bufs or {}
+  state.stp_bufs = state.stp_bufs or {}
 
   local f, g = opfunc(x)
   local fHist, evals = { f }, 1
@@ -66,7 +69,7 @@ function optim.lbfgs(opfunc, x, config, state)
   local tmp = state.tmp1
   if tmp:copy(g):abs():sum() <= tolFun then
     say(config, 'optimality condition below tolFun')
-    return x, fHist, evals
+    return x, fHist   -- no count here, as torch7
   end
 
   local nIter = 0
