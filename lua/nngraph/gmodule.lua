@@ -56,7 +56,8 @@ function gModule:__init(inputs, outputs)
     node.data.forwardNodeId = node.id
     if node.data.module then self:add(node.data.module) end
   end
-  self.output, self.gradInput = nil, nil
+  self.output = #outputs > 1 and outnode.data.input or nil   -- as torch7's
+  self.gradInput = nil
   self.verbose = false
 end
 
@@ -93,6 +94,15 @@ local function propagate(node, x)
   end
 end
 
+-- Runs step(node) over nodes in order, printing each node after its step when self.verbose
+-- (nngraph.setDebug replaces it by a version that draws the graph when a step fails).
+function gModule:_eachNode(nodes, step)
+  for _, node in ipairs(nodes) do
+    step(node)
+    if self.verbose then print(' V : ' .. node:label()) end
+  end
+end
+
 function gModule:runForwardFunction(func, input)
   if type(func) == 'string' then
     local name = func
@@ -113,7 +123,7 @@ function gModule:runForwardFunction(func, input)
   inData.input = inData.input or {}
   for i, x in ipairs(input) do inData.input[i] = x end
 
-  for _, node in ipairs(self.forwardnodes) do
+  self:_eachNode(self.forwardnodes, function(node)
     local data = node.data
     local output
     if data.selectindex then
@@ -127,8 +137,7 @@ function gModule:runForwardFunction(func, input)
       end
     end
     propagate(node, output)
-    if self.verbose then print(' V : ' .. node:label()) end
-  end
+  end)
   local out = self.outnode.data.input
   self.output = #self.outnode.children == 1 and out[1] or out
   return self.output
@@ -165,7 +174,7 @@ function gModule:updateGradInput(input, gradOutput)
   end
   self.outnode.data.gradOutput = { gradOutput }
 
-  for _, node in ipairs(self.backwardnodes) do
+  self:_eachNode(self.backwardnodes, function(node)
     local data = node.data
     local grad = totalGradOutput(node)
     if data.selectindex then   -- element selectindex of the split node's gradient table
@@ -182,21 +191,20 @@ function gModule:updateGradInput(input, gradOutput)
         table.insert(child.data.gradOutput, gi)
       end
     end
-    if self.verbose then print(' V : ' .. node:label()) end
-  end
+  end)
   self.gradInput = self.innode.data.gradOutput[1]
   return self.gradInput
 end
 
 function gModule:accGradParameters(input, gradOutput, scale)
   checkGradOutput(self, gradOutput)
-  for _, node in ipairs(self.backwardnodes) do
+  self:_eachNode(self.backwardnodes, function(node)
     local data = node.data
     if data.module then
       local grad = #data.gradOutput > 1 and data.gradOutputBuffer or data.gradOutput[1]
       data.module:accGradParameters(nodeInput(node), grad, scale)
     end
-  end
+  end)
 end
 
 -- Forgets the inputs and gradients kept in the nodes.

@@ -11,10 +11,13 @@ local utils = require 'nngraph.utils'
 
 require 'nngraph.node'
 require 'nngraph.gmodule'
+require 'nngraph.graphinspecting'
 require 'nngraph.JustElement'
 require 'nngraph.JustTable'
 require 'nngraph.nest'
 require 'nngraph.ModuleFromCriterion'
+nngraph.nesting = require 'nngraph.nesting'
+nngraph.simple_print = require 'nngraph.simple_print'
 
 -- The nodes a call module(...) connects to, or nil when the call is nn's forward call:
 -- no argument, a node, or a table holding nodes make a node.
@@ -35,6 +38,8 @@ local function nodeArgs(...)
   return nil
 end
 
+-- The node of module(inputs). Called by tail calls only: the node takes its declaration line
+-- from a fixed stack depth (node.lua).
 local function makeNode(module, inputs)
   local node = nngraph.Node({ module = module })
   for i = 1, utils.tableMaxN(inputs) do

@@ -25,17 +25,4 @@ function utils.expectingNode(bad, what, i)
   return ('%s[%d] should be an nngraph.Node but is of type %s'):format(what, i, torch.type(bad))
 end
 
--- debug.getinfo of the first stack frame outside nngraph and the class machinery: the user's line.
-function utils.callerInfo()
-  for level = 3, 30 do
-    local info = debug.getinfo(level, 'Sln')
-    if not info then return nil end
-    local src = info.source or ''
-    if info.what ~= 'C' and not src:find('[/\\]nngraph[/\\]') and not src:find('torch[/\\]class%.lua$')
-       and not src:find('nn[/\\]Module%.lua$') then
-      return info
-    end
-  end
-end
-
 return utils
