@@ -1,18 +1,23 @@
-"""The built wheel carries the Lua sources: `require 'torch'` works from an installed copy.
+"""Packaging: `python -m build` makes an sdist that carries the Lua sources and a wheel built from
+that sdist; each installs into a fresh venv where `require 'torch'` and the console script work.
 
-Slow (builds a wheel and a fresh venv, ~10 s once per session) but part of `make test`.
+Slow (two builds and two fresh venvs, ~30 s once per session) but part of `make test`.
 """
 from __future__ import annotations
 
+import email
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+
+import luabridge
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +27,7 @@ NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-inf
                                     "*.pyc", ".pytest_cache", ".hypothesis")
 
 
-def run(cmd: list[str], cwd: Path, timeout: int = 120) -> subprocess.CompletedProcess:
+def run(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     """Runs cmd with no variable that could point Python or Lua back at the checkout."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LUA_PATH")}
@@ -34,46 +39,87 @@ def ok(r: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
     return r
 
 
+def source_files(src: Path, folder: str, pattern: str) -> set[str]:
+    return {p.relative_to(src).as_posix() for p in (src / folder).rglob(pattern)}
+
+
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory) -> Path:
-    """`pip wheel . --no-deps` on a copy of the sources (keeps build/ out of the checkout)."""
-    base = tmp_path_factory.mktemp("wheel")
+def dists(tmp_path_factory) -> dict[str, Path]:
+    """`python -m build` on a copy of the sources ("src", kept out of the checkout, which others
+    may be editing): build makes the sdist, unpacks it and builds the wheel from it, so the wheel
+    proves the sdist complete."""
+    base = tmp_path_factory.mktemp("dist")
     src = base / "src"
     shutil.copytree(ROOT, src, ignore=NOT_SOURCE, symlinks=True)
-    ok(run([sys.executable, "-m", "pip", "wheel", ".", "--no-deps", "-q", "-w", str(base / "dist")], src))
-    (found,) = (base / "dist").glob("luabridge-*.whl")
-    return found
+    ok(run([sys.executable, "-m", "build", "--outdir", str(base / "out"), "."], src))
+    (sdist,) = (base / "out").glob("luabridge-*.tar.gz")
+    (wheel,) = (base / "out").glob("luabridge-*.whl")
+    return {"src": src, "sdist": sdist, "wheel": wheel}
 
 
-@pytest.fixture(scope="session")
-def venv_python(wheel, tmp_path_factory) -> Path:
-    """A fresh venv (no system site-packages) holding lupa, numpy and the wheel."""
-    home = tmp_path_factory.mktemp("venv")
+@pytest.fixture(scope="session", params=["wheel", "sdist"])
+def venv_python(request, dists, tmp_path_factory) -> Path:
+    """A fresh venv (no system site-packages) holding lupa, numpy and luabridge installed from the
+    wheel, or from the sdist (which pip builds itself)."""
+    home = tmp_path_factory.mktemp(f"venv-{request.param}")
     ok(run([sys.executable, "-m", "venv", "--without-pip", str(home / "v")], home))
     py = home / "v" / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--disable-pip-version-check"]
     deps = [f"{name}=={metadata.version(name)}" for name in ("lupa", "numpy")]
-    r = run([*pip, *deps], home, timeout=300)
+    r = run([*pip, *deps], home)
     if r.returncode != 0:
         pytest.skip(f"cannot install {deps} into a fresh venv (no cache or index?): {r.stderr[-500:]}")
-    ok(run([*pip, "--no-deps", "--no-index", str(wheel)], home))
+    ok(run([*pip, "--no-deps", str(dists[request.param])], home))
     return py
 
 
-def test_wheel_ships_every_lua_file(wheel):
-    with zipfile.ZipFile(wheel) as z:
+def test_sdist_holds_the_package_and_not_the_tests(dists):
+    with tarfile.open(dists["sdist"]) as tar:
+        top = f"luabridge-{luabridge.__version__}/"
+        names = {n.removeprefix(top) for n in tar.getnames()}
+    src = dists["src"]
+    expected = (source_files(src, "lua", "*.lua") | source_files(src, "luabridge", "*.py")
+                | {"luabridge/py.typed", "LICENSE", "README.md", "pyproject.toml", "setup.py"})
+    assert len(expected) > 100
+    assert expected <= names, sorted(expected - names)
+    assert not {n for n in names if n.startswith("tests/")}
+
+
+def test_wheel_ships_every_lua_file(dists):
+    with zipfile.ZipFile(dists["wheel"]) as z:
         names = set(z.namelist())
-    expected = {"luabridge/lua/" + p.relative_to(ROOT / "lua").as_posix()
-                for p in (ROOT / "lua").rglob("*.lua")}
+    src = dists["src"]
+    expected = ({"luabridge/" + name for name in source_files(src, "lua", "*.lua")}
+                | source_files(src, "luabridge", "*.py"))
     assert expected, "no Lua sources found in the checkout"
     assert expected <= names, sorted(expected - names)
-    assert "luabridge/__init__.py" in names and "luabridge/cli.py" in names
+    assert "luabridge/py.typed" in names
+
+
+def test_wheel_metadata(dists):
+    """One version (luabridge.__version__), an SPDX license with its file, no license classifier."""
+    with zipfile.ZipFile(dists["wheel"]) as z:
+        info = f"luabridge-{luabridge.__version__}.dist-info/"
+        meta = email.message_from_bytes(z.read(info + "METADATA"))
+        license_text = z.read(info + "licenses/LICENSE").decode()
+    assert meta["Version"] == luabridge.__version__
+    assert meta["License-Expression"] == "MIT"
+    assert meta["License-File"] == "LICENSE"
+    assert license_text == (dists["src"] / "LICENSE").read_text()
+    assert license_text.startswith("MIT License") and "the luabridge authors" in license_text
+    classifiers = meta.get_all("Classifier")
+    assert "Typing :: Typed" in classifiers
+    assert not [c for c in classifiers if c.startswith("License ::")]
+    runtime_deps = [d for d in meta.get_all("Requires-Dist") if "extra ==" not in d]
+    assert sorted(runtime_deps) == ["lupa>=2.2", "numpy>=1.24"]
 
 
 def test_require_torch_from_installed_package(venv_python, tmp_path):
     code = (
         "import sys, luabridge\n"
+        "from importlib import metadata\n"
         "assert sys.prefix != sys.base_prefix\n"
+        "assert metadata.version('luabridge') == luabridge.__version__, metadata.version('luabridge')\n"
         "print(luabridge.__file__)\n"
         "print(luabridge.lua_dir())\n"
         "luabridge.require('torch')\n"
@@ -85,6 +131,8 @@ def test_require_torch_from_installed_package(venv_python, tmp_path):
     assert Path(module_file).is_relative_to(site), module_file
     assert Path(lua_dir) == Path(module_file).parent / "lua"
     assert not Path(lua_dir).is_relative_to(ROOT)
+    assert (Path(lua_dir) / "torch" / "init.lua").is_file()
+    assert (Path(module_file).parent / "py.typed").is_file()
     assert printed == [" 1  3", " 2  4", "[torch.DoubleTensor of size 2x2]"]
 
 
@@ -95,6 +143,6 @@ def test_installed_console_script(venv_python, tmp_path):
 
 
 def test_installed_venv_cannot_see_the_checkout(venv_python, tmp_path):
-    # guards the test above: without system site-packages the checkout's venv is out of reach
+    # guards the tests above: without system site-packages the checkout's venv is out of reach
     r = run([str(venv_python), "-c", "import pytest"], tmp_path)
     assert r.returncode != 0
