@@ -1,8 +1,15 @@
 """nngraph (lua/nngraph/): node-call syntax, gModule forward against numpy, gradients (inputs and
 parameters) against finite differences, multiple/nested inputs and outputs, split, fan-out sums,
-gModules inside containers, type conversion and the error cases."""
+gModules inside containers, type conversion and the error cases; node orders as torch7's (hand
+derived, and against a torch7 file), forwardnodes reaching the modules that run, declaration
+labels, .dot files (and svg when Graphviz is installed), simple_print, setDebug, annotateNodes,
+node labels and nngraph.nesting."""
 from __future__ import annotations
 
+import os
+import re
+import shutil
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -10,6 +17,8 @@ import pytest
 
 import luabridge
 from helpers import N, T, lua_fn, numeric_grad
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "t7"
 
 # Small modules for the tests (defined once per runtime):
 #   Add2: {a, b} -> a + b;  Scale23: x -> {2x, 3x};  Nest: x -> {x, {-x, x^2}};
@@ -418,3 +427,230 @@ def test_runtime_errors(ng, rng):
                              "return nn.gModule({x}, {nngraphtest.Add2()({a, b})})")
     with pytest.raises(luabridge.LuaError, match="split\\(2\\) at .* cannot split 3 outputs"):
         _FORWARD(split_net, _as_lua([np.ones(2)] * 3, [0, 1, 2]))
+
+
+# ---- graph orders, labels, Graphviz output, debugging helpers --------------------------------
+
+_ORDER = lua_fn("""function(net)
+  local function show(nodes)
+    local r = {}
+    for i, n in ipairs(nodes) do
+      local d = n.data
+      r[i] = n.id .. ':' .. (d.module and torch.typename(d.module) or d.selectindex and ('select' .. d.selectindex)
+                             or d.nSplitOutputs and 'split' or '-')
+    end
+    return table.concat(r, ' ')
+  end
+  return show(net.forwardnodes), show(net.backwardnodes)
+end""")
+
+
+def test_node_orders_as_torch7(ng):
+    # Derived by hand with torch7's graph algorithms: the backward graph is numbered breadth
+    # first from the output node; the forward graph by reversing the edges in edge order;
+    # topsort is the post-order of a depth-first walk of the reversed graph.
+    net = lua_fn("""function()
+      local x1, x2 = nn.Identity()(), nn.Identity()()
+      local m = nn.CMulTable()({nn.Linear(3, 3)(x1), x2})
+      return nn.gModule({x1, x2}, {m, nn.Tanh()(x2)})
+    end""")()
+    fwd, bwd = _ORDER(net)
+    assert fwd == ("10:- 9:split 8:select1 6:nn.Identity 4:nn.Linear 7:select2 5:nn.Identity "
+                   "1:nn.CMulTable 3:nn.Tanh 2:-")
+    assert bwd == ("1:- 2:nn.CMulTable 3:nn.Tanh 5:nn.Identity 7:select2 4:nn.Linear 6:nn.Identity "
+                   "8:select1 9:split 10:-")
+
+
+def test_node_orders_match_a_torch7_file(ng):
+    path = FIXTURES / "gmodule_with_linear_identity.t7"
+    if not path.exists():
+        pytest.skip(f"needs the shared torch7 fixtures ({path} is absent)")
+    saved = lua_fn("function(path) return torch.load(path) end")(str(path))
+    ours = lua_fn("""function()
+      local a, b = nn.Identity()(), nn.Identity()()
+      return nn.gModule({a, b}, {nn.CAddTable()({b, nn.Linear(1, 2)(a)})})
+    end""")()
+    assert _ORDER(ours) == _ORDER(saved)
+
+
+def test_forwardnodes_reach_the_running_modules(ng, rng, tmp_path):
+    # the colorization scripts set forwardnodes[i].data.module.modules[k].nfeatures after loading
+    path = str(tmp_path / "net.t7")
+    lua_fn("""function(path)
+      local x = nn.Identity()()
+      local features = nn.Sequential():add(nn.Linear(3, 2)):add(nn.Tanh()):add(nn.Replicate(2))
+      torch.save(path, nn.gModule({x}, {nn.Identity()(features(x))}))
+    end""")(path)
+    x = rng.standard_normal(3)
+    run = lua_fn("""function(path, x)
+      local net = torch.load(path)
+      local before = net:forward(x):clone()
+      net.forwardnodes[3].data.module.modules[3].nfeatures = 4
+      local linear = net.modules[2].modules[1]
+      return before, net:forward(x):clone(), linear.weight, linear.bias,
+             net.forwardnodes[3].data.module == net.modules[2]
+    end""")
+    before, after, w, b, same = run(path, x)
+    row = np.tanh(N(w) @ x + N(b))
+    np.testing.assert_allclose(N(before), np.tile(row, (2, 1)), rtol=1e-12)
+    np.testing.assert_allclose(N(after), np.tile(row, (4, 1)), rtol=1e-12)
+    assert same
+
+
+def test_declaration_labels(ng):
+    # each node names the line that declared it; split nodes extend their input's label
+    labels = lua_fn("""function()
+      local build = loadstring([[
+        local x = nn.Identity()()
+        local h = x - nn.Linear(3, 4)
+        local t = -nn.Tanh()
+        local c = nn.MSECriterion()({h, x})
+        local s = nn.SplitTable(1)(h)
+        local p, q = s:split(2)
+        return x, h, t, c, s, p, q
+      ]], '@model.lua')
+      local r = {}
+      for i, node in ipairs({build()}) do r[i] = node.data.annotations._debugLabel end
+      local p = select(6, build())
+      r[#r + 1] = p.children[1].data.annotations._debugLabel
+      return unpack(r)
+    end""")()
+    assert labels == ("[model.lua]:1_", "[model.lua]:2_", "[model.lua]:3_", "[model.lua]:4_", "[model.lua]:5_",
+                      "[model.lua]:5_-1", "[model.lua]:5_-2", "[model.lua]:5_ split at [model.lua]:6-mnode")
+
+
+_CHAIN = lua_fn("""function()
+  local x = nn.Identity()()
+  local h = nn.Linear(3, 4)(x):annotate{name = 'hidden', description = 'the layer',
+                                         graphAttributes = {color = 'blue'}}
+  return nn.gModule({x}, {nn.Tanh()(h)})
+end""")
+
+
+def _dot_nodes_and_edges(text: str) -> tuple[dict[int, str], set[tuple[int, int]]]:
+    nodes = {int(i): attrs for i, attrs in re.findall(r"^n(\d+)\[(.*)\];$", text, re.M)}
+    edges = {(int(a), int(b)) for a, b in re.findall(r"^n(\d+) -> n(\d+);$", text, re.M)}
+    return nodes, edges
+
+
+def test_graph_dot_file(ng, tmp_path):
+    # forward graph of x -> Linear -> Tanh, numbered as torch7: Tanh 1, output 2, Linear 3,
+    # Identity 4, input 5; edges from each input to its user
+    net = _CHAIN()
+    prefix = str(tmp_path / "net")
+    dot = lua_fn("function(net, title, prefix) local ok, err = pcall(graph.dot, net.fg, title, prefix) return ok, tostring(err) end")
+    ok, err = dot(net, "My net", prefix)
+    text = (tmp_path / "net.dot").read_text()
+    nodes, edges = _dot_nodes_and_edges(text)
+    assert 'label="My net"' in text
+    assert edges == {(3, 1), (1, 2), (4, 3), (5, 4)}
+    assert sorted(nodes) == [1, 2, 3, 4, 5]
+    assert nodes[3].startswith('color=blue label="hidden (3)\\ndesc = the layer\\n')
+    assert "module = nn.Linear(3 -> 4)" in nodes[3] and 'tooltip="[(eval)]:3_"' in nodes[3]
+    assert "Node1\\nmodule = nn.Tanh" in nodes[1]
+    if shutil.which("dot"):
+        assert ok, err
+        svg = (tmp_path / "net.svg").read_text()
+        assert "<svg" in svg and "hidden (3)" in svg
+    else:
+        assert not ok and "needs Graphviz" in err
+
+
+def test_graph_dot_without_graphviz(ng, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))   # no `dot` program reachable
+    net = _CHAIN()
+    with pytest.raises(luabridge.LuaError, match=r"net\.svg needs Graphviz: its `dot` program is not on PATH"):
+        lua_fn("function(net, prefix) graph.dot(net.fg, 'x', prefix) end")(net, str(tmp_path / "net"))
+    assert (tmp_path / "net.dot").exists()
+    with pytest.raises(luabridge.LuaError, match="fname .* is needed"):
+        lua_fn("function(net) graph.dot(net.fg, 'x') end")(net)
+
+
+def test_simple_print_keeps_the_layers(ng):
+    text = lua_fn("""function()
+      local x = nn.Identity()()
+      local i = nn.Identity()(nn.Linear(3, 3)(x))
+      local net = nn.gModule({x}, {nn.CAddTable()({nn.Tanh()(i), nn.Sigmoid()(i)})})
+      return nngraph.simple_print.todot(net.fg, 'layers')
+    end""")()
+    nodes, edges = _dot_nodes_and_edges(text)
+    name = {i: re.search(r"module = nn\.(\w+)", attrs).group(1) for i, attrs in nodes.items()}
+    assert sorted(name.values()) == ["CAddTable", "Linear", "Sigmoid", "Tanh"]
+    assert {(name[a], name[b]) for a, b in edges} == {
+        ("Linear", "Tanh"), ("Linear", "Sigmoid"), ("Tanh", "CAddTable"), ("Sigmoid", "CAddTable")}
+
+
+def test_set_debug_draws_the_failing_node(ng, tmp_path, rng):
+    prefix = str(tmp_path / "failing")
+    ok, err = lua_fn("""function(prefix, x)
+      nngraph.setDebug(true)
+      local input = nn.Identity()()
+      local net = nn.gModule({input}, {nn.Tanh()(nn.Linear(3, 2)(input))})
+      net.name = prefix
+      local ok, err = pcall(net.forward, net, x)
+      nngraph.setDebug(false)
+      return ok, err
+    end""")(prefix, rng.standard_normal(5))
+    assert not ok and "nn.Linear" in err and "stack traceback" in err
+    text = (tmp_path / "failing.dot").read_text()
+    # forward graph numbered as torch7: Tanh 1, output 2, Linear 3
+    assert text.rstrip().endswith("n3[style=filled, fillcolor=red];\n}")
+    assert re.search(r"^n3\[label=.*module = nn\.Linear\(3 -> 2\)", text, re.M)
+    # off again: errors pass through without files
+    lua_fn("""function(x)
+      local input = nn.Identity()()
+      local net = nn.gModule({input}, {nn.Linear(3, 2)(input)})
+      net.name = 'never_written'
+      return pcall(net.forward, net, x)
+    end""")(rng.standard_normal(5))
+    assert not os.path.exists("never_written.dot")
+
+
+def test_annotate_nodes(ng):
+    names = lua_fn("""function()
+      local input = nn.Identity()()
+      local hidden = nn.Linear(3, 3)(input)
+      local out = nn.Tanh()(hidden):annotate{name = 'kept'}
+      nngraph.annotateNodes()
+      local net = nn.gModule({input}, {out})
+      return input.data.annotations.name, hidden.data.annotations.name, out.data.annotations.name,
+             hidden:graphNodeName()
+    end""")()
+    assert names == ("input", "hidden", "kept", "hidden (3)")
+
+
+def test_node_label(ng):
+    label = lua_fn("""function(x)
+      local input = nn.Identity()()
+      local h = nn.Linear(3, 2)(input):annotate{description = 'first'}
+      local net = nn.gModule({input}, {nn.CAddTable()({h, nn.Linear(3, 2)(input)})})
+      net:forward(x)
+      local sum = net.forwardnodes[#net.forwardnodes - 1]
+      h.data.input[1] = torch.FloatTensor(2, 3):fill(0/0)
+      return h:label(), sum:label()
+    end""")
+    first, sum_ = label(np.ones((4, 3)))
+    assert first == "desc = first\\ninput = {torch.FloatTensor[2x3]NaN}\\lmodule = nn.Linear(3 -> 2)"
+    assert re.fullmatch(r"input = \{Tensor\[4x2\],Tensor\[4x2\]\}\\lmapindex = \{Node\d+,Node\d+\}\\l"
+                        r"module = nn\.CAddTable", sum_)
+
+
+def test_nesting(ng):
+    out = lua_fn("""function()
+      local a = {torch.Tensor{1, 2}, {torch.Tensor{3}}}
+      local copy = nngraph.nesting.cloneNested(a)
+      copy[1][1] = 10
+      local target = {torch.Tensor(5), {torch.Tensor(1), torch.Tensor(2)}, torch.Tensor(1)}
+      local kept = target[2]
+      nngraph.nesting.resizeNestedAs(target, a)
+      nngraph.nesting.fillNested(target, 1)
+      nngraph.nesting.addNestedTo(target, a)
+      local copied = {torch.Tensor(2), {torch.Tensor(1)}}
+      nngraph.nesting.copyNested(copied, a)
+      return a[1][1], copy[1][1], target[1], target[2][1], #target[2], target[3] == nil, target[2] == kept,
+             copied[2][1][1]
+    end""")()
+    assert out[:2] == (1, 10)
+    np.testing.assert_array_equal(N(out[2]), [2, 3])
+    np.testing.assert_array_equal(N(out[3]), [4])
+    assert out[4:] == (1, True, True, 3)
