@@ -14,3 +14,12 @@ class LuaError(RuntimeError):
         super().__init__(message if not traceback else f"{message}\n{traceback}")
         self.message = message
         self.traceback = traceback
+
+
+# What a thread gets for using a Lua object that another thread's runtime made (lupa refuses it).
+FOREIGN_OBJECT = (
+    "this Lua object belongs to another thread's runtime: each thread has its own Lua runtime, "
+    "and tensors, modules and tables belong to the thread that made them. Share data between "
+    "threads as numpy arrays instead (np.array(t) in the thread that owns t, then "
+    "luabridge.from_numpy(a) or any call taking the array in this one), or make the object again "
+    "here (e.g. luabridge.load a saved model)")

@@ -84,12 +84,12 @@ def to_numpy(t: Any) -> np.ndarray:
     from .proxy import unwrap
 
     t = unwrap(t)
+    b = bridge()
+    b.check_owned(t)
     if t._device:
         from .cuda import device_view
 
         return device_view(t)
-    b = bridge()
-    b.check_owned(t)
     return tensor_view(b, t)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from lupa import luajit21
 
-from .errors import LuaError
+from .errors import FOREIGN_OBJECT, LuaError
 from .memory import BufferRegistry
 
 _HERE = Path(__file__).resolve().parent
@@ -30,21 +30,77 @@ def _find_codec(name: str) -> codecs.CodecInfo | None:
 
 codecs.register(_find_codec)
 _thread = threading.local()
+_LUPA_FOREIGN = "cannot mix objects from different Lua runtimes"  # lupa's refusal
 _extra_paths: list[str] = []
 
 _BOOT = r"""
-local py, lua_dirs = ...
+local py, lua_dirs, library = ...
 rawset(_G, '__luabridge_py', py)
 local parts = {}
 for dir in lua_dirs:gmatch('[^;]+') do
   parts[#parts + 1] = dir .. '/?.lua;' .. dir .. '/?/init.lua'
 end
 package.path = table.concat(parts, ';') .. ';' .. package.path
+
+local protected
+local library_source = '@' .. library .. '/'
+local full_traceback = os.getenv('LUABRIDGE_FULL_TRACEBACK') == '1'
+
+-- 'user' (the caller's own Lua), 'C' (a named C function) or 'hidden': luabridge's Lua library
+-- (torch7's C core, written in Lua here), LuaJIT's unnamed builtins (dofile's frame).
+local function frame_kind(info)
+  if info.what == 'C' then return info.namewhat ~= '' and 'C' or 'hidden' end
+  if info.source:sub(1, #library_source) == library_source then return 'hidden' end
+  return 'user'
+end
+
+local function frame_line(info)
+  local where = info.what == 'C' and '[C]' or info.short_src
+  if info.currentline > 0 then where = where .. ':' .. info.currentline end
+  if info.what == 'main' then return where .. ': in main chunk' end
+  if info.namewhat ~= '' then return where .. ": in function '" .. info.name .. "'" end
+  return where .. ': in function <' .. info.short_src .. ':' .. info.linedefined .. '>'
+end
+
+-- The traceback of the user's frames, from `level` down to the call Python made: a C function
+-- stays only between two user frames (require, pcall), long stacks keep their two ends.
+local function user_traceback(level)
+  local frames = {}
+  while true do
+    local info = debug.getinfo(level, 'Slnf')
+    if not info or info.func == protected then break end
+    frames[#frames + 1] = { kind = frame_kind(info), info = info }
+    level = level + 1
+  end
+  local lines, lastUser = {}, nil
+  for i, frame in ipairs(frames) do
+    if frame.kind == 'user' then
+      lastUser = i
+    elseif frame.kind == 'C' and lastUser then
+      local outer = frames[i + 1]
+      if not (outer and outer.kind == 'user') then frame.kind = 'hidden' end
+    else
+      frame.kind = 'hidden'
+    end
+    if frame.kind ~= 'hidden' then lines[#lines + 1] = '\t' .. frame_line(frame.info) end
+  end
+  if #lines == 0 then return '' end
+  if #lines > 22 then
+    local tail = { unpack(lines, #lines - 9) }
+    lines = { unpack(lines, 1, 12) }
+    lines[13] = '\t...'
+    for _, line in ipairs(tail) do lines[#lines + 1] = line end
+  end
+  return 'stack traceback:\n' .. table.concat(lines, '\n')
+end
+
 -- Calls f(...) and returns true, results... or false, message, traceback.
-local function protected(f, ...)
+function protected(f, ...)
   local tb
   local function handler(e)
-    tb = debug.traceback('', 2)
+    -- walking the frames in Lua needs more stack than an overflow leaves: then the whole stack
+    local overflow = type(e) == 'string' and e:find('stack overflow', 1, true)
+    tb = (full_traceback or overflow) and debug.traceback('', 2) or user_traceback(3)
     return e
   end
   local r = { xpcall(f, handler, ...) }
@@ -86,7 +142,7 @@ class Bridge:
         from . import pyside  # the functions Lua calls back
 
         dirs = [str(lua_dir()), *_extra_paths]
-        self._protected = self.lua.execute(_BOOT, pyside.table_for(self), ";".join(dirs))
+        self._protected = self.lua.execute(_BOOT, pyside.table_for(self), ";".join(dirs), dirs[0])
         self._lua_type = self.lua.globals().type
         env_path = os.environ.get("LUA_PATH")
         if env_path:
@@ -94,7 +150,12 @@ class Bridge:
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Calls a Lua function, turning a Lua error into LuaError with its traceback."""
-        result = self._protected(fn, *args)
+        try:
+            result = self._protected(fn, *args)
+        except luajit21.LuaError as e:
+            if _LUPA_FOREIGN in str(e):
+                raise LuaError(FOREIGN_OBJECT) from None
+            raise
         if not isinstance(result, tuple):  # true alone: the function returned nothing
             return None
         if result[0] is False:
@@ -107,8 +168,8 @@ class Bridge:
         against this runtime's buffers, which are not the ones it points into."""
         try:
             self._lua_type(obj)
-        except luajit21.LuaError as e:
-            raise LuaError(f"{e} (the object belongs to another thread's runtime)") from None
+        except luajit21.LuaError:
+            raise LuaError(FOREIGN_OBJECT) from None
 
     def load(self, code: str, chunkname: str) -> Any:
         return _loaded(self.lua.globals().loadstring(code, chunkname))

@@ -13,17 +13,14 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import lua_fn
+from helpers import T7_FIXTURES as FIXTURES, lua_fn, needs_t7_fixtures as needs_fixtures
 from luabridge import LuaError
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "t7"
 TYPES = {
     "Byte": np.uint8, "Char": np.int8, "Short": np.int16, "Int": np.int32,
     "Long": np.int64, "Float": np.float32, "Double": np.float64, "Half": np.float16,
 }
 MODES = ["binary", "ascii", "b32", "b64"]
-
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="no t7 fixtures")
 
 
 @pytest.fixture(scope="module")

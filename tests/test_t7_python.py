@@ -16,9 +16,8 @@ import pytest
 
 from luabridge import cli, t7
 from luabridge.t7 import Key, T7Error, TorchObject
+from helpers import T7_FIXTURES as FIXTURES, needs_t7_fixtures as needs_fixtures
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "t7"
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="no ../shared/fixtures/t7")
 
 DTYPES = ["uint8", "int8", "int16", "int32", "int64", "float32", "float64", "float16"]
 FORMATS = ["binary", "ascii", "b32", "b64"]
