@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -15,6 +16,11 @@ import pytest
 
 import luabridge
 from luabridge.runtime import bridge
+
+# Files written by real Torch7, in ../shared/ beside the checkout: CI has them, a fresh clone does not.
+T7_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "t7"
+needs_t7_fixtures = pytest.mark.skipif(
+    not T7_FIXTURES.is_dir(), reason="needs the Torch7-written files of ../shared/fixtures/t7 (not beside this checkout)")
 
 
 def T(a: np.ndarray) -> Any:  # noqa: N802 - reads like torch.Tensor

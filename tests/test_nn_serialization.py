@@ -14,10 +14,9 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, lua_fn
+from helpers import N, T7_FIXTURES as FIXTURES, lua_fn, needs_t7_fixtures as needs_fixtures
 from nn_cases import CRITERIONS, MODULES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "t7"
 CLASS_LISTS = Path(__file__).resolve().parents[1] / "lua" / "nn" / "classes"
 
 # check(ctor, input, target, format): nil when the module (or criterion) ctor makes behaves the
@@ -585,6 +584,7 @@ def test_weight_norm_file_layout(nn, tmp_path, fmt):
 
 # ---- nngraph ------------------------------------------------------------------------------------
 
+@needs_fixtures
 def test_torch7_gmodule_fixture_runs(nn, rng):
     """The torch7 nngraph file: gModule({a, b}, {CAddTable(){b, Linear(1, 2)(a)}})."""
     run = lua_fn("""function(path, a, b, g)
@@ -609,6 +609,7 @@ def test_torch7_gmodule_fixture_runs(nn, rng):
     np.testing.assert_array_equal(bias, nodes[2]._obj[b"bias"])
 
 
+@needs_fixtures
 def test_torch7_nngraph_node_fixture(nn):
     run = lua_fn("""function(path)
       require 'nngraph'

@@ -3,16 +3,14 @@ converted on the way in and proxies on the way out."""
 import struct
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import luabridge
+from helpers import T7_FIXTURES as FIXTURES, needs_t7_fixtures as needs_fixtures
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "t7"
 DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64]
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason="../shared/fixtures/t7 not present")
 
 
 @pytest.fixture(scope="module", autouse=True)
