@@ -45,17 +45,17 @@ end
 -- engine (default 'dot').
 function graph._render(dotPath, outPath, format, engine)
   if not graph.hasGraphviz() then
-    error(('graph: wrote %s, but rendering %s needs Graphviz: its `dot` program is not on PATH '
-           .. '(install Graphviz, e.g. apt-get install graphviz)'):format(dotPath, outPath), 3)
+    error(('graph: rendering %s needs Graphviz: its `dot` program is not on PATH '
+           .. '(install Graphviz, e.g. apt-get install graphviz)'):format(outPath), 0)
   end
   local cmd = ('dot -K%s -T%s -o %s %s'):format(engine or 'dot', format, shellQuote(outPath), shellQuote(dotPath))
   local status = os.execute(cmd)
-  if not (status == 0 or status == true) then error('graph: Graphviz failed: ' .. cmd, 3) end
+  if not (status == 0 or status == true) then error('graph: Graphviz failed: ' .. cmd, 0) end
 end
 
 function graph._writeFile(path, text)
   local f, err = io.open(path, 'w')
-  if not f then error('graph: cannot write ' .. tostring(err), 3) end
+  if not f then error('graph: cannot write ' .. tostring(err), 0) end
   f:write(text)
   f:close()
 end
