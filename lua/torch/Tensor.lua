@@ -567,11 +567,33 @@ local function indexTable(t, idx)
   return r
 end
 
+-- t[LongStorage]: the element at those coordinates (t[#t] is the last one), as torch7.
+local function storageKeyOffset(t, k)
+  if k._dt.name ~= 'Long' then
+    check.error('index: a storage key must be a LongStorage, got ' .. torch.typename(k))
+  end
+  if k._n ~= #t._sz then
+    check.error(('index: a LongStorage key of %d coordinates for a %dD tensor'):format(k._n, #t._sz))
+  end
+  return elementOffset(t, k:totable())
+end
+
+-- Writes v (a number, or a tensor of one element) at offset o.
+local function assignAt(t, o, v)
+  if isTensor(v) then
+    make(getmetatable(t), t._st, o, { 1 }, { 1 }):copy(v)
+  else
+    writeAt(t, o, v)
+  end
+end
+
 local function index(t, k)
   if type(k) == 'number' then
     if #t._sz == 0 then check.error('index: cannot index an empty tensor') end
     if #t._sz == 1 then return readAt(t, elementOffset(t, { k })) end
     return t:select(1, k)
+  elseif torch.isStorage(k) then
+    return readAt(t, storageKeyOffset(t, k))
   elseif isTensor(k) then
     if k._dt.name == 'Byte' then return t:maskedSelect(k) end
     if k._dt.name == 'Long' then return t:index(1, k) end
@@ -593,8 +615,10 @@ local function newindex(t, k, v)
     else
       r, o = indexTable(t, k)
     end
-    if o then return writeAt(t, o, v) end
+    if o then return assignAt(t, o, v) end
     if isTensor(v) then r:copy(v) else r:fill(v) end
+  elseif torch.isStorage(k) then
+    assignAt(t, storageKeyOffset(t, k), v)
   elseif isTensor(k) then
     if k._dt.name == 'Byte' then
       if isTensor(v) then t:maskedCopy(k, v) else t:maskedFill(k, v) end

@@ -1,6 +1,8 @@
 -- The torch7-compatible tensor library.
 local torch = require 'torch.env'
+require 'paths'   -- a global, as torch7's init.lua makes it
 require 'torch.class'
+require 'torch.package'
 require 'torch.Storage'
 require 'torch.Tensor'
 require 'torch.math.copy'
@@ -20,6 +22,8 @@ require 'torch.Timer'
 require 'torch.settings'
 require 'torch.Tester'
 require 'torch.TestSuite'
+require 'torch.CmdLine'
+require 'torch.cdata'
 require 'torch.backend.cuda'
 require 'torch.File'
 require 'torch.DiskFile'
