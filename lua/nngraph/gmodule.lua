@@ -133,7 +133,7 @@ function gModule:runForwardFunction(func, input)
       if data.module then output = func(data.module, output) end
       if data.nSplitOutputs and (not utils.istable(output) or #output ~= data.nSplitOutputs) then
         error(('nn.gModule: split(%d) at %s cannot split %s'):format(data.nSplitOutputs, where(node),
-          utils.istable(output) and (#output .. ' outputs') or torch.type(output)), 3)
+          utils.istable(output) and (#output .. ' outputs') or torch.type(output)), 0)
       end
     end
     propagate(node, output)
