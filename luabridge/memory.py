@@ -8,6 +8,7 @@ first, the memory stays valid for the other.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 
 import numpy as np
@@ -79,6 +80,30 @@ class BufferRegistry:
         buffer_id = self.register(array)
         self._owned.add(buffer_id)
         return (buffer_id, *split_address(_address(array)))
+
+    def map_file(self, path: str, type_name: str, shared: bool, n: int) -> tuple[int, int, int, int]:
+        """A buffer mapped from a file, as torch7's TYPEStorage(filename, shared, size): shared
+        writes reach the file (created and grown to n elements when needed), otherwise the
+        mapping is private copy-on-write and the file must hold n elements. n = 0 means the
+        whole file. Returns (id, address high, address low, n)."""
+        dtype = DTYPES[type_name]
+        if shared:
+            with open(path, "ab"):  # create it, as O_CREAT
+                pass
+            if n > 0 and os.path.getsize(path) < n * dtype.itemsize:
+                os.truncate(path, n * dtype.itemsize)
+        file_bytes = os.path.getsize(path)
+        if n <= 0:
+            n = file_bytes // dtype.itemsize
+        elif file_bytes < n * dtype.itemsize:
+            raise ValueError(f"file <{path}> size is smaller than the required mapping size "
+                             f"<{n * dtype.itemsize}>")
+        if n == 0:  # an empty file cannot be mapped: an empty storage
+            array = np.zeros(1, dtype=dtype)
+        else:
+            array = np.memmap(path, dtype=dtype, mode="r+" if shared else "c", shape=(n,))
+        buffer_id = self.register(array)
+        return (buffer_id, *split_address(_address(array)), n)
 
     def release(self, ids: str) -> None:
         for part in ids.split(","):

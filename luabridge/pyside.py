@@ -48,6 +48,7 @@ def table_for(bridge: "Bridge") -> Any:
     funcs = {
         "alloc": bridge.buffers.alloc,
         "release": bridge.buffers.release,
+        "map_file": bridge.buffers.map_file,
         "copy_tensor": copy_tensor,
         "copy_storage": copy_storage,
     }

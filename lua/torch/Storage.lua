@@ -52,12 +52,17 @@ end
 
 function Storage.zero(s) if s._n > 0 then ffi.fill(s._ptr, s._n * s._dt.size, 0) end return s end
 
+local function checkResizable(s)
+  if s._base then check.error('resize: cannot resize a storage that views another storage') end
+  if s._mapped then check.error(('resize: cannot resize a storage mapped from the file <%s>'):format(s._mapped)) end
+end
+
 -- Keeps the first min(old, n) elements; the rest are zero. Tensors on this storage see the
 -- new memory, as in torch7.
 function Storage.resize(s, n)
   check.int('resize', n, 'storage size', 0)
   if n == s._n then return s end
-  if s._base then check.error('resize: cannot resize a storage that views another storage') end
+  checkResizable(s)
   local ptr, h, id = memory.alloc(n, s._dt)
   local keep = math.min(n, s._n)
   if keep > 0 then ffi.copy(ptr, s._ptr, keep * s._dt.size) end
@@ -70,7 +75,7 @@ end
 -- and a reused buffer is not zeroed first.
 function Storage._resizeForOverwrite(s, n)
   if n == s._n then return s end
-  if s._base then check.error('resize: cannot resize a storage that views another storage') end
+  checkResizable(s)
   s._ptr, s._h, s._id = memory.alloc(n, s._dt, true)
   s._n = n
   return s
@@ -126,8 +131,32 @@ function Storage.type(s, name)
   return (rawget(mt, '__alloc') or newStorage)(mt, s._n):copy(s)
 end
 
+-- unlink(2) from a finalizer: a shared-memory object goes when its storage does, as torch7's
+ffi.cdef [[ int luabridge_unlink(const char *path) __asm__("unlink"); ]]
+local function unlinkWhenCollected(path)
+  return ffi.gc(ffi.new('char[?]', #path + 1, path), function(p) ffi.C.luabridge_unlink(p) end)
+end
+
+-- torch.<Type>Storage(filename[, shared[, size[, sharedMem]]]): the file's bytes, mapped (zero
+-- copy). shared: writes reach the file; otherwise a private copy-on-write mapping. sharedMem
+-- (with shared): filename names a POSIX shared-memory object, removed with the storage.
+-- Mapped storages cannot be resized, as in torch7.
+local function mapStorage(mt, filename, shared, size, sharedMem)
+  local op = mt.__typename
+  if rawget(mt, '__alloc') then check.error(op .. ': file mapping is for CPU storages') end
+  if shared ~= nil and type(shared) ~= 'boolean' then
+    check.error(op .. ': shared must be a boolean, got ' .. torch.type(shared))
+  end
+  local n = size == nil and 0 or check.int(op, size, 'size', 0)
+  local path, shm = filename, shared and sharedMem
+  if shm then path = '/dev/shm/' .. filename:gsub('^/+', '') end
+  local ptr, h, id, count = memory.map(op, path, mt.__dtype, shared == true, n)
+  return object.new(mt, { _ptr = ptr, _n = count, _h = h, _id = id, _dt = mt.__dtype, _base = false, _baseoff = 0,
+                          _mapped = path, _unlink = shm and unlinkWhenCollected(path) or nil })
+end
+
 -- torch.<Type>Storage(...); mt.__alloc(mt, n), when set, makes the storages of another backend.
-local function construct(mt, a, b, c)
+local function construct(mt, a, b, c, ...)
   local newStorage = rawget(mt, '__alloc') or newStorage
   if a == nil then return newStorage(mt, 0) end
   if type(a) == 'number' then
@@ -157,10 +186,8 @@ local function construct(mt, a, b, c)
     end
     return s:copy(a)
   end
-  if type(a) == 'string' and (mt.__dtype.name == 'Byte' or mt.__dtype.name == 'Char') then
-    return newStorage(mt, 0):string(a)
-  end
-  check.error(mt.__typename .. ': expected nothing, a size, a table or a storage')
+  if type(a) == 'string' then return mapStorage(mt, a, b, c, ...) end
+  check.error(mt.__typename .. ': expected nothing, a size, a table, a storage or a file name')
 end
 
 for _, dt in ipairs(dtype.list) do

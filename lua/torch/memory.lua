@@ -65,5 +65,19 @@ function memory.alloc(n, dt, overwritten)
   return address(hi, lo, dt.ptr), memory.handle(id), id
 end
 
+-- A buffer mapped from the file at path (luabridge.memory.BufferRegistry.map_file): returns the
+-- typed pointer, the handle, the id and the element count.
+function memory.map(op, path, dt, shared, n)
+  memory.flush()
+  local ok, id, hi, lo, count = pcall(py.map_file, path, dt.name, shared, n)
+  if not ok then
+    local check = require 'torch.check'
+    -- the Python exception's own line ("FileNotFoundError: [Errno 2] ...") says why
+    local why = tostring(id):match('([^\n]*Error: [^\n]*)') or tostring(id)
+    check.error(('%s: cannot map file <%s>%s: %s'):format(op, path, shared and ' (shared)' or '', why))
+  end
+  return address(hi, lo, dt.ptr), memory.handle(id), id, count
+end
+
 memory.py = py
 return memory
