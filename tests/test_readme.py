@@ -1,24 +1,116 @@
-"""Every ```python and ```lua block of the README runs (python blocks in order, one namespace)."""
+"""Every code block of the README runs by itself, as a reader would run it: each ```python block in
+a fresh Python process, each ```lua block through `luabridge th`, each ```sh block in bash (with
+this venv's `luabridge` and `python` first on PATH), each in an empty directory of its own.
+
+A block that cannot run as shown (it needs a file the reader has, a GPU, or is a `make` command)
+is preceded by `<!-- norun: reason -->` and is reported as skipped with the reason. Blocks without
+a language (output shown to the reader) never run. The blocks run in parallel in a small pool.
+"""
+from __future__ import annotations
+
+import os
 import re
+import subprocess
+import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
-import luabridge
+import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
+FENCE = re.compile(r"```(\w*)\s*$")
+NORUN = re.compile(r"<!--\s*norun:\s*(.*?)\s*-->")
+HEADING = re.compile(r"#+\s+(.*)")
+BIN = Path(sys.executable).parent   # the venv's python and console scripts
+RUNNERS = {  # language -> (file name, command)
+    "python": ("block.py", [sys.executable, "block.py"]),
+    "lua": ("block.lua", [sys.executable, "-m", "luabridge", "th", "block.lua"]),
+    "sh": ("block.sh", ["bash", "-euo", "pipefail", "block.sh"]),
+}
+TIMEOUT_S = 180
 
 
-def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README.read_text(), flags=re.S)
+@dataclass(frozen=True)
+class Block:
+    lang: str
+    code: str
+    line: int        # of the opening fence
+    section: str     # the heading above it
+    norun: str | None
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}-{self.lang}-{re.sub(r'[^A-Za-z0-9]+', '_', self.section).strip('_')}"
 
 
-def test_python_snippets_run(lua, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    namespace: dict = {}
-    for code in blocks("python"):
-        exec(compile(code, "README.md", "exec"), namespace)
+def readme_blocks(text: str) -> list[Block]:
+    """The README's fenced blocks in a language it runs, each with the heading above it and the
+    `norun` reason written on the last non-blank line before its fence, if any."""
+    lines = text.splitlines(keepends=True)
+    found, section, i = [], "top", 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if not fence:
+            heading = HEADING.match(lines[i])
+            section = heading.group(1).strip() if heading else section
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
+        if fence.group(1) in RUNNERS:
+            above = next((line.strip() for line in reversed(lines[:i]) if line.strip()), "")
+            norun = NORUN.fullmatch(above)
+            found.append(Block(fence.group(1), "".join(lines[i + 1:end]), i + 1, section,
+                               norun.group(1) if norun else None))
+        i = end + 1
+    return found
 
 
-def test_lua_snippets_run(lua, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for code in blocks("lua"):
-        luabridge.execute(code)
+BLOCKS = readme_blocks(README.read_text())
+
+
+def run_block(block: Block, folder: Path) -> subprocess.CompletedProcess:
+    name, cmd = RUNNERS[block.lang]
+    (folder / name).write_text(block.code)
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    try:
+        return subprocess.run(cmd, cwd=folder, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(cmd, -1, str(e.stdout or ""), f"timed out after {TIMEOUT_S} s")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory) -> dict[str, Future]:
+    """Every runnable block, started at once in a pool of a few processes at a time."""
+    workers = max(1, min(4, os.cpu_count() or 1))
+    with ThreadPoolExecutor(workers) as pool:
+        yield {b.id: pool.submit(run_block, b, tmp_path_factory.mktemp(b.id))
+               for b in BLOCKS if not b.norun}
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_block_runs_by_itself(block: Block, outcomes):
+    if block.norun:
+        pytest.skip(f"README line {block.line}: norun: {block.norun}")
+    r = outcomes[block.id].result()
+    assert r.returncode == 0, (
+        f"README.md line {block.line} ({block.lang} block in '{block.section}') exited with {r.returncode}:\n"
+        f"{block.code}\n--- stdout ---\n{r.stdout[-3000:]}\n--- stderr ---\n{r.stderr[-3000:]}")
+
+
+def test_blocks_are_found():
+    """Guards the parser: the README has runnable blocks of each kind, and every norun gives a reason."""
+    langs = [b.lang for b in BLOCKS if not b.norun]
+    assert langs.count("python") >= 5 and "lua" in langs, langs
+    assert all(b.norun is None or b.norun for b in BLOCKS)
+
+
+def test_parser_reads_fences_and_norun():
+    text = ("# A\n```python\nprint(1)\n```\n\n## B\n<!-- norun: needs a GPU -->\n```sh\nnvidia-smi\n```\n"
+            "```\noutput\n```\n```lua\nprint(2)\n```\n")
+    assert readme_blocks(text) == [
+        Block("python", "print(1)\n", 2, "A", None),
+        Block("sh", "nvidia-smi\n", 8, "B", "needs a GPU"),
+        Block("lua", "print(2)\n", 14, "B", None),
+    ]
