@@ -33,13 +33,13 @@ from typing import Any, BinaryIO, Iterator, Optional, Union
 
 import numpy as np
 
+from .t7format import CLASS_NAME as _CLASS_NAME
+from .t7format import HEAD_BYTES, MAX_DEPTH, MAX_DIMS, MAX_INDEX, TYPES, bytecode_kind, describe
+
 __all__ = ["read", "write", "T7Error", "TorchObject", "Key", "MAX_DEPTH", "TENSOR_CLASSES", "STORAGE_CLASSES"]
 
-MAX_DEPTH = 4096
-MAX_DIMS = 64  # numpy's limit
-MAX_CLASS_NAME = 256  # and the characters below: the rules of the Lua reader (File.lua)
-
-NIL, NUMBER, STRING, TABLE, TORCH, BOOLEAN, FUNCTION, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION = range(9)
+NIL, NUMBER, STRING, TABLE, TORCH, BOOLEAN, FUNCTION, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION = (TYPES[name] for name in (
+    "NIL", "NUMBER", "STRING", "TABLE", "TORCH", "BOOLEAN", "FUNCTION", "LEGACY_RECUR_FUNCTION", "RECUR_FUNCTION"))
 
 _ELEMENTS = {"Byte": "u1", "Char": "i1", "Short": "<i2", "Int": "<i4", "Long": "<i8",
              "Float": "<f4", "Double": "<f8", "Half": "<f2"}
@@ -71,7 +71,7 @@ _SPACE = re.compile(rb"\s*")
 _CHUNK = 1 << 20  # ascii numbers are parsed this many bytes at a time
 _WINDOW = 1 << 16  # binary files are read ahead this many bytes at a time for small items
 _TOKEN = re.compile(rb"\S+")
-_CLASS_NAME = re.compile(rb"[A-Za-z0-9_.:-]{1,%d}\Z" % MAX_CLASS_NAME)
+_NOT_IN_NUMBERS = re.compile(rb"[\x00_]")
 _INT_TOKEN = re.compile(rb"[+-]?[0-9]+\Z")
 _FLOAT_TOKEN = re.compile(rb"[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
                           rb"|inf(inity)?|nan)\Z", re.I)
@@ -163,6 +163,7 @@ class _Source:
 
     pos: int
     size: int
+    head: bytes  # the first bytes (what a file that is not a .t7 looks like)
 
     def left(self) -> int:
         return self.size - self.pos
@@ -320,6 +321,8 @@ class _Ascii(_Source):
                 for m in itertools.islice(_TOKEN.finditer(data, pos, end), n):
                     parts.append(m.group())
                     end = m.end()
+            if _NOT_IN_NUMBERS.search(data, pos, end):  # (numpy's parsers take "1_0" and "1\0")
+                raise _Bad(f"{what}: not a list of numbers", pos)
             self.pos = end
             n -= len(parts)
             yield parts
@@ -386,6 +389,8 @@ class _Ascii(_Source):
 # reading: objects
 
 _PENDING = object()  # holds a tensor's index while its storage is read (which may not take it)
+# the kind of object a type code stands for (a reference's code must be its object's)
+_KIND = {TABLE: TABLE, TORCH: TORCH, LEGACY_RECUR_FUNCTION: RECUR_FUNCTION, RECUR_FUNCTION: RECUR_FUNCTION}
 
 
 def _number(x: float) -> Union[int, float]:
@@ -418,26 +423,19 @@ _KEY, _FIELDS, _UPVALUES, _HEADER = _Mark("{key}"), _Mark(""), _Mark("(upvalues)
 
 
 def _where(labels: list[Any]) -> str:
-    """<root>.modules[3].fn, or 'a key of <root>.x'; long paths keep their two ends. A label is
-    the key whose value is being read, or a _Mark."""
+    """<?>.modules[3].fn, or 'a key of <?>.x' (torch7 names the root <?>); long paths keep their
+    two ends. A label is the key whose value is being read, or a _Mark."""
     is_key = bool(labels) and labels[-1] is _KEY
     parts = [label if type(label) is _Mark else _label(label) for label in (labels[:-1] if is_key else labels)]
     parts = [part for part in parts if part]
     if len(parts) > 24:
         parts = [*parts[:8], f"...({len(parts) - 16} more levels)...", *parts[-8:]]
-    path = "<root>" + "".join(parts)
+    path = "<?>" + "".join(parts)
     return f"a key of {path}" if is_key else path
 
 
 def _hashable(key: Any) -> Any:
     return Key(key) if isinstance(key, (dict, list, np.ndarray)) else key
-
-
-def _bytecode_kind(head: bytes) -> str:
-    if head[:3] == b"\x1bLJ":
-        return {1: "LuaJIT 2.0 bytecode", 2: "LuaJIT 2.1 bytecode"}.get(head[3:4][0] if head[3:] else 0,
-                                                                          "LuaJIT bytecode")
-    return "Lua 5.x bytecode" if head[:4] == b"\x1bLua" else "bytecode"
 
 
 class _Reader:
@@ -447,6 +445,8 @@ class _Reader:
         self.refuse_classes = unknown_classes == "error"
         self.skip_functions = functions == "skip"
         self.memo: dict[int, Any] = {}
+        self.count = 0                                  # objects read
+        self.kinds: dict[int, int] = {}                 # index -> its object's kind (_KIND)
         self.storage_dtype: dict[int, np.dtype] = {}   # index -> dtype of the storages read
         self.open_tables: set[int] = set()
         self.early: set[int] = set()                    # tables referred to while being read
@@ -461,6 +461,9 @@ class _Reader:
         try:
             root = self._walk()
         except _Bad as e:
+            looks = describe(self.src.head, isinstance(self.src, _Ascii))
+            if looks:
+                raise T7Error(f"t7.read: not a .t7 file: it looks like {looks}") from None
             where = "" if e.located else f" (in {self.where()})"
             raise T7Error(f"t7.read: {e} at byte {e.pos}{where}") from None
         if self.replaced:
@@ -512,7 +515,8 @@ class _Reader:
         if code in (TABLE, TORCH, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION):
             index = src.int("an object index")
             if index in self.memo:
-                return self._reference(index)
+                return self._reference(index, code)
+            self._new(index, code)
             if code == TABLE:
                 return self._table(index)
             if code == TORCH:
@@ -533,7 +537,18 @@ class _Reader:
             raise _Bad(f"table key is {'nil' if key is None else 'NaN'}", self.src.pos)
         return _hashable(key)
 
-    def _reference(self, index: int) -> Any:
+    def _new(self, index: int, code: int) -> None:
+        """Writers number objects in the order they write them: a new one takes the next number."""
+        if index != self.count + 1:
+            raise _Bad(f"bad reference {index}: no object with that index has been read "
+                       f"(next new object: {self.count + 1})", self.src.pos)
+        self.count = index
+        self.kinds[index] = _KIND[code]
+
+    def _reference(self, index: int, code: int) -> Any:
+        if self.kinds[index] != _KIND[code]:
+            raise _Bad(f"bad reference {index}: type code {code}, but that object has type code "
+                       f"{self.kinds[index]}", self.src.pos)
         value = self.memo[index]
         if index in self.open_tables:
             self.early.add(index)
@@ -557,8 +572,8 @@ class _Reader:
                 value = yield value
             if value is not None:
                 d[key if type(key) is str or type(key) is int else self._key(key)] = value
-            elif key is None:
-                self._key(key)
+            else:
+                self._key(key)  # (a nil or NaN key is refused, also with a nil value, as in Lua)
         self.open_tables.discard(index)
         n = len(d)
         if n == 0 or not all(type(k) is int and 0 < k <= n for k in d):
@@ -574,11 +589,14 @@ class _Reader:
         start = src.pos
         n = src.int("the size of a function's bytecode")
         src.check(n, 1, "function bytecode size")
-        head = src.chars(min(n, 4), "bytecode")
+        head = src.chars(min(n, 5), "bytecode")
         if not self.skip_functions:
-            raise _Bad(f"{self.where()} is a Lua function ({_bytecode_kind(head)}): luabridge does not run "
-                       "code from files; pass functions='skip' to read it as None, or rebuild the function "
-                       "in code after loading", start, located=True)
+            kind, loadable = bytecode_kind(head)
+            how = ("or, for a trusted file, luabridge.load(path, functions='load') runs it in Lua" if loadable
+                   else "this runtime (LuaJIT 2.1, GC64) cannot load it anyway")
+            raise _Bad(f"{self.where()} is a Lua function ({kind}): luabridge.t7 does not run code from files; "
+                       f"pass functions='skip' to read it as None, or rebuild the function in code after loading; "
+                       f"{how}", start, located=True)
         src.skip(n - len(head), "function bytecode")
         if index is not None:
             self.memo[index] = None
@@ -698,6 +716,7 @@ class _Reader:
             if self.storage_dtype.get(index, "none") != dtype:
                 raise _Bad(f"a {dtype} tensor refers to object #{index}, not a {dtype} storage", src.pos)
             return self.memo[index]
+        self._new(index, TORCH)
         name, _ = self._class_header()
         if STORAGE_CLASSES.get(name, "none") != dtype:
             raise _Bad(f"a {dtype} tensor's storage is a {name}, not a {dtype} storage", src.pos)
@@ -708,13 +727,18 @@ class _Reader:
     def _view(self, storage: Optional[np.ndarray], dtype: np.dtype, sizes: list[int], strides: list[int],
               offset: int) -> np.ndarray:
         pos = self.src.pos
+        # the bounds of the Lua reader (serialization.lua): sizes, strides, offset, element count
+        if not all(0 <= n <= MAX_INDEX for n in sizes) or not all(abs(s) <= MAX_INDEX for s in strides):
+            raise _Bad(f"bad tensor sizes {sizes} or strides {strides} (at most {MAX_INDEX} each)", pos)
+        if not 0 <= offset < MAX_INDEX:
+            raise _Bad(f"bad tensor storage offset {offset + 1}", pos)
+        numel = math.prod(sizes)
+        if numel > MAX_INDEX:
+            raise _Bad(f"tensor of sizes {sizes} has too many elements", pos)
         if not sizes:
             return storage[:0] if storage is not None else np.empty(0, dtype)
         # Negative strides are allowed (luabridge writes numpy's reversed views that way) as long as
         # every element reached stays inside the storage, as the Lua reader checks.
-        if min(sizes) < 0 or offset < 0:
-            raise _Bad(f"negative tensor size or offset (sizes {sizes}, offset {offset + 1})", pos)
-        numel = math.prod(sizes)
         if numel == 0:
             try:
                 return np.empty(sizes, dtype) if storage is None else storage[:0].reshape(sizes)
@@ -768,13 +792,18 @@ def _parse_number(text: bytes) -> Union[int, float, None]:
 
 def _open_source(f: BinaryIO, fmt: str) -> _Source:
     if fmt == "ascii":
-        return _Ascii(f.read())
+        src: _Source = _Ascii(f.read())
+        src.head = src.data[:HEAD_BYTES]
+        return src
     if not (hasattr(f, "seek") and f.seekable()):
         f = io.BytesIO(f.read())
     start = f.tell()
+    head = f.read(HEAD_BYTES)
     size = f.seek(0, io.SEEK_END)
     f.seek(start)
-    return _Binary(f, size, 4 if fmt == "b32" else 8)
+    src = _Binary(f, size, 4 if fmt == "b32" else 8)
+    src.head = head
+    return src
 
 
 FORMATS = ("binary", "ascii", "b32", "b64")

@@ -17,7 +17,8 @@ A case must load or raise the reader's own error: a LuaError whose message is va
 luabridge.load raises UnicodeDecodeError), a t7.T7Error. What loaded is walked: every tensor
 must lie inside its storage and read as numbers. Failures: any other exception, an unsound
 tensor, an allocation over --memory-mb (the workers' address space is capped) or RSS growth,
-a case over 2 s, a crash or hang. Lua runtime errors wrapped in the reader's LuaError ("attempt
+a case over 2 s, a crash or hang, and the two readers disagreeing (one loads, the other
+rejects) on what their shared format decides (see `disagreement`). Lua runtime errors wrapped in the reader's LuaError ("attempt
 to index", "bad argument") are counted as unclear messages, by pattern, and fail with --strict.
 Cases run in child processes, in chunks, so that a crash or hang names its case; each failing
 case is saved (.t7 + .json) with how to replay it. A case is a function of (seed, case number)
@@ -577,8 +578,9 @@ def array_fault(a: Any) -> str | None:
     return None
 
 
-def python_fault(root: Any) -> str | None:
-    """Walks what t7.read returned: lists, dicts, objects with fields, arrays checked."""
+def python_fault(root: Any, classes: set[str]) -> str | None:
+    """Walks what t7.read returned: lists, dicts, objects with fields, arrays checked; the class
+    names of the objects go into classes."""
     import numpy as np
 
     from luabridge import t7
@@ -595,13 +597,16 @@ def python_fault(root: Any) -> str | None:
             if fault:
                 return fault
         elif isinstance(x, dict):
+            if isinstance(x.get("__typename"), str):  # an object read with unknownClasses='table'
+                classes.add(x["__typename"])
             stack.extend(x.keys())
             stack.extend(x.values())
         elif isinstance(x, (list, tuple)):
             stack.extend(x)
         elif isinstance(x, t7.Key):
             stack.append(x.value)
-        elif hasattr(x, "__dict__"):  # t7.TorchObject: typename, version, fields
+        elif isinstance(x, t7.TorchObject):
+            classes.add(x.typename)
             stack.extend(vars(x).values())
     return None
 
@@ -629,7 +634,8 @@ class Readers:
     def __init__(self, which: str = "both", strict: bool = False, file: Path | None = None) -> None:
         """file: where cases read from a file are written (default: in a directory of our own)."""
         self.which, self.strict = which, strict
-        self.lua_read = self.t7 = None
+        self.lua_read = self.t7 = self.lua_knows = None
+        self.classes: set[str] = set()  # the classes in what the Python reader last loaded
         if file is None:
             self.dir = tempfile.TemporaryDirectory(prefix="fuzz_t7_case_")  # removed with this object
             file = Path(self.dir.name) / "case.t7"
@@ -638,6 +644,7 @@ class Readers:
             import luabridge
 
             self.lua_read = luabridge.execute(LUA_READER)
+            self.lua_knows = luabridge.eval("function(name) return torch.factory(name) ~= nil end")
         if which in ("both", "python"):
             from luabridge import t7
 
@@ -654,6 +661,10 @@ class Readers:
             outcomes.append(self.timed(self.lua, case, path))
         if self.t7 is not None:
             outcomes.append(self.timed(self.python, case, path))
+        if len(outcomes) == 2:
+            why = disagreement(case, *outcomes, self.classes, self.lua_knows)
+            if why:
+                outcomes.append(Outcome("lua+python", "disagree", why))
         return outcomes
 
     def timed(self, read: Callable[[Case, str | None], Outcome], case: Case, path: str | None) -> Outcome:
@@ -670,7 +681,8 @@ class Readers:
     def lua(self, case: Case, path: str | None) -> Outcome:
         import luabridge
 
-        options = luabridge.unwrap(case.options) if case.options else None
+        # functions refused unless skipped, as the Python reader does (memory files would load them)
+        options = luabridge.unwrap({"functions": "error", **case.options})
         try:
             status, message = self.lua_read(case.data, case.format, options, path)
         except Exception as e:  # noqa: BLE001 - the harness itself failing is a failure too
@@ -696,8 +708,32 @@ class Readers:
             return Outcome("python", "memory", f"MemoryError: {e}")
         except Exception as e:  # noqa: BLE001 - any other exception is what the fuzzer looks for
             return Outcome("python", "exception", f"{type(e).__name__}: {e}")
-        fault = python_fault(obj)
+        self.classes = set()
+        fault = python_fault(obj, self.classes)
         return Outcome("python", "invalid", fault) if fault else Outcome("python", "loaded")
+
+
+# Classes whose Lua read method reads a layout of its own (not a fields table), which the Python
+# reader does not know: a file naming one may rightly load in one reader only.
+OWN_LAYOUT = (b"torch.Timer", b"torch.Generator", b"nn.DataParallelTable")
+
+
+def disagreement(case: Case, lua: Outcome, python: Outcome, classes: set[str],
+                 lua_knows: Callable[[str], bool]) -> str | None:
+    """Why the two readers' outcomes on a case contradict the one format they share, or None.
+    They may rightly differ where Lua runs the read method of a class it has (nn's check their
+    fields) and where, without unknownClasses='table', Lua refuses a class it lacks (the Python
+    reader reads it as a TorchObject)."""
+    lua_loaded, python_loaded = lua.status == "loaded", python.status == "loaded"
+    if lua.failed or python.failed or lua_loaded == python_loaded or any(n in case.data for n in OWN_LAYOUT):
+        return None
+    if lua_loaded:
+        return f"only lua loaded; python: {python.message}"
+    if "unknown Torch class <" in lua.message and case.options.get("unknownClasses") != "table":
+        return None
+    if any(lua_knows(name) for name in classes):
+        return None
+    return f"only python loaded; lua: {lua.message}"
 
 
 # ---------------------------------------------------------------------------------- worker
@@ -756,7 +792,7 @@ def worker(corpus_file: str, seed: int, first: int, last: int, which: str, memor
             _emit("F " + json.dumps({"case": number, "reader": which, "kind": "memory",
                                      "message": f"RSS grew by more than {memory_mb // 2} MiB "
                                                 f"between cases {first} and {number}"}))
-        _emit(f"{number} " + "".join(o.code for o in outcomes))
+        _emit(f"{number} " + "".join(o.code for o in outcomes if o.reader in ("lua", "python")))
     _emit(f"M {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss} {slowest[0]} {slowest[1]}")
     _emit("R " + json.dumps(rejections))
 
@@ -984,7 +1020,7 @@ class Runner:
 def _pattern(message: str) -> str:
     """An error message without its numbers, quoted bytes, place in the object and file, and
     chunk name: one pattern per check that rejected a case."""
-    message = re.sub(r"\((at|in) (a key of )?<root>.*|\"[^\"]*\"|b'[^']*'|b\"[^\"]*\"| at byte \d+", "", message)
+    message = re.sub(r"\((at|in) (a key of )?<\?>.*|\"[^\"]*\"|b'[^']*'|b\"[^\"]*\"| at byte \d+", "", message)
     message = re.sub(r"^(message not UTF-8: b')?(\(execute\):\d+: )?(torch\.(load|deserialize): |t7\.read: )?", "",
                      message)
     message = re.sub(r"\b[A-Za-z]\w*\.[A-Z]\w*|\b(u?int|float)\d+\b", "X", message)  # class and dtype names

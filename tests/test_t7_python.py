@@ -70,7 +70,7 @@ class TestFixtures:
 
     @pytest.mark.parametrize("name", ["function.t7", "function_upvals.t7"])
     def test_functions_refused_then_skipped(self, name):
-        with pytest.raises(T7Error, match=r"<root> is a Lua function \(LuaJIT 2\.0 bytecode\).*functions='skip'"):
+        with pytest.raises(T7Error, match=r"<\?> is a Lua function \(LuaJIT 2\.0 bytecode\).*functions='skip'"):
             fixture(name)
         assert fixture(name, functions="skip") is None
 
@@ -264,7 +264,7 @@ def test_unwritable_values(tmp_path):
     with pytest.raises(T7Error, match="cannot write a set"):
         t7.write(tmp_path / "bad.t7", [1, {2}])
     assert not (tmp_path / "bad.t7").exists()
-    with pytest.raises(T7Error, match=r"cannot write a set \(at <root>\.a\[2\]\)"):
+    with pytest.raises(T7Error, match=r"cannot write a set \(at <\?>\.a\[2\]\)"):
         encoded({"a": [1, {1, 2}]})
     with pytest.raises(T7Error, match="not exactly a Lua number"):
         encoded(2**53 + 1)
@@ -353,7 +353,7 @@ def test_every_truncation_of_written_files_fails():
     (i32(3, 1, -5), "negative table size"),
     (i32(2, 2**31 - 1), "string length 2147483647 needs"),
     (i32(2, -1), "negative string length"),
-    (float_storage(2**62, data=False), "storage size 4611686018427387904 needs"),
+    (float_storage(2**62, index=1, data=False), "storage size 4611686018427387904 needs"),
     (header(1, b"torch.FloatStorage") + i64(-3), "negative storage size"),
     (header(1, b"tds.Vec") + i64(2**40), "tds size"),
     (header(1, b"torch.FloatTensor") + i32(10**6), "dimension count 1000000"),
@@ -361,9 +361,10 @@ def test_every_truncation_of_written_files_fails():
     (float_tensor([10], [1], 1, float_storage(2)), r"reaches element 10 of a storage of 2"),
     (float_tensor([2], [1], 2, float_storage(2)), r"reaches element 3 of a storage of 2"),
     (float_tensor([2], [-1], 1, float_storage(2)), r"reaches element 0 of a storage of 2"),
-    (float_tensor([-2], [1], 1, float_storage(2)), "negative tensor size or offset"),
-    (float_tensor([2], [1], 0, float_storage(2)), "negative tensor size or offset"),
-    (float_tensor([2**40, 2**40], [0, 0], 1, float_storage(1)), "too large|not a view"),
+    (float_tensor([-2], [1], 1, float_storage(2)), "bad tensor sizes"),
+    (float_tensor([2], [1], 0, float_storage(2)), "bad tensor storage offset 0"),
+    (float_tensor([2**40, 2**40], [0, 0], 1, float_storage(1)), "too many elements"),
+    (float_tensor([0], [2**60], 1, float_storage(1)), "bad tensor sizes .* or strides"),
     (float_tensor([3], [1], 1, i32(0)), "tensor of 3 elements has no storage"),
     (float_tensor([1], [1], 1, i32(3, 2, 0)), "storage has type code 3"),
     (float_tensor([1], [1], 1, i32(4, 1)), r"refers to object #1, not a float32 storage"),
@@ -393,18 +394,19 @@ def test_cuda_tensors_read_as_arrays(prefix, dtype):
 def test_error_names_the_byte_and_the_path():
     data = encoded({"modules": [1, {"fn": "x"}]})
     bad = data.replace(b"\x02\x00\x00\x00\x01\x00\x00\x00x", b"\x02\x00\x00\x00\x10\x00\x00\x00x")
-    with pytest.raises(T7Error, match=r"t7\.read: .* at byte \d+ \(in <root>\.modules\[2\]\.fn\)"):
+    with pytest.raises(T7Error, match=r"t7\.read: .* at byte \d+ \(in <\?>\.modules\[2\]\.fn\)"):
         t7.read(io.BytesIO(bad))
     fn = i32(3, 1, 1) + i32(2) + s(b"fn") + i32(8, 2) + s(b"\x1bLJ\x01rest")
-    with pytest.raises(T7Error, match=r"<root>\.fn is a Lua function \(LuaJIT 2\.0 bytecode\)"):
+    with pytest.raises(T7Error, match=r"<\?>\.fn is a Lua function \(LuaJIT 2\.0 bytecode\)"):
         t7.read(io.BytesIO(fn))
 
 
 def test_references():
     # a tensor whose storage is the tensor itself
     assert_fails_fast(float_tensor([1], [1], 1, i32(4, 1)), "not a float32 storage")
-    # a reference to a table not yet started reads as a new object: here, one with no body
-    assert_fails_fast(i32(3, 1, 1) + i32(1) + struct.pack("<d", 1) + i32(3, 7), "file ends")
+    # objects are numbered as written: an index that is neither known nor the next is refused
+    assert_fails_fast(i32(3, 1, 1) + i32(1) + struct.pack("<d", 1) + i32(3, 7),
+                      r"bad reference 7: no object with that index has been read \(next new object: 2\)")
     # a function (skipped) can be referred to again: it reads as None both times
     fn = i32(8, 2) + s(b"\x1bLJ\x01") + i32(3, 3, 0)
     data = i32(3, 1, 2) + i32(1) + struct.pack("<d", 1) + fn + i32(1) + struct.pack("<d", 2) + i32(8, 2)

@@ -8,27 +8,30 @@ local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.check'
 local ufunc = require 'torch.backend.cpu.ufunc'
+local format = require 'torch.t7format'   -- limits, type codes, class names: shared with luabridge.t7
 local band = require('bit').band
 require 'torch.class'
 
 local File = torch.class('torch.File')
 
--- Object type codes of the format.
-local TYPE_NIL, TYPE_NUMBER, TYPE_STRING, TYPE_TABLE, TYPE_TORCH, TYPE_BOOLEAN = 0, 1, 2, 3, 4, 5
-local TYPE_FUNCTION, TYPE_LEGACY_RECUR_FUNCTION, TYPE_RECUR_FUNCTION = 6, 7, 8
+local types = format.types
+local TYPE_NIL, TYPE_NUMBER, TYPE_STRING, TYPE_TABLE = types.NIL, types.NUMBER, types.STRING, types.TABLE
+local TYPE_TORCH, TYPE_BOOLEAN, TYPE_FUNCTION = types.TORCH, types.BOOLEAN, types.FUNCTION
+local TYPE_RECUR_FUNCTION = types.RECUR_FUNCTION
+local LAST_TYPE = 0
+for _, code in pairs(types) do LAST_TYPE = math.max(LAST_TYPE, code) end
 
--- Reader limits: nesting depth, the longest class name, the longest ascii number.
-File.maxDepth = 4096
-local MAX_CLASSNAME = 256
-local MAX_TOKEN = 64
+File.maxDepth = format.maxDepth
+local MAX_CLASSNAME, MAX_TOKEN = format.maxClassName, format.maxToken
+local CLASS_NAME = '^[%w' .. format.classNamePunctuation:gsub('%p', '%%%0') .. ']+$'
 
--- Element kinds of the typed methods (read<Kind>, write<Kind>).
+-- Element kinds of the typed methods (read<Kind>, write<Kind>); integer ones have their range.
 local kinds = {
   Byte   = { ct = 'uint8_t',  size = 1, raw = true },
   Char   = { ct = 'int8_t',   size = 1, raw = true },
-  Short  = { ct = 'int16_t',  size = 2, fmt = '%d' },
-  Int    = { ct = 'int32_t',  size = 4, fmt = '%d' },
-  Long   = { ct = 'int64_t',  size = 8, fmt = '%d' },
+  Short  = { ct = 'int16_t',  size = 2, fmt = '%d', min = -2^15, max = 2^15 - 1 },
+  Int    = { ct = 'int32_t',  size = 4, fmt = '%d', min = -2^31, max = 2^31 - 1 },
+  Long   = { ct = 'int64_t',  size = 8, fmt = '%d', min = -2^63, max = 2^63 },
   Float  = { ct = 'float',    size = 4, fmt = '%.9g' },
   Double = { ct = 'double',   size = 8, fmt = '%.17g' },
   Half   = { ct = 'uint16_t', size = 2, fmt = '%.9g' },   -- bits in binary, the float in ascii
@@ -64,6 +67,7 @@ function File:_initFile(readable, writable)
   self._longSize = 0
   self._force = false
   self._options = {}
+  self._functions = 'error'   -- what readObject does with functions when no option says
 end
 
 local function flagMethod(field, value)
@@ -152,16 +156,44 @@ File._isSpace, File._maxToken = isSpace, MAX_TOKEN
 local function readToken(self) return self:_readToken() end
 
 local int64 = ffi.typeof('int64_t')
--- A number token as element kind k would scan it (nil when it is not a number).
-local function parseNumber(tok, k)
-  if k.name == 'Long' and tok:match('^[+-]?%d+$') and #tok > 15 then
-    local neg, v = tok:sub(1, 1) == '-', int64(0)
-    for d in tok:gmatch('%d') do v = v * 10 + (d:byte() - 48) end
-    return neg and -v or v
+local INT64_DIGITS = { ['-'] = '9223372036854775808', [''] = '9223372036854775807', ['+'] = '9223372036854775807' }
+
+-- An integer token: optional sign and digits, within the kind's range (nil otherwise).
+local function parseInteger(tok, k)
+  local sign, digits = tok:match('^([+-]?)(%d+)$')
+  if not digits then return nil end
+  if k.name == 'Long' and #digits > 15 then   -- beyond doubles' exact integers: in int64
+    digits = digits:gsub('^0+(%d)', '%1')
+    local most = INT64_DIGITS[sign]
+    if #digits > #most or (#digits == #most and digits > most) then return nil end
+    local v = int64(0)
+    for i = 1, #digits do v = v * 10 - (digits:byte(i) - 48) end   -- negative: -2^63 fits
+    return sign == '-' and v or -v
   end
-  local v = tonumber(tok)
-  if v == nil and tok:lower():match('^[+-]?nan') then v = 0 / 0 end
+  local v = tonumber(digits)
+  if sign == '-' then v = -v end
+  if v < k.min or v > k.max then return nil end
   return v
+end
+
+-- A floating point token: decimal (with an exponent), inf, infinity or nan, signed or not.
+local function parseFloat(tok)
+  local sign, body = tok:match('^([+-]?)(.*)$')
+  body = body:lower()
+  local mantissa = body:match('^%d+%.?%d*') or body:match('^%.%d+')
+  if mantissa then
+    local rest = body:sub(#mantissa + 1)
+    if rest == '' or rest:match('^e[+-]?%d+$') then return tonumber(sign .. body) end
+    return nil
+  end
+  if body == 'inf' or body == 'infinity' then return sign == '-' and -1 / 0 or 1 / 0 end
+  if body == 'nan' then return 0 / 0 end
+end
+
+-- A number token as element kind k reads it (nil when it is not one): the rules of luabridge.t7.
+local function parseNumber(tok, k)
+  if k.min then return parseInteger(tok, k) end
+  return parseFloat(tok)
 end
 
 -- After the numbers of one read call, a newline is consumed when autoSpacing (as torch7).
@@ -448,11 +480,13 @@ local function printable(str)
   return (str:gsub('[^%w%p ]', function(c) return ('\\x%02x'):format(c:byte()) end))
 end
 
--- "<root>.modules[3].weight" from a stack of keys.
+-- "<?>.modules[3].weight" from a stack of keys; the root is named as torch7 names it: <?>, or
+-- the debug name given to writeObject.
 local KEY = {}   -- marks the key being read or written
 local HIDDEN = {} -- a step left out of paths (the `value` field of a function's upvalue entry)
-local function formatPath(stack, depth)
-  local parts = { '<root>' }
+local ROOT = '<?>'
+local function formatPath(stack, depth, root)
+  local parts = { root or ROOT }
   for i = 1, depth do
     if depth > 24 and i == 9 then parts[#parts + 1] = ('...(%d levels)...'):format(depth - 16) end
     local key = (depth <= 24 or i <= 8 or i > depth - 8) and stack[i] or nil
@@ -527,17 +561,18 @@ function File:writeFields(obj, extra)
     else
       local st = self._ws
       io.stderr:write(('$ Warning: cannot write object field <%s> of <%s> %s\n'):format(
-        tostring(k), torch.typename(obj), st and formatPath(st.path, st.depth) or ''))
+        tostring(k), torch.typename(obj), st and formatPath(st.path, st.depth, st.root) or ''))
     end
   end
   for k, v in pairs(extra or {}) do fields[k] = v end
   self:writeObject(fields)
 end
 
--- Reads the table writeFields wrote into obj's fields (an untrusted file: it must be a table).
+-- Reads the table writeFields wrote into obj's fields (an untrusted file: it must be a plain
+-- table, as luabridge.t7 requires).
 function File:readFields(obj, className)
   local fields = self:readObject()
-  if type(fields) ~= 'table' then
+  if type(fields) ~= 'table' or torch.typename(fields) then
     error(('fields of <%s> are not a table'):format(className or torch.typename(obj)), 0)
   end
   for k, v in pairs(fields) do obj[k] = v end
@@ -646,10 +681,11 @@ end
 
 -- Errors raised below the outermost call name the op and where the failing object sits.
 local function located(self, st, msg)
-  local where = formatPath(st.path, st.depth)
+  local root = st.root or ROOT
+  local where = formatPath(st.path, st.depth, root)
   msg = tostring(msg)
   local op = self._op or (st == self._ws and 'writeObject' or 'readObject')
-  if msg:find('<root>', 1, true) then return op .. ': ' .. msg end
+  if msg:find('(at ' .. root, 1, true) then return op .. ': ' .. msg end
   if msg:match('^is a ') then return ('%s: %s %s'):format(op, where, msg) end
   if st == self._rs then   -- readers also say where in the file
     local ok, pos = pcall(self.position, self)
@@ -660,12 +696,13 @@ end
 
 -- writeObject(obj[, debugname[, hook]]): nil, numbers, strings, booleans, tables, torch objects
 -- and Lua functions; an object met again is written as a reference to its first copy (unless
--- referenced(false)). hook(obj), when given, returns what to write in place of each object.
+-- referenced(false)). Errors name where the object sits from debugname (default <?>).
+-- hook(obj), when given, returns what to write in place of each object.
 function File:writeObject(obj, debugname, hook)
   checkOpen(self, false)
   local st = writeState(self)
   if st.active then return writeValue(self, st, obj) end
-  st.active, st.hook = true, hook
+  st.active, st.hook, st.root = true, hook, debugname ~= nil and tostring(debugname) or nil
   local ok, err = pcall(writeValue, self, st, obj)
   st.active, st.hook = false, nil
   if not ok then
@@ -681,7 +718,7 @@ end
 local function readState(self)
   local st = self._rs
   if not st then
-    st = { objects = {}, n = 0, path = {}, depth = 0, level = 0 }
+    st = { objects = {}, kinds = {}, n = 0, path = {}, depth = 0, level = 0 }
     self._rs = st
   end
   return st
@@ -767,7 +804,7 @@ local function readTorch(self, st, index)
   else
     versionNumber = 0   -- files from before torch7 had versions
   end
-  if #className == 0 or #className > MAX_CLASSNAME or not className:match('^[%w_%.%-:]+$') then
+  if #className == 0 or #className > MAX_CLASSNAME or not className:match(CLASS_NAME) then
     error(('bad class name "%s"'):format(printable(className:sub(1, 64))), 0)
   end
   local resolved = resolveClass(className)
@@ -819,23 +856,47 @@ local function readTable(self, st, index)
   return obj
 end
 
--- Functions are bytecode: refused by default (loading runs code from the file; torch7's are
--- LuaJIT 2.0 bytecode, which LuaJIT 2.1 cannot load), read as nil with functions = 'skip', or
--- loaded with functions = 'load' (trusted files only: bytecode is not verified).
+-- What bytecode is, from its header, and whether this runtime loads it: LuaJIT bytecode of
+-- the version, byte order and GC64 mode of what this runtime's string.dump writes.
+local OWN_HEADER = string.dump(function() end)
+local function bytecodeKind(code)
+  local version, flags = code:byte(4, 5)
+  if code:sub(1, 3) == '\27LJ' and flags then
+    local name = (format.luajitVersions[version] or ('LuaJIT (bytecode version %d)'):format(version)) .. ' bytecode'
+    local mask = format.luajitFlagBigEndian + format.luajitFlagGC64
+    local loadable = version == OWN_HEADER:byte(4) and band(flags, mask) == band(OWN_HEADER:byte(5), mask)
+    if band(flags, format.luajitFlagBigEndian) ~= 0 then name = 'big-endian ' .. name
+    elseif version == 2 and band(flags, format.luajitFlagGC64) == 0 then name = format.luajitNoGC64 end
+    return name, loadable
+  end
+  if code:sub(1, 4) == '\27Lua' and flags then
+    return ('Lua %d.%d bytecode'):format(math.floor(flags / 16), flags % 16), false
+  end
+  return 'not bytecode', false
+end
+File._bytecodeKind = bytecodeKind
+
+-- Functions are bytecode. Memory files (torch.serialize / deserialize, clone) load the bytecode
+-- this runtime writes, as torch7 does; files from disk refuse functions (loading runs code from
+-- the file) unless functions = 'load' (trusted files only: bytecode is not verified);
+-- functions = 'skip' reads them as nil. Bytecode of other Lua versions cannot load here.
 local function readFunction(self, st, index, code)
-  local mode = self._options.functions or 'error'
+  local mode = self._options.functions or self._functions
   local bytecode = readRawString(self, 'function bytecode size')
+  local kind, loadable = bytecodeKind(bytecode)
   if mode == 'error' then
-    local version = ({ ['\27LJ\1'] = 'LuaJIT 2.0 bytecode', ['\27LJ\2'] = 'LuaJIT 2.1 bytecode' })[bytecode:sub(1, 4)]
-    error(("is a Lua function (%s): functions are not loaded, since that would run code from the " ..
-           "file; read it as nil with the option functions = 'skip', load it from a trusted file " ..
-           "written by luabridge with functions = 'load', or re-save the object without functions"):format(
-           version or 'unknown bytecode'), 0)
+    error(("is a Lua function (%s): functions in files are not loaded, since that would run code from " ..
+           "the file; read it as nil with the option functions = 'skip'%s, or re-save the object without " ..
+           "functions"):format(kind, loadable and ", load it from a trusted file with functions = 'load'" or ''), 0)
   end
   if mode == 'skip' then
     if index then st.objects[index] = SKIPPED end
     readValue(self, st)    -- the upvalues (read for the references they hold)
     return nil
+  end
+  if not loadable then
+    error(("is a Lua function in %s, which this runtime (%s) cannot load: read it as nil with the " ..
+           "option functions = 'skip', or re-save the object without functions"):format(kind, jit.version), 0)
   end
   local fn, err = loadstring(bytecode)
   if not fn then error('cannot load a function: ' .. tostring(err), 0) end
@@ -857,6 +918,10 @@ local function readFunction(self, st, index, code)
 end
 
 -- Tables, torch objects and functions: a reference to one read before, or a new one.
+-- The kind of object a type code stands for (a reference's code must be its object's).
+local KIND = { [TYPE_TABLE] = TYPE_TABLE, [TYPE_TORCH] = TYPE_TORCH,
+               [types.LEGACY_RECUR_FUNCTION] = TYPE_RECUR_FUNCTION, [TYPE_RECUR_FUNCTION] = TYPE_RECUR_FUNCTION }
+
 local function readContainer(self, st, code)
   if code == TYPE_FUNCTION then return readFunction(self, st, nil, code) end
   local index = self:readInt()
@@ -865,13 +930,16 @@ local function readContainer(self, st, code)
   else
     local known = st.objects[index]
     if known ~= nil then
+      if st.kinds[index] ~= KIND[code] then
+        error(('bad reference %d: type code %d, but that object has type code %d'):format(index, code, st.kinds[index]), 0)
+      end
       if known == SKIPPED then return nil end
       return known
     end
     if index ~= st.n + 1 then
       error(('bad reference %d: no object with that index has been read (next new object: %d)'):format(index, st.n + 1), 0)
     end
-    st.n = index
+    st.n, st.kinds[index] = index, KIND[code]
   end
   if code == TYPE_TABLE then return readTable(self, st, index) end
   if code == TYPE_TORCH then return readTorch(self, st, index) end
@@ -899,15 +967,47 @@ function readValue(self, st)
 end
 
 -- readObject(): the next object; objects seen before come back as the same Lua value.
+-- What a file that is not a .t7 looks like, from its first bytes: nil when it starts as a .t7
+-- file in this encoding does (or looks like nothing known). The rules of luabridge.t7format.
+local HEAD_BYTES = 256
+local function looksLike(head, binary)
+  if #head == 0 then return 'an empty file' end
+  local digit = head:match('^%s*(%d)%s')
+  local asciiStart = digit ~= nil and tonumber(digit) <= LAST_TYPE
+  local b1, b2, b3, b4 = head:byte(1, 4)
+  local binaryStart = b4 ~= nil and b1 <= LAST_TYPE and b2 == 0 and b3 == 0 and b4 == 0
+  if (binary and binaryStart) or (not binary and asciiStart) then return nil end
+  for _, known in ipairs(format.notT7) do
+    if head:sub(1, #known[1]) == known[1] then return known[2] end
+  end
+  if binary and asciiStart then return 'an ascii .t7 file (read it in the ascii format)' end
+  if not binary and binaryStart then return 'a binary .t7 file (read it in the binary format)' end
+  if not head:find('[%z\1-\8\14-\31\127]') then
+    return ('text (it begins "%s")'):format((head:match('^[^\n]*'):sub(1, 40):gsub('[\128-\255]', '?')))
+  end
+end
+
+local function notT7(self, start)
+  local ok, head = pcall(function()
+    self:seek(start)
+    return self:_readBytes(math.min(HEAD_BYTES, self:_left()))
+  end)
+  return ok and looksLike(head, self._binary) or nil
+end
+
 function File:readObject()
   checkOpen(self, true)
   local st = readState(self)
   if st.active then return readValue(self, st) end
   st.active = true
+  local start = not st.started and self:position()   -- the first object: where the file starts
+  st.started = true
   local ok, res = pcall(readValue, self, st)
   st.active = false
   if not ok then
-    local msg = located(self, st, res)
+    local msg = located(self, st, res)   -- (before notT7 moves the position)
+    local looks = start and notT7(self, start)
+    if looks then msg = ('%s: not a .t7 file: it looks like %s'):format(self._op or 'readObject', looks) end
     st.path, st.depth, st.level = {}, 0, 0
     check.error(msg)
   end

@@ -26,6 +26,7 @@ function MemoryFile:__init(a, b)
   end
   self._st, self._pos = storage, 0
   self:_initFile(m[1], m[2])
+  self._functions = 'load'   -- in-process round trips (serialize, clone) load this runtime's functions
 end
 
 local function opened(self)

@@ -55,7 +55,8 @@ local function writeTensor(t, file)
   file:writeObject(t._st or nil)
 end
 
-local MAX_INDEX = 2 ^ 53
+local format = require 'torch.t7format'   -- the limits luabridge.t7 reads by too
+local MAX_INDEX, MAX_DIMS = format.maxIndex, format.maxDims
 
 local function badTensor(t, msg) error(torch.typename(t) .. ': ' .. msg, 0) end
 
@@ -81,8 +82,6 @@ local function checkView(t, st, sz, str, off)
     end
   end
 end
-
-local MAX_DIMS = 64   -- numpy's limit: luabridge.t7 reads the same files
 
 local function readTensor(t, file)
   local nd = File._readCount(file, 'tensor dimension count', 2 * File._minBytes(file, Long), file.readInt)
@@ -162,7 +161,7 @@ function torch.save(path, obj, mode, referenced)
 end
 
 -- torch.load(path[, mode][, referenced][, options]): options { unknownClasses = 'error'|'table',
--- functions = 'error'|'skip' }.
+-- functions = 'error'|'skip'|'load' } (torch.deserialize takes them too; its default is 'load').
 function torch.load(path, ...)
   if type(path) ~= 'string' then check.error('torch.load: file name (string) expected') end
   local mode, referenced, options = loadArgs('torch.load', ...)
