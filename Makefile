@@ -17,8 +17,9 @@ run: $(STAMP)
 	$(PY) examples/demo.py
 	$(PY) examples/train_digits.py
 
+# -rs lists why each skipped test skipped (no ../shared beside the clone, no GPU, ...)
 test: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -rs tests
 
 fuzz: $(STAMP)
 	$(PY) tests/fuzz_t7.py --cases 100000
