@@ -654,3 +654,21 @@ def test_nesting(ng):
     np.testing.assert_array_equal(N(out[2]), [2, 3])
     np.testing.assert_array_equal(N(out[3]), [4])
     assert out[4:] == (1, True, True, 3)
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot program")
+def test_graphviz_layout_and_files(ng, tmp_path):
+    # a chain root -> a -> b laid out top-down: one column, y falling from root to b
+    positions, magic = lua_fn("""function(png)
+      local g = graph.Graph()
+      local root, a, b = graph.Node('root'), graph.Node('a'), graph.Node('b')
+      g:add(graph.Edge(root, a))
+      g:add(graph.Edge(a, b))
+      graph.graphvizFile(g, 'dot', png)
+      return graph.graphvizLayout(g), io.open(png, 'rb'):read(4):sub(2)
+    end""")(str(tmp_path / "g.png"))
+    xy = N(positions)
+    assert xy.shape == (3, 2) and ((0 <= xy) & (xy <= 1)).all()
+    np.testing.assert_allclose(xy[:, 0], xy[0, 0])
+    assert xy[0, 1] > xy[1, 1] > xy[2, 1]
+    assert magic == "PNG"

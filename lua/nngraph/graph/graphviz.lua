@@ -76,14 +76,38 @@ function graph.dot(g, title, fname)
   graph._writeDotAndSvg(g:todot(title), fname)
 end
 
--- Renders the graph to fname, in the format its extension names (.svg, .png, .pdf, .dot ...),
--- laid out by `algorithm` (a Graphviz engine: dot, neato, circo, ...).
+-- Renders g:todot() to outPath as `format`, laid out by `algorithm` (a Graphviz engine: dot,
+-- neato, circo, ...).
+local function renderGraph(g, algorithm, outPath, format)
+  local dotPath = os.tmpname()
+  graph._writeFile(dotPath, g:todot())
+  local ok, err = pcall(graph._render, dotPath, outPath, format, algorithm)
+  os.remove(dotPath)
+  if not ok then error(err, 0) end
+end
+
+-- Renders the graph to fname, in the format its extension names (.svg, .png, .pdf, .dot ...).
 function graph.graphvizFile(g, algorithm, fname)
   local format = type(fname) == 'string' and fname:match('%.(%w+)$')
   if not format then error('graph.graphvizFile: fname needs an extension naming the format, got ' .. tostring(fname), 2) end
-  local dotPath = os.tmpname()
-  graph._writeFile(dotPath, g:todot())
-  local ok, err = pcall(graph._render, dotPath, fname, format, algorithm)
-  os.remove(dotPath)
+  renderGraph(g, algorithm, fname, format)
+end
+
+-- The nodes' positions as laid out by `algorithm` (default dot): row i holds node i's x and y,
+-- each in [0, 1] of the drawing's width and height (y upwards).
+function graph.graphvizLayout(g, algorithm)
+  local plainPath = os.tmpname()
+  local ok, err = pcall(renderGraph, g, algorithm, plainPath, 'plain')
+  local f = ok and io.open(plainPath)
+  local text = f and f:read('*a')
+  if f then f:close() end
+  os.remove(plainPath)
   if not ok then error(err, 0) end
+  local width, height = text:match('^graph %S+ (%S+) (%S+)')
+  local positions = torch.zeros(#g.nodes, 2)
+  for id, x, y in text:gmatch('\nnode n(%d+) (%S+) (%S+)') do
+    positions[tonumber(id)][1] = tonumber(x) / tonumber(width)
+    positions[tonumber(id)][2] = tonumber(y) / tonumber(height)
+  end
+  return positions
 end
