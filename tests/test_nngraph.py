@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -672,3 +674,12 @@ def test_graphviz_layout_and_files(ng, tmp_path):
     np.testing.assert_allclose(xy[:, 0], xy[0, 0])
     assert xy[0, 1] > xy[1, 1] > xy[2, 1]
     assert magic == "PNG"
+
+
+def test_require_graph_alone():
+    # torch7's graph package loads by itself, without nn
+    run = subprocess.run([sys.executable, "-c", "import luabridge; luabridge.require('graph'); "
+                          "print(luabridge.eval('torch.typename(graph.Graph()), package.loaded.nn == nil'))"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["graph.Graph", "True"]

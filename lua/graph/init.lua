@@ -1,0 +1,2 @@
+-- require 'graph': torch7's graph package, which lives with nngraph (lua/nngraph/graph/).
+return require 'nngraph.graph'
