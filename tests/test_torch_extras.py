@@ -190,6 +190,8 @@ def test_longstorage_key_reads_and_writes_one_element(lua):
             lua_fn(f"function(t) return t[torch.LongStorage{bad}] end")(t)
     with pytest.raises(luabridge.LuaError, match="index 3 out of range for dimension 1 of size 2"):
         lua_fn("function(t) t[torch.LongStorage{3, 1, 1}] = 0 end")(t)
+    with pytest.raises(luabridge.LuaError, match="index: cannot index an empty tensor"):
+        lua_fn("function() local e = torch.Tensor(); return e[#e] end")()
 
 
 def test_tensor_value_assigned_at_a_number_index(lua):

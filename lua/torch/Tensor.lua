@@ -572,6 +572,7 @@ local function storageKeyOffset(t, k)
   if k._dt.name ~= 'Long' then
     check.error('index: a storage key must be a LongStorage, got ' .. torch.typename(k))
   end
+  if #t._sz == 0 then check.error('index: cannot index an empty tensor') end
   if k._n ~= #t._sz then
     check.error(('index: a LongStorage key of %d coordinates for a %dD tensor'):format(k._n, #t._sz))
   end
