@@ -591,3 +591,40 @@ def test_logger_keys_from_first_row(lua, tmp_path: Path):
     expected = [{"loss": 3, "acc": 0.5, "lr": 0.1}, {"loss": 2, "acc": 0.75, "lr": 0.2}]
     assert [[float(v) for v in row.split("\t")[:-1]] for row in rows] == \
         [[e[n] for n in names] for e in expected]
+
+
+def test_logger_plot_through_gnuplot(lua, tmp_path: Path):
+    # a recording stand-in for the gnuplot package: plot() makes torch7's calls, screen then eps
+    calls = lua_fn("""function(path)
+      require 'optim'
+      local calls = {}
+      package.loaded.gnuplot = nil
+      package.preload.gnuplot = function()
+        return setmetatable({}, {__index = function(_, name)
+          return function(...) calls[#calls + 1] = {name, ...}; return name == 'figure' and 7 or 'eps' end
+        end})
+      end
+      local log = optim.Logger(path)
+      log:setNames{'train', 'test'}
+      for i = 1, 3 do log:add{i, 10 * i} end
+      log:style{'-', {'+', '~'}}
+      log:setlogscale(true)
+      log:plot()
+      local screen = #calls
+      log:display(false)
+      log:plot('test')
+      package.preload.gnuplot, package.loaded.gnuplot = nil, nil
+      return calls, screen, log.figure
+    end""")(str(tmp_path / "t.log"))
+    calls, screen, figure = calls
+    names = [calls[i][1] for i in range(1, len(calls) + 1)]
+    draw = ["logscale", "plot", "grid", "title"]
+    assert names == ["figure", *draw, "epsfigure", *draw, "plotflush", "close", "epsfigure", *draw, "plotflush", "close"]
+    assert screen == 12 and figure == 7
+    series = calls[3][2]                  # the screen plot's {name, values, style} entries
+    got = [(series[i][1], N(series[i][2]).tolist(), series[i][3]) for i in range(1, len(series) + 1)]
+    assert got == [("train", [1.0, 2.0, 3.0], "-"), ("test", [10.0, 20.0, 30.0], "+"),
+                   ("test", [10.0, 20.0, 30.0], "~")]
+    assert calls[6][2] == str(tmp_path / "t.log") + ".eps" and calls[5][2] == "<Logger::" + str(tmp_path / "t.log") + ">"
+    only_test = calls[15][2]
+    assert [only_test[i][1] for i in range(1, len(only_test) + 1)] == ["test", "test"]

@@ -1,8 +1,9 @@
 -- Logs rows of named numbers (or strings) to a text file, tab separated, one header line of names.
 --   logger = optim.Logger('train.log'); logger:setNames{'train', 'test'}; logger:add{0.5, 0.6}
 --   or logger:add{['train'] = 0.5, ['test'] = 0.6} without setNames.
--- Plotting needs gnuplot, which luabridge does not provide: plot() prints a note once and
--- returns; style/setlogscale/display record their settings only.
+-- plot([name, ...]) draws the columns with two values or more (all, or those named) through the
+-- gnuplot package, as torch7's: on screen unless display(false), and into name .. '.eps' for a
+-- file logger; without a loadable gnuplot package it prints a note once and returns.
 require 'paths'
 local Logger = torch.class('optim.Logger')
 
@@ -84,9 +85,53 @@ end
 function Logger:setlogscale(on) self.logscale = on end
 function Logger:display(on) self.showPlot = on end
 
-function Logger:plot()
-  if not self.warned then
-    print('<Logger> warning: plotting is not available in luabridge (no gnuplot); the log file has the data')
-    self.warned = true
+-- The gnuplot series of the columns `keys`: {name, values, style} per style of each column.
+function Logger:_series(keys)
+  local plots = {}
+  for _, key in ipairs(keys) do
+    local list = self.symbols[key]
+    if list and #list > 1 then
+      local values = torch.Tensor(#list)
+      for i, v in ipairs(list) do values[i] = v end
+      for _, style in ipairs(self.styles[key]) do plots[#plots + 1] = { self.names[key], values, style } end
+    end
+  end
+  return plots
+end
+
+function Logger:_draw(gnuplot, plots)
+  if self.logscale then gnuplot.logscale('on') end
+  gnuplot.plot(plots)
+  if self.plotRawCmd then gnuplot.raw(self.plotRawCmd) end
+  gnuplot.grid('on')
+  gnuplot.title('<Logger::' .. self.name .. '>')
+end
+
+function Logger:plot(...)
+  local ok, gnuplot = pcall(require, 'gnuplot')
+  if not ok or type(gnuplot) ~= 'table' then
+    if not self.warned then
+      print('<Logger> warning: plotting is not available in luabridge (no gnuplot); the log file has the data')
+      self.warned = true
+    end
+    return
+  end
+  local keys = self.columns or {}
+  if select('#', ...) > 0 then
+    keys = {}
+    for i, name in ipairs({ ... }) do keys[i] = self.idx[name] end
+  end
+  local plots = self:_series(keys)
+  if #plots == 0 then return end
+  if self.showPlot then
+    self.figure = gnuplot.figure(self.figure)
+    self:_draw(gnuplot, plots)
+  end
+  if self.epsfile then
+    os.remove(self.epsfile)
+    local eps = gnuplot.epsfigure(self.epsfile)
+    self:_draw(gnuplot, plots)
+    gnuplot.plotflush()
+    gnuplot.close(eps)
   end
 end
