@@ -102,6 +102,12 @@ WRITTEN = {
       end)()""",
     "weightnorm": "nn.WeightNorm(nn.Linear(3, 2))",
     "lookup_batchnorm": "nn.Sequential():add(nn.LookupTable(5, 3)):add(nn.BatchNormalization(3))",
+    "closures": """(function()
+        local n, t = 0, {}
+        t.inc = function() n = n + 1 return n end
+        t.get = function() return n, t end
+        return {t, t.get, torch.ones(2)}
+      end)()""",
 }
 WRITTEN_FORMATS = {"tensors": FORMATS, "shared_storage": FORMATS, "mlp": FORMATS, "scalars": FORMATS,
                    "cycle": ("binary", "ascii")}

@@ -122,6 +122,8 @@ local function deepCopy(x, seen, blank)
       end
     end
     return setmetatable(r, getmetatable(x))
+  elseif type(x) == 'function' then   -- a fresh closure, as torch7's clone (a write and read) makes
+    return torch.File.copyFunction(x, function(v) return deepCopy(v, seen, blank) end, seen)
   else
     return x
   end

@@ -597,6 +597,31 @@ local function writeFunction(self, st, fn)
   writeValue(self, st, upvalues)
 end
 
+-- A copy of Lua function fn, as a write and read back would make it, for in-memory deep copies
+-- (nn.Module:clone): its bytecode loaded afresh, each upvalue's value copied by copy(value), and
+-- upvalues that functions copied with the same `seen` share stay shared among the copies. seen
+-- holds the copies by original (and the first copy of each upvalue by its debug.upvalueid).
+-- C functions have no bytecode: they are returned as they are.
+function File.copyFunction(fn, copy, seen)
+  if seen[fn] ~= nil then return seen[fn] end
+  if debug.getinfo(fn, 'S').what == 'C' then return fn end
+  local c = loadstring(string.dump(fn))
+  seen[fn] = c
+  for i = 1, math.huge do
+    local name, value = debug.getupvalue(fn, i)
+    if not name then break end
+    local id = debug.upvalueid(fn, i)
+    local first = seen[id]
+    if first then
+      debug.upvaluejoin(c, i, first[1], first[2])
+    else
+      seen[id] = { c, i }
+      debug.setupvalue(c, i, copy(value))
+    end
+  end
+  return c
+end
+
 -- Sorts numbers, then strings, then booleans (false first), each ascending.
 local keyRank = { number = 1, string = 2, boolean = 3 }
 local function keyBefore(a, b)
