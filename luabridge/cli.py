@@ -1,21 +1,90 @@
-"""The `luabridge` command: `luabridge th FILE.lua [args...]` runs Lua like Torch7's `th`;
-`luabridge info FILE.t7` prints what a Torch7 file holds (read in pure Python, no Lua runs)."""
+"""The `luabridge` command: `luabridge th [options] [FILE.lua [args...]]` runs Lua like Torch7's
+`th` (trepl); `luabridge info FILE.t7` prints what a Torch7 file holds (read in pure Python, no Lua
+runs)."""
 from __future__ import annotations
 
 import argparse
 import itertools
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
 
-from . import t7
+from . import __version__, t7
 from .errors import LuaError
+from .repl import PRELOADED, Prompt, preload
 from .runtime import bridge
 from .t7 import Key, TorchObject
 
-_PROMPT_HELP = "luabridge th: LuaJIT with torch loaded. Ctrl-D exits; '= expr' prints expr."
+TH_USAGE = f"""\
+usage: luabridge th [options] [script.lua [arguments]]
+
+Runs Lua Torch7 code as Torch7's th does: {', '.join(PRELOADED)} are loaded, print lays out
+tables, and without a script or statement a prompt opens (line editing, history, Tab completion).
+The script sees its arguments as arg[1..n], and its own path as arg[0].
+
+options:
+  -l NAME            load library NAME first (require), e.g. -l nn; may repeat
+  -e STATEMENT       run STATEMENT; may repeat, runs in order with -l
+  -i, --interactive  open the prompt after the script or statements
+  -h, --help         print this help
+  --version          print the versions of luabridge and LuaJIT"""
+
+USAGE = """\
+usage: luabridge COMMAND [options]
+
+commands:
+  th [options] [script.lua [args...]]
+        run Lua Torch7 code as Torch7's th: a script with its arguments, -e statements,
+        -l libraries, or the interactive prompt (see luabridge th -h)
+  info FILE.t7 [--format binary|ascii|b32|b64]
+        print what a Torch7 file holds: a model's modules and parameters, or an outline of
+        any other value; read in Python, without running Lua (see luabridge info -h)
+
+options:
+  -h, --help   print this help
+  --version    print the version"""
+
+
+@dataclass
+class ThOptions:
+    steps: list[tuple[str, str]] = field(default_factory=list)  # ("lib", name) or ("exec", code)
+    interactive: bool = False
+    script: str | None = None
+    args: list[str] = field(default_factory=list)
+
+
+def _th_options(argv: Sequence[str]) -> ThOptions | int:
+    """The options before the script, as trepl reads them; everything after the script is its
+    own. An int is the exit status when there is nothing to run (help, version, a bad option)."""
+    o = ThOptions()
+    rest = list(argv)
+    while rest:
+        a = rest.pop(0)
+        if a in ("-h", "--help"):
+            print(TH_USAGE)
+            return 0
+        if a == "--version":
+            print(f"luabridge th {__version__} ({bridge().lua.globals().jit.version})")
+            return 0
+        if a in ("-i", "--interactive"):
+            o.interactive = True
+        elif a in ("-e", "-l"):
+            if not rest:
+                print(f"luabridge th: {a} needs an argument\n{TH_USAGE}", file=sys.stderr)
+                return 2
+            o.steps.append(("exec" if a == "-e" else "lib", rest.pop(0)))
+        elif a.startswith("-l") and len(a) > 2:  # -lnn
+            o.steps.append(("lib", a[2:]))
+        elif a.startswith("-") and a != "-":
+            print(f"luabridge th: unknown option {a}\n{TH_USAGE}", file=sys.stderr)
+            return 2
+        else:
+            o.script, o.args = a, rest
+            break
+    return o
 
 
 def _set_arg(script: str, args: Sequence[str]) -> None:
@@ -25,65 +94,39 @@ def _set_arg(script: str, args: Sequence[str]) -> None:
                 table, script)
 
 
-def _run_chunk(code: str, name: str) -> None:
-    b = bridge()
-    b.call(b.load(code, name))
-
-
-def _interactive() -> int:
-    b = bridge()
-    print(_PROMPT_HELP)
-    while True:
-        try:
-            line = input("th> ")
-        except EOFError:
-            print()
-            return 0
-        except KeyboardInterrupt:
-            print()
-            continue
-        if not line.strip():
-            continue
-        expr = line[1:] if line.startswith("=") else line
-        try:
-            # an expression list if it parses as one; select(1, ...) passes its values through
-            # without a tail call, so an error raised by the expression keeps its "stdin:1:"
-            fn = b.lua.globals().loadstring(f"return select(1, {expr}\n)", "=stdin")
-            if not callable(fn) or isinstance(fn, tuple):
-                fn = b.load("return " + expr if line.startswith("=") else line, "=stdin")
-            result = b.call(fn)
-        except LuaError as e:
-            print(e.message, file=sys.stderr)
-            continue
-        if result is not None:
-            values = result if isinstance(result, tuple) else (result,)
-            b.lua.globals().print(*values)
+def _print_error(e: LuaError) -> None:
+    print(e.message + (f"\n{e.traceback}" if e.traceback else ""), file=sys.stderr)
 
 
 def th(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="luabridge th", description="Run Lua Torch7 code (torch preloaded).")
-    p.add_argument("-e", dest="code", action="append", help="run this Lua code (may repeat)")
-    p.add_argument("-i", dest="interactive", action="store_true", help="enter the prompt after running")
-    p.add_argument("script", nargs="?", help="a Lua file")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments, seen by the script as arg[1..n]")
-    a = p.parse_args(argv)
+    o = _th_options(argv)
+    if isinstance(o, int):
+        return o
     b = bridge()
+    g = b.lua.globals()
     try:
-        b.call(b.lua.globals().require, "torch")
-        _set_arg(a.script or "", a.args)
-        for code in a.code or []:
-            _run_chunk(code, "=(command line)")
-        if a.script:
-            b.call(b.lua.globals().dofile, a.script)
+        preload(b)
+        _set_arg(o.script or "", o.args)
+        for kind, value in o.steps:
+            if kind == "exec":
+                b.call(b.load(value, "=(command line)"))
+                continue
+            try:
+                b.call(g.require, value)
+            except LuaError as e:  # as trepl: say so and go on
+                print(f"could not load {value}, skipping", file=sys.stderr)
+                _print_error(e)
+        if o.script:
+            b.call(g.dofile, o.script)
     except LuaError as e:
-        print(e.message, file=sys.stderr)
-        if e.traceback:
-            print(e.traceback.strip(), file=sys.stderr)
+        g.io.stdout.flush(g.io.stdout)
+        _print_error(e)
         return 1
     finally:
         sys.stdout.flush()
-    if a.interactive or (not a.script and not a.code):
-        return _interactive()
+    ran = o.script or any(kind == "exec" for kind, _ in o.steps)
+    if o.interactive or not ran:
+        return Prompt(b).loop()
     return 0
 
 
@@ -232,13 +275,15 @@ def info(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: luabridge th [FILE.lua [args...]] [-e CODE] [-i]\n"
-              "       luabridge info FILE.t7 [--format binary|ascii|b32|b64]")
+        print(USAGE, file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"luabridge {__version__}")
+        return 0
     command, rest = argv[0], argv[1:]
     if command == "th":
         return th(rest)
     if command == "info":
         return info(rest)
-    print(f"luabridge: unknown command {command!r} (try: th, info)", file=sys.stderr)
+    print(f"luabridge: unknown command {command!r} (try: th, info; luabridge --help)", file=sys.stderr)
     return 2

@@ -1,9 +1,16 @@
 """The `luabridge th` command: scripts with arguments, -e, `python -m luabridge`, the prompt."""
 from __future__ import annotations
 
+import fcntl
+import os
+import re
+import select
 import shutil
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -149,11 +156,33 @@ def test_prompt_expressions_statements_and_eof():
 def test_prompt_reports_errors_and_continues():
     r = prompt_session(["error('boom')", "x = = 1", "torch.Tensor(2):narrow(1, 2, 5)", "= 'still here'"])
     assert r.returncode == 0
-    errors = r.stderr.splitlines()
-    assert errors[0] == "stdin:1: boom"
-    assert errors[1].startswith("stdin:1:")
-    assert errors[2].startswith("stdin:1: narrow: out of range")
+    # each error with the traceback of the prompt's own frames (the chunk is stdin's main chunk)
+    assert r.stderr.splitlines() == [
+        "stdin:1: boom", "stack traceback:", "\tstdin:1: in main chunk",
+        "stdin:1: unexpected symbol near '='",
+        "stdin:1: narrow: out of range: index 2, size 5 for dimension 1 of size 2",
+        "stack traceback:", "\tstdin:1: in main chunk"]
     assert outputs(r.stdout) == ["still here"]
+
+
+def test_prompt_continues_unfinished_chunks():
+    r = prompt_session(["for i = 1, 2 do", "print(i * 10)", "end", "s = [[a", "b]]", "s", "x = {"])
+    assert outputs(r.stdout) == ["..> ..> 10", "20", "..> ", "a", "b", "..> "]
+    # input ended inside a chunk: its error, once
+    assert r.stderr.startswith("stdin:1: ") and r.stderr.endswith(" near '<eof>'\n")
+    assert r.stderr.count("\n") == 1
+
+
+def test_prompt_semicolon_quiets_and_results_are_kept():
+    r = prompt_session(["f = function() return 5, nil end", "f();", "f()", "_RESULTS[1], #_RESULTS, _LAST",
+                        "print(7)"])
+    assert outputs(r.stdout) == ["5\tnil", "5\t1\t5", "7"]
+
+
+def test_prompt_shell_command_and_help():
+    r = prompt_session(["$ echo from-the-shell", "_LAST", "?"])
+    assert outputs(r.stdout)[:2] == ["from-the-shell", "from-the-shell"]
+    assert "Tab" in r.stdout and "$ command" in r.stdout
 
 
 def test_prompt_prints_tensors():
@@ -174,9 +203,254 @@ def test_dash_i_enters_prompt_after_code():
     assert outputs(r.stdout) == ["set by -e"]
 
 
-@pytest.mark.parametrize("argv,code", [([], 2), (["--help"], 0), (["frobnicate"], 2)])
-def test_top_level_usage(argv, code):
+def test_top_level_help_describes_every_command():
+    r = subprocess.run([*entry_point(), "--help"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0
+    commands = [line.split()[0] for line in r.stdout.split("commands:")[1].split("options:")[0]
+                .splitlines() if line.startswith("  ") and not line.startswith("   ")]
+    assert commands == ["th", "info"]
+    for option in ("-e", "-l", "th -h", "info -h", "--version"):
+        assert option in r.stdout
+
+
+@pytest.mark.parametrize("argv,code", [([], 2), (["frobnicate"], 2), (["th", "--frob"], 2),
+                                       (["th", "-e"], 2)])
+def test_usage_errors(argv, code):
     r = subprocess.run([*entry_point(), *argv], capture_output=True, text=True, timeout=60)
     assert r.returncode == code
-    if code == 0:
-        assert "luabridge th" in r.stdout
+    assert "usage" in r.stderr or "luabridge --help" in r.stderr
+
+
+def test_th_help_and_version():
+    r = th("-h")
+    assert r.returncode == 0
+    for option in ("-l NAME", "-e STATEMENT", "-i, --interactive", "--version"):
+        assert option in r.stdout
+    r = th("--version")
+    import luabridge
+    assert r.returncode == 0
+    assert r.stdout.startswith(f"luabridge th {luabridge.__version__} (LuaJIT 2.1")
+
+
+def test_preloads_as_trepl():
+    r = th("-e", "print(type(torch), type(paths), type(sys), type(xlua), type(rawget(_G, 'nn')))")
+    assert (r.returncode, r.stdout) == (0, "table\ttable\ttable\ttable\tnil\n")
+
+
+@pytest.mark.parametrize("flags", [["-l", "nn"], ["-lnn"]])
+def test_dash_l_loads_a_library(flags):
+    r = th(*flags, "-e", "print(torch.type(nn.Linear(2, 3)))")
+    assert (r.returncode, r.stdout) == (0, "nn.Linear\n")
+
+
+def test_dash_l_missing_library_is_skipped():
+    r = th("-l", "no_such_library", "-e", "print('went on')")
+    assert (r.returncode, r.stdout) == (0, "went on\n")
+    assert r.stderr.startswith("could not load no_such_library, skipping\nmodule 'no_such_library' not found")
+
+
+def test_options_after_the_script_are_its_arguments(tmp_path):
+    write(tmp_path / "args.lua", "print(#arg, arg[1], arg[2], arg[3])\n")
+    r = th("args.lua", "-e", "x", "-h", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "3\t-e\tx\t-h\n")
+
+
+def test_script_traceback_shows_only_the_scripts_frames(tmp_path):
+    # nn's frames and torch's checks are luabridge's own: only train.lua's frames are shown
+    write(tmp_path / "train.lua", """require 'nn'
+local model = nn.Linear(3, 2)
+local Trainer = {}
+function Trainer.step(input)
+  local output = model:forward(input)
+  return output
+end
+Trainer.step(torch.Tensor(4))
+""")
+    r = th("train.lua", cwd=tmp_path)
+    assert r.returncode == 1
+    lines = r.stderr.splitlines()
+    assert lines[0].startswith("train.lua:5: nn.Linear: ") and "4" in lines[0]
+    assert lines[1:] == ["stack traceback:", "\ttrain.lua:5: in function 'step'", "\ttrain.lua:8: in main chunk"]
+
+
+# print as trepl: the expected layouts follow trepl's printer (init.lua's print_new): '{' and '}'
+# at 4 spaces per level, entries 2 further as `key : value`, strings quoted inside tables,
+# tensors and storages by type and size, tables past the depth limit (or empty) as {...}
+
+def test_print_lays_out_tables():
+    r = th("-e", "print({10, 'a', {x = true}, {}})")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("{\n  1 : 10\n  2 : \"a\"\n  3 : \n    {\n      x : true\n    }\n"
+                        "  4 : {...}\n}\n")
+
+
+def test_print_shows_tensors_inside_tables_by_size():
+    r = th("-e", "print({torch.Tensor(2, 3), torch.FloatStorage(4), torch.LongTensor()})")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("{\n  1 : DoubleTensor - size: 2x3\n  2 : FloatStorage - size: 4\n"
+                        "  3 : LongTensor - empty\n}\n")
+
+
+def test_print_depth_limit_and_setprintlevel():
+    # five levels open by default; the table at the fifth level's entry shows as {...}
+    r = th("-e", "print({a = {b = {c = {d = {e = {f = 1}}}}}})")
+    opening, closing = [], []
+    for depth, key in enumerate("abcde"):
+        opening += [" " * (4 * depth) + "{", " " * (4 * depth + 2) + f"{key} : " + ("{...}" if key == "e" else "")]
+        closing.insert(0, " " * (4 * depth) + "}")
+    assert (r.returncode, r.stdout.splitlines()) == (0, opening + closing)
+    r = th("-e", "setprintlevel(1); print({a = {b = 1}}); setprintlevel(0); print({})")
+    lines = r.stdout.splitlines()
+    assert lines[:3] == ["{", "  a : {...}", "}"] and lines[3].startswith("table: 0x")
+
+
+def test_print_values_and_objects_with_tostring():
+    r = th("-l", "nn", "-e", "print(1, nil, 'x', torch.Timer() ~= nil); print(nn.Identity()); print({}, 2)")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "1\tnil\tx\ttrue\nnn.Identity\n{}\n2\n"
+
+
+# The prompt on a terminal: a pseudo-terminal driven as a person types (readline is on)
+
+ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|\r|\x07")
+
+
+def _own_terminal() -> None:
+    """In the child: a session of its own whose controlling terminal is the pty (so Ctrl-C is SIGINT)."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class Terminal:
+    """`luabridge th` on a pseudo-terminal: `type` sends keys, `expect` waits for output."""
+
+    def __init__(self, home: Path, *args: str) -> None:
+        (home / "inputrc").write_text("set enable-bracketed-paste off\nset bell-style none\n")
+        env = {**os.environ, "HOME": str(home), "TREPL_HISTORY": str(home / "history"),
+               "INPUTRC": str(home / "inputrc"), "TERM": "xterm"}
+        main, child = os.openpty()
+        fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 200, 0, 0))
+        self.proc = subprocess.Popen([*entry_point(), "th", *args], stdin=child, stdout=child,
+                                     stderr=child, env=env, cwd=home, preexec_fn=_own_terminal)
+        os.close(child)
+        self.fd, self.raw, self.pos = main, b"", 0
+
+    def text(self) -> str:
+        return ESCAPES.sub("", self.raw.decode("utf-8", "replace"))
+
+    def expect(self, wanted: str, timeout: float = 60) -> str:
+        """Waits for `wanted`; returns what came before it since the last expect."""
+        deadline = time.monotonic() + timeout
+        while (found := self.text().find(wanted, self.pos)) < 0:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise AssertionError(f"{wanted!r} never came; after the last match: {self.text()[self.pos:]!r}")
+            try:
+                self.raw += os.read(self.fd, 65536)
+            except OSError:  # the child closed the terminal
+                raise AssertionError(f"{wanted!r} never came: {self.text()[self.pos:]!r}") from None
+        before, self.pos = self.text()[self.pos:found], found + len(wanted)
+        return before
+
+    def type(self, keys: str) -> None:
+        os.write(self.fd, keys.encode())
+
+    def close(self) -> int:
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            os.close(self.fd)
+
+
+@pytest.fixture
+def terminal(tmp_path):
+    sessions: list[Terminal] = []
+
+    def start(*args: str) -> Terminal:
+        sessions.append(Terminal(tmp_path, *args))
+        sessions[-1].expect("th> ")
+        return sessions[-1]
+
+    yield start
+    for t in sessions:
+        if t.proc.poll() is None:
+            t.proc.kill()
+            t.close()
+
+
+def test_terminal_multiline_chunk_printing_and_timing(terminal):
+    t = terminal()
+    t.type("function sq(x)\r")
+    t.expect("..> ")                      # unfinished: the chunk goes on
+    t.type("  return x * x\r")
+    t.expect("..> ")
+    t.type("end\r")
+    t.expect("th> ")
+    t.type("sq(7), sq(1.5)\r")
+    out = t.expect("th> ")
+    assert "49\t2.25\n" in out
+    assert re.search(r" {70}\[\d+\.\d{4}s\]", out)   # trepl times each command
+    t.type("{n = sq(3)}\r")
+    assert "{\n  n : 9\n}\n" in t.expect("th> ")
+    t.type("_RESULTS[1], _LAST.n\r")
+    assert "49\t9\n" in t.expect("th> ")
+    t.type("for i = 1, 3 do\r")
+    t.expect("..> ")
+    t.type("\x03")                        # Ctrl-C drops an unfinished chunk
+    t.expect("th> ")
+    t.type("sq(4)\r")
+    assert "16\n" in t.expect("th> ")
+
+
+def test_terminal_completion(terminal):
+    t = terminal()
+    t.type("torch.Ten\t")
+    t.expect("torch.Tensor.")             # a table: completed with '.'
+    t.type("\x7f(2, 5):fill(3):sum()\r")
+    assert "30\n" in t.expect("th> ")
+    t.type("t = torch.Tensor(2, 5)\r")
+    t.expect("th> ")
+    t.type("t:siz\t")
+    t.expect("t:size(")                   # a method, found through the tensor's metatable
+    t.type(")\r")
+    assert "[torch.LongStorage of size 2]" in t.expect("th> ")
+    t.type("t:si\t\t")                   # several matches: Tab twice lists them
+    listed = t.expect("th> t:si")
+    assert all(m in listed for m in ("t:sigmoid(", "t:sign(", "t:sin(", "t:sinh(", "t:size("))
+    t.type("\x15my_value = 21\r")
+    t.expect("th> ")
+    t.type("my_v\t")
+    t.expect("my_value ")                 # a number: completed with a space
+    t.type("* 2\r")
+    assert "42\n" in t.expect("th> ")
+
+
+def test_terminal_errors_history_and_exit(terminal, tmp_path):
+    t = terminal()
+    t.type("local function f()\r")
+    t.expect("..> ")
+    t.type("error('boom') end f()\r")
+    out = t.expect("th> ")
+    assert "stdin:2: boom\nstack traceback:\n\tstdin:2: in function 'f'\n\tstdin:2: in main chunk\n" in out
+    assert not any(noise in out for noise in ("xpcall", "builtin", "<python>", "[C]"))
+    t.type("x = = 1\r")                   # a syntax error is not an unfinished chunk
+    assert "stdin:1: unexpected symbol near '='" in t.expect("th> ")
+    t.type("answer = 6 * 7\r")
+    t.expect("th> ")
+    t.type("\x04")                        # Ctrl-D asks first, as trepl
+    t.expect("Do you really want to exit ([y]/n)? ")
+    t.type("y\r")
+    assert t.close() == 0
+    history = (tmp_path / "history").read_text().splitlines()
+    assert history[-1] == "answer = 6 * 7" and "x = = 1" in history
+    assert "local function f()" in history     # a multi-line chunk is one entry
+
+    t = terminal()                           # a new session recalls the history
+    t.type("\x1b[A\r")
+    t.expect("th> ")
+    t.type("answer\r")
+    assert "42\n" in t.expect("th> ")
+    t.type("exit\r")
+    t.expect("Do you really want to exit ([y]/n)? ")
+    t.type("\r")
+    assert t.close() == 0
