@@ -395,3 +395,23 @@ def test_cg_failed_search_restores_x(lua):
 def test_lbfgs_errors_are_clear(lua):
     with pytest.raises(luabridge.LuaError, match="polyinterp"):
         lua_fn("function() require 'optim'; return optim.polyinterp(torch.zeros(1, 3)) end")()
+
+
+def test_lswolfe_float_keeps_bracket_in_single_precision(lua):
+    # torch7 holds the bracket in tensors of x's type: with a FloatTensor the step and value it
+    # returns are single-precision numbers
+    f, t, evals, x = lua_fn("""function()
+      require 'optim'
+      local function feval(p)
+        local a, b = p[1], p[2]
+        return 100 * (b - a * a)^2 + (1 - a)^2,
+               torch.FloatTensor{-400 * a * (b - a * a) - 2 * (1 - a), 200 * (b - a * a)}
+      end
+      local x = torch.FloatTensor{-1.2, 1}
+      local f0, g0 = feval(x)
+      local d = -g0 / g0:norm(1)
+      local f, g, x1, t, n = optim.lswolfe(feval, x, 3, d, f0, g0, g0:dot(d))
+      return f, t, n, x1
+    end""")()
+    assert evals > 1 and np.float32(f) == f and np.float32(t) == t and f < 24.2
+    assert N(x).dtype == np.float32

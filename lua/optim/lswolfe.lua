@@ -9,6 +9,10 @@ function optim.lswolfe(opfunc, x, t, d, f, g, gtd, options)
   local tolX, maxIter = options.tolX or 1e-9, options.maxIter or 20
   local x0 = x:clone()
   local evals = 0
+  -- torch7 keeps the bracket's steps and values in tensors of x's type, so a FloatTensor x
+  -- rounds them to single precision (which can decide comparisons): one cell of that type does
+  local cell = x.new(1)
+  local function keep(v) cell[1] = v; return cell[1] end
   local function evalAt(step)
     x:copy(x0):add(step, d)
     local fv, gv = opfunc(x)
@@ -24,10 +28,10 @@ function optim.lswolfe(opfunc, x, t, d, f, g, gtd, options)
   while iter < maxIter do
     local armijoFails = fNew > f + c1 * t * gtd or (iter > 1 and fNew >= fPrev)
     if not armijoFails and math.abs(gtdNew) <= -c2 * gtd then
-      br, brF, brG, done = { t }, { fNew }, { gNew }, true
+      br, brF, brG, done = { keep(t) }, { keep(fNew) }, { gNew }, true
       break
     elseif armijoFails or gtdNew >= 0 then
-      br, brF, brG = { tPrev, t }, { fPrev, fNew }, { gPrev, gNew }
+      br, brF, brG = { keep(tPrev), keep(t) }, { keep(fPrev), keep(fNew) }, { gPrev, gNew }
       break
     end
     local minStep, maxStep = t + 0.01 * (t - tPrev), t * 10
@@ -37,7 +41,7 @@ function optim.lswolfe(opfunc, x, t, d, f, g, gtd, options)
     fNew, gNew, gtdNew = evalAt(t)
     iter = iter + 1
   end
-  if iter == maxIter then br, brF, brG = { 0, t }, { f, fNew }, { g, gNew } end
+  if iter == maxIter then br, brF, brG = { 0, keep(t) }, { keep(f), keep(fNew) }, { g, gNew } end
 
   -- zoom: shrink the bracket until a point satisfies the conditions
   local insufficient = false
@@ -59,14 +63,14 @@ function optim.lswolfe(opfunc, x, t, d, f, g, gtd, options)
     fNew, gNew, gtdNew = evalAt(t)
     iter = iter + 1
     if fNew > f + c1 * t * gtd or fNew >= brF[lo] then
-      br[hi], brF[hi], brG[hi] = t, fNew, gNew
+      br[hi], brF[hi], brG[hi] = keep(t), keep(fNew), gNew
     else
       if math.abs(gtdNew) <= -c2 * gtd then
         done = true
       elseif gtdNew * (br[hi] - br[lo]) >= 0 then
         br[hi], brF[hi], brG[hi] = br[lo], brF[lo], brG[lo]
       end
-      br[lo], brF[lo], brG[lo] = t, fNew, gNew
+      br[lo], brF[lo], brG[lo] = keep(t), keep(fNew), gNew
     end
     if not done and math.abs((br[1] - br[2]) * gtdNew) < tolX then break end
   end
