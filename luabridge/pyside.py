@@ -30,7 +30,7 @@ def storage_view(bridge: "Bridge", st: Any, type_name: str, offset: int, sizes, 
 
 
 # Modules that add callbacks: each has callbacks(bridge) -> dict of name -> function.
-PROVIDERS = ("luabridge.ufuncs", "luabridge.linalg", "luabridge.cuda")
+PROVIDERS = ("luabridge.ufuncs", "luabridge.linalg", "luabridge.cuda", "luabridge.files")
 
 
 def table_for(bridge: "Bridge") -> Any:

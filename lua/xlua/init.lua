@@ -114,4 +114,6 @@ function xlua.envparams(defaults)
   return params
 end
 
+require 'xlua.unpack'
+
 return xlua
