@@ -51,3 +51,34 @@ def test_harness_reports_crashes_hangs_and_memory(corpus, tmp_path, monkeypatch)
     assert "MemoryError" in summary.failures[2]["message"]
     assert summary.cases == 20
     assert (tmp_path / "seed1-case5-python-crash.t7").read_bytes() == fuzz_t7.make_case(corpus, 1, 5).data
+
+
+def test_readers_disagreeing_fail_the_case(corpus):
+    """One reader loading what the other rejects fails the case, except where the Lua reader
+    rightly knows more: a class's own read method, or a class it lacks under unknownClasses='error'."""
+    Outcome, case = fuzz_t7.Outcome, fuzz_t7.make_case(corpus, 3, 0)
+    plain = fuzz_t7.Case(0, case.seed, "binary", {}, b"\x03\x00\x00\x00")
+    knows = {"nn.Linear"}.__contains__
+    loaded, rejected = Outcome("lua", "loaded"), Outcome("python", "rejected", "t7.read: bad")
+    assert fuzz_t7.disagreement(plain, loaded, rejected, set(), knows) == "only lua loaded; python: t7.read: bad"
+    lua_no = Outcome("lua", "rejected", "torch.deserialize: bad")
+    assert fuzz_t7.disagreement(plain, lua_no, Outcome("python", "loaded"), set(), knows).startswith("only python")
+    assert fuzz_t7.disagreement(plain, lua_no, Outcome("python", "loaded"), {"nn.Linear"}, knows) is None
+    unknown = Outcome("lua", "rejected", "unknown Torch class <Blah> (...)")
+    assert fuzz_t7.disagreement(plain, unknown, Outcome("python", "loaded"), {"Blah"}, knows) is None
+    as_table = fuzz_t7.Case(0, case.seed, "binary", {"unknownClasses": "table"}, plain.data)
+    assert fuzz_t7.disagreement(as_table, unknown, Outcome("python", "loaded"), {"Blah"}, knows) is not None
+    timer = fuzz_t7.Case(0, case.seed, "binary", {}, b"torch.Timer")
+    assert fuzz_t7.disagreement(timer, loaded, rejected, set(), knows) is None
+
+
+def test_a_disagreement_is_a_failure_of_the_run(corpus, tmp_path, monkeypatch):
+    """Readers.run reports a disagreement as a failing outcome, which the worker saves."""
+    readers = fuzz_t7.Readers("both")
+    case = next(c for c in (fuzz_t7.make_case(corpus, 5, i) for i in range(200))
+                if [o.status for o in readers.run(c)] == ["loaded", "loaded"]
+                and not any(name in c.data for name in fuzz_t7.OWN_LAYOUT))
+    monkeypatch.setattr(readers, "python", lambda c, p: fuzz_t7.Outcome("python", "rejected", "forced"))
+    outcomes = readers.run(case)
+    assert [(o.reader, o.status) for o in outcomes][-1] == ("lua+python", "disagree")
+    assert outcomes[-1].failed and "only lua loaded" in outcomes[-1].message
