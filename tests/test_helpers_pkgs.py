@@ -241,16 +241,8 @@ def test_cuda_on_cpu_switch(no_device):
     assert out.split() == [
         "torch.FloatTensor", "torch.FloatTensor", "torch.FloatTensor", "torch.LongTensor",
         "torch.FloatTensor", "torch.DoubleTensor", "torch.FloatTensor", "true", "true", "true",
-        "false", "false", "nn.SpatialConvolution", "1", "true", "torch.FloatTensor", "false",
+        "false", "false", "cudnn.SpatialConvolution", "1", "true", "torch.FloatTensor", "false",
     ]
-
-
-def test_cudnn_layer_missing_from_nn(no_device):
-    no_device.setenv("LUABRIDGE_CUDA_ON_CPU", "1")
-    err = _in_fresh_runtime("require 'cudnn'; return cudnn.VolumetricFullConvolution")
-    if not isinstance(err, luabridge.LuaError):
-        pytest.skip("nn.VolumetricFullConvolution exists now")
-    assert "cudnn.VolumetricFullConvolution: nn.VolumetricFullConvolution is not available" in err.message
 
 
 def test_cutorch_with_the_numpy_device(monkeypatch):

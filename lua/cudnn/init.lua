@@ -1,32 +1,37 @@
--- cudnn: the cuDNN-backed layers, here the nn layers themselves: cudnn.X is nn.X for each layer
--- whose objects in .t7 files are read as nn.X (torch.File.classAliases, see lua/nn/legacy.lua;
--- a module made by cudnn.SpatialConvolution(...) is an nn.SpatialConvolution),
--- so cudnn.convert(net, ...) has nothing to change. cudnn.benchmark / fastest / verbose are
--- accepted settings with no effect.
-require 'cunn'
+-- cudnn: cudnn.torch's layers on luabridge. Each computes as cuDNN does, with nn's code (the
+-- convolutions, poolings, activations and batch normalizations are subclasses of their nn
+-- layers) or its own (softmax modes, cross-entropy criterions, the fused recurrent layers of
+-- RNN.lua), on CUDA tensors or, with LUABRIDGE_CUDA_ON_CPU=1, on the CPU. Checkpoints that
+-- hold these classes load as them (after require 'cudnn'; before, the layers nn has read as
+-- nn's, see lua/nn/legacy.lua). cudnn.convert swaps nn and cudnn layers both ways. The
+-- tuning settings (benchmark, fastest, workspace sizes) are kept and change nothing.
+local ok, err = pcall(require, 'cunn')
+if not ok then package.loaded.cudnn = nil; error(err, 0) end   -- no sentinel left (see cutorch)
 
 cudnn = rawget(_G, 'cudnn') or {}
-cudnn.benchmark, cudnn.fastest, cudnn.verbose = false, false, false
+cudnn.version = 5105   -- cudnnGetVersion() of cuDNN 5.1.5, the release cudnn.torch's bindings target
+cudnn.benchmark, cudnn.fastest, cudnn.verbose, cudnn.useFindEx = false, false, false, false
+cudnn.initialWorkspaceBytes = 1024
+cudnn.reservedGPUBytes = 1024 * 1024
+cudnn.maxWorkspaceGPUMemPercent = 95
 
-local aliased = { SpatialCrossEntropyCriterion = true }   -- not in nn: an error says so
-for name, target in pairs(torch.File.classAliases) do
-  local short = name:match('^cudnn%.(.+)$')
-  if short and target == 'nn.' .. short then aliased[short] = true end
-end
+function cudnn.reset() end
+function cudnn.configureMath() end
+function cudnn.setSharedWorkspaceSize() end
 
--- Looked up on use, so that nn layers loaded after cudnn are found too.
-setmetatable(cudnn, { __index = function(_, name)
-  if aliased[name] then
-    local class = rawget(nn, name)
-    if class == nil then error(('cudnn.%s: nn.%s is not available in luabridge'):format(name, name), 2) end
-    return class
-  end
-end })
-
--- cudnn.ClippedReLU(ceiling): min(max(x, 0), ceiling).
-function cudnn.ClippedReLU(ceiling, inplace) return nn.Clamp(0, ceiling) end
-
--- Nothing to swap: the cudnn layers are the nn layers.
-function cudnn.convert(net, dst, exclude) return net end
+require 'cudnn.layers'
+require 'cudnn.SpatialConvolution'
+require 'cudnn.TemporalConvolution'
+require 'cudnn.SpatialSoftMax'
+require 'cudnn.SpatialLogSoftMax'
+require 'cudnn.SoftMax'
+require 'cudnn.LogSoftMax'
+require 'cudnn.VolumetricSoftMax'
+require 'cudnn.VolumetricLogSoftMax'
+require 'cudnn.SpatialCrossEntropyCriterion'
+require 'cudnn.VolumetricCrossEntropyCriterion'
+require 'cudnn.RNN'
+require 'cudnn.recurrent'
+require 'cudnn.convert'
 
 return cudnn

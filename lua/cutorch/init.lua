@@ -14,8 +14,11 @@ local onCpu = not ok
 if onCpu then
   if os.getenv('LUABRIDGE_CUDA_ON_CPU') ~= '1' then
     why = tostring(why):gsub('^.-torch%.CudaStorage: ', '')
+    -- a failed loader leaves require's sentinel behind ("loop or previous error loading
+    -- module" next time): drop it, so that every require 'cutorch' fails with this message
+    package.loaded.cutorch = nil
     error("cutorch: " .. why .. '; set LUABRIDGE_CUDA_ON_CPU=1 to run CUDA code on the CPU ' ..
-          '(CUDA tensors become FloatTensors, cudnn modules nn modules)', 2)
+          '(CUDA tensors become FloatTensors, cudnn modules run on the CPU)', 2)
   end
   -- each CUDA type name stands for the CPU type with the same elements
   for host, dt in pairs(cuda.dtypes) do

@@ -111,11 +111,15 @@ local upgrades = {
   ['nn.SpatialConvolution'] = function(self)
     if self.padding then self.padW, self.padH, self.padding = self.padding, self.padding, nil end
     defaults(self, { padW = 0, padH = 0 })
-    if (self.groups or 1) ~= 1 then
-      check.error(('%s: grouped convolutions (cudnn groups = %d) are not supported'):format(
+    if self.keepsGroups then   -- cudnn.SpatialConvolution (lua/cudnn) runs groups
+      self.groups = countField(self, 'groups', math.max(1, self.nInputPlane or 1))
+    elseif (self.groups or 1) ~= 1 then
+      check.error(('%s: grouped convolutions (cudnn groups = %d) are not supported; require \'cudnn\' ' ..
+        'first (with LUABRIDGE_CUDA_ON_CPU=1 without a GPU) to read them as cudnn.SpatialConvolution'):format(
         torch.type(self), self.groups))
+    else
+      self.groups = nil
     end
-    self.groups = nil
     -- old files (SpatialConvolutionMM's layout) hold a 2D weight
     if torch.type(self) == 'nn.SpatialConvolution' then
       local sizes = { self.nOutputPlane, self.nInputPlane, self.kH, self.kW }
@@ -138,13 +142,16 @@ local upgrades = {
   -- width and stride in time (kW is the frame size), with the same weight layout.
   ['nn.TemporalConvolution'] = function(self)
     if self.nInputPlane == 1 and self.kH then
-      if (self.padH or 0) ~= 0 then
-        check.error('nn.TemporalConvolution: a padded cudnn.TemporalConvolution is not supported')
+      local pad = self.padH or 0
+      if pad ~= 0 and torch.type(self) ~= 'cudnn.TemporalConvolution' then
+        check.error('nn.TemporalConvolution: a padded cudnn.TemporalConvolution is not supported; require ' ..
+          "'cudnn' first (with LUABRIDGE_CUDA_ON_CPU=1 without a GPU) to read it as one")
       end
       self.kW, self.dW = self.kH, self.dH
       for _, k in ipairs { 'nInputPlane', 'nOutputPlane', 'kH', 'dH', 'padW', 'padH', 'groups', 'iSize', 'oSize' } do
         self[k] = nil
       end
+      if pad ~= 0 then self.padH = pad end
     end
   end,
   ['nn.SpatialMaxPooling'] = function(self) defaults(self, { ceil_mode = false, padW = 0, padH = 0 }) end,
