@@ -1,11 +1,12 @@
 -- Runs a module made for nInputDim-dimensional input on input with more dimensions: the
 -- leading ones are folded into the first, and unfolded again in the output (nOutputDim dims).
+local check = require 'torch.check'
 local Bottle, parent = torch.class('nn.Bottle', 'nn.Decorator')
 
 function Bottle:__init(module, nInputDim, nOutputDim)
   parent.__init(self, module)
-  self.nInputDim = nInputDim or 2
-  self.nOutputDim = nOutputDim or self.nInputDim
+  self.nInputDim = check.optInt('nn.Bottle', nInputDim, 'nInputDim', 1, check.MAXDIM) or 2
+  self.nOutputDim = check.optInt('nn.Bottle', nOutputDim, 'nOutputDim', 1, check.MAXDIM) or self.nInputDim
   self.dimDelta = self.nInputDim - self.nOutputDim
   self.inShape = torch.LongStorage(self.nInputDim)
   self.outShape = torch.LongStorage(self.nOutputDim)

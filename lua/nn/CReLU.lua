@@ -11,7 +11,7 @@ local backward = apply.kernel(4, 'local x = $2; $1 = (x > 0 and $3 or 0) - (x < 
 
 function CReLU:__init(nInputDims, inplace)
   parent.__init(self)
-  self.nInputDims = nInputDims
+  self.nInputDims = check.int('nn.CReLU', nInputDims, 'nInputDims', 1, check.MAXDIM)
   self.inplace = inplace or false
 end
 

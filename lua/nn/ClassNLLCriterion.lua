@@ -35,10 +35,7 @@ local function frames(self, input, target)
     check.error(('%s: target size %s does not match input size %s (%d samples)'):format(
       name, check.sizestr(t), check.sizestr(input), nframe))
   end
-  if self.weights and self.weights:nElement() ~= nclass then
-    check.error(('%s: weights should be defined for all %d classes or none, got weights of size %s')
-      :format(name, nclass, check.sizestr(self.weights)))
-  end
+  targets.checkWeights(self, nclass)
   targets.checkRange(self, t._device and t:double() or t, nframe, nclass, self.ignoreIndex)
   return t, nframe
 end

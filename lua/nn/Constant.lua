@@ -4,9 +4,9 @@ local check = require 'torch.check'
 local Constant, parent = torch.class('nn.Constant', 'nn.Module')
 
 function Constant:__init(value, nInputDim)
-  self.value = type(value) == 'number' and torch.Tensor { value } or value
-  assert(torch.isTensor(self.value), 'Expecting number or tensor at arg 1')
-  self.nInputDim = nInputDim
+  if type(value) == 'number' then value = torch.Tensor { value } end
+  self.value = check.tensorOf('nn.Constant', value, 'value (a number or a tensor)')
+  self.nInputDim = check.optInt('nn.Constant', nInputDim, 'nInputDim', 0, check.MAXDIM)
   parent.__init(self)
 end
 

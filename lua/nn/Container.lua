@@ -1,5 +1,6 @@
 -- The base of modules made of submodules (self.modules): bookkeeping, parameter gathering,
 -- and errors raised inside a child rethrown with the path to it ("In 2 module of nn.Sequential:").
+local check = require 'torch.check'
 local Container, parent = torch.class('nn.Container', 'nn.Module')
 
 function Container:__init(...)
@@ -8,7 +9,7 @@ function Container:__init(...)
 end
 
 function Container:add(module)
-  table.insert(self.modules, module)
+  table.insert(self.modules, check.module(torch.type(self) .. ':add', module, 'module'))
   return self
 end
 

@@ -5,11 +5,14 @@
 -- Layouts with the same letters become a nn.Transpose; others a method named by the output
 -- shape (bf, b, bt). The converter is built on the first forward; input of another tensor type
 -- is copied to the module's type.
+local check = require 'torch.check'
 local Convert, parent = torch.class('nn.Convert', 'nn.Container')
 
 local function withBatch(shape) return shape:find('b') and shape or 'b' .. shape end
 
 function Convert:__init(inputShape, outputShape)
+  check.optString('nn.Convert', inputShape, 'inputShape')
+  check.optString('nn.Convert', outputShape, 'outputShape')
   if outputShape and not inputShape then error('nn.Convert: expecting non-nil arg 1 when arg 2 is provided') end
   inputShape = inputShape or 'b*'
   self.inputShape = withBatch(inputShape)

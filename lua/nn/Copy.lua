@@ -4,8 +4,8 @@ local check = require 'torch.check'
 local Copy, parent = torch.class('nn.Copy', 'nn.Module')
 
 function Copy:__init(intype, outtype, forceCopy, dontCast)
-  intype = intype or torch.Tensor.__typename
-  outtype = outtype or torch.Tensor.__typename
+  intype = check.optTensorType('nn.Copy', intype, 'intype') or torch.Tensor.__typename
+  outtype = check.optTensorType('nn.Copy', outtype, 'outtype') or torch.Tensor.__typename
   self.dontCast = dontCast
   parent.__init(self)
   self.gradInput = torch.getmetatable(intype).new()

@@ -1,9 +1,10 @@
 -- Wraps one module (self.modules[1]) and forwards every call to it; subclasses change some.
+local check = require 'torch.check'
 local Decorator, parent = torch.class('nn.Decorator', 'nn.Container')
 
 function Decorator:__init(module)
   parent.__init(self)
-  self.modules[1] = module
+  self.modules[1] = check.module(torch.type(self), module, 'module')
 end
 
 function Decorator:updateOutput(input)

@@ -2,6 +2,7 @@
 -- :float() etc. With castin (castout defaults to castin) inputs and gradInputs (outputs and
 -- gradOutputs) are converted between the outside type and moduleType, the module's own type
 -- (found from its output or its parameters when not given).
+local check = require 'torch.check'
 local DontCast, parent = torch.class('nn.DontCast', 'nn.Decorator')
 
 -- dst (reused when it already has the type) holding a copy of src, a tensor or nested table,
@@ -34,7 +35,7 @@ function DontCast:__init(module, castin, castout, moduleType)
   parent.__init(self, module)
   self.castin = castin
   self.castout = castout == nil and castin or castout
-  self.moduleType = moduleType
+  self.moduleType = check.optTensorType('nn.DontCast', moduleType, 'moduleType')
   if (self.castin or self.castout) and not self.moduleType then
     local name, found = tensorType(module.output)
     if not found then name, found = tensorType(module:parameters()) end

@@ -1,17 +1,18 @@
 -- Zeroes each element with probability p while training. v2 (the default) scales the kept
 -- elements by 1/(1-p) so that evaluation is the identity; v1 scales by (1-p) at evaluation.
 -- stochasticInference keeps the noise at evaluation too.
+local check = require 'torch.check'
 local Dropout, parent = torch.class('nn.Dropout', 'nn.Module')
 
 function Dropout:__init(p, v1, inplace, stochasticInference)
   parent.__init(self)
-  self.p = p or 0.5
+  self.p = check.optNumber(torch.type(self), p, 'p') or 0.5
   self.train = true
   self.inplace = inplace
   self.stochastic_inference = stochasticInference or false
   self.v2 = not v1
-  if self.p >= 1 or self.p < 0 then
-    error('<Dropout> illegal percentage, must be 0 <= p < 1')
+  if not (self.p >= 0 and self.p < 1) then
+    check.error(('%s: illegal percentage, must be 0 <= p < 1, got %s'):format(torch.type(self), self.p))
   end
   self.noise = torch.Tensor()
 end

@@ -1,11 +1,11 @@
 -- x for x > 0, alpha * (exp(x) - 1) otherwise (Clevert et al. 2015).
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local ELU, parent = torch.class('nn.ELU', 'nn.Module')
 
 function ELU:__init(alpha, inplace)
   parent.__init(self)
-  self.alpha = alpha or 1
-  assert(type(self.alpha) == 'number', 'nn.ELU: alpha must be a number')
+  self.alpha = check.optNumber('nn.ELU', alpha, 'alpha') or 1
   self.inplace = inplace or false
 end
 

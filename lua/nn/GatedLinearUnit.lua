@@ -9,7 +9,7 @@ local gateGrad = apply.kernel(4, 'local s = $4; $1 = $2 * $3 * s * (1 - s)')
 
 function GatedLinearUnit:__init(dim)
   parent.__init(self)
-  self.dim = dim
+  self.dim = check.optInt('nn.GatedLinearUnit', dim, 'dim', 1, check.MAXDIM)
 end
 
 function GatedLinearUnit:halves(input)

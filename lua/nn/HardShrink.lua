@@ -1,10 +1,11 @@
 -- x where |x| > lambda, else 0.
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local HardShrink, parent = torch.class('nn.HardShrink', 'nn.Module')
 
 function HardShrink:__init(lam)
   parent.__init(self)
-  self.lambda = lam or 0.5
+  self.lambda = check.optNumber('nn.HardShrink', lam, 'lambda') or 0.5
 end
 
 pointwise.define(HardShrink, {

@@ -1,13 +1,17 @@
 -- x clipped to [min_val, max_val]; the gradient passes strictly inside the interval.
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local HardTanh, parent = torch.class('nn.HardTanh', 'nn.Module')
 
 function HardTanh:__init(minValue, maxValue, inplace)
   parent.__init(self)
-  self.min_val = minValue or -1
-  self.max_val = maxValue or 1
+  self.min_val = check.optNumber(torch.type(self), minValue, 'min_value') or -1
+  self.max_val = check.optNumber(torch.type(self), maxValue, 'max_value') or 1
   self.inplace = inplace or false
-  if self.max_val <= self.min_val then error('max_value must be larger than min_value') end
+  if not (self.max_val > self.min_val) then
+    check.error(('%s: max_value must be larger than min_value, got min_value %s and max_value %s'):format(
+      torch.type(self), self.min_val, self.max_val))
+  end
 end
 
 pointwise.define(HardTanh, {

@@ -15,15 +15,22 @@ function IndexLinear:__init(inputSize, outputSize, doGradInput, keysOffset, weig
   parent.__init(self)
   if normalize then check.error('nn.IndexLinear: the max-normalize mode is not supported') end
   self.normalize = 0
-  self.weight = weight or torch.Tensor(inputSize, outputSize):zero()
-  self.bias = bias or torch.Tensor(self.weight:size(2)):zero()
+  if weight == nil then
+    check.int('nn.IndexLinear', inputSize, 'inputSize', 0)
+    check.int('nn.IndexLinear', outputSize, 'outputSize', 0)
+  end
+  self.weight = check.optTensorOf('nn.IndexLinear', weight, 'weight') or torch.Tensor(inputSize, outputSize):zero()
+  if self.weight:dim() ~= 2 then
+    check.error('nn.IndexLinear: weight must be a matrix, got ' .. check.sizestr(self.weight))
+  end
+  self.bias = check.optTensorOf('nn.IndexLinear', bias, 'bias') or torch.Tensor(self.weight:size(2)):zero()
   self.inputSize, self.outputSize = self.weight:size(1), self.weight:size(2)
   self.gradWeight = torch.Tensor()
   self.gradBias = torch.Tensor(self.outputSize):zero()
   self.running = { counter = 1, steps = {} }
   self.weightDecay = 0
   self.doGradInput = doGradInput or false
-  self.offset = keysOffset and keysOffset - 1 or -1
+  self.offset = (check.optInt('nn.IndexLinear', keysOffset, 'keysOffset') or 0) - 1
 end
 
 function IndexLinear:reset(stdv)

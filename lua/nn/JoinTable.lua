@@ -6,9 +6,9 @@ local JoinTable, parent = torch.class('nn.JoinTable', 'nn.Module')
 function JoinTable:__init(dimension, nInputDims)
   parent.__init(self)
   self.size = torch.LongStorage()
-  self.dimension = dimension
+  self.dimension = check.int('nn.JoinTable', dimension, 'dimension', -check.MAXDIM, check.MAXDIM)
   self.gradInput = {}
-  self.nInputDims = nInputDims
+  self.nInputDims = check.optInt('nn.JoinTable', nInputDims, 'nInputDims', 0, check.MAXDIM)
 end
 
 function JoinTable:_getPositiveDimension(input)

@@ -6,7 +6,7 @@ local L1Penalty, parent = torch.class('nn.L1Penalty', 'nn.Module')
 
 function L1Penalty:__init(l1weight, sizeAverage, provideOutput)
   parent.__init(self)
-  self.l1weight = l1weight
+  self.l1weight = check.number('nn.L1Penalty', l1weight, 'l1weight')
   self.sizeAverage = sizeAverage or false
   self.provideOutput = provideOutput == nil or provideOutput
 end

@@ -6,8 +6,9 @@ local LinearWeightNorm, parent = torch.class('nn.LinearWeightNorm', 'nn.Linear')
 
 function LinearWeightNorm:__init(inputSize, outputSize, bias, eps)
   nn.Module.__init(self)
-  self.inputSize, self.outputSize = inputSize, outputSize
-  self.eps = eps or 1e-16
+  self.inputSize = check.int('nn.LinearWeightNorm', inputSize, 'inputSize', 0)
+  self.outputSize = check.int('nn.LinearWeightNorm', outputSize, 'outputSize', 0)
+  self.eps = check.optNumber('nn.LinearWeightNorm', eps, 'eps') or 1e-16
   self.weight = torch.Tensor(outputSize, inputSize)
   self.v = torch.Tensor(outputSize, inputSize)
   self.gradV = torch.Tensor(outputSize, inputSize)

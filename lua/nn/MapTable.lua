@@ -1,5 +1,6 @@
 -- Applies one module to every entry of the input table, through clones of it made as needed
 -- (sharing weight, bias and their gradients with it unless shared == false).
+local check = require 'torch.check'
 local MapTable, parent = torch.class('nn.MapTable', 'nn.Container')
 
 local SHARED_PARAMS = { 'weight', 'bias', 'gradWeight', 'gradBias' }
@@ -10,11 +11,12 @@ function MapTable:__init(module, shared)
   self.sharedparams = { unpack(SHARED_PARAMS) }
   self.output = {}
   self.gradInput = {}
-  self:add(module)
+  if module ~= nil then self:add(module) end
 end
 
 -- Makes sure there are n clones (the module itself first).
 function MapTable:_extend(n)
+  if not self.module then check.error('nn.MapTable: no module to apply (give one to the constructor or to add)') end
   self.sharedparams = self.sharedparams or { unpack(SHARED_PARAMS) }
   self.modules[1] = self.module
   for i = 2, n do
@@ -35,7 +37,7 @@ end
 
 function MapTable:add(module)
   assert(not self.module, 'nn.MapTable: holds a single module, one is already set')
-  self.module = module
+  self.module = check.module('nn.MapTable:add', module, 'module')
   self.modules[1] = module
   return self
 end

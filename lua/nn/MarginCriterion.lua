@@ -1,11 +1,12 @@
 -- Two-class hinge loss: sum max(0, margin - x y) for targets y in {-1, 1}.
+local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
 local MarginCriterion, parent = torch.class('nn.MarginCriterion', 'nn.Criterion')
 
 function MarginCriterion:__init(margin)
   parent.__init(self)
   self.sizeAverage = true
-  self.margin = margin or 1
+  self.margin = check.optNumber('nn.MarginCriterion', margin, 'margin') or 1
 end
 
 loss.define(MarginCriterion, {

@@ -8,7 +8,7 @@ local MixtureTable, parent = torch.class('nn.MixtureTable', 'nn.Module')
 
 function MixtureTable:__init(dim)
   parent.__init(self)
-  self.dim = dim
+  self.dim = check.optInt('nn.MixtureTable', dim, 'dim', 1, check.MAXDIM)
   self.size = torch.LongStorage()
   self.batchSize = 0
   self.size2 = torch.LongStorage()

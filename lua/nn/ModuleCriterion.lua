@@ -9,8 +9,8 @@ function ModuleCriterion:__init(criterion, inputModule, targetModule, castTarget
     check.error('nn.ModuleCriterion: expected a criterion, got ' .. torch.type(criterion))
   end
   self.criterion = criterion
-  self.inputModule = inputModule
-  self.targetModule = targetModule
+  self.inputModule = check.optModule('nn.ModuleCriterion', inputModule, 'inputModule')
+  self.targetModule = check.optModule('nn.ModuleCriterion', targetModule, 'targetModule')
   self.castTarget = castTarget ~= false
   if inputModule and inputModule:parameters() then
     print("Warning: nn.ModuleCriterion doesn't support parameter updates")

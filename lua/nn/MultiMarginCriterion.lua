@@ -26,10 +26,7 @@ local function frames(self, input, target)
     check.error(('%s: inconsistent target size %s for input of size %s'):format(
       name, check.sizestr(t), check.sizestr(input)))
   end
-  if self.weights and self.weights:nElement() ~= dim then
-    check.error(('%s: weights of size %s do not match the %d classes'):format(
-      name, check.sizestr(self.weights), dim))
-  end
+  targets.checkWeights(self, dim)
   targets.checkRange(self, t, nframe, dim)
   return t, nframe, dim
 end

@@ -6,10 +6,9 @@ local Narrow, parent = torch.class('nn.Narrow', 'nn.Module')
 
 function Narrow:__init(dimension, offset, length)
   parent.__init(self)
-  self.dimension = dimension
-  self.index = offset
-  self.length = length or 1
-  if not dimension or not offset then error('nn.Narrow(dimension, offset, length)') end
+  self.dimension = check.int('nn.Narrow', dimension, 'dimension', -check.MAXDIM, check.MAXDIM)
+  self.index = check.int('nn.Narrow', offset, 'offset')
+  self.length = check.optInt('nn.Narrow', length, 'length') or 1
 end
 
 -- The dim, first index and length for this input, checked.

@@ -6,9 +6,8 @@ local NarrowTable, parent = torch.class('nn.NarrowTable', 'nn.Module')
 
 function NarrowTable:__init(offset, length)
   parent.__init(self)
-  if type(offset) ~= 'number' then check.error('nn.NarrowTable(offset, length): offset must be a number') end
-  self.offset = offset
-  self.length = length or 1
+  self.offset = check.int('nn.NarrowTable', offset, 'offset')
+  self.length = check.optInt('nn.NarrowTable', length, 'length') or 1
   self.output = {}
   self.gradInput = {}
 end

@@ -6,10 +6,9 @@ local Normalize, parent = torch.class('nn.Normalize', 'nn.Module')
 
 function Normalize:__init(p, eps)
   parent.__init(self)
-  assert(p, 'p-norm not provided')
-  assert(p > 0, p .. '-norm not supported')
-  self.p = p
-  self.eps = eps or 1e-10
+  self.p = check.number('nn.Normalize', p, 'p')
+  if not (p > 0) then check.error(('nn.Normalize: %s-norm not supported'):format(p)) end
+  self.eps = check.optNumber('nn.Normalize', eps, 'eps') or 1e-10
 end
 
 local function rows(input)

@@ -5,7 +5,7 @@ local OneHot, parent = torch.class('nn.OneHot', 'nn.Module')
 
 function OneHot:__init(outputSize)
   parent.__init(self)
-  self.outputSize = outputSize
+  self.outputSize = check.int('nn.OneHot', outputSize, 'outputSize', 1)
 end
 
 function OneHot:updateOutput(input)

@@ -11,9 +11,10 @@ local slopeGrad = apply.kernel(3, '$1 = $2 > 0 and 0 or $2 * $3')
 
 function PReLU:__init(nOutputPlane)
   parent.__init(self)
-  self.nOutputPlane = nOutputPlane or 0
-  self.weight = torch.Tensor(nOutputPlane or 1):fill(0.25)
-  self.gradWeight = torch.Tensor(nOutputPlane or 1)
+  self.nOutputPlane = check.optInt('nn.PReLU', nOutputPlane, 'nOutputPlane', 0) or 0
+  local nSlopes = math.max(self.nOutputPlane, 1)
+  self.weight = torch.Tensor(nSlopes):fill(0.25)
+  self.gradWeight = torch.Tensor(nSlopes)
 end
 
 -- input (contiguous) as batch x planes x rest, and the slopes expanded to that shape.

@@ -5,11 +5,11 @@ local check = require 'torch.check'
 local Padding, parent = torch.class('nn.Padding', 'nn.Module')
 
 function Padding:__init(dim, pad, nInputDim, value, index)
-  self.value = value or 0
-  self.index = index or 1
-  self.dim = dim
-  self.pad = pad
-  self.nInputDim = nInputDim
+  self.value = check.optNumber('nn.Padding', value, 'value') or 0
+  self.index = check.optInt('nn.Padding', index, 'index', 1) or 1
+  self.dim = check.int('nn.Padding', dim, 'dim', 1, check.MAXDIM)
+  self.pad = check.int('nn.Padding', pad, 'pad')
+  self.nInputDim = check.optInt('nn.Padding', nInputDim, 'nInputDim', 0, check.MAXDIM)
   self.outputSize = torch.LongStorage()
   parent.__init(self)
 end

@@ -1,12 +1,13 @@
 -- Child i gets slice i of the input along inputDimension; the outputs are joined along
 -- outputDimension.
+local check = require 'torch.check'
 local Parallel, parent = torch.class('nn.Parallel', 'nn.Container')
 
 function Parallel:__init(inputDimension, outputDimension)
   parent.__init(self)
   self.modules = {}
-  self.inputDimension = inputDimension
-  self.outputDimension = outputDimension
+  self.inputDimension = check.int('nn.Parallel', inputDimension, 'inputDimension', 1, check.MAXDIM)
+  self.outputDimension = check.int('nn.Parallel', outputDimension, 'outputDimension', 1, check.MAXDIM)
 end
 
 -- The number of slices, checked against the number of children.

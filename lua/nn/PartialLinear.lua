@@ -7,6 +7,8 @@ local PartialLinear, parent = torch.class('nn.PartialLinear', 'nn.Module')
 
 function PartialLinear:__init(inputsize, outputsize, bias)
   parent.__init(self)
+  check.int('nn.PartialLinear', inputsize, 'inputsize', 1)
+  check.int('nn.PartialLinear', outputsize, 'outputsize', 1)
   local pick = nn.ParallelTable():add(nn.Identity()):add(nn.LookupTable(outputsize, inputsize))
   self.network = nn.Sequential():add(pick):add(nn.MM(false, true))
   if bias ~= false then

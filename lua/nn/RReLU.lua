@@ -12,10 +12,11 @@ local leakyGrad = apply.kernel(3, '$1 = $2 > 0 and $3 or $3 * v1')     -- gradIn
 
 function RReLU:__init(l, u, ip)
   parent.__init(self)
-  self.lower = l or 1 / 8
-  self.upper = u or 1 / 3
-  assert(self.lower <= self.upper and self.lower >= 0 and self.upper >= 0,
-    'nn.RReLU: expected 0 <= lower <= upper')
+  self.lower = check.optNumber('nn.RReLU', l, 'lower') or 1 / 8
+  self.upper = check.optNumber('nn.RReLU', u, 'upper') or 1 / 3
+  if not (self.lower <= self.upper and self.lower >= 0) then
+    check.error(('nn.RReLU: expected 0 <= lower <= upper, got lower %s, upper %s'):format(self.lower, self.upper))
+  end
   self.noise = torch.Tensor()
   self.train = true
   self.inplace = ip or false

@@ -5,19 +5,19 @@ local Replicate, parent = torch.class('nn.Replicate', 'nn.Module')
 
 function Replicate:__init(nf, dim, ndim)
   parent.__init(self)
-  self.nfeatures = nf
-  self.dim = dim or 1
-  self.ndim = ndim
-  assert(self.dim > 0, 'Can only replicate across positive integer dimensions.')
+  self.nfeatures = check.int('nn.Replicate', nf, 'nFeature', 0)
+  self.dim = check.optInt('nn.Replicate', dim, 'dim', 1, check.MAXDIM) or 1
+  self.ndim = check.optInt('nn.Replicate', ndim, 'nDim', 0, check.MAXDIM)
 end
 
 function Replicate:position(input)
   check.tensorOf('nn.Replicate', input, 'input')
-  if self.dim > input:dim() + 1 then
+  local rdim = self.dim + ((self.ndim and input:dim() > self.ndim) and 1 or 0)
+  if rdim > input:dim() + 1 then
     check.error(('nn.Replicate: not enough input dimensions to replicate along dimension %d (input %s)')
       :format(self.dim, check.sizestr(input)))
   end
-  return self.dim + ((self.ndim and input:dim() > self.ndim) and 1 or 0)
+  return rdim
 end
 
 function Replicate:updateOutput(input)

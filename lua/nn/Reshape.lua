@@ -16,7 +16,7 @@ function Reshape:__init(...)
     self.size = torch.LongStorage():resize(#args[1]):copy(args[1])
   else
     self.size = torch.LongStorage(n)
-    for i = 1, n do self.size[i] = args[i] end
+    for i = 1, n do self.size[i] = check.int('nn.Reshape', args[i], 'size ' .. i, 0) end
   end
   self.nelement = 1
   self.batchsize = torch.LongStorage(#self.size + 1)

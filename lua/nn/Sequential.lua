@@ -1,4 +1,5 @@
 -- Modules applied one after another: the output of each is the input of the next.
+local check = require 'torch.check'
 local Sequential = torch.class('nn.Sequential', 'nn.Container')
 
 function Sequential:__len() return #self.modules end
@@ -15,6 +16,7 @@ local function linkEnds(self)
 end
 
 function Sequential:add(module)
+  check.module('nn.Sequential:add', module, 'module')
   if #self.modules == 0 then self.gradInput = module.gradInput end
   table.insert(self.modules, module)
   self.output = module.output

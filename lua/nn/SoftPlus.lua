@@ -1,11 +1,12 @@
 -- log(1 + exp(beta * x)) / beta; linear (x) where beta * x exceeds threshold.
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local SoftPlus, parent = torch.class('nn.SoftPlus', 'nn.Module')
 
 function SoftPlus:__init(beta, threshold)
   parent.__init(self)
-  self.beta = beta or 1
-  self.threshold = threshold or 20
+  self.beta = check.optNumber('nn.SoftPlus', beta, 'beta') or 1
+  self.threshold = check.optNumber('nn.SoftPlus', threshold, 'threshold') or 20
 end
 
 -- Backward from the output: dy/dx = 1 - exp(-beta * y).

@@ -1,10 +1,11 @@
 -- x - lambda above lambda, x + lambda below -lambda, 0 between.
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local SoftShrink, parent = torch.class('nn.SoftShrink', 'nn.Module')
 
 function SoftShrink:__init(lam)
   parent.__init(self)
-  self.lambda = lam or 0.5
+  self.lambda = check.optNumber('nn.SoftShrink', lam, 'lambda') or 0.5
 end
 
 pointwise.define(SoftShrink, {

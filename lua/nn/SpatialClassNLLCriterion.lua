@@ -33,13 +33,12 @@ local function validate(self, input, target)
       name, check.sizestr(input), check.sizestr(target)))
   end
   local nclass = input:size(2)
-  if self.weights and self.weights:nElement() ~= nclass then
-    check.error(('%s: weights should be defined for all %d classes or none, got weights of size %s')
-      :format(name, nclass, check.sizestr(self.weights)))
-  end
+  targets.checkWeights(self, nclass)
   if target:nElement() > 0 then
+    -- NaN-proof: a NaN target (min and max then give NaN) fails the test, as it must: it
+    -- would become an address
     local lo, hi = target:min(), target:max()
-    if lo < 1 or hi > nclass then
+    if not (lo >= 1 and hi < nclass + 1) then
       check.error(('%s: target out of range, expected class indices in [1, %d], got values in [%s, %s]')
         :format(name, nclass, tostring(lo), tostring(hi)))
     end

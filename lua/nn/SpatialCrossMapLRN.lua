@@ -1,5 +1,6 @@
 -- Local response normalization across neighbouring planes (AlexNet):
 -- y = x / (k + alpha/size * sum of x^2 over `size` neighbouring planes)^beta.
+local check = require 'torch.check'
 local lrn = require 'nn.kernels.lrn'
 local shape = require 'nn.kernels.shape'
 local SpatialCrossMapLRN, parent = torch.class('nn.SpatialCrossMapLRN', 'nn.Module')
@@ -8,9 +9,9 @@ function SpatialCrossMapLRN:__init(size, alpha, beta, k)
   parent.__init(self)
   shape.positive(self, 'size', size)
   self.size = size
-  self.alpha = alpha or 0.0001
-  self.beta = beta or 0.75
-  self.k = k or 1
+  self.alpha = check.optNumber('nn.SpatialCrossMapLRN', alpha, 'alpha') or 0.0001
+  self.beta = check.optNumber('nn.SpatialCrossMapLRN', beta, 'beta') or 0.75
+  self.k = check.optNumber('nn.SpatialCrossMapLRN', k, 'k') or 1
 end
 
 function SpatialCrossMapLRN:updateOutput(input)

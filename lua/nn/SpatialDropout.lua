@@ -10,7 +10,7 @@ SpatialDropout.planeDims = 3  -- dims of one sample: planes x h x w
 
 function SpatialDropout:__init(p, stochasticInference)
   parent.__init(self)
-  self.p = p or 0.5
+  self.p = check.optNumber(torch.type(self), p, 'p') or 0.5
   self.train = true
   self.stochastic_inference = stochasticInference or false
   self.noise = torch.Tensor()

@@ -5,8 +5,8 @@ local SplitTable, parent = torch.class('nn.SplitTable', 'nn.Module')
 
 function SplitTable:__init(dimension, nInputDims)
   parent.__init(self)
-  self.dimension = dimension
-  self.nInputDims = nInputDims
+  self.dimension = check.int('nn.SplitTable', dimension, 'dimension', -check.MAXDIM, check.MAXDIM)
+  self.nInputDims = check.optInt('nn.SplitTable', nInputDims, 'nInputDims', 0, check.MAXDIM)
 end
 
 function SplitTable:_getPositiveDimension(input)

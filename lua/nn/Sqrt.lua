@@ -1,10 +1,11 @@
 -- sqrt(x + eps); the gradient is 0 where the output is 0.
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local Sqrt, parent = torch.class('nn.Sqrt', 'nn.Module')
 
 function Sqrt:__init(b)
   parent.__init(self)
-  self.eps = b or 0
+  self.eps = check.optNumber('nn.Sqrt', b, 'eps') or 0
 end
 
 pointwise.define(Sqrt, {

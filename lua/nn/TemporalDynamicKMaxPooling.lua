@@ -6,8 +6,8 @@ local KMax, parent = torch.class('nn.TemporalDynamicKMaxPooling', 'nn.Module')
 
 function KMax:__init(minK, factor)
   parent.__init(self)
-  self.minK = minK
-  self.factor = factor or 0
+  self.minK = check.int(torch.type(self), minK, 'minK', 1)
+  self.factor = check.optNumber(torch.type(self), factor, 'factor') or 0
 end
 
 -- Returns the frame dimension and k for input.

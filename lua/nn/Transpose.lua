@@ -6,7 +6,8 @@ local Transpose, parent = torch.class('nn.Transpose', 'nn.Module')
 function Transpose:__init(...)
   parent.__init(self)
   self.permutations = { ... }
-  for i, p in ipairs(self.permutations) do
+  for i = 1, select('#', ...) do
+    local p = self.permutations[i]
     if type(p) ~= 'table' then check.error(('nn.Transpose: permutation %d must be a pair {dim1, dim2}, got %s'):format(i, torch.type(p))) end
     check.int('nn.Transpose', p[1], 'permutation ' .. i .. "'s first dimension", 1, check.MAXDIM)
     check.int('nn.Transpose', p[2], 'permutation ' .. i .. "'s second dimension", 1, check.MAXDIM)

@@ -10,12 +10,12 @@ local NORM_EPS = 1e-4
 
 function WeightNorm:__init(module, outputDim)
   parent.__init(self, module)
-  if not (module and torch.isTensor(module.weight) and torch.isTensor(module.gradWeight)) then
+  if not (torch.isTensor(module.weight) and torch.isTensor(module.gradWeight)) then
     check.error('nn.WeightNorm: the wrapped module must have a weight and a gradWeight')
   end
   self.weight, self.gradWeight = module.weight, module.gradWeight
   self.bias, self.gradBias = module.bias, module.gradBias
-  self.outputDim = outputDim or 1
+  self.outputDim = check.optInt('nn.WeightNorm', outputDim, 'outputDim', 1, check.MAXDIM) or 1
   local nd = self.weight:dim()
   if self.outputDim < 1 or self.outputDim > nd then
     check.error(('nn.WeightNorm: outputDim %d out of range for a %dD weight of size %s'):format(

@@ -37,10 +37,41 @@ function check.tensorOf(op, x, name)
   return x
 end
 
-function check.number(op, x, name)
-  if type(x) ~= 'number' then
-    check.error(('%s: %s must be a number, got %s'):format(op, name or 'argument', torch.type(x)))
+-- What a bad argument was, for a message: a number's value, a short string quoted, or any
+-- other value's type.
+local function got(x)
+  if type(x) == 'number' then return tostring(x) end
+  if type(x) == 'string' and #x <= 40 then return ("'%s'"):format(x) end
+  return torch.type(x)
+end
+
+-- torch7's argcheck message: "<op>: <name> must be <what>, got <what x is>".
+local function badArgument(op, name, what, x)
+  check.error(('%s: %s must be %s, got %s'):format(op, name or 'argument', what, got(x)))
+end
+
+-- check.number, check.string, check.boolean (op, x, name): x, when it has that Lua type.
+for _, luaType in ipairs { 'number', 'string', 'boolean' } do
+  check[luaType] = function(op, x, name)
+    if type(x) ~= luaType then badArgument(op, name, 'a ' .. luaType, x) end
+    return x
   end
+end
+
+-- The name of a tensor class ('torch.FloatTensor'...).
+function check.tensorType(op, x, name)
+  local mt = type(x) == 'string' and torch.getmetatable(x)
+  if not (mt and rawget(mt, '__tensor')) then
+    badArgument(op, name, 'a tensor type name', x)
+  end
+  return x
+end
+
+-- A module argument (a container's child, a decorator's module), or an instance of className
+-- (nn.Criterion...).
+function check.module(op, x, name, className)
+  className = className or 'nn.Module'
+  if not torch.isTypeOf(x, className) then badArgument(op, name, 'an ' .. className, x) end
   return x
 end
 
@@ -81,16 +112,25 @@ function check.int(op, x, what, lo, hi)
   if not check.isInt(x) or (lo and x < lo) or (hi and x > hi) then
     local range = (lo and hi) and (' in [%d, %d]'):format(lo, hi)
       or lo and (' >= %d'):format(lo) or hi and (' <= %d'):format(hi) or ''
-    check.error(('%s: %s must be an integer%s, got %s'):format(op, what, range, tostring(x)))
+    badArgument(op, what, 'an integer' .. range, x)
   end
   return x
 end
 
--- As check.int, but nil is allowed (an optional argument).
-function check.optInt(op, x, what, lo, hi)
-  if x == nil then return nil end
-  return check.int(op, x, what, lo, hi)
+-- The optional form of a check: nil passes (and is returned, so `or default` gives a default).
+local function optional(required)
+  return function(op, x, ...)
+    if x == nil then return nil end
+    return required(op, x, ...)
+  end
 end
+check.optInt = optional(check.int)
+check.optNumber = optional(check.number)
+check.optString = optional(check.string)
+check.optBoolean = optional(check.boolean)
+check.optModule = optional(check.module)
+check.optTensorType = optional(check.tensorType)
+check.optTensorOf = optional(check.tensorOf)
 
 -- The name of the luabridge function the user's code called (the op an error is about); a tail
 -- call leaves no frame of the user's, so the outermost named library frame stands in.

@@ -12,8 +12,8 @@ end
 function extremum.define(cls, op)
   function cls:__init(dimension, nInputDims)
     nn.Module.__init(self)
-    self.dimension = dimension or 1
-    self.nInputDims = nInputDims
+    self.dimension = check.int(torch.type(self), dimension or 1, 'dimension', -check.MAXDIM, check.MAXDIM)
+    self.nInputDims = check.optInt(torch.type(self), nInputDims, 'nInputDims', 0, check.MAXDIM)
   end
 
   cls._getPositiveDimension = nn.Sum._getPositiveDimension

@@ -159,6 +159,8 @@ function pointwise.define(cls, spec)
     pointwise.checkGradOutput(self, input, gradOutput, onDevice)
     local run = input._device and deviceBackward or backward
     if self.inplace then
+      -- gradOutput becomes gradInput: it must have the input's type before it is written
+      check.sameType(torch.type(self), input, gradOutput)
       run(self, gradOutput, input, gradOutput, input, params(self))  -- input holds the output
       self.gradInput:set(gradOutput)
     else

@@ -101,7 +101,7 @@ end
 function shape.positive(self, what, ...)
   for i = 1, select('#', ...) do
     local v = select(i, ...)
-    if type(v) ~= 'number' or v < 1 or v ~= math.floor(v) then
+    if not check.isInt(v) or v < 1 then
       local vals = {}
       for k = 1, select('#', ...) do vals[k] = tostring((select(k, ...))) end
       fail(self, '%s must be positive integers, got %s', what, table.concat(vals, ', '))

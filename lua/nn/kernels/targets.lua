@@ -24,6 +24,16 @@ function targets.at(t, i)
   return tonumber(t._st._ptr[t._off + i * t._str[1]])
 end
 
+-- Checks self.weights (a public field, also read from files) against nClasses: classWeight
+-- reads it through its first stride, so it must be 1-D with one weight per class.
+function targets.checkWeights(self, nClasses)
+  local w = self.weights
+  if w ~= nil and not (torch.isTensor(w) and w:dim() == 1 and w:size(1) == nClasses) then
+    check.error(('%s: weights should be defined for all %d classes or none, got weights of size %s')
+      :format(torch.type(self), nClasses, torch.isTensor(w) and check.sizestr(w) or torch.type(w)))
+  end
+end
+
 -- The weight of 1-based class c in the 1-D tensor w (1 when there are no weights).
 function targets.classWeight(w, c)
   if not w then return 1 end
