@@ -628,3 +628,14 @@ def test_logger_plot_through_gnuplot(lua, tmp_path: Path):
     assert calls[6][2] == str(tmp_path / "t.log") + ".eps" and calls[5][2] == "<Logger::" + str(tmp_path / "t.log") + ">"
     only_test = calls[15][2]
     assert [only_test[i][1] for i in range(1, len(only_test) + 1)] == ["test", "test"]
+
+
+@pytest.mark.parametrize("name", ["sgd", "asgd", "nag", "adagrad", "adadelta", "rmsprop", "rprop", "adam",
+                                  "adamax", "cg", "lbfgs", "checkgrad"])
+def test_gradient_size_errors(lua, name):
+    with pytest.raises(luabridge.LuaError, match=rf"optim.{name}: opfunc must return f\(x\) and df/dx with "
+                                                 r"as many elements as x \(2\), got 3 elements"):
+        lua_fn("""function(name)
+          require 'optim'
+          optim[name](function(x) return 1, torch.zeros(3) end, torch.zeros(2), {})
+        end""")(name)

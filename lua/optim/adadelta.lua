@@ -9,7 +9,7 @@ function optim.adadelta(opfunc, x, config, state)
   local eps = config.eps or 1e-6
   state.evalCounter = state.evalCounter or 0
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('adadelta', opfunc, x)
   optim._weightDecay(config, x, dfdx)
 
   local variance = optim._buffer(state, 'paramVariance', x, dfdx, 0)

@@ -8,7 +8,7 @@ function optim.adagrad(opfunc, x, config, state)
   local lrd = config.learningRateDecay or 0
   state.evalCounter = state.evalCounter or 0
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('adagrad', opfunc, x)
   optim._weightDecay(config, x, dfdx)
 
   local clr = lr / (1 + state.evalCounter * lrd)

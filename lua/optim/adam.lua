@@ -11,7 +11,7 @@ function optim.adam(opfunc, x, config, state)
   local beta2 = config.beta2 or 0.999
   local epsilon = config.epsilon or 1e-8
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('adam', opfunc, x)
   optim._weightDecay(config, x, dfdx)
 
   state.t = state.t or 0

@@ -9,7 +9,7 @@ function optim.adamax(opfunc, x, config, state)
   local beta2 = config.beta2 or 0.999
   local epsilon = config.epsilon or 1e-38
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('adamax', opfunc, x)
   optim._weightDecay(config, x, dfdx)
 
   state.t = (state.t or 0) + 1

@@ -16,7 +16,7 @@ function optim.asgd(opfunc, x, config, state)
   state.mu_t = state.mu_t or 1
   state.t = state.t or 0
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('asgd', opfunc, x)
   x:mul(1 - config.lambda * state.eta_t):add(-state.eta_t, dfdx)
 
   local ax = optim._buffer(state, 'ax', x, x, 0)

@@ -30,7 +30,7 @@ function optim.cg(opfunc, x, config, state)
 
   local evals = 0
   local function evaluate(into)
-    local fv, gv = opfunc(x)
+    local fv, gv = optim._evaluate('cg', opfunc, x)
     into:copy(gv)
     evals = evals + 1
     return fv

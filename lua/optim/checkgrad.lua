@@ -15,7 +15,7 @@ end
 
 function optim.checkgrad(opfunc, x, eps)
   eps = eps or 1e-7
-  local _, grad = opfunc(x)
+  local _, grad = optim._evaluate('checkgrad', opfunc, x)
   local dC = grad:clone():resize(x:size())
   local flat = x:dim() == 1 and x or x:view(x:nElement())
   local dC_est = dC.new():resizeAs(dC)

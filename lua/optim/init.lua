@@ -19,6 +19,17 @@ function optim._buffer(state, name, x, like, value)
   return b
 end
 
+-- f(x) and df/dx from opfunc, the gradient checked against x's size (torch7 fails later, in a
+-- tensor op that does not say which).
+function optim._evaluate(name, opfunc, x)
+  local fx, dfdx = opfunc(x)
+  if not torch.isTensor(dfdx) or dfdx:nElement() ~= x:nElement() then
+    error(string.format('optim.%s: opfunc must return f(x) and df/dx with as many elements as x (%d), got %s',
+                        name, x:nElement(), torch.isTensor(dfdx) and dfdx:nElement() .. ' elements' or type(dfdx)), 3)
+  end
+  return fx, dfdx
+end
+
 -- Adds the L2 penalty wd * x to the gradient (the config.weightDecay every algorithm takes).
 function optim._weightDecay(config, x, dfdx)
   local wd = config.weightDecay or 0

@@ -62,7 +62,7 @@ function optim.lbfgs(opfunc, x, config, state)
   state.dir_bufs = state.dir_bufs or {}
   state.stp_bufs = state.stp_bufs or {}
 
-  local f, g = opfunc(x)
+  local f, g = optim._evaluate('lbfgs', opfunc, x)
   local fHist, evals = { f }, 1
   state.funcEval = state.funcEval + 1
   state.tmp1 = state.tmp1 or g.new(g:size()):zero()
@@ -102,7 +102,7 @@ function optim.lbfgs(opfunc, x, config, state)
     else
       x:add(state.t, state.d)
       if nIter ~= maxIter then   -- the last iteration does not evaluate (as torch7)
-        f, g = opfunc(x)
+        f, g = optim._evaluate('lbfgs', opfunc, x)
         lsEvals = 1
         table.insert(fHist, f)
       end

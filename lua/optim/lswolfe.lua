@@ -15,7 +15,7 @@ function optim.lswolfe(opfunc, x, t, d, f, g, gtd, options)
   local function keep(v) cell[1] = v; return cell[1] end
   local function evalAt(step)
     x:copy(x0):add(step, d)
-    local fv, gv = opfunc(x)
+    local fv, gv = optim._evaluate('lswolfe', opfunc, x)
     evals = evals + 1
     return fv, gv:clone(), gv:dot(d)
   end

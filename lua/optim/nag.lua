@@ -15,7 +15,7 @@ function optim.nag(opfunc, x, config, state)
   state.evalCounter = state.evalCounter or 0
 
   if state.dfdx then x:add(mom, state.dfdx) end
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('nag', opfunc, x)
   optim._weightDecay(config, x, dfdx)
 
   local clr = lr / (1 + state.evalCounter * lrd)

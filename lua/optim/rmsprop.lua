@@ -8,7 +8,7 @@ function optim.rmsprop(opfunc, x, config, state)
   local alpha = config.alpha or 0.99
   local epsilon = config.epsilon or 1e-8
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('rmsprop', opfunc, x)
   optim._weightDecay(config, x, dfdx)
 
   local m = optim._buffer(state, 'm', x, dfdx, config.initialMean or 0)

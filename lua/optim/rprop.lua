@@ -25,7 +25,7 @@ function optim.rprop(opfunc, x, config, state)
 
   local fs = {}
   for i = 1, config.niter or 1 do
-    local fx, dfdx = opfunc(x)
+    local fx, dfdx = optim._evaluate('rprop', opfunc, x)
     -- with state == config, config.stepsize becomes the tensor of steps after the first call
     if not state.delta then initialise(state, dfdx, config.stepsize or 0.1) end
     local sign, steps = state.sign, state.stepsize

@@ -16,7 +16,7 @@ function optim.sgd(opfunc, x, config, state)
          'Nesterov momentum requires a momentum and zero dampening')
   state.evalCounter = state.evalCounter or 0
 
-  local fx, dfdx = opfunc(x)
+  local fx, dfdx = optim._evaluate('sgd', opfunc, x)
 
   if wd ~= 0 then
     dfdx:add(wd, x)
