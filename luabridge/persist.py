@@ -59,8 +59,9 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
     b64). nn, then nngraph, are required when the file names classes they define (nn also
     reads the cudnn.* and cunn classes of GPU checkpoints). Options as torch.load's table:
     ``unknownClasses='table'`` reads a class we lack as a table with ``__typename``,
-    ``functions='skip'`` reads Lua functions as None. Errors (missing file, corrupt or hostile
-    contents) raise LuaError naming the file."""
+    ``functions='skip'`` reads Lua functions as None, ``functions='load'`` loads them (trusted
+    files only; refused by default). Errors (missing file, corrupt or hostile contents, a file
+    that is not a .t7, which says what it looks like) raise LuaError naming the file."""
     path = os.fspath(path)
     _checked(path, format, "load")
     if not os.path.isfile(path):

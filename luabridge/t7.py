@@ -12,7 +12,8 @@ tensors, are wrapped in `Key`); pairs whose value is nil are dropped, as in Lua;
 numpy arrays that are views of their storage's array (so tensors sharing a storage share
 memory); a storage -> a 1-D numpy array; `torch.Cuda*` tensors -> arrays of the matching dtype;
 tds.Hash -> dict, tds.Vec -> list; any other class -> `TorchObject`. Lua functions are refused
-by default (functions='skip' reads them as None). Every problem is a `T7Error` naming what,
+by default (functions='skip' reads them as None). The limits, type codes and class-name rule are
+the Lua reader's, from lua/torch/t7format.lua (see `t7format`). Every problem is a `T7Error` naming what,
 the byte offset and where in the object it sits; sizes and counts are checked against the
 bytes left before anything is allocated, and nesting is bounded (MAX_DEPTH).
 
@@ -817,6 +818,7 @@ def read(source: Union[str, os.PathLike, BinaryIO], format: str = "binary", *, u
     unknownClasses: 'object' (default: a TorchObject), 'table' (a dict with '__typename' and
     '__version' added to the fields) or 'error' (only tensors, storages and tds classes allowed).
     functions: 'error' (default: T7Error naming where the function sits) or 'skip' (read as None).
+    A file that is not a .t7 file (in this format) raises a T7Error saying what it looks like.
     """
     if format not in FORMATS:
         raise ValueError(f"t7.read: format must be one of {FORMATS}, not {format!r}")
