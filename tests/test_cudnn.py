@@ -524,6 +524,41 @@ def test_padded_temporal_convolution(cudnn_lua, rng):
     np.testing.assert_allclose(gx, numeric_grad(lambda: float((conv() * gy).sum()), x), rtol=1e-6, atol=1e-8)
 
 
+def test_cudnn_torch_padded_temporal_convolution_file(cudnn_lua, rng, tmp_path):
+    """cudnn.torch saves its TemporalConvolution as a one-plane spatial convolution (kH, dH, padH
+    over time); with cudnn loaded it reads as cudnn.TemporalConvolution, padding kept."""
+    frame, out, k = 3, 2, 3
+    w, b = rng.standard_normal((out, k * frame)), rng.standard_normal(out)
+    fields = {"inputFrameSize": frame, "outputFrameSize": out, "nInputPlane": 1, "nOutputPlane": out,
+              "kW": frame, "kH": k, "dW": 1, "dH": 2, "padW": 0, "padH": 1, "groups": 1, "weight": w, "bias": b,
+              "gradWeight": np.zeros_like(w), "gradBias": np.zeros(out), "output": np.zeros(0),
+              "gradInput": np.zeros(0), "train": True}
+    t7.write(tmp_path / "t.t7", t7.TorchObject("cudnn.TemporalConvolution", 1, fields))
+    x = rng.standard_normal((6, frame))
+    name, y = cudnn_lua("""function(p, x)
+      local m = torch.load(p)
+      return torch.type(m), m:forward(x)
+    end""")(str(tmp_path / "t.t7"), x)
+    xp = np.pad(x, ((1, 1), (0, 0)))
+    assert name == "cudnn.TemporalConvolution"
+    np.testing.assert_allclose(y, np.stack([w @ xp[t:t + k].reshape(-1) + b for t in range(0, 6, 2)]),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_criterion_shape_errors(cudnn_lua):
+    err = cudnn_lua("""function()
+      local s = cudnn.SpatialCrossEntropyCriterion()
+      local v = cudnn.VolumetricCrossEntropyCriterion()
+      local _, e1 = pcall(s.forward, s, torch.randn(2, 3, 4, 4), torch.ones(2, 4, 5))
+      local _, e2 = pcall(v.forward, v, torch.randn(2, 3, 4, 4), torch.ones(2, 4, 4))
+      return tostring(e1) .. '\\n' .. tostring(e2)
+    end""")()
+    e1, e2 = err.split("\n")
+    assert ("cudnn.SpatialCrossEntropyCriterion: expected a batch x classes x H x W input and a batch x H x W "
+            "target, got 2x3x4x4 and 2x4x5") in e1
+    assert "cudnn.VolumetricCrossEntropyCriterion: expected a batch x classes x T x H x W input" in e2
+
+
 def test_clipped_relu_and_volumetric_average_padding(cudnn_lua, rng):
     x = rng.standard_normal((1, 2, 3, 3, 3))
     c, v = cudnn_lua("""function(x)

@@ -2,16 +2,19 @@
 -- modules that torch7 can run. torch7 upgraded old modules lazily, in updateOutput or in a
 -- class's read method; here every upgrade happens once, when the module is read (torch.load,
 -- torch.deserialize, File:readObject), so our classes see the fields they expect. Objects of
--- cudnn classes (cudnn.SpatialConvolution, ...) are read as the nn class they derive from or
--- stand for: torch.File.classAliases maps the names. Written, a module also holds the few
+-- cudnn classes are read as those classes once require 'cudnn' made them (lua/cudnn: the
+-- upgrades below serve them too, through their nn parents); before, those nn has
+-- (cudnn.SpatialConvolution, ...) are read as the nn class they derive from or stand for:
+-- torch.File.classAliases maps the names. Written, a module also holds the few
 -- buffers and sub-modules torch7's code expects where ours differ (not done for the
 -- Spatial{Subtractive,Divisive,Contrastive}Normalization and IndexLinear, built otherwise).
 require 'torch'
 local check = require 'torch.check'
 local localnorm = require 'nn.kernels.localnorm'
 
--- cudnn classes that cudnn.convert turns into nn ones field for field (its layer list), plus the
--- softmaxes and the temporal convolution (upgraded below); cudnn.ClippedReLU is nn.Clamp.
+-- cudnn classes read as nn ones while cudnn is not loaded: those cudnn.convert turns into nn
+-- ones field for field (its layer list), plus the softmaxes and the temporal convolution
+-- (upgraded below); cudnn.ClippedReLU is nn.Clamp.
 local cudnnClasses = {
   'SpatialConvolution', 'SpatialFullConvolution', 'VolumetricConvolution', 'VolumetricFullConvolution',
   'SpatialMaxPooling', 'SpatialAveragePooling', 'VolumetricMaxPooling', 'VolumetricAveragePooling',
