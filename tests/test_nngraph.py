@@ -11,16 +11,13 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, lua_fn, numeric_grad
-
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "t7"
+from helpers import N, T, T7_FIXTURES, lua_fn, needs_t7_fixtures, numeric_grad
 
 # Small modules for the tests (defined once per runtime):
 #   Add2: {a, b} -> a + b;  Scale23: x -> {2x, 3x};  Nest: x -> {x, {-x, x^2}};
@@ -463,11 +460,9 @@ def test_node_orders_as_torch7(ng):
                    "8:select1 9:split 10:-")
 
 
+@needs_t7_fixtures
 def test_node_orders_match_a_torch7_file(ng):
-    path = FIXTURES / "gmodule_with_linear_identity.t7"
-    if not path.exists():
-        pytest.skip(f"needs the shared torch7 fixtures ({path} is absent)")
-    saved = lua_fn("function(path) return torch.load(path) end")(str(path))
+    saved = lua_fn("function(path) return torch.load(path) end")(str(T7_FIXTURES / "gmodule_with_linear_identity.t7"))
     ours = lua_fn("""function()
       local a, b = nn.Identity()(), nn.Identity()()
       return nn.gModule({a, b}, {nn.CAddTable()({b, nn.Linear(1, 2)(a)})})
