@@ -114,7 +114,9 @@ NUMBER_TOKENS = [("Float", b"1_0", False), ("Float", b"1.5\x00", False), ("Float
                  ("Float", b"1.", True), ("Int", b"+5", True), ("Int", b"1.0", False), ("Int", b"2147483648", False),
                  ("Int", b"-2147483648", True), ("Long", b"9223372036854775807", True),
                  ("Long", b"-9223372036854775808", True), ("Long", b"9223372036854775808", False),
-                 ("Short", b"32768", False), ("Short", b"-32768", True)]
+                 ("Short", b"32768", False), ("Short", b"-32768", True), ("Float", b"0b1", False),
+                 ("Float", b"-0X1p4", False), ("Int", b"0x10", False), ("Int", b"1e5", False),
+                 ("Long", b"00000000000000000001", True), ("Long", b"-0009223372036854775808", True)]
 
 
 @pytest.mark.parametrize("kind, token, ok", NUMBER_TOKENS)

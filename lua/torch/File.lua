@@ -158,36 +158,42 @@ local function readToken(self) return self:_readToken() end
 local int64 = ffi.typeof('int64_t')
 local INT64_DIGITS = { ['-'] = '9223372036854775808', [''] = '9223372036854775807', ['+'] = '9223372036854775807' }
 
+-- The index of a token's first character after an optional sign (byte loops: string.find
+-- with a pattern would stop LuaJIT compiling the read loop).
+local function afterSign(tok)
+  local c = tok:byte(1)
+  return (c == 43 or c == 45) and 2 or 1
+end
+
 -- An integer token: optional sign and digits, within the kind's range (nil otherwise).
 local function parseInteger(tok, k)
-  local sign, digits = tok:match('^([+-]?)(%d+)$')
-  if not digits then return nil end
-  if k.name == 'Long' and #digits > 15 then   -- beyond doubles' exact integers: in int64
-    digits = digits:gsub('^0+(%d)', '%1')
+  local v = tonumber(tok)
+  if v == nil then return nil end
+  for i = afterSign(tok), #tok do
+    local c = tok:byte(i)
+    if c < 48 or c > 57 then return nil end
+  end
+  if k.name == 'Long' and math.abs(v) >= 2^53 then   -- beyond doubles' exact integers: in int64
+    local sign, digits = tok:match('^([+-]?)0*(%d+)$')
     local most = INT64_DIGITS[sign]
     if #digits > #most or (#digits == #most and digits > most) then return nil end
-    local v = int64(0)
-    for i = 1, #digits do v = v * 10 - (digits:byte(i) - 48) end   -- negative: -2^63 fits
-    return sign == '-' and v or -v
+    local n = int64(0)
+    for i = 1, #digits do n = n * 10 - (digits:byte(i) - 48) end   -- negative: -2^63 fits
+    return sign == '-' and n or -n
   end
-  local v = tonumber(digits)
-  if sign == '-' then v = -v end
   if v < k.min or v > k.max then return nil end
   return v
 end
 
--- A floating point token: decimal (with an exponent), inf, infinity or nan, signed or not.
+-- A floating point token: decimal (with an exponent), inf, infinity or nan, signed or not;
+-- not the hex and binary numbers LuaJIT's tonumber also reads (0x10, 0b1).
 local function parseFloat(tok)
-  local sign, body = tok:match('^([+-]?)(.*)$')
-  body = body:lower()
-  local mantissa = body:match('^%d+%.?%d*') or body:match('^%.%d+')
-  if mantissa then
-    local rest = body:sub(#mantissa + 1)
-    if rest == '' or rest:match('^e[+-]?%d+$') then return tonumber(sign .. body) end
-    return nil
-  end
-  if body == 'inf' or body == 'infinity' then return sign == '-' and -1 / 0 or 1 / 0 end
-  if body == 'nan' then return 0 / 0 end
+  local v = tonumber(tok)
+  if v == nil then return nil end
+  local i = afterSign(tok)
+  local c = tok:byte(i + 1)
+  if tok:byte(i) == 48 and (c == 120 or c == 88 or c == 98 or c == 66) then return nil end
+  return v
 end
 
 -- A number token as element kind k reads it (nil when it is not one): the rules of luabridge.t7.
