@@ -100,10 +100,13 @@ def test_block_runs_by_itself(block: Block, outcomes):
 
 
 def test_blocks_are_found():
-    """Guards the parser: the README has runnable blocks of each kind, and every norun gives a reason."""
+    """Guards the parser: the README has runnable blocks of each kind, every norun gives a reason,
+    and no block hides from the runners under another language name (```py, ```bash)."""
     langs = [b.lang for b in BLOCKS if not b.norun]
     assert langs.count("python") >= 5 and "lua" in langs, langs
     assert all(b.norun is None or b.norun for b in BLOCKS)
+    other = {m.group(1) for line in README.read_text().splitlines() if (m := FENCE.match(line))} - set(RUNNERS)
+    assert other <= {""}, f"README blocks tagged {sorted(other)}: use python, lua or sh, or no language for output"
 
 
 def test_parser_reads_fences_and_norun():
