@@ -27,7 +27,7 @@ __all__ = [
     "optim",
     "t7",
 ]
-__version__ = "0.1.0"
+__version__ = "0.1.0"   # the only place the version is written: pyproject.toml reads it (dynamic)
 
 
 def __getattr__(name: str):
