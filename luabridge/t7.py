@@ -235,16 +235,6 @@ class _Binary(_Source):
         self.at += n
         return self.buf[self.at - n:self.at]
 
-    def skip(self, n: int, what: str) -> None:
-        if n > self.left():
-            raise _Bad(f"{what} of {n} bytes overruns the file ({self.left()} bytes left)", self.pos)
-        ahead = len(self.buf) - self.at
-        if n <= ahead:
-            self.at += n
-        else:
-            self.f.seek(n - ahead, io.SEEK_CUR)
-            self.start, self.buf, self.at = self.pos + n, b"", 0
-
     def longs(self, n: int, what: str) -> list[int]:
         return np.frombuffer(self.chars(n * self.long_dtype.itemsize, what), self.long_dtype).tolist()
 
@@ -361,9 +351,6 @@ class _Ascii(_Source):
         if n:
             self._end_of_write()
         return data
-
-    def skip(self, n: int, what: str) -> None:
-        self.chars(n, what)
 
     def longs(self, n: int, what: str) -> list[int]:
         self.check(n, 1, what)
@@ -590,7 +577,7 @@ class _Reader:
         start = src.pos
         n = src.int("the size of a function's bytecode")
         src.check(n, 1, "function bytecode size")
-        head = src.chars(min(n, 5), "bytecode")
+        head = src.chars(n, "function bytecode")[:5]  # (whole: ascii ends a string after its bytes)
         if not self.skip_functions:
             kind, loadable = bytecode_kind(head)
             how = ("or, for a trusted file, luabridge.load(path, functions='load') runs it in Lua" if loadable
@@ -598,7 +585,6 @@ class _Reader:
             raise _Bad(f"{self.where()} is a Lua function ({kind}): luabridge.t7 does not run code from files; "
                        f"pass functions='skip' to read it as None, or rebuild the function in code after loading; "
                        f"{how}", start, located=True)
-        src.skip(n - len(head), "function bytecode")
         if index is not None:
             self.memo[index] = None
         self.labels[-1] = _UPVALUES

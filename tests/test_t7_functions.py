@@ -178,3 +178,17 @@ def test_values_still_compare_after_round_trip():
         local f = function(k) return t:clone():mul(k):sum() end
         return torch.deserialize(torch.serialize(f))(3) end""")(luabridge.from_numpy(a))
     assert out == 3 * a.sum()
+
+
+def test_skipped_function_in_ascii_whose_bytecode_has_a_newline():
+    """ascii strings end with a newline after their bytes: a bytecode holding one at its 6th byte
+    must not be taken for that end (fuzz case seed 12 #13120)."""
+    luabridge.require("torch")
+    # made in a chunk named "=(execute)": 10 bytes, so the chunk name's length byte is a newline
+    data = luabridge.to_numpy(luabridge.execute("""local up = {1}
+        return torch.CharTensor(torch.serializeToStorage({function() return up end, up}, 'ascii'))""")).tobytes()
+    bytecode_start = data.index(b"\x1bLJ")
+    assert data[bytecode_start + 5:bytecode_start + 6] == b"\n"   # after the flags byte
+    assert t7.read(io.BytesIO(data), "ascii", functions="skip") == {2: [1]}
+    r = lua_fn("function(s) return torch.deserialize(s, 'ascii', {functions = 'skip'}) end")(data)
+    assert r[1] is None and r[2][1] == 1
