@@ -94,10 +94,6 @@ def _set_arg(script: str, args: Sequence[str]) -> None:
                 table, script)
 
 
-def _print_error(e: LuaError) -> None:
-    print(e.message + (f"\n{e.traceback}" if e.traceback else ""), file=sys.stderr)
-
-
 def th(argv: Sequence[str]) -> int:
     o = _th_options(argv)
     if isinstance(o, int):
@@ -115,12 +111,12 @@ def th(argv: Sequence[str]) -> int:
                 b.call(g.require, value)
             except LuaError as e:  # as trepl: say so and go on
                 print(f"could not load {value}, skipping", file=sys.stderr)
-                _print_error(e)
+                print(e, file=sys.stderr)  # the message, then the traceback
         if o.script:
             b.call(g.dofile, o.script)
     except LuaError as e:
         g.io.stdout.flush(g.io.stdout)
-        _print_error(e)
+        print(e, file=sys.stderr)
         return 1
     finally:
         sys.stdout.flush()

@@ -167,7 +167,7 @@ class Prompt:
             self.b.call(self.lua_repl.run, fn, show)
         except LuaError as e:
             self._flush()
-            print(e.message + (f"\n{e.traceback}" if e.traceback else ""), file=sys.stderr)
+            print(e, file=sys.stderr)  # the message, then the user's traceback
         except KeyboardInterrupt:
             self._flush()
             print("interrupted", file=sys.stderr)
