@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Iterator, Optional, Union
 import numpy as np
 
 from .t7format import CLASS_NAME as _CLASS_NAME
-from .t7format import HEAD_BYTES, MAX_DEPTH, MAX_DIMS, MAX_INDEX, TYPES, bytecode_kind, describe
+from .t7format import HEAD_BYTES, MAX_DEPTH, MAX_DIMS, MAX_INDEX, MAX_TOKEN, TYPES, bytecode_kind, describe
 
 __all__ = ["read", "write", "T7Error", "TorchObject", "Key", "MAX_DEPTH", "TENSOR_CLASSES", "STORAGE_CLASSES"]
 
@@ -293,6 +293,8 @@ class _Ascii(_Source):
         m = _TOKEN.match(self.data, start)
         if m is None:
             raise _Bad(f"file ends while reading {what}", start)
+        if m.end() - start > MAX_TOKEN:
+            raise _Bad(f"{what}: a number longer than {MAX_TOKEN} characters", start)
         self.pos = m.end()
         return m.group()
 
@@ -314,6 +316,8 @@ class _Ascii(_Source):
                     end = m.end()
             if _NOT_IN_NUMBERS.search(data, pos, end):  # (numpy's parsers take "1_0" and "1\0")
                 raise _Bad(f"{what}: not a list of numbers", pos)
+            if parts and max(map(len, parts)) > MAX_TOKEN:
+                raise _Bad(f"{what}: a number longer than {MAX_TOKEN} characters", pos)
             self.pos = end
             n -= len(parts)
             yield parts

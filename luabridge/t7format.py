@@ -86,6 +86,7 @@ TYPES: dict[str, int] = SPEC["types"]
 MAX_DEPTH: int = SPEC["maxDepth"]
 MAX_DIMS: int = SPEC["maxDims"]
 MAX_INDEX: int = SPEC["maxIndex"]
+MAX_TOKEN: int = SPEC["maxToken"]
 MAX_CLASS_NAME: int = SPEC["maxClassName"]
 CLASS_NAME = re.compile(rb"[A-Za-z0-9%s]{1,%d}\Z" % (re.escape(SPEC["classNamePunctuation"].encode()), MAX_CLASS_NAME))
 _NOT_T7 = [(magic if isinstance(magic, bytes) else magic.encode("latin-1"), what) for magic, what in SPEC["notT7"]]

@@ -116,7 +116,9 @@ NUMBER_TOKENS = [("Float", b"1_0", False), ("Float", b"1.5\x00", False), ("Float
                  ("Long", b"-9223372036854775808", True), ("Long", b"9223372036854775808", False),
                  ("Short", b"32768", False), ("Short", b"-32768", True), ("Float", b"0b1", False),
                  ("Float", b"-0X1p4", False), ("Int", b"0x10", False), ("Int", b"1e5", False),
-                 ("Long", b"00000000000000000001", True), ("Long", b"-0009223372036854775808", True)]
+                 ("Long", b"00000000000000000001", True), ("Long", b"-0009223372036854775808", True),
+                 ("Int", b"0" * 63 + b"7", True), ("Int", b"0" * 64 + b"7", False),
+                 ("Float", b"1." + b"0" * 62, True), ("Float", b"1." + b"0" * 63, False)]
 
 
 @pytest.mark.parametrize("kind, token, ok", NUMBER_TOKENS)
