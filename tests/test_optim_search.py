@@ -415,3 +415,8 @@ def test_lswolfe_float_keeps_bracket_in_single_precision(lua):
     end""")()
     assert evals > 1 and np.float32(f) == f and np.float32(t) == t and f < 24.2
     assert N(x).dtype == np.float32
+
+
+def test_lbfgs_verbose_lines(lua, capfd):
+    _RUN("lbfgs", "{maxIter=3, verbose=true}", T(np.array([-1.2, 1.0])))
+    assert capfd.readouterr().out.splitlines()[-1] == "<optim.lbfgs> \treached max number of iterations"

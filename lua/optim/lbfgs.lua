@@ -8,7 +8,7 @@
 -- Returns x, the function values seen ({f before, ..., f at x}) and this call's evaluation count
 -- (none when the starting point is already optimal, as torch7).
 local function say(config, msg)
-  if config.verbose then print('<optim.lbfgs> ' .. msg) end
+  if config.verbose then print('<optim.lbfgs> ', msg) end   -- torch7's two print arguments
 end
 
 -- Two-loop recursion: d = -H g, H the inverse Hessian estimate from the pairs (s, y).

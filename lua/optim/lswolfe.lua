@@ -74,7 +74,7 @@ function optim.lswolfe(opfunc, x, t, d, f, g, gtd, options)
     end
     if not done and math.abs((br[1] - br[2]) * gtdNew) < tolX then break end
   end
-  if iter == maxIter and options.verbose then print('<optim.lswolfe> reached max number of iterations') end
+  if iter == maxIter and options.verbose then print('<optim.lswolfe> ', 'reached max number of iterations') end
 
   local best = (#brF == 1 or brF[1] <= brF[2]) and 1 or 2
   x:copy(x0):add(br[best], d)
