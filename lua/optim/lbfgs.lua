@@ -59,8 +59,6 @@ function optim.lbfgs(opfunc, x, config, state)
   local lr = config.learningRate or 1
   state.funcEval = state.funcEval or 0
   state.nIter = state.nIter or 0
-  state.dir_bufs = state.dir_bufs or {}
-  state.stp_bufs = state.stp_bufs or {}
 
   local f, g = optim._evaluate('lbfgs', opfunc, x)
   local fHist, evals = { f }, 1
@@ -70,6 +68,10 @@ function optim.lbfgs(opfunc, x, config, state)
   if tmp:copy(g):abs():sum() <= tolFun then
     say(config, 'optimality condition below tolFun')
     return x, fHist   -- no count here, as torch7
+  end
+  if not state.dir_bufs then
+    say(config, 'creating recyclable direction/step/history buffers')
+    state.dir_bufs, state.stp_bufs = {}, {}
   end
 
   local nIter = 0
