@@ -213,6 +213,29 @@ def test_recurrent_forward_and_backward(cudnn_lua, rng, cls, mode, dirs):
         np.testing.assert_allclose(got, numeric_grad(loss, wrt), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
+def test_lstm_against_cudnn_sample_checksums(cudnn_lua):
+    """The checksums NVIDIA's cuDNN RNN sample prints for a 2-layer LSTM (512 inputs and hidden
+    units, batch 64, 20 steps; every matrix 1 / its size, biases, input, initial states and
+    output gradients 1), as cudnn.torch's test_rnn.lua quotes them: sums of the output, final
+    cell and hidden states, gradInput, their gradients and gradWeight."""
+    sums = cudnn_lua("""function()
+      local m = cudnn.LSTM(512, 512, 2):float()
+      for _, layer in ipairs(m:weights()) do for _, w in ipairs(layer) do w:fill(1 / w:nElement()) end end
+      for _, layer in ipairs(m:biases()) do for _, b in ipairs(layer) do b:fill(1) end end
+      local function ones(...) return torch.FloatTensor(...):fill(1) end
+      m.hiddenInput, m.cellInput = ones(2, 64, 512), ones(2, 64, 512)
+      m.gradHiddenOutput, m.gradCellOutput = ones(2, 64, 512), ones(2, 64, 512)
+      local x = ones(20, 64, 512)
+      local y = m:forward(x)
+      m:backward(x, ones(20, 64, 512))
+      return y:sum(), m.cellOutput:sum(), m.hiddenOutput:sum(), m.gradInput:sum(), m.gradCellInput:sum(),
+        m.gradHiddenInput:sum(), m.gradWeight:sum()
+    end""")()
+    cudnn_sample = (5.749536e+05, 4.365091e+05, 5.774818e+04, 3.842206e+02, 9.323785e+03, 1.182566e+01, 4.313461e+08)
+    np.testing.assert_allclose(sums, cudnn_sample, rtol=2e-5)
+
+
 def test_batch_first_and_no_initial_state(cudnn_lua, rng):
     I, H, T, B = 2, 3, 4, 3
     size = 2 * 4 * H * (I + H + 2)

@@ -396,7 +396,9 @@ function RNN:padPackedSequence(seq, batchFirst)
   return output, lengths
 end
 
+-- cuDNN's descriptors: none here.
 function RNN:clearDesc() end
+function RNN:resetWeightDescriptor() end
 
 function RNN:clearState()
   cache[self] = nil
