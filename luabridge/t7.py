@@ -774,10 +774,10 @@ class _Reader:
 
 
 def _parse_number(text: bytes) -> Union[int, float, None]:
-    try:
-        value = float(text.strip())
-    except ValueError:
+    """A class version: a finite number written as the ascii format writes them (as File.lua reads it)."""
+    if not _FLOAT_TOKEN.match(text):
         return None
+    value = float(text)
     return _number(value) if math.isfinite(value) else None
 
 

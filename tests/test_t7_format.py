@@ -136,3 +136,23 @@ def test_ascii_numbers_follow_one_rule(kind, token, ok):
         except (LuaError, t7.T7Error):
             results.append(False)
     assert results == [ok, ok]
+
+
+@pytest.mark.parametrize("version, ok", [(b"V 1", True), (b"V 2.5", True), (b"V -3", True), (b"V 0x10", False),
+                                         (b"V 1_0", False), (b"V inf", False), (b"V nan", False), (b"V  1", False)])
+def test_class_versions_follow_one_rule(version, ok):
+    """A version is "V " and a finite decimal number; anything else is read as the class name of a
+    file from before versions, which a space makes a bad one."""
+    data = struct.pack("<ii", 4, 1) + struct.pack("<i", len(version)) + version + struct.pack("<i", 4) + b"Blah" \
+        + struct.pack("<iii", 3, 2, 0)
+    de = lua_fn("function(s) local o = torch.deserialize(s, 'binary', {unknownClasses = 'table'}) "
+                "return o.__version end")
+    results = []
+    for read in (lambda: de(data), lambda: t7.read(io.BytesIO(data), unknownClasses="table")["__version"]):
+        try:
+            results.append(read())
+        except (LuaError, t7.T7Error) as e:
+            assert "bad class name" in str(e)
+            results.append(None)
+    expected = float(version[2:]) if ok else None
+    assert results == [expected, expected]

@@ -828,7 +828,11 @@ File.tableReaders = {
 
 local function readTorch(self, st, index)
   local version = readRawString(self, 'class version string length')
-  local versionNumber = tonumber(version:match('^V (.*)$'))
+  local versionText = version:match('^V (%S+)$')
+  local versionNumber = versionText and parseFloat(versionText)
+  if versionNumber and (versionNumber ~= versionNumber or math.abs(versionNumber) == 1 / 0) then
+    versionNumber = nil   -- (luabridge.t7 takes finite versions only)
+  end
   local className = version
   if versionNumber then
     className = readRawString(self, 'class name length')
