@@ -612,7 +612,7 @@ def test_convert_both_ways(cudnn_lua, rng):
       local types = {}
       for _, m in ipairs(net.modules) do types[#types + 1] = torch.type(m) end
       local same = tostring(net.modules[1].weight == w)
-      local y2 = net:forward(x):clone()
+      local y2 = torch.deserialize(torch.serialize(net)):forward(x):clone()   -- converted ones save and load
       cudnn.convert(net, nn)
       for _, m in ipairs(net.modules) do types[#types + 1] = torch.type(m) end
       return table.concat(types, ' '), same, y, y2, net:forward(x)

@@ -115,6 +115,7 @@ local upgrades = {
     if self.padding then self.padW, self.padH, self.padding = self.padding, self.padding, nil end
     defaults(self, { padW = 0, padH = 0 })
     if self.keepsGroups then   -- cudnn.SpatialConvolution (lua/cudnn) runs groups
+      defaults(self, { groups = 1 })   -- older cudnn.torch, or converted from nn
       self.groups = countField(self, 'groups', math.max(1, self.nInputPlane or 1))
     elseif (self.groups or 1) ~= 1 then
       check.error(('%s: grouped convolutions (cudnn groups = %d) are not supported; require \'cudnn\' ' ..
