@@ -719,9 +719,10 @@ class Readers:
         return Outcome("python", "invalid", fault) if fault else Outcome("python", "loaded")
 
 
-# Classes whose Lua read method reads a layout of its own (not a fields table), which the Python
-# reader does not know: a file naming one may rightly load in one reader only.
-OWN_LAYOUT = (b"torch.Timer", b"torch.Generator", b"nn.DataParallelTable")
+# Classes one reader reads in a layout of its own (not a fields table) that the other does not
+# know: Lua's read methods of these three, and the Python reader's nn.GPU (a header table first;
+# our nn has no nn.GPU). A file naming one may rightly load in one reader only.
+OWN_LAYOUT = (b"torch.Timer", b"torch.Generator", b"nn.DataParallelTable", b"nn.GPU")
 
 
 def disagreement(case: Case, lua: Outcome, python: Outcome, classes: set[str],
