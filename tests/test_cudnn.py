@@ -1,7 +1,7 @@
-"""cudnn, cunn and cutorch without a GPU (LUABRIDGE_CUDA_ON_CPU=1): the cudnn.torch classes that
+"""cudnn without a GPU (LUABRIDGE_CUDA_ON_CPU=1): the cudnn.torch classes that
 checkpoints hold, cudnn.convert both ways, the fused recurrent layers with cuDNN's flat weight
 (checked against a float64 numpy implementation of the LSTM / GRU / RNN equations and finite
-differences), files with cudnn class names, and require failing the same way each time.
+differences), files with cudnn class names. (require without a device: test_helpers_pkgs.py.)
 
 cudnn's classes load as themselves only after require 'cudnn' (before, lua/nn/legacy.lua reads
 the nn-like ones as nn classes), so everything here runs in one thread of its own whose runtime
@@ -17,19 +17,10 @@ import numpy as np
 import pytest
 
 import luabridge
-import luabridge.cuda as cuda
 from helpers import N, lua_fn, numeric_grad
 from luabridge import t7
 
 GATES = {"CUDNN_LSTM": 4, "CUDNN_GRU": 3, "CUDNN_RNN_TANH": 1, "CUDNN_RNN_RELU": 1}
-
-
-def _device_present() -> bool:
-    try:
-        cuda.array_module()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _plain(x: Any) -> Any:
@@ -65,36 +56,6 @@ def cudnn_lua():
 @pytest.fixture
 def rng():
     return np.random.default_rng(7)
-
-
-# ---- require without a device -------------------------------------------------------------
-
-def _in_fresh_thread(code: str) -> Any:
-    """code's result, or its LuaError, in a new thread (a runtime without cutorch loaded)."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        try:
-            return pool.submit(luabridge.execute, code).result()
-        except luabridge.LuaError as e:
-            return e
-
-
-@pytest.mark.parametrize("package", ["cutorch", "cunn", "cudnn"])
-def test_require_fails_the_same_way_every_time(monkeypatch, package):
-    monkeypatch.delenv("LUABRIDGE_CUDA_ON_CPU", raising=False)
-    monkeypatch.delenv(cuda.ENV_VAR, raising=False)
-    cuda.use_array_module(None)
-    if _device_present():
-        pytest.skip("a CUDA device is present: cutorch uses it")
-    out = _in_fresh_thread(f"""
-      local ok1, e1 = pcall(require, '{package}')
-      local ok2, e2 = pcall(require, '{package}')
-      local ok3, e3 = pcall(require, 'cutorch')
-      return tostring(ok1 or ok2 or ok3) .. '|' .. e1 .. '|' .. e2 .. '|' .. e3""")
-    assert isinstance(out, str), out
-    ok, e1, e2, e3 = out.split("|")
-    assert ok == "false"
-    assert "cutorch: no CUDA device" in e1 and "LUABRIDGE_CUDA_ON_CPU=1" in e1
-    assert e1 == e2 == e3 and "loop or previous error" not in e2
 
 
 # ---- the package ----------------------------------------------------------------------------

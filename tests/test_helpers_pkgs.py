@@ -208,6 +208,14 @@ def test_cuda_packages_need_a_device_or_the_switch(no_device, package):
     err = _in_fresh_runtime(f"require '{package}'")
     assert isinstance(err, luabridge.LuaError)
     assert "cutorch: no CUDA device" in err.message and "LUABRIDGE_CUDA_ON_CPU=1" in err.message
+    # a failed require leaves no sentinel: the next ones fail the same way (not "loop or previous error")
+    again = _in_fresh_runtime(f"""
+      local ok1, e1 = pcall(require, '{package}')
+      local ok2, e2 = pcall(require, '{package}')
+      local ok3, e3 = pcall(require, 'cutorch')
+      return tostring(ok1 or ok2 or ok3) .. '|' .. e1 .. '|' .. e2 .. '|' .. e3""")
+    ok, e1, e2, e3 = again.split("|")
+    assert ok == "false" and e1 == e2 == e3 and e1.endswith(err.message.split(": ", 1)[1])
     err = _in_fresh_runtime("require 'nn'; return nn.Linear(2, 2):cuda()")
     assert isinstance(err, luabridge.LuaError) and "no CUDA device" in err.message
 
