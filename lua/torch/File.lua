@@ -31,7 +31,7 @@ local kinds = {
   Char   = { ct = 'int8_t',   size = 1, raw = true },
   Short  = { ct = 'int16_t',  size = 2, fmt = '%d', min = -2^15, max = 2^15 - 1 },
   Int    = { ct = 'int32_t',  size = 4, fmt = '%d', min = -2^31, max = 2^31 - 1 },
-  Long   = { ct = 'int64_t',  size = 8, fmt = '%d', min = -2^63, max = 2^63 },
+  Long   = { ct = 'int64_t',  size = 8, fmt = '%d', min = -2^53, max = 2^53 },   -- beyond: parseInteger
   Float  = { ct = 'float',    size = 4, fmt = '%.9g' },
   Double = { ct = 'double',   size = 8, fmt = '%.17g' },
   Half   = { ct = 'uint16_t', size = 2, fmt = '%.9g' },   -- bits in binary, the float in ascii
@@ -952,11 +952,11 @@ local function readFunction(self, st, index, code)
   return fn
 end
 
--- Tables, torch objects and functions: a reference to one read before, or a new one.
 -- The kind of object a type code stands for (a reference's code must be its object's).
 local KIND = { [TYPE_TABLE] = TYPE_TABLE, [TYPE_TORCH] = TYPE_TORCH,
                [types.LEGACY_RECUR_FUNCTION] = TYPE_RECUR_FUNCTION, [TYPE_RECUR_FUNCTION] = TYPE_RECUR_FUNCTION }
 
+-- Tables, torch objects and functions: a reference to one read before, or a new one.
 local function readContainer(self, st, code)
   if code == TYPE_FUNCTION then return readFunction(self, st, nil, code) end
   local index = self:readInt()
@@ -1001,7 +1001,6 @@ function readValue(self, st)
   return result
 end
 
--- readObject(): the next object; objects seen before come back as the same Lua value.
 -- What a file that is not a .t7 looks like, from its first bytes: nil when it starts as a .t7
 -- file in this encoding does (or looks like nothing known). The rules of luabridge.t7format.
 local HEAD_BYTES = 256
@@ -1030,6 +1029,7 @@ local function notT7(self, start)
   return ok and looksLike(head, self._binary) or nil
 end
 
+-- readObject(): the next object; objects seen before come back as the same Lua value.
 function File:readObject()
   checkOpen(self, true)
   local st = readState(self)
