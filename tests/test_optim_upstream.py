@@ -21,6 +21,9 @@ FOLDER = next((Path(c) for c in CANDIDATES if c and (Path(c) / "rosenbrock.lua")
 SCRIPTS = ["test_sgd", "test_adam", "test_adagrad", "test_adadelta", "test_adamax", "test_rmsprop",
            "test_lbfgs", "test_lbfgs_w_ls", "test_cg", "test_cmaes", "test_de", "test_confusion",
            "test_logger", "test_fista"]
+if FOLDER is None:
+    pytest.skip("optim's test folder not found: set LUABRIDGE_OPTIM_TESTS to a checkout's test/ "
+                "(github.com/torch/optim)", allow_module_level=True)
 SLOW = {"test_sgd", "test_adadelta"}   # 10^4 steps leave x about 1e-2 from (1, 1)
 NEEDS_C = {"test_fista": "requires unsup and kex (torch packages with C code, not provided) and gnuplot"}
 
@@ -39,8 +42,6 @@ def _final_x(out: str) -> list[float]:
     return [float(v) for v in block.split()]
 
 
-@pytest.mark.skipif(FOLDER is None, reason="optim's test folder not found: set LUABRIDGE_OPTIM_TESTS "
-                                           "to a checkout's test/ (github.com/torch/optim)")
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_optim_script(tmp_path: Path, name: str) -> None:
     if name in NEEDS_C:
