@@ -13,6 +13,7 @@ local rnn = require 'cudnn.kernels.rnn'
 
 local RNN, parent = torch.class('cudnn.RNN', 'nn.Module')
 
+-- matrices (and biases) per layer and direction, by mode, as cudnn.torch exposes them
 RNN.linearLayers = { CUDNN_LSTM = 8, CUDNN_GRU = 6, CUDNN_RNN_RELU = 2, CUDNN_RNN_TANH = 2 }
 
 local directions = { CUDNN_UNIDIRECTIONAL = 1, CUDNN_BIDIRECTIONAL = 2 }
@@ -119,10 +120,9 @@ local cache = setmetatable({}, { __mode = 'k' })
 local function layers(self)
   local e = cache[self]
   local w, gw = self.weight, self.gradWeight
-  if e and e.weight == w and e.gradWeight == gw and e.mode == self.mode and e.size == w:nElement()
-      and e.type == w:type() then
-    return e
-  end
+  local key = table.concat({ self.mode, self.inputSize, self.hiddenSize, self.numLayers, self.numDirections,
+    torch.isTensor(w) and w:nElement() or -1, torch.type(w) }, ' ')
+  if e and e.weight == w and e.gradWeight == gw and e.key == key then return e end
   local n = self:_weightSize()
   if not torch.isTensor(w) or w:dim() ~= 1 or w:nElement() ~= n then
     fail(self, 'weight must be a vector of %d elements (mode %s, inputSize %d, hiddenSize %d, ' ..
@@ -134,7 +134,7 @@ local function layers(self)
     gw = self.gradWeight
   end
   if not w:isContiguous() or not gw:isContiguous() then fail(self, 'weight and gradWeight must be contiguous') end
-  e = { weight = self.weight, gradWeight = gw, mode = self.mode, size = n, type = w:type(), L = {} }
+  e = { weight = w, gradWeight = gw, key = key, L = {} }
   local grads = blocks(self, gw)
   for i, b in ipairs(blocks(self, w)) do
     b.mode, b.H = self.mode, self.hiddenSize
