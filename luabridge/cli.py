@@ -101,8 +101,8 @@ def th(argv: Sequence[str]) -> int:
     b = bridge()
     g = b.lua.globals()
     try:
-        preload(b)
         _set_arg(o.script or "", o.args)
+        preload(b)
         for kind, value in o.steps:
             if kind == "exec":
                 b.call(b.load(value, "=(command line)"))

@@ -15,7 +15,7 @@ from .errors import LuaError
 from .runtime import Bridge
 
 PROMPT, MORE = "th> ", "..> "
-PRELOADED = ("torch", "paths", "sys", "xlua")  # what trepl loads before anything runs
+PRELOADED = ("torch", "paths", "sys", "xlua", "dok")  # what trepl loads before anything runs
 HISTORY_LENGTH = 10_000
 # readline splits words at these: everything but identifier characters, '.' and ':' (as trepl)
 _WORD_BREAKS = " \t\r\n!\"#$%&'()*+,-/;<=>?@[\\]^`{|}~"
@@ -43,8 +43,9 @@ def history_path() -> Path:
 
 
 def preload(b: Bridge) -> None:
-    """What Torch7's th does before running anything: torch (required), then paths, sys and xlua
-    when present; print lays out tables; _RESULTS and setprintlevel exist."""
+    """What Torch7's th does before running anything: torch (required), then paths, sys, xlua and
+    dok when present; require takes relative names, Penlight's globals load when Penlight is on
+    package.path; print lays out tables; _RESULTS and setprintlevel exist."""
     g = b.lua.globals()
     b.call(g.require, "torch")
     for name in PRELOADED[1:]:
@@ -55,6 +56,7 @@ def preload(b: Bridge) -> None:
     lua_repl = b.call(g.require, "luabridge.repl")
     g.print, g.setprintlevel = lua_repl.print, lua_repl.setprintlevel
     g._RESULTS, g._LAST = b.lua.table(), ""
+    b.call(b.call(g.require, "luabridge.trepl").install)   # last: who() lists what comes after
 
 
 def _is_incomplete(error: str) -> bool:

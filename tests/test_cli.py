@@ -454,3 +454,41 @@ def test_terminal_errors_history_and_exit(terminal, tmp_path):
     t.expect("Do you really want to exit ([y]/n)? ")
     t.type("\r")
     assert t.close() == 0
+
+
+def test_relative_require_as_trepl(tmp_path):
+    """require './x' and '../' resolve from the calling file's folder (trepl); a plain name that
+    package.path misses is tried in the current folder; .json files decode."""
+    pkg = tmp_path / "pkg"
+    (pkg / "tasks").mkdir(parents=True)
+    write(pkg / "init.lua", "pkgloaded = (pkgloaded or 0) + 1 return 'pkg'\n")
+    write(pkg / "tasks" / "util.lua", "return { twice = function(x) return 2 * x end }\n")
+    write(pkg / "tasks" / "vocab.json", '{"a": 1, "b": [2, 3]}\n')
+    write(pkg / "tasks" / "main.lua", """
+local root = require('../')
+local util = require('./util')
+local vocab = require('./vocab.json')
+print(root, util.twice(21), vocab.a + vocab.b[2], pkgloaded)
+""")
+    write(tmp_path / "beside.lua", "return 'found beside'\n")
+    r = th(str(pkg / "tasks" / "main.lua"), "-e", "x = 1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "pkg\t42\t4\t1"
+    r = th("-e", "print(require('beside'))", cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "found beside\n"), r.stderr
+    r = th("-e", "require('nothing_here')", cwd=tmp_path)
+    assert r.returncode == 1 and "module 'nothing_here' not found" in r.stderr
+
+
+def test_penlight_globals_and_who(tmp_path):
+    """With a 'pl' module on LUA_PATH, th loads it as trepl does (Penlight's lazy globals)."""
+    (tmp_path / "lib" / "pl").mkdir(parents=True)
+    write(tmp_path / "lib" / "pl" / "init.lua", "path = { sep = '/' } return {}\n")
+    env = {**os.environ, "LUA_PATH": f"{tmp_path}/lib/?.lua;{tmp_path}/lib/?/init.lua;;"}
+    r = subprocess.run([*entry_point(), "th", "-e", "mine = 5", "-e", "print(path.sep) who()"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "/" and "== User Variables ==" in lines
+    user = lines[lines.index("== User Variables ==") + 1:lines.index("==")]
+    assert [line.split()[0] for line in user] == ["mine"]
