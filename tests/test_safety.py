@@ -59,7 +59,9 @@ RAISES = {
                              "nn.BatchNormalization: input of size 0x3 has no elements"),
     "spatial_batchnorm_zero_batch": ("nn.SpatialBatchNormalization(3):forward(torch.randn(0, 3, 2, 2))",
                                      "nn.SpatialBatchNormalization: input of size 0x3x2x2"),
-    "linear_no_arguments": ("nn.Linear()", "nn.Linear(): invalid arguments"),
+    "linear_no_arguments": ("nn.Linear()", "nn.Linear: inputSize must be an integer >= 0, got nil"),
+    # a runtime error inside a constructor names the class and what it was given
+    "constructor_runtime_error": ("nn.CrossEntropyCriterion({})", "nn.CrossEntropyCriterion(table): invalid arguments"),
     # found by tests/fuzz_nn.py
     "pooling_without_kernel": ("nn.SpatialAveragePooling():forward(torch.randn(1, 5, 5))",
                                "nn.SpatialAveragePooling: kernel size"),
@@ -126,6 +128,19 @@ RAISES = {
     "splittable_nil": ("nn.SplitTable()", "nn.SplitTable: dimension must be an integer in [-64, 64], got nil"),
     "modulecriterion_number": ("nn.ModuleCriterion(nn.MSECriterion(), 3)",
                                "nn.ModuleCriterion: inputModule must be an nn.Module, got 3"),
+    "gradient_reversal_table": ("nn.GradientReversal({})", "nn.GradientReversal: lambda must be a number, got table"),
+    "hinge_margin_boolean": ("nn.HingeEmbeddingCriterion(true)", "nn.HingeEmbeddingCriterion: margin must be a number, got boolean"),
+    "kmeans_module_scale": ("nn.Kmeans(2, 2, nn.Tanh())", "nn.Kmeans: scale must be a number, got nn.Tanh"),
+    "cmul_module_size": ("nn.CMul(2, nn.Tanh())", "nn.CMul: size 2 must be an integer >= 1, got nn.Tanh"),
+    "view_nil_size": ("nn.View(2, nil, 3)", "nn.View: size 2 must be an integer >= -1, got nil"),
+    "lookup_string_padding": ("nn.LookupTable(3, 2, 'x')", "nn.LookupTable: paddingValue must be a number, got 'x'"),
+    "concat_nil_dim": ("nn.Concat()", "nn.Concat: dimension must be an integer in [1, 64], got nil"),
+    "bilinear_missing_size": ("nn.Bilinear(2, 3)", "nn.Bilinear: outputSize must be an integer >= 1, got nil"),
+    # storages: values that are not numbers, checked before anything is written
+    "storage_fill_string": ("torch.IntStorage(2):fill('x')", "fill: value must be a number, got 'x'"),
+    "storage_set_table": ("torch.DoubleStorage(2)[1] = {}", "torch.DoubleStorage: value must be a number, got table"),
+    "storage_string_number": ("torch.ByteStorage(2):string(3)", "string: str must be a string, got 3"),
+    "storage_table_entry": ("torch.FloatStorage({1, 'x'})", "torch.FloatStorage: table entry 2 must be a number, got 'x'"),
     # an in-place module's backward writes gradOutput: one of another type is refused first
     "elu_inplace_other_type": ("""
         local m = nn.ELU(1, true); local x = torch.randn(3); m:forward(x)
@@ -156,6 +171,11 @@ SUCCEEDS = {
         local fresh = torch.DoubleStorage(262144):fill(5)
         view[1] = 42
         assert(fresh[1] == 5 and view[1] == 42 and root[1] == 1, 'view wrote into another storage')
+        return 'ok'""",
+    "storage_copy_failed_unchanged": """
+        local s = torch.DoubleStorage({7, 8, 9})
+        assert(not pcall(function() s:copy({1, 'x', 3}) end))
+        assert(s[1] == 7 and s[2] == 8 and s[3] == 9, 'a failed copy wrote into the storage')
         return 'ok'""",
     "set_negative_stride_extent": """
         local ok = pcall(function() torch.ByteTensor():set(torch.ByteStorage(4), 1, 2, -1) end)

@@ -5,7 +5,7 @@ local Add, parent = torch.class('nn.Add', 'nn.Module')
 
 function Add:__init(inputSize, scalar)
   parent.__init(self)
-  local size = scalar and 1 or inputSize
+  local size = scalar and 1 or check.int('nn.Add', inputSize, 'inputSize', 0)
   self.scalar = scalar
   self.bias = torch.Tensor(size)
   self.gradBias = torch.Tensor(size)

@@ -24,9 +24,9 @@ function BN:__init(nOutput, eps, momentum, affine)
     fail(self, 'affine must be true or false, got %s', tostring(affine))
   end
   self.affine = affine ~= false
-  self.eps = eps or 1e-5
+  self.eps = check.optNumber(torch.type(self), eps, 'eps') or 1e-5
   self.train = true
-  self.momentum = momentum or 0.1
+  self.momentum = check.optNumber(torch.type(self), momentum, 'momentum') or 0.1
   self.running_mean = torch.zeros(nOutput)
   self.running_var = torch.ones(nOutput)
   if self.affine then

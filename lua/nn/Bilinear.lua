@@ -3,15 +3,10 @@
 local check = require 'torch.check'
 local Bilinear, parent = torch.class('nn.Bilinear', 'nn.Module')
 
-local function isint(x) return type(x) == 'number' and x == math.floor(x) end
-
 function Bilinear:__init(inputSize1, inputSize2, outputSize, bias)
-  assert(inputSize1 and inputSize2 and outputSize,
-    'should specify inputSize1 and inputSize2 and outputSize')
-  assert(isint(inputSize1) and isint(inputSize2) and isint(outputSize),
-    'inputSize1 and inputSize2 and outputSize should be integer numbers')
-  assert(inputSize1 > 0 and inputSize2 > 0 and outputSize > 0,
-    'inputSize1 and inputSize2 and outputSize should be positive numbers')
+  check.int('nn.Bilinear', inputSize1, 'inputSize1', 1)
+  check.int('nn.Bilinear', inputSize2, 'inputSize2', 1)
+  check.int('nn.Bilinear', outputSize, 'outputSize', 1)
   parent.__init(self)
   self.weight = torch.Tensor(outputSize, inputSize1, inputSize2)
   self.gradWeight = torch.Tensor(outputSize, inputSize1, inputSize2)

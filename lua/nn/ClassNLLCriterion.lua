@@ -12,7 +12,7 @@ ClassNLLCriterion._deviceKernel = true
 function ClassNLLCriterion:__init(weights, sizeAverage, ignoreIndex)
   parent.__init(self)
   self.sizeAverage = sizeAverage ~= false
-  self.ignoreIndex = ignoreIndex or -100
+  self.ignoreIndex = check.optNumber('nn.ClassNLLCriterion', ignoreIndex, 'ignoreIndex') or -100
   self.weights = loss.checkWeights('nn.ClassNLLCriterion', weights)
   self.output_tensor = torch.zeros(1)
   self.total_weight_tensor = torch.ones(1)

@@ -1,10 +1,11 @@
 -- Feeds the input to every child and joins their outputs along `dimension`.
+local check = require 'torch.check'
 local Concat, parent = torch.class('nn.Concat', 'nn.Container')
 
 function Concat:__init(dimension)
   parent.__init(self)
   self.outputSize = torch.LongStorage()
-  self.dimension = dimension
+  self.dimension = check.int(torch.type(self), dimension, 'dimension', 1, check.MAXDIM)
 end
 
 -- The outputs must agree in every dimension but `dimension` (DepthConcat pads instead).

@@ -5,6 +5,8 @@ local Cosine, parent = torch.class('nn.Cosine', 'nn.Module')
 
 function Cosine:__init(inputSize, outputSize)
   parent.__init(self)
+  check.int(torch.type(self), inputSize, 'inputSize', 0)
+  check.int(torch.type(self), outputSize, 'outputSize', 0)
   self.weight = torch.Tensor(outputSize, inputSize)
   self.gradWeight = torch.Tensor(outputSize, inputSize)
   self:reset()

@@ -8,7 +8,7 @@ local CosineEmbeddingCriterion, parent = torch.class('nn.CosineEmbeddingCriterio
 
 function CosineEmbeddingCriterion:__init(margin)
   parent.__init(self)
-  self.margin = margin or 0
+  self.margin = check.optNumber('nn.CosineEmbeddingCriterion', margin, 'margin') or 0
   self.gradInput = { torch.Tensor(), torch.Tensor() }
   self.sizeAverage = true
 end

@@ -5,6 +5,8 @@ local Euclidean, parent = torch.class('nn.Euclidean', 'nn.Module')
 
 function Euclidean:__init(inputSize, outputSize)
   parent.__init(self)
+  check.int(torch.type(self), inputSize, 'inputSize', 0)
+  check.int(torch.type(self), outputSize, 'outputSize', 0)
   self.weight = torch.Tensor(inputSize, outputSize)
   self.gradWeight = torch.Tensor(inputSize, outputSize)
   self:reset()

@@ -4,11 +4,11 @@ local GradientReversal, parent = torch.class('nn.GradientReversal', 'nn.Module')
 
 function GradientReversal:__init(lambda)
   parent.__init(self)
-  self.lambda = lambda or 1
+  self:setLambda(lambda or 1)
 end
 
 function GradientReversal:setLambda(lambda)
-  self.lambda = lambda
+  self.lambda = check.number('nn.GradientReversal', lambda, 'lambda')
 end
 
 function GradientReversal:updateOutput(input)

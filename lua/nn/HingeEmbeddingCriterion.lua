@@ -1,11 +1,12 @@
 -- Loss of a distance x between two items that are alike (y = 1: x) or not (y = -1:
 -- max(0, margin - x)); y is a tensor like x or one number for all of x.
+local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
 local HingeEmbeddingCriterion, parent = torch.class('nn.HingeEmbeddingCriterion', 'nn.Criterion')
 
 function HingeEmbeddingCriterion:__init(margin)
   parent.__init(self)
-  self.margin = margin or 1
+  self.margin = check.optNumber('nn.HingeEmbeddingCriterion', margin, 'margin') or 1
   self.sizeAverage = true
 end
 

@@ -4,7 +4,7 @@ local Index, parent = torch.class('nn.Index', 'nn.Module')
 
 function Index:__init(dimension)
   parent.__init(self)
-  self.dimension = dimension
+  self.dimension = check.int('nn.Index', dimension, 'dimension', 1, check.MAXDIM)
   self.gradInput = { self.gradInput, self.gradInput.new() }
 end
 

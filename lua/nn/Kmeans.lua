@@ -7,9 +7,9 @@ local Kmeans, parent = torch.class('nn.Kmeans', 'nn.Module')
 
 function Kmeans:__init(k, dim, scale)
   parent.__init(self)
-  if type(k) ~= 'number' or k < 1 then check.error('nn.Kmeans: the number of clusters must be positive') end
-  if type(dim) ~= 'number' or dim < 1 then check.error('nn.Kmeans: the dimensionality must be positive') end
-  self.k, self.dim, self.scale = k, dim, scale
+  self.k = check.int('nn.Kmeans', k, 'k (the number of clusters)', 1)
+  self.dim = check.int('nn.Kmeans', dim, 'dim', 1)
+  self.scale = check.optNumber('nn.Kmeans', scale, 'scale')
   self.weight = torch.Tensor(k, dim)
   self.gradWeight = torch.Tensor(k, dim)
   self.clusterSampleCount = torch.Tensor(k)

@@ -7,7 +7,7 @@ local L1HingeEmbeddingCriterion, parent =
 
 function L1HingeEmbeddingCriterion:__init(margin)
   parent.__init(self)
-  self.margin = margin or 1
+  self.margin = check.optNumber('nn.L1HingeEmbeddingCriterion', margin, 'margin') or 1
   self.gradInput = { torch.Tensor(), torch.Tensor() }
 end
 

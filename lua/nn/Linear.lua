@@ -6,6 +6,8 @@ local Linear, parent = torch.class('nn.Linear', 'nn.Module')
 
 function Linear:__init(inputSize, outputSize, bias)
   parent.__init(self)
+  check.int(torch.type(self), inputSize, 'inputSize', 0)
+  check.int(torch.type(self), outputSize, 'outputSize', 0)
   self.weight = torch.Tensor(outputSize, inputSize)
   self.gradWeight = torch.Tensor(outputSize, inputSize)
   if bias ~= false then

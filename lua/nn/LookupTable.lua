@@ -8,20 +8,22 @@ LookupTable.__version = 4
 
 function LookupTable:__init(nIndex, nOutput, paddingValue, maxNorm, normType)
   parent.__init(self)
+  check.int('nn.LookupTable', nIndex, 'nIndex', 0)
+  check.int('nn.LookupTable', nOutput, 'nOutput', 0)
   self.weight = torch.Tensor(nIndex, nOutput)
   self.gradWeight = torch.Tensor(nIndex, nOutput):zero()
-  self.paddingValue = paddingValue or 0
-  self.maxNorm = maxNorm
-  self.normType = normType
+  self:setPadding(paddingValue or 0)
+  self:setMaxNorm(maxNorm)
+  self:setNormType(normType)
   self.shouldScaleGradByFreq = false
   self._input = torch.LongTensor()
   self:reset()
 end
 
 function LookupTable:accUpdateOnly() self.gradWeight = nil; return self end
-function LookupTable:setPadding(v) self.paddingValue = v; return self end
-function LookupTable:setMaxNorm(v) self.maxNorm = v; return self end
-function LookupTable:setNormType(v) self.normType = v; return self end
+function LookupTable:setPadding(v) self.paddingValue = check.number('nn.LookupTable', v, 'paddingValue'); return self end
+function LookupTable:setMaxNorm(v) self.maxNorm = check.optNumber('nn.LookupTable', v, 'maxNorm'); return self end
+function LookupTable:setNormType(v) self.normType = check.optNumber('nn.LookupTable', v, 'normType'); return self end
 function LookupTable:scaleGradByFreq() self.shouldScaleGradByFreq = true; return self end
 
 function LookupTable:reset(stdv)

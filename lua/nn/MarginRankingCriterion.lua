@@ -7,7 +7,7 @@ local MarginRankingCriterion, parent = torch.class('nn.MarginRankingCriterion', 
 
 function MarginRankingCriterion:__init(margin)
   parent.__init(self)
-  self.margin = margin or 1
+  self.margin = check.optNumber('nn.MarginRankingCriterion', margin, 'margin') or 1
   self.gradInput = { torch.Tensor(1), torch.Tensor(1) }
   self.sizeAverage = true
 end

@@ -12,7 +12,7 @@ function MultiMarginCriterion:__init(p, weights, margin)
   end
   parent.__init(self)
   self.p = p or 1
-  self.margin = margin or 1
+  self.margin = check.optNumber('nn.MultiMarginCriterion', margin, 'margin') or 1
   self.sizeAverage = true
   self.weights = loss.checkWeights('nn.MultiMarginCriterion', weights)
 end

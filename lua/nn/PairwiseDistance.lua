@@ -1,5 +1,6 @@
 -- The p-norm distance ||x1 - x2||_p of two vectors (a 1-element output), or of each pair of
 -- rows of two matrices.
+local check = require 'torch.check'
 require 'nn.utils'
 local tables = require 'nn.kernels.tables'
 local PairwiseDistance, parent = torch.class('nn.PairwiseDistance', 'nn.Module')
@@ -8,7 +9,7 @@ function PairwiseDistance:__init(p)
   parent.__init(self)
   self.gradInput = {}
   self.diff = torch.Tensor()
-  self.norm = p or 2
+  self.norm = check.optNumber('nn.PairwiseDistance', p, 'p') or 2
 end
 
 function PairwiseDistance:updateOutput(input)

@@ -1,11 +1,11 @@
 -- x^pow.
+local check = require 'torch.check'
 local pointwise = require 'nn.kernels.pointwise'
 local Power, parent = torch.class('nn.Power', 'nn.Module')
 
 function Power:__init(p)
   parent.__init(self)
-  self.pow = p
-  if not p then error('nn.Power(power)') end
+  self.pow = check.number('nn.Power', p, 'power')
 end
 
 pointwise.define(Power, {

@@ -1,11 +1,12 @@
 -- Decorator that times its module's forward and backward passes and prints the summed time
 -- every print_interval calls.
+local check = require 'torch.check'
 local Profile, parent = torch.class('nn.Profile', 'nn.Decorator')
 
 function Profile:__init(module, print_interval, name)
   parent.__init(self, module)
-  self.print_interval = print_interval or 100
-  self.name = name or torch.type(module)
+  self.print_interval = check.optInt('nn.Profile', print_interval, 'print_interval', 1) or 100
+  self.name = check.optString('nn.Profile', name, 'name') or torch.type(module)
   self.module = module
   self.numFwds, self.numBwds = 0, 0
   self.summedFwdTime, self.summedBwdTime = 0, 0

@@ -12,12 +12,7 @@ function Reshape:__init(...)
     self.batchMode = args[n]
     n = n - 1
   end
-  if n == 1 and torch.typename(args[1]) == 'torch.LongStorage' then
-    self.size = torch.LongStorage():resize(#args[1]):copy(args[1])
-  else
-    self.size = torch.LongStorage(n)
-    for i = 1, n do self.size[i] = check.int('nn.Reshape', args[i], 'size ' .. i, 0) end
-  end
+  self.size = check.sizeArgs('nn.Reshape', 0, unpack(args, 1, n))
   self.nelement = 1
   self.batchsize = torch.LongStorage(#self.size + 1)
   for i = 1, #self.size do

@@ -12,8 +12,9 @@ local NO_LAST_INPUT, ONE_LAST_INPUT, ACC_MULTIPLE_TIMES = 0, 1, 2
 function SparseLinear:__init(inputSize, outputSize, doGradInput)
   parent.__init(self)
   self.weightDecay = 0
-  self.doGradInput = doGradInput or false
-  assert(type(self.doGradInput) == 'boolean', 'nn.SparseLinear: doGradInput must be a boolean')
+  check.int('nn.SparseLinear', inputSize, 'inputSize', 0)
+  check.int('nn.SparseLinear', outputSize, 'outputSize', 0)
+  self.doGradInput = check.optBoolean('nn.SparseLinear', doGradInput, 'doGradInput') or false
   self.weight = torch.Tensor(outputSize, inputSize):zero()
   self.bias = torch.Tensor(outputSize):zero()
   self.gradWeight = torch.Tensor(outputSize, inputSize):zero()

@@ -1,6 +1,7 @@
 -- Divides every plane by the local weighted standard deviation over all planes:
 -- s = sqrt(L(x^2)) / L(ones) (L: kernels/localnorm.lua), y = x / s, where s <= threshold
 -- becomes thresval (both 1e-4 by default); the default kernel is 9x9 ones.
+local check = require 'torch.check'
 local localnorm = require 'nn.kernels.localnorm'
 local shape = require 'nn.kernels.shape'
 local SpatialDivisiveNormalization, parent = torch.class('nn.SpatialDivisiveNormalization', 'nn.Module')
@@ -9,8 +10,8 @@ function SpatialDivisiveNormalization:__init(nInputPlane, kernel, threshold, thr
   parent.__init(self)
   self.nInputPlane = nInputPlane or 1
   self.kernel = kernel or torch.Tensor(9, 9):fill(1)
-  self.threshold = threshold or 1e-4
-  self.thresval = thresval or threshold or 1e-4
+  self.threshold = check.optNumber(torch.type(self), threshold, 'threshold') or 1e-4
+  self.thresval = check.optNumber(torch.type(self), thresval, 'thresval') or self.threshold
   self.estimator = localnorm.estimator(self, self.nInputPlane, self.kernel)
 end
 

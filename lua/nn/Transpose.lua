@@ -16,7 +16,7 @@ function Transpose:__init(...)
 end
 
 function Transpose:setNumInputDims(numInputDims)
-  self.numInputDims = numInputDims
+  self.numInputDims = check.optInt('nn.Transpose', numInputDims, 'numInputDims', 0, check.MAXDIM)
   return self
 end
 

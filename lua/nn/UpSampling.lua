@@ -30,22 +30,22 @@ function UpSampling:_outLength(k, n)
 end
 
 -- The out x in matrix of one axis: nearest copies input floor(o / scale); linear mixes the two
--- inputs around o * (n - 1) / (out - 1) (0-based), corners aligned.
+-- inputs around o * (n - 1) / (out - 1) (0-based), corners aligned. Built by whole-tensor
+-- steps (scatter), not a loop per output row: a large scale must fail on memory, not spin.
 function UpSampling:_matrix(template, n, out)
+  if out == 0 or n == 0 then return template.new(out, n) end
+  local o = torch.range(0, out - 1)   -- first: the largest buffer, as doubles
   local m = template.new(out, n):zero()
-  for o = 0, out - 1 do
-    if self.mode == 'nearest' then
-      m[o + 1][math.floor(o / self.scale_factor) + 1] = 1
-    else
-      local src = out > 1 and o * (n - 1) / (out - 1) or 0
-      local i0 = math.floor(src)
-      local i1 = i0 < n - 1 and i0 + 1 or i0
-      local w = src - i0
-      m[o + 1][i0 + 1] = m[o + 1][i0 + 1] + (1 - w)
-      m[o + 1][i1 + 1] = m[o + 1][i1 + 1] + w
-    end
+  if self.mode == 'nearest' then
+    return m:scatter(2, o:div(self.scale_factor):floor():long():add(1):view(out, 1), 1)
   end
-  return m
+  local src = out > 1 and o:mul(n - 1):div(out - 1) or o:zero()
+  local i0 = src:clone():floor()
+  local w = src:add(-1, i0)
+  -- i0 < n - 1 everywhere but at the last corner, where w is 0 and i1 = i0
+  local i1 = i0:clone():add(1):clamp(0, n - 1)
+  m:scatter(2, i1:long():add(1):view(out, 1), w:view(out, 1):typeAs(m))
+  return m:scatter(2, i0:long():add(1):view(out, 1), w:mul(-1):add(1):view(out, 1):typeAs(m))
 end
 
 -- The interpolation matrices of the spatial axes (rebuilt when the input shape changes).

@@ -10,21 +10,15 @@ function View:__init(...)
 end
 
 function View:resetSize(...)
-  local first = ...
-  if select('#', ...) == 1 and torch.typename(first) == 'torch.LongStorage' then
-    self.size = first
-  else
-    self.size = torch.LongStorage({ ... })
-  end
+  self.size = check.sizeArgs('nn.View', -1, ...)
   self.numElements = 1
   local inferred = false
   for i = 1, #self.size do
     local s = self.size[i]
     if s >= 0 then
       self.numElements = self.numElements * s
-    else
-      if s ~= -1 then error('nn.View: size should be positive or -1, got ' .. s) end
-      if inferred then error('nn.View: only one dimension can be at -1') end
+    else   -- -1 (check.sizeArgs allows no less)
+      if inferred then check.error('nn.View: only one dimension can be at -1') end
       inferred = true
     end
   end
@@ -33,7 +27,7 @@ function View:resetSize(...)
 end
 
 function View:setNumInputDims(numInputDims)
-  self.numInputDims = numInputDims
+  self.numInputDims = check.optInt('nn.View', numInputDims, 'numInputDims', 0, check.MAXDIM)
   return self
 end
 

@@ -1,8 +1,11 @@
 -- y_j = ||c_j * (x - w_j)||: Euclidean distances to the templates w_j (columns of weight)
 -- with a learned diagonal scaling c_j per template (columns of diagCov, starting at 1).
+local check = require 'torch.check'
 local WeightedEuclidean, parent = torch.class('nn.WeightedEuclidean', 'nn.Euclidean')
 
 function WeightedEuclidean:__init(inputSize, outputSize)
+  check.int('nn.WeightedEuclidean', inputSize, 'inputSize', 0)
+  check.int('nn.WeightedEuclidean', outputSize, 'outputSize', 0)
   self.diagCov = torch.Tensor(inputSize, outputSize)
   self.gradDiagCov = torch.Tensor(inputSize, outputSize)
   parent.__init(self, inputSize, outputSize)

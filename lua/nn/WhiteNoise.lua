@@ -1,11 +1,12 @@
 -- Adds Gaussian noise N(mean, std^2) to its input while training; in evaluation mode it adds
 -- only the mean. The gradient passes through unchanged (defined only while training).
+local check = require 'torch.check'
 local WhiteNoise, parent = torch.class('nn.WhiteNoise', 'nn.Module')
 
 function WhiteNoise:__init(mean, std)
   parent.__init(self)
-  self.mean = mean or 0
-  self.std = std or 0.1
+  self.mean = check.optNumber('nn.WhiteNoise', mean, 'mean') or 0
+  self.std = check.optNumber('nn.WhiteNoise', std, 'std') or 0.1
   self.noise = torch.Tensor()
 end
 

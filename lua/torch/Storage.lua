@@ -46,6 +46,7 @@ function Storage.pointer(s) return s._ptr end
 function Storage.fill(s, v)
   local p, dt = s._ptr, s._dt
   if dt.half then check.error('fill: not supported for HalfStorage (copy from a FloatStorage)') end
+  check.number('fill', v, 'value')
   for i = 0, s._n - 1 do p[i] = v end
   return s
 end
@@ -84,6 +85,8 @@ end
 function Storage.copy(s, src)
   if type(src) == 'table' and not isStorage(src) then
     if #src ~= s._n then check.error(('copy: size mismatch, storage %d vs table %d'):format(s._n, #src)) end
+    -- checked before the first write: a failed copy leaves the storage as it was
+    for i = 1, #src do check.number('copy', src[i], 'table entry ' .. i) end
     for i = 1, #src do s._ptr[i - 1] = src[i] end
     return s
   end
@@ -118,6 +121,7 @@ function Storage.string(s, str)
     check.error('string: only for ByteStorage and CharStorage')
   end
   if str == nil then return ffi.string(s._ptr, s._n) end
+  check.string('string', str, 'str')
   s:resize(#str)
   if #str > 0 then ffi.copy(s._ptr, str, #str) end
   return s
@@ -180,11 +184,8 @@ local function construct(mt, a, b, c, ...)
                             _base = root, _baseoff = a._baseoff + offset - 1 })
   end
   if type(a) == 'table' then
-    local s = newStorage(mt, #a)
-    for i = 1, #a do
-      if type(a[i]) ~= 'number' then check.error(mt.__typename .. ': table must hold numbers only') end
-    end
-    return s:copy(a)
+    for i = 1, #a do check.number(mt.__typename, a[i], 'table entry ' .. i) end
+    return newStorage(mt, #a):copy(a)
   end
   if type(a) == 'string' then return mapStorage(mt, a, b, c, ...) end
   check.error(mt.__typename .. ': expected nothing, a size, a table, a storage or a file name')
@@ -207,7 +208,7 @@ for _, dt in ipairs(dtype.list) do
     if type(k) ~= 'number' then check.error('storage index must be an integer, got ' .. type(k)) end
     checkIndex(s, k)
     if dt.half then check.error('HalfStorage: copy from a FloatStorage to set elements') end
-    s._ptr[k - 1] = v
+    s._ptr[k - 1] = check.number(name, v, 'value')
   end)
   mt.__len = function(s) return s._n end
   mt.__tostring = function(s) return s:__tostring__() end   -- __tostring__: print.lua

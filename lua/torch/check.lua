@@ -132,6 +132,16 @@ check.optModule = optional(check.module)
 check.optTensorType = optional(check.tensorType)
 check.optTensorOf = optional(check.tensorOf)
 
+-- Sizes given as numbers or as one LongStorage (nn.Reshape, View, CMul...): a new LongStorage,
+-- each size an integer >= lo.
+function check.sizeArgs(op, lo, ...)
+  local n, first = select('#', ...), ...
+  local sizes = { ... }
+  if n == 1 and torch.typename(first) == 'torch.LongStorage' then sizes, n = first:totable(), #first end
+  for i = 1, n do check.int(op, sizes[i], 'size ' .. i, lo) end
+  return torch.LongStorage(sizes)
+end
+
 -- The name of the luabridge function the user's code called (the op an error is about); a tail
 -- call leaves no frame of the user's, so the outermost named library frame stands in.
 function check.userOp()

@@ -51,12 +51,7 @@ end
 function broadcast.parameter(cls, parent, param, gradParam, op)
   function cls:__init(...)
     parent.__init(self)
-    local args = { ... }
-    if #args == 1 and torch.type(args[1]) == 'torch.LongStorage' then
-      self.size = torch.LongStorage():resize(#args[1]):copy(args[1])
-    else
-      self.size = torch.LongStorage(args)
-    end
+    self.size = check.sizeArgs(torch.type(self), 1, ...)
     self[param] = torch.Tensor(self.size)
     self[gradParam] = torch.Tensor(self.size)
     self.output:resize(self.size)

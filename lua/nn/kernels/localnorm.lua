@@ -2,12 +2,14 @@
 -- planes and a kernel window of x, zero-padded to keep the plane size, with the kernel (2D, or
 -- the outer product of a 1D one with itself) scaled to a total of 1 over all planes; and coef
 -- = L(ones), which corrects the borders (where the window leaves the image).
+local check = require 'torch.check'
 local shape = require 'nn.kernels.shape'
 
 local localnorm = {}
 
 -- An nInputPlane -> 1 SpatialConvolution computing L.
 function localnorm.estimator(self, nInputPlane, kernel)
+  check.int(torch.type(self), nInputPlane, 'nInputPlane', 1)
   if not torch.isTensor(kernel) or (kernel:dim() ~= 1 and kernel:dim() ~= 2) then
     shape.fail(self, 'the averaging kernel must be a 1D or 2D tensor, got %s',
       torch.isTensor(kernel) and (kernel:dim() .. 'D') or torch.type(kernel))
