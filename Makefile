@@ -1,5 +1,5 @@
 # make run: set up and run the main demo (it ends by saving the trained model to lenet_digits.t7).
-# make test: set up and run the tests.  make fuzz: the dedicated fuzz runs (100,000 cases each: .t7 readers, tensor API).
+# make test: set up and run the tests.  make fuzz: the dedicated fuzz runs (100,000 cases each: .t7 readers, tensor API and storages, every nn class).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python

@@ -20,7 +20,11 @@ NN_DIR = Path(__file__).resolve().parent.parent / "lua" / "nn"
 ABSTRACT = {"Module", "Criterion", "Container", "Decorator", "Jacobian", "SparseJacobian", "Profile"}
 # every class file in lua/nn (one class per file)
 CLASSES = sorted(p.stem for p in NN_DIR.glob("*.lua") if p.stem[0].isupper() and p.stem not in ABSTRACT)
-CTOR_ARGS = ("1", "2", "3", "4", "2", "3", "0", "-1", "0.5", "0/0", "1/0", "1e9", "nil", "true", "'x'", "{}")
+CTOR_ARGS = ("1", "2", "3", "4", "2", "3", "0", "-1", "0.5", "0/0", "1/0", "1e9", "nil", "true", "'x'", "{}",
+             "false", "-2", "{1, 2}", "'bchw'", "'torch.FloatTensor'", "torch.Tensor(3):fill(1)",
+             "torch.LongStorage({2, 2})", "nn.Linear(3, 2)", "nn.Identity()", "nn.Tanh()", "nn.MSECriterion()",
+             "nn.SpatialMaxPooling(2, 2)")
+PLAUSIBLE = ("1", "2", "2", "3", "4")
 TYPES = ("Double", "Double", "Float", "Long", "Byte")
 
 
@@ -31,10 +35,17 @@ def make_case(seed: int, case: int) -> str:
     def spec() -> str:
         nd = rng.choice((1, 2, 2, 3, 4, 4))
         sizes = [rng.choice((0, 1, 2, 3, 4, 4, 5, 8)) if rng.random() < 0.1 else rng.choice((1, 2, 3, 4, 5, 8)) for _ in range(nd)]
-        kind = rng.choice(("plain", "plain", "plain", "transposed", "expanded"))
+        kind = rng.choice(("plain", "plain", "plain", "transposed", "expanded", "special"))
         return "{'%s', {%s}, '%s'}" % (rng.choice(TYPES), ", ".join(map(str, sizes)), kind)
 
-    args = ", ".join(rng.choice(CTOR_ARGS) for _ in range(rng.randint(0, 4)))
+    n_args = rng.randint(0, 8)
+    if rng.random() < 0.5:   # all random
+        args = [rng.choice(CTOR_ARGS) for _ in range(min(n_args, 4))]
+    else:                    # plausible sizes with one argument replaced, to get past the others' checks
+        args = [rng.choice(PLAUSIBLE) for _ in range(n_args)]
+        if args:
+            args[rng.randrange(n_args)] = rng.choice(CTOR_ARGS)
+    args = ", ".join(args)
     specs = ", ".join(spec() for _ in range(3))
     # construction and forward are prepared (an in-place module may change its input there);
     # the harness then checks what backward does to the operands

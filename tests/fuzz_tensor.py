@@ -20,7 +20,8 @@ import random
 import signal
 import subprocess
 import sys
-from typing import Callable, Iterator
+import threading
+from typing import IO, Callable, Iterator
 
 CASE_SECONDS = 5  # a case still running after this is a hang
 MEMORY_MB = 4096
@@ -45,11 +46,42 @@ METHODS = {
     "histc": (0, 3), "nonzero": (0, 0), "eq": (1, 1), "lt": (1, 1), "addcmul": (2, 3), "lerp": (2, 2),
 }
 
+# torch.<name>(...) functional forms -> argument count range beyond the operands; with an
+# operand first as the result half the time (torch7's [res,] convention)
+FUNCTIONS = {
+    **{f: (0, 0) for f in ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "exp", "floor", "frac", "log",
+                           "log1p", "neg", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan",
+                           "tanh", "trunc", "cinv", "trace", "nonzero", "inverse", "qr", "geqrf")},
+    **{f: (1, 1) for f in ("mul", "div", "cmul", "cdiv", "cpow", "pow", "fmod", "remainder", "cfmod",
+                           "cremainder", "cmax", "cmin", "atan2", "bitand", "bitor", "bitxor", "lshift",
+                           "rshift", "cbitand", "cbitor", "cbitxor", "clshift", "crshift", "equal", "mm", "mv",
+                           "dot", "ger", "bmm", "expandAs", "viewAs", "maskedSelect", "eq", "ne", "lt", "le",
+                           "gt", "ge", "gesv", "gels")},
+    **{f: (0, 2) for f in ("sum", "mean", "prod", "cumsum", "cumprod", "std", "var", "max", "min", "median",
+                           "mode", "all", "any", "norm", "sort", "potrf", "potri", "pstrf", "svd", "eig",
+                           "symeig", "diag", "tril", "triu")},
+    **{f: (1, 2) for f in ("add", "csub", "kthvalue", "dist", "cross", "conv2", "xcorr2", "conv3", "xcorr3",
+                           "potrs", "cat", "chunk", "split")},
+    **{f: (2, 2) for f in ("clamp", "lerp", "index", "gather")},
+    **{f: (1, 3) for f in ("topk", "trtrs", "orgqr", "ormqr", "expand", "view", "reshape", "repeatTensor")},
+    **{f: (2, 4) for f in ("addmm", "addmv", "addr", "addbmm", "baddbmm", "addcmul", "addcdiv")},
+    **{f: (0, 3) for f in ("histc", "bhistc", "uniform", "normal", "bernoulli", "exponential", "cauchy",
+                           "logNormal", "geometric", "random", "multinomial", "renorm", "scatter")},
+}
+# torch.<name>(numbers...): constructors and generators with no operand
+GENERATORS = ("zeros", "ones", "rand", "randn", "range", "linspace", "logspace", "randperm", "eye")
+# storage methods -> argument count range; called on a storage view of operand 1's elements
+STORAGE_METHODS = {"fill": (1, 1), "zero": (0, 0), "resize": (1, 1), "copy": (1, 1), "totable": (0, 0),
+                   "string": (0, 1), "type": (0, 1), "size": (0, 0)}
+STORAGE_ARGS = ("{1, 2, 3}", "{1, 'x'}", "{}", "v", "torch.DoubleStorage(3)", "torch.ByteStorage(0)",
+                "'torch.FloatStorage'", "'torch.NoStorage'", "'abc'")
+
 UNCLEAR = ("attempt to ", "bad argument #", "Unable to allocate", "Maximum allowed", "stack overflow",
            "table index is", "invalid key to", "KeyError", "cannot convert", "not enough memory\n")
 
+GUARD = 3  # sentinel elements on each side of every operand
 HARNESS = r"""
-local GUARD, SENTINEL = 3, 77
+local GUARD, SENTINEL = @GUARD@, 77
 local function operand(ty, sizes, kind)
   local n = 1
   for _, s in ipairs(sizes) do n = n * s end
@@ -58,6 +90,10 @@ local function operand(ty, sizes, kind)
   if kind == 'empty' then return t, st end
   t:set(st, GUARD + 1, torch.LongStorage(sizes))
   t:copy(torch.Tensor(t:size()):random(0, 9))
+  if kind == 'special' then   -- values that become addresses or counts if unchecked
+    local specials, flat = { 0/0, 1/0, -1/0, -1, 0, 2^31, -2^40, 0.5 }, t:view(-1)
+    for i = 1, flat:nElement(), 2 do flat[i] = specials[(i - 1) / 2 % #specials + 1] end
+  end
   if kind == 'transposed' and t:dim() >= 2 then t = t:transpose(1, t:dim())
   elseif kind == 'expanded' and t:dim() >= 1 and t:size(1) == 1 then
     local sz = t:size(); sz[1] = 3; t = t:expand(sz) end
@@ -123,37 +159,71 @@ return function(specs, call, prepare)
   end
   return 'ok', ''
 end
-"""
+""".replace("@GUARD@", str(GUARD))
 
 
 def make_case(seed: int, case: int) -> str:
-    """The Lua source of one case: `return harness(specs, function(o) ... end)`."""
+    """The Lua source of one case: `return harness(specs, function(o) ... end)`: a tensor method,
+    a torch.* function, a generator or a storage call."""
     rng = random.Random(seed * 1_000_003 + case)
 
-    def spec() -> str:
+    def spec(nd: int) -> tuple[str, str]:
         ty = rng.choice(TYPES)
-        nd = rng.choice((0, 1, 1, 2, 2, 3))
         sizes = [rng.choice((0, 1, 1, 2, 3, 4)) for _ in range(nd)]
-        kind = "empty" if nd == 0 else rng.choice(("plain", "plain", "transposed", "expanded"))
-        return "{'%s', {%s}, '%s'}" % (ty, ", ".join(map(str, sizes)), kind)
+        kind = "empty" if nd == 0 else rng.choice(("plain", "plain", "transposed", "expanded", "special"))
+        return ty, "{'%s', {%s}, '%s'}" % (ty, ", ".join(map(str, sizes)), kind)
 
     n_ops = rng.randint(1, 3)
-    specs = [spec() for _ in range(n_ops)]
-    method = rng.choice(sorted(METHODS))
-    lo, hi = METHODS[method]
-    args = []
-    for _ in range(rng.randint(lo, hi)):
+    form = rng.random()
+    # a storage case views operand 1's storage: it must have one
+    specs = [spec(rng.choice((1, 1, 2, 2, 3)) if form >= 0.85 and i == 0 else rng.choice((0, 1, 1, 2, 2, 3)))
+             for i in range(n_ops)]
+
+    def operand() -> str:
+        k = rng.randint(1, n_ops)
+        return f"o[{k}]" if rng.random() < 0.85 else f"o[{k}]:long()"
+
+    def args(lo: int, hi: int) -> str:
+        out = []
+        for _ in range(rng.randint(lo, hi)):
+            r = rng.random()
+            out.append(rng.choice(NUMBERS) if r < 0.45 else operand() if r < 0.9 else rng.choice(OTHER_ARGS))
+        return ", ".join(out)
+
+    def numbers(lo: int, hi: int) -> str:
+        return ", ".join(rng.choice(NUMBERS) for _ in range(rng.randint(lo, hi)))
+
+    if form < 0.6:
+        method = rng.choice(sorted(METHODS))
+        a = args(*METHODS[method])
+        call = f"return o[1]:{method}({a})" if method != "cat" else f"return torch.cat(o[1], {a})"
+    elif form < 0.8:
+        fn = rng.choice(sorted(FUNCTIONS))
+        first = f"o[{rng.randint(1, n_ops)}], o[1]" if rng.random() < 0.5 else "o[1]"
+        rest = args(*FUNCTIONS[fn])
+        call = f"return torch.{fn}({first}{', ' + rest if rest else ''})"
+    elif form < 0.85:
+        call = f"return torch.{rng.choice(GENERATORS)}({numbers(0, 3)})"
+    else:
+        ty = specs[0][0]
+        # v: a storage view of exactly operand 1's elements (its guards stay outside)
+        view = f"local s = o[1]:storage(); local v = torch.{ty}Storage(s, {GUARD + 1}, s:size() - {2 * GUARD}); "
+
+        def sarg() -> str:
+            return rng.choice(NUMBERS) if rng.random() < 0.5 else rng.choice(STORAGE_ARGS)
+
         r = rng.random()
-        if r < 0.45:
-            args.append(rng.choice(NUMBERS))
-        elif r < 0.8:
-            args.append(f"o[{rng.randint(1, n_ops)}]")
+        if r < 0.6:
+            method = rng.choice(sorted(STORAGE_METHODS))
+            lo, hi = STORAGE_METHODS[method]
+            call = view + f"return v:{method}({', '.join(sarg() for _ in range(rng.randint(lo, hi)))})"
+        elif r < 0.75:
+            call = view + f"return v[{sarg()}]"
         elif r < 0.9:
-            args.append(rng.choice(OTHER_ARGS))
+            call = view + f"v[{sarg()}] = {sarg()}"
         else:
-            args.append(f"o[{rng.randint(1, n_ops)}]:long()")
-    call = f"o[1]:{method}({', '.join(args)})" if method != "cat" else f"torch.cat(o[1], {', '.join(args)})"
-    return f"return harness({{{', '.join(specs)}}}, function(o) return {call} end)"
+            call = view + f"return torch.{rng.choice(TYPES)}Storage({', '.join(sarg() for _ in range(rng.randint(0, 3)))})"
+    return f"return harness({{{', '.join(s for _, s in specs)}}}, function(o) {call} end)"
 
 
 CHILD = r"""
@@ -190,6 +260,15 @@ def classify(kind: str, message: str) -> str | None:
     return kind
 
 
+def feed(pipe: IO[str], lines: list[str]) -> None:
+    try:
+        for line in lines:
+            pipe.write(line + "\n")
+        pipe.close()
+    except BrokenPipeError:
+        pass
+
+
 def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | None = None,
               packages: str = "torch") -> Iterator[tuple[int, str, str]]:
     """(case, failure, message) for each failing case of a chunk, one child process for all;
@@ -200,8 +279,10 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(MEMORY_MB), HARNESS, str(CASE_SECONDS), packages], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdin and proc.stdout
-        proc.stdin.write("".join(json.dumps([c, make(seed, c)]) + "\n" for c in pending))
-        proc.stdin.close()
+        # fed from a thread: the child's output is read meanwhile (no pipe can fill up and block
+        # both), and a child that crashes before reading everything just ends the feed
+        feeder = threading.Thread(target=feed, args=(proc.stdin, [json.dumps([c, make(seed, c)]) for c in pending]))
+        feeder.start()
         started = None
         done: set[int] = set()
         for line in proc.stdout:
@@ -214,6 +295,7 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
             if failure:
                 yield rec[0], failure, rec[2]
         rc = proc.wait()
+        feeder.join()
         rest = [c for c in pending if c not in done]
         if not rest:
             return
