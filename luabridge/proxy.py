@@ -16,7 +16,7 @@ from lupa import luajit21 as lupa
 import numpy as np
 
 from .errors import LuaError
-from .runtime import bridge
+from .runtime import bridge, foreign_objects_named
 
 _raised = threading.local()  # the exception a Python callback raised into Lua, per thread
 
@@ -25,7 +25,8 @@ def _kind(obj: Any) -> str:
     """'tensor', 'storage', 'object' (a torch class instance), 'table' or 'other' for a Lua value."""
     if lupa.lua_type(obj) not in ("table", "userdata"):
         return "other"
-    return bridge().lua.globals().__luabridge_kind(obj)
+    with foreign_objects_named():
+        return bridge().lua.globals().__luabridge_kind(obj)
 
 
 def unwrap(x: Any, synced: list | None = None) -> Any:
@@ -215,14 +216,16 @@ class LuaObject:
         self._lua[name] = unwrap(value)
 
     def _typename(self) -> str:
-        return str(bridge().lua.globals().torch.type(self._lua))
+        with foreign_objects_named():
+            return str(bridge().lua.globals().torch.type(self._lua))
 
     def __call__(self, *args: Any) -> Any:
         """The object's __call__ (a module: forward, and backward given a gradOutput)."""
         return call(self._lua, *args)
 
     def __repr__(self) -> str:
-        return str(bridge().lua.globals().tostring(self._lua))
+        with foreign_objects_named():
+            return str(bridge().lua.globals().tostring(self._lua))
 
     __str__ = __repr__
 

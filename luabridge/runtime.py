@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from lupa import luajit21
 
@@ -32,6 +33,17 @@ codecs.register(_find_codec)
 _thread = threading.local()
 _LUPA_FOREIGN = "cannot mix objects from different Lua runtimes"  # lupa's refusal
 _extra_paths: list[str] = []
+
+
+@contextlib.contextmanager
+def foreign_objects_named() -> Iterator[None]:
+    """Turns lupa's refusal of another runtime's object into the LuaError that says why."""
+    try:
+        yield
+    except luajit21.LuaError as e:
+        if _LUPA_FOREIGN in str(e):
+            raise LuaError(FOREIGN_OBJECT) from None
+        raise
 
 _BOOT = r"""
 local py, lua_dirs, library = ...
@@ -150,12 +162,8 @@ class Bridge:
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Calls a Lua function, turning a Lua error into LuaError with its traceback."""
-        try:
+        with foreign_objects_named():
             result = self._protected(fn, *args)
-        except luajit21.LuaError as e:
-            if _LUPA_FOREIGN in str(e):
-                raise LuaError(FOREIGN_OBJECT) from None
-            raise
         if not isinstance(result, tuple):  # true alone: the function returned nothing
             return None
         if result[0] is False:

@@ -183,6 +183,11 @@ def test_object_of_another_thread_says_how_to_share(lua):
             luabridge.to_numpy(out._lua)
         except luabridge.LuaError as e:
             seen["to_numpy"] = str(e)
+        for key, use in (("field", lambda: m.weight), ("repr", lambda: repr(m)), ("array", lambda: np.asarray(out))):
+            try:
+                use()
+            except luabridge.LuaError as e:
+                seen[key] = str(e)
         # what the message advises: arrays cross threads, here into this thread's own module
         mine = nn.Linear(3, 2)
         mine.weight.numpy()[:] = weight
@@ -193,7 +198,7 @@ def test_object_of_another_thread_says_how_to_share(lua):
     th = threading.Thread(target=work)
     th.start()
     th.join()
-    for key in ("forward", "to_numpy"):
+    for key in ("forward", "to_numpy", "field", "repr", "array"):
         assert "belongs to another thread's runtime" in seen[key]
         assert "belong to the thread that made them" in seen[key] and "numpy arrays" in seen[key]
     np.testing.assert_allclose(seen["result"], weight @ x + bias)
