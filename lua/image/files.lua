@@ -1,0 +1,146 @@
+-- image.load / save / getSize and the in-memory compress/decompress forms. The formats are torch7's
+-- (PNG, JPEG, PPM, PGM), found from the file's bytes, else its extension. Decoded pixels land
+-- directly in the result tensor; 16-bit PNG/PGM samples give [0, 1] floats (bytes keep the high byte).
+local util = require 'image.util'
+local py = rawget(_G, '__luabridge_py')
+
+local TENSOR = { float = 'torch.FloatTensor', double = 'torch.DoubleTensor', byte = 'torch.ByteTensor' }
+local FORMAT_OF_EXT = { jpg = 'JPEG', jpeg = 'JPEG', png = 'PNG', ppm = 'PPM', pgm = 'PGM' }
+local READABLE = { JPEG = true, PNG = true, PPM = true }   -- Pillow names PGM files PPM too
+
+local function result_type(fn, tensortype)
+  if tensortype == nil then return torch.getdefaulttensortype() end
+  local name = TENSOR[tensortype]
+  if not name then
+    error(("%s: tensortype must be 'byte', 'float' or 'double', got %s"):format(fn, tostring(tensortype)), 3)
+  end
+  return name
+end
+
+-- torch7's depth forcing: 1 takes the luminance of colour images (an H x W result, as torch7's),
+-- 3 repeats a grey plane.
+local function todepth(fn, img, depth)
+  if depth == nil then return img end
+  local channels = img:size(1)
+  if depth == 1 then
+    if channels == 3 or channels == 4 then return image.rgb2y(img:narrow(1, 1, 3))[1] end
+    return img:narrow(1, 1, 1)
+  elseif depth == 3 then
+    if channels >= 3 then return img:narrow(1, 1, 3) end
+    return img:narrow(1, 1, 1):expand(3, img:size(2), img:size(3)):clone()
+  end
+  error(('%s: depth must be 1 or 3, got %s'):format(fn, tostring(depth)), 3)
+end
+
+-- source: a file name or a ByteTensor of file bytes.
+local function decode(fn, source, depth, tensortype, expected)
+  local typename = result_type(fn, tensortype)
+  local format, channels, height, width = py.image_info(source)
+  if format == nil then
+    if type(source) == 'string' then
+      local ext = source:match('%.(%a+)$')
+      if ext == nil then error(fn .. ': unable to determine image type for file: ' .. source, 3) end
+      error(('%s: cannot read %s: %s'):format(fn, source, channels), 3)
+    end
+    error(fn .. ': ' .. (expected or 'input must be either jpg or png format') .. ' (' .. channels .. ')', 3)
+  end
+  if not READABLE[format] or (expected and format ~= expected) then
+    error(('%s: unknown image type: %s'):format(fn, format:lower()), 3)
+  end
+  local img = torch.Tensor():type(typename):resize(channels, height, width)
+  py.image_decode(source, img)
+  return todepth(fn, img, depth)
+end
+
+function image.load(filename, depth, tensortype)
+  if type(filename) ~= 'string' then error('image.load: missing file name', 2) end
+  local f, err = io.open(filename, 'rb')
+  if not f then error('image.load: ' .. err, 2) end
+  f:close()
+  return decode('image.load', filename, depth, tensortype)
+end
+
+function image.getSize(filename)
+  if type(filename) ~= 'string' then error('image.getSize: missing file name', 2) end
+  local format, channels, height, width = py.image_info(filename)
+  if format == nil then error(('image.getSize: cannot read %s: %s'):format(filename, channels), 2) end
+  return torch.LongTensor({ channels, height, width })
+end
+
+-- A byte copy of an image for an encoder: floats clamped to [0, 1], scaled to 0..255 and rounded.
+local function tobytes(fn, tensor)
+  util.image(fn, tensor, 'image')
+  if tensor:dim() == 2 then tensor = tensor:view(1, tensor:size(1), tensor:size(2)) end
+  local channels = tensor:size(1)
+  if channels ~= 1 and channels ~= 3 and channels ~= 4 and channels ~= 2 then
+    error(('%s: image must have 1, 2, 3 or 4 channels, got %s'):format(fn, util.describe(tensor)), 3)
+  end
+  if torch.typename(tensor) == 'torch.ByteTensor' then return tensor:contiguous() end
+  local scaled = torch.DoubleTensor(tensor:size()):copy(tensor):clamp(0, 1):mul(255)
+  return util.store(torch.ByteTensor(scaled:size()), scaled)
+end
+
+local function encode(fn, filename, tensor, format, quality)
+  local bytes = tobytes(fn, tensor)
+  if format == 'PPM' and bytes:size(1) ~= 3 then error(fn .. ': can only save 3xHxW images as PPM', 3) end
+  if format == 'PGM' then
+    if bytes:size(1) ~= 1 then error(fn .. ': can only save 1xHxW or HxW images as PGM', 3) end
+    format = 'PPM'
+  end
+  if format == 'JPEG' and bytes:size(1) ~= 1 and bytes:size(1) ~= 3 then
+    error(fn .. ': JPEG takes 1 or 3 channels, got ' .. util.describe(tensor), 3)
+  end
+  return py.image_encode(filename, bytes, format, quality or 75)
+end
+
+function image.save(filename, tensor)
+  if type(filename) ~= 'string' or not torch.isTensor(tensor) then
+    error('image.save: missing file name | tensor to save', 2)
+  end
+  local ext = filename:match('%.(%a+)$')
+  local format = ext and FORMAT_OF_EXT[ext:lower()]
+  if not format then error('image.save: unknown image type: ' .. tostring(ext), 2) end
+  encode('image.save', filename, tensor, format)
+end
+
+local function bytestensor(s)
+  local storage = torch.ByteStorage():string(s)
+  return torch.ByteTensor(storage, 1, #s)
+end
+
+function image.compressJPG(tensor, quality)
+  return bytestensor(encode('image.compressJPG', nil, tensor, 'JPEG', quality))
+end
+
+function image.compressPNG(tensor)
+  return bytestensor(encode('image.compressPNG', nil, tensor, 'PNG'))
+end
+
+local function compressed(fn, tensor)
+  if not torch.isTensor(tensor) or torch.typename(tensor) ~= 'torch.ByteTensor' then
+    error(fn .. ': input tensor must be a byte tensor, got ' .. util.describe(tensor), 3)
+  end
+  return tensor
+end
+
+function image.decompressJPG(tensor, depth, tensortype)
+  return decode('image.decompressJPG', compressed('image.decompressJPG', tensor), depth, tensortype, 'JPEG')
+end
+
+function image.decompressPNG(tensor, depth, tensortype)
+  return decode('image.decompressPNG', compressed('image.decompressPNG', tensor), depth, tensortype, 'PNG')
+end
+
+function image.decompress(tensor, depth, tensortype)
+  return decode('image.decompress', compressed('image.decompress', tensor), depth, tensortype)
+end
+
+-- torch7's per-format entry points
+for _, format in ipairs({ 'JPG', 'PNG', 'PPM' }) do
+  image['load' .. format] = image.load
+end
+image.savePNG = function(filename, tensor) encode('image.savePNG', filename, tensor, 'PNG') end
+image.saveJPG = function(filename, tensor) encode('image.saveJPG', filename, tensor, 'JPEG') end
+image.savePPM = function(filename, tensor) encode('image.savePPM', filename, tensor, 'PPM') end
+image.savePGM = function(filename, tensor) encode('image.savePGM', filename, tensor, 'PGM') end
+function image.is_supported(ext) return FORMAT_OF_EXT[ext and ext:lower() or ''] ~= nil end
