@@ -43,9 +43,6 @@ def _open(bridge: "Bridge", source: Any) -> Any:
 
 
 def callbacks(bridge: "Bridge") -> dict:
-    def image_missing() -> str | None:
-        return missing()
-
     def image_info(source: Any) -> Any:
         """format, channels, height, width; or nil, message when Pillow cannot read it."""
         from PIL import UnidentifiedImageError
@@ -136,6 +133,6 @@ def callbacks(bridge: "Bridge") -> dict:
                 if bg is not None:
                     plane[~cell] = bg[k]
 
-    return {"image_missing": image_missing, "image_info": image_info, "image_decode": image_decode,
+    return {"image_missing": missing, "image_info": image_info, "image_decode": image_decode,
             "image_encode": image_encode, "image_text": image_text}
 

@@ -95,7 +95,7 @@ local shown = 0
 
 -- display{image=, zoom=, min=, max=, legend=, ...}: luabridge has no windows, so the grid that
 -- torch7 would show is written to image_display_<n>.png in the current folder (n counts the calls
--- of this process; LUABRIDGE_DISPLAY_DIR sets another folder); the path is printed and returned.
+-- of this process); the path is printed and returned.
 function image.display(...)
   local _, input, zoom, min, max, legend, _, _, _, scaleeach, _, _, padding, symm, nrow, saturate = dok.unpack({ ... },
     'image.display', 'displays a single image, with optional saturation/zoom',
@@ -121,8 +121,7 @@ function image.display(...)
     grid = image.scale(grid, math.max(1, math.floor(grid:size(d) * zoom)), math.max(1, math.floor(grid:size(d - 1) * zoom)), 'simple')
   end
   shown = shown + 1
-  local folder = os.getenv('LUABRIDGE_DISPLAY_DIR') or '.'
-  local path = ('%s/image_display_%d.png'):format(folder, shown)
+  local path = ('image_display_%d.png'):format(shown)
   image.save(path, grid)
   print(("image.display: no window in luabridge; '%s' saved to %s"):format(legend, path))
   return path

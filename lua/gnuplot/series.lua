@@ -1,0 +1,129 @@
+-- What a figure shows: plot (curves), bar, splot (surfaces), scatter3 (3D points) and imagesc
+-- (a matrix as an image), with torch7's argument forms. Data are copied into contiguous doubles,
+-- which luabridge/plotting.py reads in place.
+local function istensor(v) return torch.isTensor(v) end
+
+local function doubles(t) return torch.DoubleTensor(t:size()):copy(t) end
+
+local PLOT_USAGE = 'expecting [string,] tensor [,tensor] [,string]'
+
+-- one curve: {[legend,] x [, y] [, style]} -> legend, x, y, style (torch7's getvars)
+local function curve(t)
+  local legend, x, y, style
+  local n = #t
+  if n == 0 then error('gnuplot.plot: empty argument list', 4) end
+  local i = 1
+  if type(t[1]) == 'string' then legend, i = t[1], 2 end
+  if not istensor(t[i]) then error('gnuplot.plot: ' .. PLOT_USAGE, 4) end
+  x, i = t[i], i + 1
+  if istensor(t[i]) then y, i = t[i], i + 1 end
+  if type(t[i]) == 'string' then style, i = t[i], i + 1 end
+  if i <= n then error('gnuplot.plot: ' .. PLOT_USAGE, 4) end
+  style = style or ''
+  if not y then
+    if x:dim() == 2 and x:size(2) == 2 then
+      x, y = x:select(2, 1), x:select(2, 2)
+    elseif x:dim() == 2 and x:size(2) == 4 and (style == 'v' or style == 'V' or style == 'vectors') then
+      x, y = x:index(2, torch.LongTensor({ 1, 3 })), x:index(2, torch.LongTensor({ 2, 4 }))
+    elseif x:dim() == 2 and x:size(2) > 1 then
+      x, y = x:select(2, 1), x:narrow(2, 2, x:size(2) - 1)
+    else
+      y = x:view(-1)
+      x = torch.range(1, y:size(1))
+    end
+  end
+  if (x:dim() ~= 1 and x:dim() ~= 2) or y:size(1) ~= x:size(1) then
+    error(('gnuplot.plot: x and y dims are wrong: x = %dD (%d rows), y = %dD (%d rows)')
+          :format(x:dim(), x:size(1), y:dim(), y:size(1)), 4)
+  end
+  return { legend = legend or '', x = doubles(x), y = doubles(y), style = style }
+end
+
+-- plot(...) / splot(...) argument lists: one set of arguments, a list of tables, or a table of tables
+local function each_set(args)
+  if type(args[1]) == 'table' and not istensor(args[1]) then
+    if type(args[1][1]) == 'table' and not istensor(args[1][1]) then args = args[1] end
+    return args
+  end
+  return { args }
+end
+
+local function show(kind, fields)
+  local fig = gnuplot._current()
+  fig.kind, fig.series, fig.matrix, fig.palette = kind, fields.series, fields.matrix, fields.palette
+  gnuplot._refresh(fig)
+end
+
+-- plot(x), plot(x, '.'), plot(x, y, '-'), plot('name', x, y, '+-'), plot({...}, {...}), plot({{...}, {...}})
+function gnuplot.plot(...)
+  if select('#', ...) == 0 then error('gnuplot.plot: no inputs, expecting at least a vector', 2) end
+  local series = {}
+  for i, set in ipairs(each_set({ ... })) do series[i] = curve(set) end
+  show('plot', { series = series })
+end
+
+-- bar(y), bar(x, y): plot with boxes
+function gnuplot.bar(...)
+  local args = { ... }
+  args[#args + 1] = '|'
+  gnuplot.plot(args)
+end
+
+local SPLOT_USAGE = 'expecting [string,] tensor [,tensor] [,tensor]'
+
+-- one surface: {[legend,] z} or {[legend,] x, y, z} with matrices (z alone: x, y are row/column numbers)
+local function surface(t)
+  local legend, i = '', 1
+  if type(t[1]) == 'string' then legend, i = t[1], 2 end
+  local x, y, z = t[i], t[i + 1], t[i + 2]
+  if not istensor(x) or (y ~= nil and not istensor(y)) or (y ~= nil and not istensor(z)) or t[i + 3] ~= nil then
+    error('gnuplot.splot: ' .. SPLOT_USAGE, 4)
+  end
+  if y == nil then
+    z = x
+    if z:dim() ~= 2 then error('gnuplot.splot: z must be a matrix, got ' .. z:dim() .. 'D', 4) end
+    x = torch.range(1, z:size(1)):view(-1, 1):expand(z:size(1), z:size(2))
+    y = torch.range(1, z:size(2)):view(1, -1):expand(z:size(1), z:size(2))
+  end
+  if x:dim() ~= 2 or y:dim() ~= 2 or z:dim() ~= 2 then
+    error(('gnuplot.splot: x and y and z are expected to be matrices x = %dD y = %dD z = %dD')
+          :format(x:dim(), y:dim(), z:dim()), 4)
+  end
+  if not (x:isSameSizeAs(z) and y:isSameSizeAs(z)) then error('gnuplot.splot: x, y and z must have the same size', 4) end
+  return { legend = legend, x = doubles(x), y = doubles(y), z = doubles(z) }
+end
+
+function gnuplot.splot(...)
+  if select('#', ...) == 0 then error('gnuplot.splot: no inputs, expecting at least a matrix', 2) end
+  local series = {}
+  for i, set in ipairs(each_set({ ... })) do series[i] = surface(set) end
+  show('splot', { series = series })
+end
+
+-- scatter3(x, y, z), scatter3('name', x, y, z), scatter3({...}, {...}): 3D points from vectors
+function gnuplot.scatter3(...)
+  if select('#', ...) == 0 then error('gnuplot.scatter3: no inputs, expecting three vectors', 2) end
+  local series = {}
+  for i, t in ipairs(each_set({ ... })) do
+    local legend, j = '', 1
+    if type(t[1]) == 'string' then legend, j = t[1], 2 end
+    local x, y, z = t[j], t[j + 1], t[j + 2]
+    if not (istensor(x) and istensor(y) and istensor(z)) or t[j + 3] ~= nil then
+      error('gnuplot.scatter3: expecting [string,] tensor, tensor, tensor', 2)
+    end
+    if x:dim() ~= 1 or not (x:isSameSizeAs(y) and x:isSameSizeAs(z)) then
+      error('gnuplot.scatter3: x, y and z must be 1D and the same size', 2)
+    end
+    series[i] = { legend = legend, x = doubles(x), y = doubles(y), z = doubles(z) }
+  end
+  show('scatter3', { series = series })
+end
+
+-- imagesc(matrix [, palette]): palette 'gray' (default), 'color', or a matplotlib colormap name
+function gnuplot.imagesc(x, palette, ...)
+  if not istensor(x) or select('#', ...) > 0 or (palette ~= nil and type(palette) ~= 'string') then
+    error('gnuplot.imagesc: expecting tensor [,string]', 2)
+  end
+  if x:dim() ~= 2 then error('gnuplot.imagesc: x is expected to be a matrix, got ' .. x:dim() .. 'D', 2) end
+  show('imagesc', { matrix = doubles(x), palette = palette or 'gray' })
+end
