@@ -209,6 +209,19 @@ def test_tensor_value_assigned_at_a_number_index(lua):
         lua_fn("function(v) v[1] = torch.Tensor{1, 2} end")(luabridge.from_numpy(v))
 
 
+def test_constructor_tables_take_numeric_strings(lua):
+    """torch7 read table elements with lua_tonumber, so strings such as CSV fields convert."""
+    t, s, nested = lua.execute("""return torch.Tensor({'1', ' 2.5', 3, '0x10', '1e2'}),
+        torch.LongStorage({'4', 5}), torch.FloatTensor({{'1', 2}, {3, '-4'}})""")
+    np.testing.assert_array_equal(luabridge.to_numpy(t), [1, 2.5, 3, 16, 100])
+    assert (s[1], s[2], s.size(s)) == (4, 5, 2)
+    np.testing.assert_array_equal(luabridge.to_numpy(nested), [[1, 2], [3, -4]])
+    with pytest.raises(luabridge.LuaError, match="torch.DoubleTensor: table element must be a number, got 'x'"):
+        lua.execute("torch.Tensor({1, 'x'})")
+    with pytest.raises(luabridge.LuaError, match="torch.IntStorage: table entry 2 must be a number, got table"):
+        lua.execute("torch.IntStorage({1, {}})")
+
+
 def test_cdata_describes_tensor_and_storage_as_torch7_structs(lua):
     got = lua_fn("""function()
       local t = torch.FloatTensor(4, 6):zero()

@@ -193,8 +193,14 @@ local function construct(mt, a, b, c, ...)
                             _base = root, _baseoff = a._baseoff + offset - 1 })
   end
   if type(a) == 'table' then
-    for i = 1, #a do check.number(mt.__typename, a[i], 'table entry ' .. i) end
-    return newStorage(mt, #a):copy(a)
+    local values = a
+    for i = 1, #a do
+      if type(a[i]) ~= 'number' then   -- numeric strings: a converted copy of the table
+        if values == a then values = { unpack(a) } end
+        values[i] = check.element(mt.__typename, a[i], 'table entry ' .. i)
+      end
+    end
+    return newStorage(mt, #a):copy(values)
   end
   if type(a) == 'string' then return mapStorage(mt, a, b, c, ...) end
   check.error(mt.__typename .. ': expected nothing, a size, a table, a storage or a file name')

@@ -713,9 +713,7 @@ local function fromTable(mt, tbl)
     for i = 1, #x do
       local v = x[i]
       if d == #sz then
-        if type(v) ~= 'number' then
-          check.error(('%s: table must hold numbers only, got %s'):format(mt.__typename, type(v)))
-        end
+        if type(v) ~= 'number' then v = check.element(mt.__typename, v, 'table element') end
         if flat then flat[pos + 1] = v else p[pos] = v end
         pos = pos + 1
       else
