@@ -1,0 +1,558 @@
+"""The `image` package against independent references: Pillow for the files, numpy / colorsys /
+loops written from torch7's C for the kernels, and the values torch7's own image tests document."""
+from __future__ import annotations
+
+import colorsys
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import luabridge
+
+from helpers import N, T, assert_lua_errors, lua_fn
+
+Image = pytest.importorskip("PIL.Image", reason="the image extra (Pillow) is not installed: pip install 'luabridge[image]'")
+
+img = lua_fn("function(name, ...) require 'image'; return image[name](...) end")
+rng = np.random.default_rng(11)
+
+
+def chw(hwc: np.ndarray) -> np.ndarray:
+    return hwc.transpose(2, 0, 1)
+
+
+def rgb_u8(h: int = 7, w: int = 9) -> np.ndarray:
+    return rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+
+
+@pytest.mark.parametrize("ext", ["png", "ppm"])
+def test_load_lossless_rgb_matches_pillow(tmp_path, ext):
+    pixels = rgb_u8()
+    path = tmp_path / f"a.{ext}"
+    Image.fromarray(pixels).save(path)
+    np.testing.assert_array_equal(N(img("load", str(path), None, "byte")), chw(pixels))
+    as_float = img("load", str(path), None, "float")
+    assert lua_fn("function(t) return torch.typename(t) end")(as_float) == "torch.FloatTensor"
+    np.testing.assert_allclose(N(as_float), chw(pixels) / 255, rtol=1e-6)
+    np.testing.assert_allclose(N(img("load", str(path))), chw(pixels) / 255)   # default type: double
+
+
+def test_load_jpeg_matches_pillow_decode(tmp_path):
+    pixels = rgb_u8(16, 16)
+    path = tmp_path / "a.jpg"
+    Image.fromarray(pixels).save(path, quality=90)
+    np.testing.assert_array_equal(N(img("load", str(path), 3, "byte")), chw(np.asarray(Image.open(path))))
+
+
+def test_grey_rgba_and_depth_forcing(tmp_path):
+    grey = rng.integers(0, 256, size=(5, 6), dtype=np.uint8)
+    Image.fromarray(grey).save(tmp_path / "g.png")
+    loaded = N(img("load", str(tmp_path / "g.png"), None, "byte"))
+    assert loaded.shape == (1, 5, 6) and (loaded[0] == grey).all()
+    three = N(img("load", str(tmp_path / "g.png"), 3, "byte"))
+    assert three.shape == (3, 5, 6) and all((three[k] == grey).all() for k in range(3))
+    rgba = rng.integers(0, 256, size=(4, 3, 4), dtype=np.uint8)
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "a.png")
+    assert N(img("load", str(tmp_path / "a.png"), None, "byte")).shape == (4, 4, 3)
+    assert N(img("load", str(tmp_path / "a.png"), 3, "byte")).shape == (3, 4, 3)
+    # depth 1 of a colour image: its luminance as H x W, as torch7's todepth
+    rgb = rgb_u8(4, 5)
+    Image.fromarray(rgb).save(tmp_path / "c.png")
+    y = N(img("load", str(tmp_path / "c.png"), 1))
+    assert y.shape == (4, 5)
+    np.testing.assert_allclose(y, (rgb / 255.0) @ np.array([0.299, 0.587, 0.114]), atol=1e-12)
+
+
+def test_sixteen_bit_and_pgm_values_as_torch7_documents(tmp_path):
+    # torch7's test.LoadPNG: gray16-1x2 holds 0 and 65534 -> bytes {0, 255}, floats {0, 65534/65535}
+    Image.fromarray(np.array([[0], [65534]], dtype=np.uint16)).save(tmp_path / "g16.png")
+    assert N(img("load", str(tmp_path / "g16.png"), 1, "byte")).ravel().tolist() == [0, 255]
+    np.testing.assert_allclose(N(img("load", str(tmp_path / "g16.png"), 1, "float")).ravel(), [0, 65534 / 65535],
+                               rtol=1e-6)
+    # test_pgmaload: an ascii PGM with maxval 15, pixel value 3 -> floor(255 * 3 / 15) as a byte
+    (tmp_path / "p2.pgm").write_text("P2\n3 2\n15\n0 0 0\n0 3 15\n")
+    loaded = N(img("load", str(tmp_path / "p2.pgm"), 1, "byte"))
+    assert loaded[0, 1, 1] == math.floor(255 * 3 / 15) and loaded[0, 1, 2] == 255
+
+
+def test_save_clamps_rounds_and_pillow_reads_back(tmp_path):
+    values = rng.uniform(-0.2, 1.2, size=(3, 6, 5))
+    img("save", str(tmp_path / "s.png"), T(values))
+    expected = np.floor(np.clip(values, 0, 1) * 255 + 0.5).astype(np.uint8)
+    np.testing.assert_array_equal(chw(np.asarray(Image.open(tmp_path / "s.png"))), expected)
+    # a byte image is written as it is; PGM takes one channel, PPM three
+    grey = rng.integers(0, 256, size=(1, 4, 7), dtype=np.uint8)
+    img("save", str(tmp_path / "s.pgm"), T(grey))
+    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "s.pgm")), grey[0])
+    img("save", str(tmp_path / "s.ppm"), T(np.ascontiguousarray(chw(rgb_u8()))))
+    smooth = np.ascontiguousarray(np.broadcast_to(np.linspace(0, 1, 32), (3, 32, 32)))
+    img("save", str(tmp_path / "s.jpg"), T(smooth))
+    back = chw(np.asarray(Image.open(tmp_path / "s.jpg"))) / 255.0
+    assert abs(back - smooth).mean() < 0.01
+
+
+def test_compress_and_decompress_in_memory():
+    pixels = np.ascontiguousarray(chw(rgb_u8(12, 10)))
+    png = img("compressPNG", T(pixels))
+    np.testing.assert_array_equal(N(img("decompressPNG", png, None, "byte")), pixels)
+    np.testing.assert_array_equal(N(img("decompress", png, None, "byte")), pixels)
+    smooth = np.ascontiguousarray(np.broadcast_to(np.linspace(0, 1, 64), (3, 64, 64)))
+    big, small = img("compressJPG", T(smooth), 100), img("compressJPG", T(smooth), 25)
+    size = lua_fn("function(t) return t:nElement() end")
+    assert size(small) < size(big)
+    assert abs(N(img("decompressJPG", big)) - smooth).mean() < 0.01
+
+
+def test_file_errors(tmp_path):
+    Image.fromarray(rgb_u8()).save(tmp_path / "pic", format="BMP")
+    Image.fromarray(rgb_u8()).save(tmp_path / "pic.bmp")
+    assert_lua_errors([
+        ("function(p) require 'image'; image.load(p .. '/missing.png') end", "No such file"),
+        ("function(p) require 'image'; image.load(p .. '/pic') end", "image.load: unknown image type: bmp"),
+        ("function(p) require 'image'; image.load(p .. '/pic.bmp', nil, 'int') end", "tensortype must be"),
+        ("function(p) require 'image'; image.save(p .. '/x.gif', torch.rand(3, 2, 2)) end", "unknown image type: gif"),
+        ("function(p) require 'image'; image.save(p .. '/x.pgm', torch.rand(3, 2, 2)) end", "only save 1xHxW"),
+        ("function(p) require 'image'; image.save(p .. '/x.png', torch.rand(5, 2, 2)) end", "1, 2, 3 or 4 channels"),
+    ], str(tmp_path))
+    (tmp_path / "junk").write_bytes(b"not an image at all")
+    assert_lua_errors([("function(p) require 'image'; image.load(p .. '/junk') end",
+                        "unable to determine image type for file")], str(tmp_path))
+
+
+def test_get_size(tmp_path):
+    Image.fromarray(rgb_u8(13, 17)).save(tmp_path / "a.png")
+    assert N(img("getSize", str(tmp_path / "a.png"))).tolist() == [3, 13, 17]
+
+
+# ---------------------------------------------------------------------------------------------
+# scale: torch7's documented values, then loops written from its C kernels
+
+
+def outer(v: list[float]) -> np.ndarray:
+    return np.outer(np.asarray(v, dtype=np.float64), np.asarray(v, dtype=np.float64))
+
+
+@pytest.mark.parametrize("mode, src, expected", [
+    ("bilinear", [1, 2, 4, 2], [1, 1.5, 2, 3, 4, 3, 2]),
+    ("bilinear", [1, 2, 4, 2], [1.25, 3, 2.5]),
+    ("bicubic", [1, 2, 4, 2], [1, 1.4375, 2, 3.1875, 4, 3.25, 2]),
+    ("bicubic", [1, 2, 4, 2], [1, 3.1875, 2]),
+])
+def test_scale_documented_values(mode, src, expected):
+    out = N(img("scale", T(outer(src)), len(expected), len(expected), mode))
+    np.testing.assert_allclose(out, outer(expected), atol=1e-12)
+
+
+def test_scale_byte_documented_values():
+    out = img("scale", T(np.array([[0, 1, 32]], dtype=np.uint8)), 4, 1, "bicubic")
+    assert N(out).tolist() == [[0, 0, 9, 32]]
+    out = img("scale", T(np.array([[1, 2], [2, 3]], dtype=np.uint8)), 3, 3)
+    assert N(out).tolist() == [[1, 2, 2], [2, 3, 3], [2, 3, 3]]
+
+
+def line_linear(src: list[float], n: int) -> list[float]:
+    """torch7's scaleLinear_rowcol, one line, written as its loops."""
+    m = len(src)
+    if n == m:
+        return list(src)
+    if n > m:
+        out = []
+        for d in range(n - 1):
+            if m == 1:
+                out.append(src[0])
+                continue
+            pos = d * (m - 1) / (n - 1)
+            i, f = int(pos), pos - int(pos)
+            out.append((1 - f) * src[i] + f * src[i + 1])
+        return out + [src[-1]]
+    out, i0, f0 = [], 0, 0.0
+    for d in range(n):
+        pos = (d + 1) * m / n
+        i1, f1 = int(pos), pos - int(pos)
+        acc, cnt = (1 - f0) * src[i0], 1 - f0
+        for k in range(i0 + 1, i1):
+            acc, cnt = acc + src[k], cnt + 1
+        if i1 < m:
+            acc, cnt = acc + f1 * src[i1], cnt + f1
+        out.append(acc / cnt)
+        i0, f0 = i1, f1
+    return out
+
+
+def line_cubic(src: list[float], n: int) -> list[float]:
+    m = len(src)
+    if n == m:
+        return list(src)
+    step = (m - 1) / (n - 1) if n > 1 else m - 1
+    out = []
+    for d in range(n - 1):
+        pos = d * step
+        i, x = int(pos), pos - int(pos)
+        p1, p2 = src[i], src[i + 1]
+        p0 = src[i - 1] if i > 0 else 2 * p1 - p2
+        p3 = src[i + 2] if i + 2 < m else 2 * p2 - p1
+        out.append(p1 + 0.5 * x * (p2 - p0 + x * (2 * p0 - 5 * p1 + 4 * p2 - p3 + x * (3 * (p1 - p2) + p3 - p0))))
+    return out + [src[-1]]
+
+
+def scale_reference(a: np.ndarray, w: int, h: int, line) -> np.ndarray:
+    rows = np.array([line(list(r), w) for r in a])
+    return np.array([line(list(c), h) for c in rows.T]).T
+
+
+@pytest.mark.parametrize("mode, line", [("bilinear", line_linear), ("bicubic", line_cubic)])
+@pytest.mark.parametrize("w, h", [(11, 3), (4, 13), (5, 7), (2, 2)])
+def test_scale_matches_torch7_loops(mode, line, w, h):
+    a = rng.uniform(0, 1, size=(7, 5))
+    np.testing.assert_allclose(N(img("scale", T(a), w, h, mode)), scale_reference(a, w, h, line), atol=1e-12)
+    planes = rng.uniform(0, 1, size=(3, 6, 4))
+    out = N(img("scale", T(planes), w, h, mode))
+    for k in range(3):
+        np.testing.assert_allclose(out[k], scale_reference(planes[k], w, h, line), atol=1e-12)
+
+
+def test_scale_simple_is_nearest_by_truncation():
+    a = rng.uniform(0, 1, size=(2, 5, 7))
+    out = N(img("scale", T(a), 10, 3, "simple"))
+    rows, cols = (np.arange(3) * 5 / 3).astype(int), (np.arange(10) * 7 / 10).astype(int)
+    np.testing.assert_array_equal(out, a[:, rows][:, :, cols])
+
+
+@pytest.mark.parametrize("size, expected", [
+    ("64", (3, 32, 64)), (64, (3, 32, 64)), ("^16", (3, 16, 32)), ("20x10", (3, 10, 20)),
+    ("*1/4", (3, 10, 20)), ("*0.5", (3, 20, 40)),
+])
+def test_scale_size_strings(size, expected):
+    assert N(img("scale", T(np.zeros((3, 40, 80))), size)).shape == expected
+
+
+def test_scale_into_destination_and_errors():
+    dst = T(np.zeros((2, 3, 4)))
+    img("scale", dst, T(np.ones((2, 6, 8))))
+    assert (N(dst) == 1).all()
+    assert_lua_errors([
+        ("function() require 'image'; image.scale(torch.rand(1, 2, 3, 4), 2, 2) end",
+         r"image.scale: input must be a 2D or 3D .* got torch.DoubleTensor of size 1x2x3x4"),
+        ("function() require 'image'; image.scale(torch.LongTensor(3, 3), 2, 2) end", "Byte, Float or Double"),
+        ("function() require 'image'; image.scale(torch.rand(3, 3), 2, 2, 'lanczos') end", "mode must be one of"),
+        ("function() require 'image'; image.scale(torch.rand(3, 3), 'big') end", "could not find valid dest size"),
+        ("function() require 'image'; image.scale(torch.rand(2, 4, 4), torch.rand(3, 4, 4)) end", "depths do not match"),
+        ("function() require 'image'; image.scale(torch.FloatTensor(3, 4, 4), torch.rand(3, 4, 4)) end",
+         "destination must be a torch.DoubleTensor"),
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+# crop, translate, flips, rotate
+
+
+def test_crop_forms_match_slicing():
+    a = rng.uniform(0, 1, size=(3, 10, 12))
+    np.testing.assert_array_equal(N(img("crop", T(a), 2, 3, 7, 9)), a[:, 3:9, 2:7])
+    for fmt, (y, x) in {"c": (3, 4), "tl": (0, 0), "tr": (0, 8), "bl": (6, 0), "br": (6, 8)}.items():
+        np.testing.assert_array_equal(N(img("crop", T(a), fmt, 4, 4)), a[:, y:y + 4, x:x + 4], err_msg=fmt)
+    dst = T(np.zeros((3, 2, 5)))
+    img("crop", dst, T(a), 1, 2)   # the destination's size, from (1, 2)
+    np.testing.assert_array_equal(N(dst), a[:, 2:4, 1:6])
+    grey = rng.uniform(0, 1, size=(6, 6))
+    np.testing.assert_array_equal(N(img("crop", T(grey), "c", 2, 2)), grey[2:4, 2:4])
+    assert_lua_errors([
+        ("function() require 'image'; image.crop(torch.rand(3, 4, 4), 1, 1, 6, 3) end",
+         r"image.crop: crop \(1, 1\) to \(6, 3\) goes outside bounds of src \(4x4\)"),
+        ("function() require 'image'; image.crop(torch.rand(3, 4, 4), 'middle', 2, 2) end", "crop format must be"),
+        ("function() require 'image'; image.crop(torch.rand(3, 4, 4), 1, 1) end", "give the end point"),
+    ])
+
+
+@pytest.mark.parametrize("dx, dy", [(2, 1), (-3, 2), (0, -4), (20, 0)])
+def test_translate_shifts_with_zero_fill(dx, dy):
+    a = rng.uniform(0, 1, size=(2, 5, 6))
+    expected = np.zeros_like(a)
+    for j in range(5):
+        for i in range(6):
+            if 0 <= i + dx < 6 and 0 <= j + dy < 5:
+                expected[:, j + dy, i + dx] = a[:, j, i]
+    np.testing.assert_array_equal(N(img("translate", T(a), dx, dy)), expected)
+
+
+def test_flips_match_numpy():
+    a = rng.uniform(0, 1, size=(3, 4, 5))
+    np.testing.assert_array_equal(N(img("hflip", T(a))), a[:, :, ::-1])
+    np.testing.assert_array_equal(N(img("vflip", T(a))), a[:, ::-1, :])
+    np.testing.assert_array_equal(N(img("flip", T(a), 1)), a[::-1])
+    grey = rng.uniform(0, 1, size=(4, 5))
+    np.testing.assert_array_equal(N(img("hflip", T(grey))), grey[:, ::-1])
+    inplace = a.copy()
+    t = T(inplace)
+    img("vflip", t, t)
+    np.testing.assert_array_equal(inplace, a[:, ::-1, :])
+
+
+def rotate_reference(a: np.ndarray, theta: float, bilinear: bool) -> np.ndarray:
+    """torch7's rotate / rotateBilinear loops (C's round: half away from zero)."""
+    h, w = a.shape
+    xc, yc = (w - 1) / 2, (h - 1) / 2
+    out = np.zeros_like(a)
+    for j in range(h):
+        for i in range(w):
+            ri = math.cos(theta) * (i - xc) - math.sin(theta) * (j - yc)
+            rj = math.cos(theta) * (j - yc) + math.sin(theta) * (i - xc)
+            if not bilinear:
+                ii = int(math.copysign(math.floor(abs(ri + xc) + 0.5), ri + xc))
+                jj = int(math.copysign(math.floor(abs(rj + yc) + 0.5), rj + yc))
+                out[j, i] = a[jj, ii] if 0 <= ii < w and 0 <= jj < h else 0
+                continue
+            i0, j0 = math.floor(ri + xc), math.floor(rj + yc)
+            wi, wj = ri + xc - i0, rj + yc - j0
+            i1, j1 = i0 + 1, j0 + 1
+            blank = False
+            if i1 == w and wi < 0.5:
+                i1 = i0
+            elif i1 >= w:
+                blank = True
+            if j1 == h and wj < 0.5:
+                j1 = j0
+            elif j1 >= h:
+                blank = True
+            if i0 == -1 and wi > 0.5:
+                i0 = i1
+            elif i0 < 0:
+                blank = True
+            if j0 == -1 and wj > 0.5:
+                j0 = j1
+            elif j0 < 0:
+                blank = True
+            out[j, i] = 0 if blank else ((1 - wi) * (1 - wj) * a[j0, i0] + wi * (1 - wj) * a[j0, i1]
+                                         + (1 - wi) * wj * a[j1, i0] + wi * wj * a[j1, i1])
+    return out
+
+
+@pytest.mark.parametrize("theta", [0.0, 0.3, -1.1, math.pi / 2, 2.5])
+def test_rotate_matches_torch7_loops(theta):
+    a = rng.uniform(0, 1, size=(9, 8))
+    np.testing.assert_allclose(N(img("rotate", T(a), theta)), rotate_reference(a, theta, False), atol=1e-12)
+    np.testing.assert_allclose(N(img("rotate", T(a), theta, "bilinear")), rotate_reference(a, theta, True), atol=1e-12)
+
+
+def test_rotate_quarter_turn_of_a_square_is_rot90():
+    a = rng.uniform(0, 1, size=(2, 6, 6))
+    np.testing.assert_array_equal(N(img("rotate", T(a), math.pi / 2)), np.rot90(a, k=1, axes=(1, 2)))
+    assert_lua_errors([("function() require 'image'; local t = torch.rand(3, 3); image.rotate(t, t, 1) end",
+                        "in-place rotate not supported")])
+
+
+# ---------------------------------------------------------------------------------------------
+# colour spaces
+
+
+def pixels_rgb(n: int = 40) -> np.ndarray:
+    a = rng.uniform(0, 1, size=(3, 1, n))
+    a[:, 0, :4] = [[1, 0, 0, 0.5], [0, 1, 0, 0.5], [0, 0, 1, 0.5]]   # primaries and a grey
+    return a
+
+
+def test_hsv_and_hsl_match_colorsys():
+    a = pixels_rgb()
+    hsv, hsl = N(img("rgb2hsv", T(a))), N(img("rgb2hsl", T(a)))
+    for k in range(a.shape[2]):
+        r, g, b = a[:, 0, k]
+        np.testing.assert_allclose(hsv[:, 0, k], colorsys.rgb_to_hsv(r, g, b), atol=1e-12)
+        h, lum, s = colorsys.rgb_to_hls(r, g, b)
+        np.testing.assert_allclose(hsl[:, 0, k], [h, s, lum], atol=1e-12)
+    np.testing.assert_allclose(N(img("hsv2rgb", T(hsv))), a, atol=1e-12)
+    np.testing.assert_allclose(N(img("hsl2rgb", T(hsl))), a, atol=1e-12)
+
+
+def test_lab_of_reference_colours():
+    a = np.array([[[1.0, 1.0, 0.0, 0.5]], [[1.0, 0.0, 0.0, 0.5]], [[1.0, 0.0, 1.0, 0.5]]])   # white red blue grey
+    lab = N(img("rgb2lab", T(a)))
+    # CIE Lab of sRGB white, red and blue (D65); torch7's matrix gives them to about 0.05
+    np.testing.assert_allclose(lab[:, 0, 0], [100, 0, 0], atol=0.05)
+    np.testing.assert_allclose(lab[:, 0, 1], [53.24, 80.09, 67.20], atol=0.1)
+    np.testing.assert_allclose(lab[:, 0, 2], [32.30, 79.19, -107.86], atol=0.15)
+    assert abs(lab[1, 0, 3]) < 0.02 and abs(lab[2, 0, 3]) < 0.02
+    b = pixels_rgb()
+    np.testing.assert_allclose(N(img("lab2rgb", img("rgb2lab", T(b)))), b, atol=1e-4)   # torch7's tolerance
+    assert_lua_errors([("function() require 'image'; image.rgb2lab(torch.ByteTensor(3, 2, 2)) end",
+                        "not supported for torch.ByteTensor")])
+
+
+def test_yuv_and_y():
+    a = pixels_rgb()
+    yuv = N(img("rgb2yuv", T(a)))
+    m = np.array([[0.299, 0.587, 0.114], [-0.14713, -0.28886, 0.436], [0.615, -0.51499, -0.10001]])
+    np.testing.assert_allclose(yuv[:, 0, :], m @ a[:, 0, :], atol=1e-12)
+    np.testing.assert_allclose(N(img("yuv2rgb", T(yuv))), a, atol=1e-4)   # torch7's rounded inverse
+    # torch7's test.rgb2y: the primaries' luminance
+    primaries = np.eye(3).reshape(3, 1, 3)
+    np.testing.assert_allclose(N(img("rgb2y", T(primaries))), [[[0.299, 0.587, 0.114]]], atol=1e-12)
+
+
+def test_byte_images_convert_in_0_255():
+    a = rng.integers(0, 256, size=(3, 2, 5), dtype=np.uint8)
+    hsv = N(img("rgb2hsv", T(a)))
+    for idx in np.ndindex(2, 5):
+        ref = colorsys.rgb_to_hsv(*(a[(slice(None), *idx)] / 255.0))
+        np.testing.assert_array_equal(hsv[(slice(None), *idx)], np.floor(np.array(ref) * 255 + 0.5))
+
+
+def test_color_errors():
+    assert_lua_errors([
+        ("function() require 'image'; image.rgb2hsv(torch.rand(2, 3, 3)) end", "image.rgb2hsv: input needs 3 channels"),
+        ("function() require 'image'; image.rgb2yuv(torch.rand(3, 3)) end", "image.rgb2yuv: input must be a 3D"),
+    ])
+
+
+# ---------------------------------------------------------------------------------------------
+# kernels
+
+
+def gaussian_reference(h, w, amplitude=1.0, sigma_h=0.25, sigma_v=0.25, mean_h=0.5, mean_v=0.5, normalize=False):
+    u, v = np.arange(1, w + 1), np.arange(1, h + 1)
+    du = (u - (mean_h * w + 0.5)) / (sigma_h * w)
+    dv = (v - (mean_v * h + 0.5)) / (sigma_v * h)
+    g = amplitude * np.exp(-0.5 * (dv[:, None] ** 2 + du[None, :] ** 2))
+    return g / g.sum() if normalize else g
+
+
+def test_gaussian_forms():
+    np.testing.assert_allclose(N(img("gaussian", 3)), gaussian_reference(3, 3), atol=1e-12)
+    assert abs(N(img("gaussian", 3))[0, 0] - math.exp(-(1 / 0.75) ** 2)) < 1e-12   # a corner, by hand
+    named = lua_fn("function() require 'image'; return image.gaussian{width = 7, height = 5, amplitude = 10, "
+                   "sigma_horz = 0.2, sigma_vert = 0.3, mean_horz = 0.4, mean_vert = 0.6, normalize = true} end")
+    np.testing.assert_allclose(N(named()), gaussian_reference(5, 7, 10, 0.2, 0.3, 0.4, 0.6, True), atol=1e-12)
+    # torch7's test.byteGaussian: a byte kernel is the float one rounded and clamped to 0..255
+    as_byte = lua_fn("function() require 'image'; return image.gaussian{amplitude = 1000, tensor = torch.ByteTensor(5, 5)} end")
+    np.testing.assert_array_equal(N(as_byte()), np.clip(np.floor(gaussian_reference(5, 5, 1000) + 0.5), 0, 255))
+
+
+def test_gaussian1d_and_laplacian():
+    n, sigma = 7, 0.3
+    x = (np.arange(1, n + 1) - (0.5 * n + 0.5)) / (sigma * n)
+    np.testing.assert_allclose(N(img("gaussian1D", n, sigma)), np.exp(-x ** 2 / 2), atol=1e-12)
+    normalized = lua_fn("function() require 'image'; return image.gaussian1D{size = 7, sigma = 0.3, normalize = true} end")
+    np.testing.assert_allclose(N(normalized()), np.exp(-x ** 2 / 2) / np.exp(-x ** 2 / 2).sum(), atol=1e-12)
+    size, s = 5, 0.2
+    i = np.arange(1, size + 1)
+    q = ((i - 3) / (s * size)) ** 2 / 2
+    total = q[:, None] + q[None, :]
+    np.testing.assert_allclose(N(img("laplacian", size, s)), (1 - total) * np.exp(-total), atol=1e-12)
+
+
+def conv_full(a: np.ndarray, k: np.ndarray) -> np.ndarray:
+    out = np.zeros((a.shape[0] + k.shape[0] - 1, a.shape[1] + k.shape[1] - 1))
+    for (i, j), v in np.ndenumerate(k):
+        out[i:i + a.shape[0], j:j + a.shape[1]] += v * a
+    return out
+
+
+def test_convolve_modes():
+    a, k = rng.uniform(size=(8, 9)), rng.uniform(size=(3, 4))
+    full = conv_full(a, k)
+    np.testing.assert_allclose(N(img("convolve", T(a), T(k), "full")), full, atol=1e-12)
+    np.testing.assert_allclose(N(img("convolve", T(a), T(k))), full[2:8, 3:9], atol=1e-12)
+    np.testing.assert_allclose(N(img("convolve", T(a), T(k), "same")), full[1:9, 1:10], atol=1e-12)
+    planes = rng.uniform(size=(2, 5, 5))
+    out = N(img("convolve", T(planes), T(k), "valid"))
+    for p in range(2):
+        np.testing.assert_allclose(out[p], conv_full(planes[p], k)[2:5, 3:5], atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# colour maps, drawing, display
+
+
+def jet_reference(n: int) -> np.ndarray:
+    four = 4 * np.arange(1, n + 1) / n
+    return np.stack([np.clip(np.minimum(four - s, -four + 3 + s), 0, 1) for s in (1.5, 0.5, -0.5)], axis=1)
+
+
+def test_jet_colormap_and_y2jet():
+    np.testing.assert_allclose(N(img("jetColormap", 10)), jet_reference(10), atol=1e-12)
+    # torch7's test.y2jet: levels 1..10 coloured by the 10-colour map
+    levels = T(np.arange(1, 11, dtype=np.float64))
+    np.testing.assert_allclose(N(img("y2jet", levels))[:, 0, :].T, jet_reference(10), atol=1e-12)
+    as_bytes = N(img("y2jet", T(np.array([[1, 2], [3, 4]], dtype=np.uint8))))
+    np.testing.assert_array_equal(as_bytes.transpose(1, 2, 0).reshape(4, 3), np.floor(jet_reference(4) * 255 + 0.5))
+
+
+def test_draw_rect_as_torch7_rectangle_test():
+    # torch7's test_drawRect: a 1-pixel magenta box from (5, 5) to (10, 20) on a 3 x 24 x 12 image
+    for dtype, bg, unit in ((np.uint8, 3, 1), (np.float64, 3 / 255, 1 / 255)):
+        out = N(img("drawRect", T(np.full((3, 24, 12), bg, dtype=dtype)), 5, 5, 10, 20, options({"color": [255, 0, 255]})))
+        box = np.zeros((24, 12), dtype=bool)
+        box[4:20, 4] = box[4:20, 9] = True
+        box[4, 4:10] = box[19, 4:10] = True
+        for k, c in enumerate((255, 0, 255)):
+            np.testing.assert_allclose(out[k][box], c * unit)
+            np.testing.assert_allclose(out[k][~box], bg)
+
+
+def options(d: dict):
+    """A Lua table of d (lists as Lua arrays)."""
+    lua = luabridge.runtime()
+    return lua.table_from({k: lua.table_from(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def test_draw_text_paints_glyph_cells():
+    src = np.zeros((3, 30, 40))
+    opts = options({"color": [255, 255, 255], "bg": [255, 0, 0], "size": 2})
+    out = N(img("drawText", T(src), "Hi", 3, 4, opts))
+    assert (src == 0).all()   # not in place
+    cells = np.zeros((30, 40), dtype=bool)
+    cells[4:4 + 22, 3:3 + 24] = True   # two 6 x 11 glyphs at size 2
+    assert (out[:, ~cells] == 0).all()
+    white = (out[0] == 1) & (out[1] == 1) & (out[2] == 1)
+    red = (out[0] == 1) & (out[1] == 0) & (out[2] == 0)
+    assert (white | red)[cells].all() and white[cells].sum() > 20 and red[cells].sum() > 100
+
+
+def test_minmax_and_display_grid():
+    a = rng.uniform(-3, 5, size=(4, 5))
+    np.testing.assert_allclose(N(lua_fn("function(t) require 'image'; return image.minmax{tensor = t} end")(T(a))),
+                               (a - a.min()) / (a.max() - a.min()), atol=1e-12)
+    symm = N(lua_fn("function(t) require 'image'; return image.minmax{tensor = t, symm = true} end")(T(a)))
+    m = abs(a).max()
+    np.testing.assert_allclose(symm, (a + m) / (2 * m), atol=1e-12)
+    batch = rng.uniform(0, 1, size=(5, 3, 4, 6))
+    grid = N(lua_fn("function(t) require 'image'; return image.toDisplayTensor{input = t, nrow = 3, padding = 2} end")(T(batch)))
+    assert grid.shape == (3, 2 * 6, 3 * 8)
+    low, high = batch.min(), batch.max()
+    for k in range(5):
+        r, c = divmod(k, 3)
+        np.testing.assert_allclose(grid[:, r * 6 + 1:r * 6 + 5, c * 8 + 1:c * 8 + 7], (batch[k] - low) / (high - low),
+                                   atol=1e-12)
+    assert (grid[:, 0, :] == 1).all()   # padding takes the largest value
+
+
+def test_display_writes_png_in_current_folder(tmp_path, monkeypatch, capfd):
+    monkeypatch.chdir(tmp_path)
+    path = img("display", T(rng.uniform(0, 1, size=(3, 8, 10))))
+    assert "no window" in capfd.readouterr().out and path.startswith("image_display_")
+    assert Image.open(tmp_path / path).size == (10, 8)
+
+
+def test_lena_is_a_synthetic_colour_picture():
+    lena = N(img("lena"))
+    assert lena.shape == (3, 512, 512) and lena.min() >= 0 and lena.max() <= 1
+    assert all(lena[k].std() > 0.1 for k in range(3))
+    assert N(img("fabio")).shape == (1, 512, 512)
+
+
+# ---------------------------------------------------------------------------------------------
+# without Pillow
+
+
+def test_require_without_pillow_names_the_extra():
+    code = ("import sys; sys.modules['PIL'] = None\n"
+            "import luabridge\n"
+            "try:\n    luabridge.require('image')\nexcept luabridge.LuaError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert "pip install 'luabridge[image]'" in out
