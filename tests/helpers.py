@@ -7,6 +7,8 @@ machinery of test_pointwise.py and test_compare.py (every type, layout and call 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -249,3 +251,12 @@ def check_forms(name: str, args: list[Any], want: np.ndarray, type_name: str, sr
         x[...] = first
         method(name, x, *args[1:])
         expect(x, want, type_name, f"x:{name}(...) [in place]")
+
+
+def require_error_without(python_module: str, lua_module: str) -> str:
+    """What `require(lua_module)` prints as its error in a fresh process where python_module
+    cannot be imported (an optional extra that is not installed)."""
+    code = (f"import sys; sys.modules[{python_module!r}] = None\n"
+            "import luabridge\n"
+            f"try:\n    luabridge.require({lua_module!r})\nexcept luabridge.LuaError as e:\n    print(e)\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, assert_lua_errors, lua_fn
+from helpers import N, T, assert_lua_errors, lua_fn, require_error_without
 
 pytest.importorskip("matplotlib", reason="the plot extra (matplotlib) is not installed: pip install 'luabridge[plot]'")
 
@@ -180,8 +180,5 @@ gnuplot.raw('set yrange [0:1]')
 
 
 def test_require_without_matplotlib_names_the_extra():
-    code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "import luabridge\n"
-            "try:\n    luabridge.require('gnuplot')\nexcept luabridge.LuaError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    out = require_error_without("matplotlib", "gnuplot")
     assert "pip install 'luabridge[plot]'" in out

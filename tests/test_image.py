@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import colorsys
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import luabridge
 
-from helpers import N, T, assert_lua_errors, lua_fn
+from helpers import N, T, assert_lua_errors, lua_fn, require_error_without
 
 Image = pytest.importorskip("PIL.Image", reason="the image extra (Pillow) is not installed: pip install 'luabridge[image]'")
 
@@ -551,8 +549,5 @@ def test_lena_is_a_synthetic_colour_picture():
 
 
 def test_require_without_pillow_names_the_extra():
-    code = ("import sys; sys.modules['PIL'] = None\n"
-            "import luabridge\n"
-            "try:\n    luabridge.require('image')\nexcept luabridge.LuaError as e:\n    print(e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    out = require_error_without("PIL", "image")
     assert "pip install 'luabridge[image]'" in out

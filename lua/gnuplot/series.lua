@@ -11,14 +11,14 @@ local PLOT_USAGE = 'expecting [string,] tensor [,tensor] [,string]'
 local function curve(t)
   local legend, x, y, style
   local n = #t
-  if n == 0 then error('gnuplot.plot: empty argument list', 4) end
+  if n == 0 then error('gnuplot.plot: empty argument list', 3) end
   local i = 1
   if type(t[1]) == 'string' then legend, i = t[1], 2 end
-  if not istensor(t[i]) then error('gnuplot.plot: ' .. PLOT_USAGE, 4) end
+  if not istensor(t[i]) then error('gnuplot.plot: ' .. PLOT_USAGE, 3) end
   x, i = t[i], i + 1
   if istensor(t[i]) then y, i = t[i], i + 1 end
   if type(t[i]) == 'string' then style, i = t[i], i + 1 end
-  if i <= n then error('gnuplot.plot: ' .. PLOT_USAGE, 4) end
+  if i <= n then error('gnuplot.plot: ' .. PLOT_USAGE, 3) end
   style = style or ''
   if not y then
     if x:dim() == 2 and x:size(2) == 2 then
@@ -34,7 +34,7 @@ local function curve(t)
   end
   if (x:dim() ~= 1 and x:dim() ~= 2) or y:size(1) ~= x:size(1) then
     error(('gnuplot.plot: x and y dims are wrong: x = %dD (%d rows), y = %dD (%d rows)')
-          :format(x:dim(), x:size(1), y:dim(), y:size(1)), 4)
+          :format(x:dim(), x:size(1), y:dim(), y:size(1)), 3)
   end
   return { legend = legend or '', x = doubles(x), y = doubles(y), style = style }
 end
@@ -54,13 +54,18 @@ local function show(kind, fields)
   gnuplot._refresh(fig)
 end
 
--- plot(x), plot(x, '.'), plot(x, y, '-'), plot('name', x, y, '+-'), plot({...}, {...}), plot({{...}, {...}})
-function gnuplot.plot(...)
-  if select('#', ...) == 0 then error('gnuplot.plot: no inputs, expecting at least a vector', 2) end
-  local series = {}
-  for i, set in ipairs(each_set({ ... })) do series[i] = curve(set) end
-  show('plot', { series = series })
+-- gnuplot.<kind>(...): each argument set read by parse, the list shown
+local function drawing(kind, parse, needs)
+  return function(...)
+    if select('#', ...) == 0 then error(('gnuplot.%s: no inputs, expecting %s'):format(kind, needs), 2) end
+    local series = {}
+    for i, set in ipairs(each_set({ ... })) do series[i] = parse(set) end
+    show(kind, { series = series })
+  end
 end
+
+-- plot(x), plot(x, '.'), plot(x, y, '-'), plot('name', x, y, '+-'), plot({...}, {...}), plot({{...}, {...}})
+gnuplot.plot = drawing('plot', curve, 'at least a vector')
 
 -- bar(y), bar(x, y): plot with boxes
 function gnuplot.bar(...)
@@ -77,47 +82,41 @@ local function surface(t)
   if type(t[1]) == 'string' then legend, i = t[1], 2 end
   local x, y, z = t[i], t[i + 1], t[i + 2]
   if not istensor(x) or (y ~= nil and not istensor(y)) or (y ~= nil and not istensor(z)) or t[i + 3] ~= nil then
-    error('gnuplot.splot: ' .. SPLOT_USAGE, 4)
+    error('gnuplot.splot: ' .. SPLOT_USAGE, 3)
   end
   if y == nil then
     z = x
-    if z:dim() ~= 2 then error('gnuplot.splot: z must be a matrix, got ' .. z:dim() .. 'D', 4) end
+    if z:dim() ~= 2 then error('gnuplot.splot: z must be a matrix, got ' .. z:dim() .. 'D', 3) end
     x = torch.range(1, z:size(1)):view(-1, 1):expand(z:size(1), z:size(2))
     y = torch.range(1, z:size(2)):view(1, -1):expand(z:size(1), z:size(2))
   end
   if x:dim() ~= 2 or y:dim() ~= 2 or z:dim() ~= 2 then
     error(('gnuplot.splot: x and y and z are expected to be matrices x = %dD y = %dD z = %dD')
-          :format(x:dim(), y:dim(), z:dim()), 4)
+          :format(x:dim(), y:dim(), z:dim()), 3)
   end
-  if not (x:isSameSizeAs(z) and y:isSameSizeAs(z)) then error('gnuplot.splot: x, y and z must have the same size', 4) end
+  if not (x:isSameSizeAs(z) and y:isSameSizeAs(z)) then error('gnuplot.splot: x, y and z must have the same size', 3) end
   return { legend = legend, x = doubles(x), y = doubles(y), z = doubles(z) }
 end
 
-function gnuplot.splot(...)
-  if select('#', ...) == 0 then error('gnuplot.splot: no inputs, expecting at least a matrix', 2) end
-  local series = {}
-  for i, set in ipairs(each_set({ ... })) do series[i] = surface(set) end
-  show('splot', { series = series })
+-- splot(z), splot(x, y, z), splot('name', x, y, z), splot({...}, {...})
+gnuplot.splot = drawing('splot', surface, 'at least a matrix')
+
+-- one point set: {[legend,] x, y, z} with vectors of one size
+local function points(t)
+  local legend, j = '', 1
+  if type(t[1]) == 'string' then legend, j = t[1], 2 end
+  local x, y, z = t[j], t[j + 1], t[j + 2]
+  if not (istensor(x) and istensor(y) and istensor(z)) or t[j + 3] ~= nil then
+    error('gnuplot.scatter3: expecting [string,] tensor, tensor, tensor', 3)
+  end
+  if x:dim() ~= 1 or not (x:isSameSizeAs(y) and x:isSameSizeAs(z)) then
+    error('gnuplot.scatter3: x, y and z must be 1D and the same size', 3)
+  end
+  return { legend = legend, x = doubles(x), y = doubles(y), z = doubles(z) }
 end
 
--- scatter3(x, y, z), scatter3('name', x, y, z), scatter3({...}, {...}): 3D points from vectors
-function gnuplot.scatter3(...)
-  if select('#', ...) == 0 then error('gnuplot.scatter3: no inputs, expecting three vectors', 2) end
-  local series = {}
-  for i, t in ipairs(each_set({ ... })) do
-    local legend, j = '', 1
-    if type(t[1]) == 'string' then legend, j = t[1], 2 end
-    local x, y, z = t[j], t[j + 1], t[j + 2]
-    if not (istensor(x) and istensor(y) and istensor(z)) or t[j + 3] ~= nil then
-      error('gnuplot.scatter3: expecting [string,] tensor, tensor, tensor', 2)
-    end
-    if x:dim() ~= 1 or not (x:isSameSizeAs(y) and x:isSameSizeAs(z)) then
-      error('gnuplot.scatter3: x, y and z must be 1D and the same size', 2)
-    end
-    series[i] = { legend = legend, x = doubles(x), y = doubles(y), z = doubles(z) }
-  end
-  show('scatter3', { series = series })
-end
+-- scatter3(x, y, z), scatter3('name', x, y, z), scatter3({...}, {...}): 3D points
+gnuplot.scatter3 = drawing('scatter3', points, 'three vectors')
 
 -- imagesc(matrix [, palette]): palette 'gray' (default), 'color', or a matplotlib colormap name
 function gnuplot.imagesc(x, palette, ...)

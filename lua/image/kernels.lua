@@ -1,6 +1,7 @@
 -- Filter kernels (gaussian, gaussian1D, laplacian) with torch7's named or positional arguments,
 -- and convolve over torch.conv2.
 local util = require 'image.util'
+local unpack = unpack or table.unpack
 
 -- amplitude * exp(-((u - mean_u) / (sigma_u * width))^2 / 2) over 1-based positions u
 local function bell(n, mean, sigma, amplitude)
@@ -8,20 +9,28 @@ local function bell(n, mean, sigma, amplitude)
   return torch.range(1, n):add(-centre):div(sigma * n):pow(2):mul(-0.5):exp():mul(amplitude)
 end
 
+-- the arguments of the 2D kernels (sigma's default differs), then any extra ones
+local function kernel_args(sigma, extra)
+  local defs = {
+    { arg = 'size', type = 'number', help = 'kernel size (size x size)', default = 3 },
+    { arg = 'sigma', type = 'number', help = 'sigma (horizontal and vertical)', default = sigma },
+    { arg = 'amplitude', type = 'number', help = 'amplitude (max value)', default = 1 },
+    { arg = 'normalize', type = 'number', help = 'normalize kernel (exc Amplitude)', default = false },
+    { arg = 'width', type = 'number', help = 'kernel width', defaulta = 'size' },
+    { arg = 'height', type = 'number', help = 'kernel height', defaulta = 'size' },
+    { arg = 'sigma_horz', type = 'number', help = 'horizontal sigma', defaulta = 'sigma' },
+    { arg = 'sigma_vert', type = 'number', help = 'vertical sigma', defaulta = 'sigma' },
+    { arg = 'mean_horz', type = 'number', help = 'horizontal mean', default = 0.5 },
+    { arg = 'mean_vert', type = 'number', help = 'vertical mean', default = 0.5 },
+  }
+  for _, d in ipairs(extra or {}) do defs[#defs + 1] = d end
+  return defs
+end
+
 function image.gaussian(...)
   local _, size, sigma, amplitude, normalize, width, height, sigma_horz, sigma_vert, mean_horz, mean_vert, tensor =
-    dok.unpack({ ... }, 'image.gaussian', 'returns a 2D gaussian kernel',
-      { arg = 'size', type = 'number', help = 'kernel size (size x size)', default = 3 },
-      { arg = 'sigma', type = 'number', help = 'sigma (horizontal and vertical)', default = 0.25 },
-      { arg = 'amplitude', type = 'number', help = 'amplitude of the gaussian (max value)', default = 1 },
-      { arg = 'normalize', type = 'number', help = 'normalize kernel (exc Amplitude)', default = false },
-      { arg = 'width', type = 'number', help = 'kernel width', defaulta = 'size' },
-      { arg = 'height', type = 'number', help = 'kernel height', defaulta = 'size' },
-      { arg = 'sigma_horz', type = 'number', help = 'horizontal sigma', defaulta = 'sigma' },
-      { arg = 'sigma_vert', type = 'number', help = 'vertical sigma', defaulta = 'sigma' },
-      { arg = 'mean_horz', type = 'number', help = 'horizontal mean', default = 0.5 },
-      { arg = 'mean_vert', type = 'number', help = 'vertical mean', default = 0.5 },
-      { arg = 'tensor', type = 'torch.Tensor', help = 'result tensor (height/width are ignored)' })
+    dok.unpack({ ... }, 'image.gaussian', 'returns a 2D gaussian kernel', unpack(kernel_args(0.25, {
+      { arg = 'tensor', type = 'torch.Tensor', help = 'result tensor (height/width are ignored)' } })))
   if tensor then
     util.image('image.gaussian', tensor, 'tensor', { [2] = true })
     height, width = tensor:size(1), tensor:size(2)
@@ -60,17 +69,7 @@ end
 
 function image.laplacian(...)
   local _, size, sigma, amplitude, normalize, width, height, sigma_horz, sigma_vert, mean_horz, mean_vert =
-    dok.unpack({ ... }, 'image.laplacian', 'returns a 2D Laplacian kernel',
-      { arg = 'size', type = 'number', help = 'kernel size (size x size)', default = 3 },
-      { arg = 'sigma', type = 'number', help = 'sigma (horizontal and vertical)', default = 0.1 },
-      { arg = 'amplitude', type = 'number', help = 'amplitude of the Laplacian (max value)', default = 1 },
-      { arg = 'normalize', type = 'number', help = 'normalize kernel (exc Amplitude)', default = false },
-      { arg = 'width', type = 'number', help = 'kernel width', defaulta = 'size' },
-      { arg = 'height', type = 'number', help = 'kernel height', defaulta = 'size' },
-      { arg = 'sigma_horz', type = 'number', help = 'horizontal sigma', defaulta = 'sigma' },
-      { arg = 'sigma_vert', type = 'number', help = 'vertical sigma', defaulta = 'sigma' },
-      { arg = 'mean_horz', type = 'number', help = 'horizontal mean', default = 0.5 },
-      { arg = 'mean_vert', type = 'number', help = 'vertical mean', default = 0.5 })
+    dok.unpack({ ... }, 'image.laplacian', 'returns a 2D Laplacian kernel', unpack(kernel_args(0.1)))
   -- torch7 measures rows against the horizontal parameters and columns against the vertical ones
   local rows = torch.range(1, height):add(-(mean_horz * width + 0.5)):div(sigma_horz * width):pow(2):div(2)
   local cols = torch.range(1, width):add(-(mean_vert * height + 0.5)):div(sigma_vert * height):pow(2):div(2)
