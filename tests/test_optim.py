@@ -559,9 +559,12 @@ def test_confusion_matrix_errors(lua):
 # ---- Logger ----
 
 def test_logger_writes_named_columns(lua, tmp_path: Path, capfd):
+    """Without a gnuplot package (here made unloadable), plot notes it once; the file has the data."""
     path = tmp_path / "sub" / "dir" / "train.log"
     lua_fn("""function(path)
       require 'optim'
+      local loaded, preload = package.loaded.gnuplot, package.preload.gnuplot
+      package.loaded.gnuplot, package.preload.gnuplot = nil, function() error('no gnuplot here') end
       local log = optim.Logger(path)
       log:setNames{'train error', 'test error'}
       log:add{0.5, 0.25}
@@ -569,6 +572,7 @@ def test_logger_writes_named_columns(lua, tmp_path: Path, capfd):
       log:style{'-', '+'}
       log:plot()
       log:plot()
+      package.loaded.gnuplot, package.preload.gnuplot = loaded, preload
     end""")(str(path))
     lines = path.read_text().splitlines()
     assert lines == ["train error\ttest error\t", " 5.0000e-01\t 2.5000e-01\t", " 1.2345e+03\tn/a\t"]
