@@ -595,3 +595,15 @@ def test_convert_refuses_groups(cudnn_lua):
       return tostring(e)
     end""")()
     assert "cudnn.convert: cudnn.SpatialConvolution with 2 groups has no nn counterpart" in err
+
+
+def test_pooling_steps_by_the_kernel_by_default(cudnn_lua, rng):
+    """cudnn.torch's pooling defaults its stride to the kernel size (nn's average pooling to 1)."""
+    x = rng.standard_normal((2, 3, 6, 6))
+    avg, mx, *strides = cudnn_lua("""function(x)
+      local a, m = cudnn.SpatialAveragePooling(2, 2), cudnn.SpatialMaxPooling(3, 3)
+      return a:forward(x):clone(), m:forward(x):clone(), a.dW, a.dH, m.dW, m.dH
+    end""")(x)
+    assert strides == [2, 2, 3, 3]
+    np.testing.assert_allclose(avg, x.reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5)), rtol=1e-12)
+    np.testing.assert_allclose(mx, x.reshape(2, 3, 2, 3, 2, 3).max(axis=(3, 5)), rtol=0)

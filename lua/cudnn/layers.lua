@@ -15,7 +15,12 @@ end
 -- name -> the nn class it derives from and its constructor when it is not the parent's
 local layers = {
   SpatialFullConvolution = {}, VolumetricConvolution = {}, VolumetricFullConvolution = {},
-  SpatialMaxPooling = {}, SpatialAveragePooling = {}, VolumetricMaxPooling = {},
+  SpatialMaxPooling = {}, VolumetricMaxPooling = {},
+  SpatialAveragePooling = {   -- cudnn's pooling steps by the kernel size by default (nn's by 1)
+    init = function(self, kW, kH, dW, dH, padW, padH)
+      nn.SpatialAveragePooling.__init(self, kW, kH, dW or kW, dH or kH, padW, padH)
+    end,
+  },
   VolumetricAveragePooling = {
     init = function(self, kT, kW, kH, dT, dW, dH, padT, padW, padH)
       nn.VolumetricAveragePooling.__init(self, kT, kW, kH, dT, dW, dH)
