@@ -135,6 +135,12 @@ RAISES = {
     "view_nil_size": ("nn.View(2, nil, 3)", "nn.View: size 2 must be an integer >= -1, got nil"),
     "lookup_string_padding": ("nn.LookupTable(3, 2, 'x')", "nn.LookupTable: paddingValue must be a number, got 'x'"),
     "concat_nil_dim": ("nn.Concat()", "nn.Concat: dimension must be an integer in [1, 64], got nil"),
+    "conv_tensor_padding": ("nn.SpatialConvolutionMM(2, 2, 4, 2, 1, 3, 2, torch.Tensor(3))",
+                            "nn.SpatialConvolutionMM: paddings must be non-negative integers, got 2, torch.DoubleTensor"),
+    "dilated_conv_nan_dilation": ("nn.SpatialDilatedConvolution(1, 1, 3, 3, 1, 1, 0, 0, 0/0)",
+                                  "nn.SpatialDilatedConvolution: dilations must be positive integers, got nan, 1"),
+    "full_conv_negative_adj": ("nn.VolumetricFullConvolution(1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0, -1)",
+                               "paddings and adjustments must be non-negative integers"),
     "bilinear_missing_size": ("nn.Bilinear(2, 3)", "nn.Bilinear: outputSize must be an integer >= 1, got nil"),
     # storages: values that are not numbers, checked before anything is written
     "storage_fill_string": ("torch.IntStorage(2):fill('x')", "fill: value must be a number, got 'x'"),

@@ -20,6 +20,7 @@ function SpatialConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, pa
   self.padH = padH or self.padW
   shape.positive(self, 'plane counts, kernel sizes and strides', nInputPlane, nOutputPlane,
     kW, kH, self.dW, self.dH)
+  shape.nonNegative(self, 'paddings', self.padW, self.padH)
   self.weight = torch.Tensor(nOutputPlane, nInputPlane, kH, kW)
   self.bias = torch.Tensor(nOutputPlane)
   self.gradWeight = torch.Tensor(nOutputPlane, nInputPlane, kH, kW)

@@ -15,6 +15,7 @@ function SpatialConvolutionLocal:__init(nInputPlane, nOutputPlane, iW, iH, kW, k
   self.padH = padH or self.padW
   shape.positive(self, 'plane counts, input and kernel sizes and strides', nInputPlane, nOutputPlane,
     iW, iH, kW, kH, self.dW, self.dH)
+  shape.nonNegative(self, 'paddings', self.padW, self.padH)
   self.oW = math.floor((2 * self.padW + iW - kW) / self.dW) + 1
   self.oH = math.floor((2 * self.padH + iH - kH) / self.dH) + 1
   if self.oW < 1 or self.oH < 1 then

@@ -1,10 +1,12 @@
 -- SpatialConvolution whose kernel taps are dilationW columns and dilationH rows apart.
+local shape = require 'nn.kernels.shape'
 local SpatialDilatedConvolution, parent = torch.class('nn.SpatialDilatedConvolution', 'nn.SpatialConvolution')
 
 function SpatialDilatedConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH,
                                           dilationW, dilationH)
   parent.__init(self, nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)
   self.dilationW, self.dilationH = dilationW or 1, dilationH or 1
+  shape.positive(self, 'dilations', self.dilationW, self.dilationH)
 end
 
 function SpatialDilatedConvolution:__tostring__()

@@ -18,6 +18,7 @@ function SpatialFullConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH
   self.adjW, self.adjH = adjW or 0, adjH or 0
   shape.positive(self, 'plane counts, kernel sizes and strides', nInputPlane, nOutputPlane,
     kW, kH, self.dW, self.dH)
+  shape.nonNegative(self, 'paddings and adjustments', self.padW, self.padH, self.adjW, self.adjH)
   if self.adjW > self.dW - 1 or self.adjH > self.dH - 1 then
     shape.fail(self, 'adjW and adjH must be smaller than dW and dH, got adj %d,%d for stride %d,%d',
       self.adjW, self.adjH, self.dW, self.dH)

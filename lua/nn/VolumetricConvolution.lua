@@ -14,6 +14,7 @@ function VolumetricConvolution:__init(nInputPlane, nOutputPlane, kT, kW, kH, dT,
   self.padH = padH or self.padW
   shape.positive(self, 'plane counts, kernel sizes and strides', nInputPlane, nOutputPlane,
     kT, kW, kH, self.dT, self.dW, self.dH)
+  shape.nonNegative(self, 'paddings', self.padT, self.padW, self.padH)
   self.weight = torch.Tensor(nOutputPlane, nInputPlane, kT, kH, kW)
   self.bias = torch.Tensor(nOutputPlane)
   self.gradWeight = torch.Tensor(nOutputPlane, nInputPlane, kT, kH, kW)

@@ -14,6 +14,7 @@ function VolumetricFullConvolution:__init(nInputPlane, nOutputPlane, kT, kW, kH,
   self.adjT, self.adjW, self.adjH = adjT or 0, adjW or 0, adjH or 0
   shape.positive(self, 'plane counts, kernel sizes and strides', nInputPlane, nOutputPlane,
     kT, kW, kH, self.dT, self.dW, self.dH)
+  shape.nonNegative(self, 'paddings and adjustments', self.padT, self.padW, self.padH, self.adjT, self.adjW, self.adjH)
   if self.adjT >= self.dT or self.adjW >= self.dW or self.adjH >= self.dH then
     shape.fail(self, 'adjT, adjW and adjH must be smaller than dT, dW and dH, got adj %d,%d,%d for stride %d,%d,%d',
       self.adjT, self.adjW, self.adjH, self.dT, self.dW, self.dH)

@@ -97,16 +97,23 @@ function shape.resize(t, sizes)
   return t
 end
 
--- Raises unless every value is a positive integer (kernel sizes, strides).
-function shape.positive(self, what, ...)
-  for i = 1, select('#', ...) do
-    local v = select(i, ...)
-    if not check.isInt(v) or v < 1 then
-      local vals = {}
-      for k = 1, select('#', ...) do vals[k] = tostring((select(k, ...))) end
-      fail(self, '%s must be positive integers, got %s', what, table.concat(vals, ', '))
+-- Raises unless every value is an integer >= lo, "positive" or "non-negative" as the message says.
+local function atLeast(lo, kind)
+  return function(self, what, ...)
+    for i = 1, select('#', ...) do
+      local v = select(i, ...)
+      if not check.isInt(v) or v < lo then
+        local vals = {}
+        for k = 1, select('#', ...) do
+          local x = select(k, ...)
+          vals[k] = type(x) == 'number' and tostring(x) or torch.type(x)
+        end
+        fail(self, '%s must be %s integers, got %s', what, kind, table.concat(vals, ', '))
+      end
     end
   end
 end
+shape.positive = atLeast(1, 'positive')         -- kernel sizes, strides, dilations
+shape.nonNegative = atLeast(0, 'non-negative')  -- paddings, output adjustments
 
 return shape
