@@ -156,6 +156,11 @@ RAISES = {
         local t = torch.Tensor(1, 2, 2):fill(1); t[1][1][1] = 0/0
         nn.SpatialClassNLLCriterion():backward(torch.randn(1, 3, 2, 2), t)""",
                                "nn.SpatialClassNLLCriterion: target out of range"),
+    "sparse_linear_nan_index": ("nn.SparseLinear(3, 2):forward(torch.Tensor({{1, 1}, {0/0, 2}}))",
+                                "nn.SparseLinear: index out of bound, indices must lie in [1, 3], got [nan, nan]"),
+    "index_linear_nan_key": ("nn.IndexLinear(3, 2):forward({{torch.Tensor({0/0})}, {torch.Tensor({1})}})",
+                             "nn.IndexLinear: keys out of range: rows nan..nan"),
+    "onehot_nan": ("nn.OneHot(3):forward(torch.Tensor({0/0}))", "nn.OneHot: indices must be in [1, 3], got values in [nan, nan]"),
     "nll_weights_2d": ("""
         local c = nn.ClassNLLCriterion(); c.weights = torch.ones(1, 3)
         c:forward(torch.randn(2, 3), torch.LongTensor({1, 3}))""",

@@ -94,8 +94,9 @@ function IndexLinear:_coords(input)
     at = at + n
   end
   local rows = self._coo:select(2, 2)
-  if nnz > 0 and (rows:min() < 1 or rows:max() > self.inputSize) then
-    fail('keys out of range: rows %d..%d with offset %d, weight has %d rows', rows:min(), rows:max(),
+  -- NaN-proof (min and max give NaN when any key is NaN): a key becomes an address
+  if nnz > 0 and not (rows:min() >= 1 and rows:max() <= self.inputSize) then
+    fail('keys out of range: rows %s..%s with offset %d, weight has %d rows', rows:min(), rows:max(),
       self.offset + 1, self.inputSize)
   end
   return #lk, noBatch, flat

@@ -18,7 +18,7 @@ function OneHot:updateOutput(input)
     check.tensorOf('nn.OneHot', input, 'input')
     sizes = input:size():totable()
   end
-  if input:nElement() > 0 and (input:min() < 1 or input:max() > self.outputSize) then
+  if input:nElement() > 0 and not (input:min() >= 1 and input:max() <= self.outputSize) then   -- NaN fails
     check.error(('nn.OneHot: indices must be in [1, %d], got values in [%s, %s]'):format(
       self.outputSize, input:min(), input:max()))
   end

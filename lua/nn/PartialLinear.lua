@@ -24,7 +24,7 @@ function PartialLinear:_lookup() return self.network:get(1):get(2) end
 
 function PartialLinear:setPartition(indices)
   local n = torch.isTensor(indices) and indices:nElement() or 0
-  if n == 0 or indices:dim() ~= 1 or indices:min() < 1 or indices:max() > self.outputsize then
+  if n == 0 or indices:dim() ~= 1 or not (indices:min() >= 1 and indices:max() <= self.outputsize) then
     check.error(('nn.PartialLinear: partition must be a non-empty vector of indices in [1, %d], got %s'):format(
       self.outputsize, torch.isTensor(indices) and check.sizestr(indices) or torch.type(indices)))
   end

@@ -74,8 +74,9 @@ function SparseLinear:_coords(input)
     at = at + n
   end
   local inDim, cols = self.weight:size(2), self._coo:select(2, 2)
-  if nnz > 0 and (cols:min() < 1 or cols:max() > inDim) then
-    check.error(('nn.SparseLinear: index out of bound, indices must lie in [1, %d], got [%d, %d]'):format(
+  -- NaN-proof (min and max give NaN when any index is NaN): an index becomes an address
+  if nnz > 0 and not (cols:min() >= 1 and cols:max() <= inDim) then
+    check.error(('nn.SparseLinear: index out of bound, indices must lie in [1, %d], got [%s, %s]'):format(
       inDim, cols:min(), cols:max()))
   end
   return #samples, batchMode, legacy
