@@ -6,8 +6,7 @@ local AddConstant, parent = torch.class('nn.AddConstant', 'nn.Module')
 function AddConstant:__init(constantScalar, ip)
   parent.__init(self)
   self.constant_scalar = constantScalar
-  if ip ~= nil and type(ip) ~= 'boolean' then error('in-place flag must be boolean') end
-  self.inplace = ip or false
+  self.inplace = check.optBoolean('nn.AddConstant', ip, 'inplace') or false
 end
 
 -- The constant, as a number or as a tensor expanded to input's layout.

@@ -17,9 +17,7 @@ end
 
 function BN:__init(nOutput, eps, momentum, affine)
   parent.__init(self)
-  if type(nOutput) ~= 'number' or nOutput < 1 then
-    fail(self, 'the number of features must be a positive number, got %s', tostring(nOutput))
-  end
+  check.int(torch.type(self), nOutput, 'nOutput (the number of features)', 1)
   if affine ~= nil and type(affine) ~= 'boolean' then
     fail(self, 'affine must be true or false, got %s', tostring(affine))
   end

@@ -4,10 +4,8 @@ local MulConstant, parent = torch.class('nn.MulConstant', 'nn.Module')
 
 function MulConstant:__init(constantScalar, ip)
   parent.__init(self)
-  if type(constantScalar) ~= 'number' then error('nn.MulConstant: input is not scalar!') end
-  self.constant_scalar = constantScalar
-  if ip ~= nil and type(ip) ~= 'boolean' then error('in-place flag must be boolean') end
-  self.inplace = ip or false
+  self.constant_scalar = check.number('nn.MulConstant', constantScalar, 'constant_scalar')
+  self.inplace = check.optBoolean('nn.MulConstant', ip, 'inplace') or false
 end
 
 function MulConstant:updateOutput(input)

@@ -1,15 +1,13 @@
 -- y = x where x > threshold, else val.
+local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 local pointwise = require 'nn.kernels.pointwise'
 local Threshold, parent = torch.class('nn.Threshold', 'nn.Module')
 
 function Threshold:__init(th, v, ip)
   parent.__init(self)
-  if (th ~= nil and type(th) ~= 'number') or (v ~= nil and type(v) ~= 'number') then
-    error('nn.Threshold(threshold, value)')
-  end
-  self.threshold = th or 1e-6
-  self.val = v or 0
+  self.threshold = check.optNumber(torch.type(self), th, 'threshold') or 1e-6
+  self.val = check.optNumber(torch.type(self), v, 'value') or 0
   self.inplace = ip or false
   self:validateParameters()
 end
@@ -18,8 +16,8 @@ end
 function Threshold:validateParameters()
   self.inplace = self.inplace or false
   if self.inplace and self.val > self.threshold then
-    error(('in-place processing requires value (%s) not exceed threshold (%s)'):format(
-      self.val, self.threshold))
+    check.error(('%s: in-place processing requires value (%s) not exceed threshold (%s)'):format(
+      torch.type(self), self.val, self.threshold))
   end
 end
 
