@@ -108,5 +108,11 @@ def draw(bridge: "Bridge", fig: Any) -> None:
     figure.savefig(str(fig.path), format=str(fig.format))
 
 
+def palette_known(name: str) -> bool:
+    from matplotlib import colormaps
+
+    return _PALETTES.get(name, name) in colormaps
+
+
 def callbacks(bridge: "Bridge") -> dict:
-    return {"plot_missing": missing, "plot_draw": lambda fig: draw(bridge, fig)}
+    return {"plot_missing": missing, "plot_palette_known": palette_known, "plot_draw": lambda fig: draw(bridge, fig)}

@@ -82,6 +82,7 @@ def test_plot_errors():
         ("function() require 'gnuplot'; gnuplot.axis('sideways') end", "gnuplot.axis"),
         ("function() require 'gnuplot'; gnuplot.pngfigure('/no/such/dir/x.png') end", "directory does not exist"),
         ("function() require 'gnuplot'; gnuplot.splot(torch.rand(4)) end", "z must be a matrix"),
+        ("function() require 'gnuplot'; gnuplot.imagesc(torch.rand(2, 2), 'rainbowish') end", "unknown palette 'rainbowish'"),
     ])
 
 

@@ -216,6 +216,14 @@ def test_scale_matches_torch7_loops(mode, line, w, h):
         np.testing.assert_allclose(out[k], scale_reference(planes[k], w, h, line), atol=1e-12)
 
 
+@pytest.mark.parametrize("factor", [2, 4])
+def test_bilinear_shrink_by_whole_factors_is_pillow_box(factor):
+    # shrinking, torch7's bilinear averages each output pixel's span of the input: Pillow's box filter
+    a = rng.uniform(0, 1, size=(16, 24)).astype(np.float32)
+    box = np.asarray(Image.fromarray(a, "F").resize((24 // factor, 16 // factor), Image.Resampling.BOX))
+    np.testing.assert_allclose(N(img("scale", T(a), 24 // factor, 16 // factor)), box, atol=1e-5)
+
+
 def test_scale_simple_is_nearest_by_truncation():
     a = rng.uniform(0, 1, size=(2, 5, 7))
     out = N(img("scale", T(a), 10, 3, "simple"))
@@ -510,6 +518,16 @@ def test_draw_text_paints_glyph_cells():
     white = (out[0] == 1) & (out[1] == 1) & (out[2] == 1)
     red = (out[0] == 1) & (out[1] == 0) & (out[2] == 0)
     assert (white | red)[cells].all() and white[cells].sum() > 20 and red[cells].sum() > 100
+
+
+def test_drawing_errors():
+    assert_lua_errors([
+        ("function() require 'image'; image.drawRect(torch.rand(1, 4, 4), 1, 1, 2, 2) end", "3 x H x W"),
+        ("function() require 'image'; image.drawRect(torch.rand(3, 4, 4), 1, 1, 2, 2, {color = {1}}) end",
+         "image.drawRect: color must be a table of 3 numbers"),
+        ("function() require 'image'; image.drawText(torch.rand(3, 4, 4), 'a', 1, 1, {bg = 'red'}) end",
+         "image.drawText: bg must be a table of 3 numbers"),
+    ])
 
 
 def test_minmax_and_display_grid():

@@ -124,5 +124,9 @@ function gnuplot.imagesc(x, palette, ...)
     error('gnuplot.imagesc: expecting tensor [,string]', 2)
   end
   if x:dim() ~= 2 then error('gnuplot.imagesc: x is expected to be a matrix, got ' .. x:dim() .. 'D', 2) end
-  show('imagesc', { matrix = doubles(x), palette = palette or 'gray' })
+  palette = palette or 'gray'
+  if not rawget(_G, '__luabridge_py').plot_palette_known(palette) then
+    error(("gnuplot.imagesc: unknown palette '%s' (use 'gray', 'color' or a matplotlib colormap name)"):format(palette), 2)
+  end
+  show('imagesc', { matrix = doubles(x), palette = palette })
 end

@@ -11,6 +11,14 @@ local function target(fn, src, opts)
   return opts.inplace and src or src:clone()
 end
 
+-- a {r, g, b} table of numbers (0..255)
+local function rgb(fn, what, c)
+  if type(c) ~= 'table' or type(c[1]) ~= 'number' or type(c[2]) ~= 'number' or type(c[3]) ~= 'number' then
+    error(('%s: %s must be a table of 3 numbers {r, g, b} in 0..255'):format(fn, what), 3)
+  end
+  return c
+end
+
 local function colour_of(out, color)
   local unit = torch.typename(out) == 'torch.ByteTensor' and 1 or 1 / 255
   return { color[1] * unit, color[2] * unit, color[3] * unit }
@@ -28,7 +36,7 @@ function image.drawRect(src, x1, y1, x2, y2, opts)
   opts = opts or {}
   local out = target('image.drawRect', src, opts)
   if not (x1 and y1 and x2 and y2) then return out end
-  local colour = colour_of(out, opts.color or { 255, 0, 0 })
+  local colour = colour_of(out, rgb('image.drawRect', 'color', opts.color or { 255, 0, 0 }))
   local lw = opts.lineWidth or 1
   local below, above = math.floor(lw / 2) + 1, lw - (math.floor(lw / 2) + 1) - 1
   local h, w = out:size(2), out:size(3)
@@ -48,11 +56,11 @@ function image.drawText(src, text, x, y, opts)
   opts = opts or {}
   local out = target('image.drawText', src, opts)
   if not text or text:gsub('%s*$', '') == '' then return out end
-  local bg = opts.bg
+  local bg = opts.bg and rgb('image.drawText', 'bg', opts.bg)
   if bg and (bg[1] == -1 or bg[2] == -1 or bg[3] == -1) then bg = nil end
   local wrap = opts.wrap == nil or opts.wrap
   py.image_text(out, tostring(text), x or 1, y or 1, math.max(1, math.floor(opts.size or 1)),
-                opts.color or { 255, 0, 0 }, bg, wrap)
+                rgb('image.drawText', 'color', opts.color or { 255, 0, 0 }), bg, wrap)
   return out
 end
 
