@@ -1,4 +1,4 @@
-"""The numpy kernels of the Lua `image` package (resampling, rotation, colour spaces), working in the
+"""The numpy kernels of the Lua `image` package (resampling, rotation, warps, colour spaces), working in the
 memory of the Lua tensors. The Lua front end (lua/image/) has checked types and sizes; arrays here
 are 2-D (H x W) or 3-D (C x H x W) views of Byte, Float or Double tensors.
 
@@ -145,6 +145,57 @@ def rotate(src: np.ndarray, dst: np.ndarray, theta: float, bilinear: bool) -> No
     store(dst, values * inside)
 
 
+def _cubic(p0: np.ndarray, p1: np.ndarray, p2: np.ndarray, p3: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Catmull-Rom through p1 (x = 0) and p2 (x = 1), as torch7's cubicInterpolate."""
+    return p1 + 0.5 * x * (p2 - p0 + x * (2 * p0 - 5 * p1 + 4 * p2 - p3 + x * (3 * (p1 - p2) + p3 - p0)))
+
+
+def _lanczos(d: np.ndarray, radius: int = 3) -> np.ndarray:
+    d = np.abs(d)
+    inner = np.where(d < 1e-6, 1.0, radius * np.sin(np.pi * d) * np.sin(np.pi * d / radius)
+                     / (np.pi ** 2 * np.maximum(d, 1e-6) ** 2))
+    return np.where(d > radius, 0.0, inner)
+
+
+def warp(src: np.ndarray, dst: np.ndarray, flow: np.ndarray, mode: str, offset: bool, pad: bool,
+         pad_value: float) -> None:
+    """dst(y, x) = src sampled at (y, x) + flow (flow[0] rows, flow[1] columns; without offset,
+    at flow alone). Points off the source take the nearest edge, or pad_value when pad is set."""
+    src, dst = as_planes(src), as_planes(dst)
+    height, width = src.shape[1:]
+    y, x = np.meshgrid(np.arange(dst.shape[1]), np.arange(dst.shape[2]), indexing="ij")
+    iy, ix = flow[0] + (y if offset else 0), flow[1] + (x if offset else 0)
+    off = (iy < 0) | (iy > height - 1) | (ix < 0) | (ix > width - 1)
+    iy, ix = np.clip(iy, 0, height - 1), np.clip(ix, 0, width - 1)
+    y0, x0 = np.floor(iy).astype(np.int64), np.floor(ix).astype(np.int64)
+    fy, fx = iy - y0, ix - x0
+    if mode == "simple":
+        values = src[:, np.floor(iy + 0.5).astype(np.int64), np.floor(ix + 0.5).astype(np.int64)]
+    elif mode == "bilinear":
+        y1, x1 = np.minimum(y0 + 1, height - 1), np.minimum(x0 + 1, width - 1)
+        values = ((1 - fx) * (1 - fy) * src[:, y0, x0] + fx * (1 - fy) * src[:, y0, x1]
+                  + (1 - fx) * fy * src[:, y1, x0] + fx * fy * src[:, y1, x1])
+    elif mode == "bicubic":   # the 4 x 4 neighbours; those off the source count as pad_value
+        def at(dy: int, dx: int) -> np.ndarray:
+            v, u = y0 + dy, x0 + dx
+            inside = (v >= 0) & (v < height) & (u >= 0) & (u < width)
+            return np.where(inside, src[:, np.clip(v, 0, height - 1), np.clip(u, 0, width - 1)], pad_value)
+        rows = [_cubic(*(at(dy, dx) for dx in (-1, 0, 1, 2)), fx) for dy in (-1, 0, 1, 2)]
+        values = _cubic(*rows, fy)
+    else:   # lanczos, radius 3, neighbours clamped to the source
+        total = np.zeros((src.shape[0], *iy.shape))
+        weights = np.zeros(iy.shape)
+        for dv in range(-2, 4):
+            for du in range(-2, 4):
+                w = _lanczos(ix - (x0 + du)) * _lanczos(iy - (y0 + dv))
+                total += w * src[:, np.clip(y0 + dv, 0, height - 1), np.clip(x0 + du, 0, width - 1)]
+                weights += w
+        values = total / weights
+    if pad:
+        values = np.where(off, pad_value, values)
+    store(dst, values)
+
+
 def _hue(r: np.ndarray, g: np.ndarray, b: np.ndarray, top: np.ndarray, span: np.ndarray) -> np.ndarray:
     safe = np.where(span == 0, 1, span)
     h = np.where(top == r, (g - b) / safe + np.where(g < b, 6, 0),
@@ -243,4 +294,6 @@ def callbacks(bridge: "Bridge") -> dict:
         "image_scale": lambda src, dst, mode: scale(view(src), view(dst), mode),
         "image_rotate": lambda src, dst, theta, bilinear: rotate(view(src), view(dst), theta, bool(bilinear)),
         "image_convert": lambda name, src, dst: convert(name, view(src), view(dst)),
+        "image_warp": lambda src, dst, flow, mode, offset, pad, pad_value: warp(
+            view(src), view(dst), view(flow).astype(np.float64), mode, bool(offset), bool(pad), pad_value),
     }

@@ -354,6 +354,82 @@ def test_rotate_quarter_turn_of_a_square_is_rot90():
                         "in-place rotate not supported")])
 
 
+def cubic(p0, p1, p2, p3, x):
+    return p1 + 0.5 * x * (p2 - p0 + x * (2 * p0 - 5 * p1 + 4 * p2 - p3 + x * (3 * (p1 - p2) + p3 - p0)))
+
+
+def lanczos(d):
+    d = abs(d)
+    if d < 1e-6:
+        return 1.0
+    return 0.0 if d > 3 else 3 * math.sin(math.pi * d) * math.sin(math.pi * d / 3) / (math.pi ** 2 * d * d)
+
+
+def warp_reference(a: np.ndarray, flow: np.ndarray, mode: str, pad: bool, pad_value: float) -> np.ndarray:
+    """torch7's warp loop (offset mode) on one plane."""
+    h, w = a.shape
+    out = np.zeros(flow.shape[1:])
+    for y, x in np.ndindex(*out.shape):
+        iy, ix = y + flow[0, y, x], x + flow[1, y, x]
+        if pad and (iy < 0 or iy > h - 1 or ix < 0 or ix > w - 1):
+            out[y, x] = pad_value
+            continue
+        iy, ix = min(max(iy, 0), h - 1), min(max(ix, 0), w - 1)
+        y0, x0 = math.floor(iy), math.floor(ix)
+        fy, fx = iy - y0, ix - x0
+        if mode == "simple":
+            out[y, x] = a[math.floor(iy + 0.5), math.floor(ix + 0.5)]
+        elif mode == "bilinear":
+            y1, x1 = min(y0 + 1, h - 1), min(x0 + 1, w - 1)
+            out[y, x] = ((1 - fx) * (1 - fy) * a[y0, x0] + fx * (1 - fy) * a[y0, x1]
+                         + (1 - fx) * fy * a[y1, x0] + fx * fy * a[y1, x1])
+        elif mode == "bicubic":
+            def p(v, u):
+                return a[v, u] if 0 <= v < h and 0 <= u < w else pad_value
+            rows = [cubic(*(p(y0 + i, x0 + j) for j in (-1, 0, 1, 2)), fx) for i in (-1, 0, 1, 2)]
+            out[y, x] = cubic(*rows, fy)
+        else:
+            total = weights = 0.0
+            for v in range(y0 - 2, y0 + 4):
+                for u in range(x0 - 2, x0 + 4):
+                    wt = lanczos(ix - u) * lanczos(iy - v)
+                    total += wt * a[min(max(v, 0), h - 1), min(max(u, 0), w - 1)]
+                    weights += wt
+            out[y, x] = total / weights
+    return out
+
+
+@pytest.mark.parametrize("mode", ["simple", "bilinear", "bicubic", "lanczos"])
+@pytest.mark.parametrize("clamp", ["clamp", "pad"])
+def test_warp_matches_torch7_loop(mode, clamp):
+    a = rng.uniform(0, 1, size=(7, 8))
+    flow = rng.uniform(-2.5, 2.5, size=(2, 5, 6))
+    pad_value = 0.25 if clamp == "pad" else None
+    args = (T(a), T(flow), mode, True, clamp) + ((pad_value,) if pad_value is not None else ())
+    np.testing.assert_allclose(N(img("warp", *args)), warp_reference(a, flow, mode, clamp == "pad", pad_value or 0),
+                               atol=1e-9)
+
+
+def test_affinetransform_shift_and_rotation():
+    a = rng.uniform(0, 1, size=(3, 6, 7))
+    lua = luabridge.runtime()
+    shifted = N(img("affinetransform", T(a), T(np.eye(2)), "simple", lua.table_from([2, -1]), "pad", 0.5))
+    expected = np.full_like(a, 0.5)
+    expected[:, 2:, :6] = a[:, :4, 1:]   # each pixel samples p - (2, -1)
+    np.testing.assert_array_equal(shifted, expected)
+    square = rng.uniform(0, 1, size=(5, 5))
+    quarter = np.array([[0.0, -1.0], [1.0, 0.0]])   # p samples (-x, y) about the centre: out[y, x] = a[4 - x, y]
+    turned = N(img("affinetransform", T(square), T(quarter), "bilinear"))
+    np.testing.assert_allclose(turned, np.rot90(square, k=-1), atol=1e-12)
+    assert_lua_errors([
+        ("function() require 'image'; image.warp(torch.rand(4, 4), torch.rand(3, 4, 4)) end", "field must be a 2 x H x W"),
+        ("function() require 'image'; image.warp(torch.rand(4, 4), torch.rand(2, 4, 4), 'area') end", "mode must be one of"),
+        ("function() require 'image'; image.warp(torch.rand(4, 4), torch.rand(2, 4, 4), 'simple', true, 'clamp', 1) end",
+         "pad_value can only be specified"),
+        ("function() require 'image'; image.affinetransform(torch.rand(4, 4), torch.rand(3, 3)) end", "2 x 2 tensor"),
+    ])
+
+
 # ---------------------------------------------------------------------------------------------
 # colour spaces
 

@@ -168,3 +168,67 @@ function image.flip(...)
   local dst, src, dim = util.split(...)
   return flip('image.flip', dst, src, dim)
 end
+
+local WARP_MODES = { simple = true, bilinear = true, bicubic = true, lanczos = true }
+
+-- the warp options after the field: mode, offset mode (and a translation for affinetransform),
+-- clamp mode, pad value; checked once for both callers
+local function warp_options(fn, mode, offset, clamp, pad_value)
+  mode, clamp = mode or 'bilinear', clamp or 'clamp'
+  if not WARP_MODES[mode] then error(fn .. ': mode must be one of: lanczos | bicubic | bilinear | simple', 3) end
+  if clamp ~= 'clamp' and clamp ~= 'pad' then error(fn .. ': clamp mode must be clamp or pad', 3) end
+  if pad_value ~= nil and clamp ~= 'pad' then error(fn .. ': pad_value can only be specified if clamp_mode = "pad"', 3) end
+  if offset == nil then offset = true end
+  return mode, offset, clamp == 'pad', pad_value or 0
+end
+
+-- dst (C x fh x fw) = src sampled along field (2 x fh x fw: row then column offsets, or positions
+-- when offset is false); 2D images are warped as one plane
+local function run_warp(fn, dst, src, field, mode, offset, pad, pad_value)
+  util.image(fn, src, 'input')
+  if not (torch.isTensor(field) and field:dim() == 3 and field:size(1) == 2) then
+    error(fn .. ': field must be a 2 x H x W tensor of (y, x) offsets, got ' .. util.describe(field), 3)
+  end
+  local flat = src:dim() == 2
+  if flat then src = src:view(1, src:size(1), src:size(2)) end
+  dst = util.destination(fn, dst, src)
+  dst:resize(src:size(1), field:size(2), field:size(3))
+  py.image_warp(src, dst, torch.DoubleTensor(field:size()):copy(field), mode, offset, pad, pad_value)
+  return flat and dst[1] or dst
+end
+
+-- warp([dst,] src, field [, mode [, offset_mode [, clamp_mode [, pad_value]]]]), as torch7's:
+-- mode 'bilinear' (default), 'simple', 'bicubic' or 'lanczos'; clamp_mode 'clamp' or 'pad'
+function image.warp(...)
+  local dst, src, field, mode, offset, clamp, pad_value = util.split(...)
+  if dst and not torch.isTensor(field) then   -- (src, field, ...): two tensors, not dst and src
+    dst, src, field, mode, offset, clamp, pad_value = nil, dst, src, field, mode, offset, clamp
+  end
+  local m, o, pad, value = warp_options('image.warp', mode, offset, clamp, pad_value)
+  return run_warp('image.warp', dst, src, field, m, o, pad, value)
+end
+
+-- affinetransform([dst,] src, matrix [, mode [, translation [, clamp_mode [, pad_value]]]]): each
+-- output pixel p samples centre + matrix * (p - centre) - translation, in (y, x) order
+function image.affinetransform(...)
+  local dst, src, matrix, mode, translation, clamp, pad_value = util.split(...)
+  if dst and not torch.isTensor(matrix) then
+    dst, src, matrix, mode, translation, clamp, pad_value = nil, dst, src, matrix, mode, translation, clamp
+  end
+  util.image('image.affinetransform', src, 'input')
+  if not (torch.isTensor(matrix) and matrix:dim() == 2 and matrix:size(1) == 2 and matrix:size(2) == 2) then
+    error('image.affinetransform: matrix must be a 2 x 2 tensor, got ' .. util.describe(matrix), 2)
+  end
+  local m, _, pad, value = warp_options('image.affinetransform', mode, true, clamp, pad_value)
+  local d = src:dim()
+  local h, w = src:size(d - 1), src:size(d)
+  local dy = torch.range(0, h - 1):add(-(h - 1) / 2):view(h, 1):expand(h, w)
+  local dx = torch.range(0, w - 1):add(-(w - 1) / 2):view(1, w):expand(h, w)
+  local a = matrix:double()
+  local t = torch.DoubleTensor(translation or { 0, 0 })
+  local field = torch.DoubleTensor(2, h, w)
+  -- the offset from p to the sampled point: (matrix - I) * (p - centre) - translation
+  field[1]:copy(dy * (a[1][1] - 1) + dx * a[1][2]):add(-t[1])
+  field[2]:copy(dy * a[2][1] + dx * (a[2][2] - 1)):add(-t[2])
+  return run_warp('image.affinetransform', dst, src, field, m, true, pad, value)
+end
