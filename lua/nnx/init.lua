@@ -1,0 +1,25 @@
+-- nnx: Clement Farabet's experimental nn extensions (clementfarabet/lua---nnx), in Lua over our
+-- torch and nn. Its classes register in the nn namespace (nn.SoftMaxTree, nn.SpatialReSampling...);
+-- classes nn already has (SpatialMaxPooling, HardShrink, Abs...) stay nn's. nnx's own suite:
+-- require 'nnx'; dofile(<nnx checkout>/test/test-all.lua); nnx.test().
+require 'torch'
+require 'xlua'
+require 'nn'
+
+nnx = nnx or {}
+unpack = unpack or table.unpack
+
+local classes = {
+  -- spatial (image) operators
+  'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
+  'SpatialReSampling',
+  -- softmaxes and tables
+  'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
+  -- criterions
+  'SuperCriterion', 'DistNLLCriterion', 'DistMarginCriterion', 'TreeNLLCriterion',
+}
+for _, name in ipairs(classes) do
+  require('nnx.' .. name)
+end
+
+return nnx
