@@ -117,6 +117,12 @@ A = [5, 8, 12, 20, 3, 8]
     ("_.curry(function(x, y, z) return x * 100 + y * 10 + z end, 3)(1)(2)(3)", 123),
     ("_.times(4, function(i) return i * i end)", [1, 4, 9, 16]),
     ("_.over(math.min, math.max)(5, 10, 12, 4, 3)", [3, 12]),
+    ("(function() local even = function(...) for _, v in ipairs({...}) do if v % 2 ~= 0 then return false end end return true end "
+     "local pos = function(...) for _, v in ipairs({...}) do if v < 0 then return false end end return true end "
+     "local e, s = _.overEvery(even, pos), _.overSome(even, pos) "
+     "return {e(2, 4, -1, 8), e(10, 3, 2, 6), e(8, 4, 6, 10), s(2, 4, -1, 8), s(10, 3, 2, 6), s(-1, -5, -3)} end)()",
+     [all(v % 2 == 0 for v in a) and all(v >= 0 for v in a) for a in ([2, 4, -1, 8], [10, 3, 2, 6], [8, 4, 6, 10])]
+     + [all(v % 2 == 0 for v in a) or all(v >= 0 for v in a) for a in ([2, 4, -1, 8], [10, 3, 2, 6], [-1, -5, -3])]),
     ("{_.overArgs(function(x, y, z) return x + y + z end, function(x) return x * 3 end)(1, 2, 3)}", [8]),
     ("_.array(('abc'):gmatch('.'))", ["a", "b", "c"]),
     ("_(({5,8,12,20,3,8})):select(function(_, v) return v > 6 end):map(function(_, v) return v * 2 end):value()",

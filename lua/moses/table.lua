@@ -66,28 +66,8 @@ return function(M)
     return mapped
   end
 
-  -- Folds over the values (in array order for arrays), from state or the first value.
-  local function fold(values, f, state, from, to, step)
-    local i = from
-    if state == nil then state, i = values[from], from + step end
-    for j = i, to, step do state = f(state, values[j]) end
-    return state
-  end
-
-  function M.reduce(t, f, state)
-    local values = M.values(t)
-    return fold(values, f, state, 1, #values, 1)
-  end
-
-  function M.reduceby(t, f, state, pred, ...)
-    return M.reduce(M.select(t, pred, ...), f, state)
-  end
-
-  function M.reduceRight(t, f, state)
-    local values = M.values(t)
-    return fold(values, f, state, #values, 1, -1)
-  end
-
+  -- The states of folding f over values[from..to] (by step) from state, or from the first
+  -- value when state is nil (values in array order for arrays).
   local function foldStates(values, f, state, from, to, step)
     local states, i = {}, from
     if state == nil then state, i = values[from], from + step; states[1] = state end
@@ -97,6 +77,23 @@ return function(M)
     end
     return states
   end
+
+  local function fold(t, f, state, leftToRight)
+    local values = M.values(t)
+    local from, to = 1, #values
+    if not leftToRight then from, to = to, from end
+    local states = foldStates(values, f, state, from, to, leftToRight and 1 or -1)
+    if #states == 0 then return state end
+    return states[#states]
+  end
+
+  function M.reduce(t, f, state) return fold(t, f, state, true) end
+
+  function M.reduceby(t, f, state, pred, ...)
+    return M.reduce(M.select(t, pred, ...), f, state)
+  end
+
+  function M.reduceRight(t, f, state) return fold(t, f, state, false) end
 
   function M.mapReduce(t, f, state)
     local values = M.values(t)
@@ -175,10 +172,10 @@ return function(M)
 
   local function extreme(t, better, transform, ...)
     transform = transform or M.identity
-    local best, bestValue
+    local best
     for _, v in pairs(t) do
       local tv = transform(v, ...)
-      if best == nil or better(tv, best) then best, bestValue = tv, v end
+      if best == nil or better(tv, best) then best = tv end
     end
     return best
   end

@@ -136,21 +136,20 @@ return function(M)
     end
   end
 
-  function M.overEvery(...)
+  -- A function true when every predicate (every) or some predicate (not every) passes.
+  local function overTest(every, ...)
     local fs = { ... }
     return function(...)
-      for _, f in ipairs(fs) do if not f(...) then return false end end
-      return true
+      for _, f in ipairs(fs) do
+        if (not f(...)) == every then return not every end
+      end
+      return every
     end
   end
 
-  function M.overSome(...)
-    local fs = { ... }
-    return function(...)
-      for _, f in ipairs(fs) do if f(...) then return true end end
-      return false
-    end
-  end
+  function M.overEvery(...) return overTest(true, ...) end
+
+  function M.overSome(...) return overTest(false, ...) end
 
   -- f with its i-th argument passed through the i-th transform (the rest unchanged).
   function M.overArgs(f, ...)

@@ -3,32 +3,18 @@
 local Mutex = {}
 Mutex.__index = Mutex
 
-local byId, lastId = {}, 0
-
 function Mutex:lock()
-  if self.locked then error(('threads.Mutex %d: already locked (jobs run on one thread: it would never be unlocked)'):format(self.mid), 2) end
+  if self.locked then
+    error(('threads.Mutex %d: already locked (jobs run on one thread: it would never be unlocked)'):format(self._id), 2)
+  end
   self.locked = true
 end
 
 function Mutex:unlock()
-  if not self.locked then error(('threads.Mutex %d: unlock of an unlocked mutex'):format(self.mid), 2) end
+  if not self.locked then error(('threads.Mutex %d: unlock of an unlocked mutex'):format(self._id), 2) end
   self.locked = false
 end
 
-function Mutex:id() return self.mid end
+function Mutex.__tostring(self) return ('threads.Mutex(%d)'):format(self._id) end
 
-function Mutex:free() byId[self.mid] = nil end
-
-function Mutex.__tostring(self) return ('threads.Mutex(%d)'):format(self.mid) end
-
-return function(id)
-  if id ~= nil then
-    local m = byId[id]
-    if not m then error(('threads.Mutex: no mutex with id %s'):format(tostring(id)), 2) end
-    return m
-  end
-  lastId = lastId + 1
-  local m = setmetatable({ mid = lastId, locked = false }, Mutex)
-  byId[lastId] = m
-  return m
-end
+return require('threads.handles')('Mutex', Mutex)
