@@ -32,3 +32,11 @@ end
 function Serial:read(file)
   for k, v in pairs(file:readObject()) do self[k] = v end
 end
+
+-- A copy made through write and read (nn's clone copies fields directly, which would skip the
+-- serial state), as torch7's clone always did.
+function Serial:clone(...)
+  local copy = torch.deserialize(torch.serialize(self))
+  if select('#', ...) > 0 then copy:share(self, ...) end
+  return copy
+end

@@ -21,9 +21,9 @@ for _, name in ipairs {
   -- additions to existing classes
   'Module', 'Container', 'extensions',
   -- decorators and modules
-  'Serial', 'ReverseTable', 'Inception', 'Clip', 'SpatialUniformCrop',
+  'Serial', 'ReverseTable', 'Inception', 'Clip', 'SpatialUniformCrop', 'SpatialGlimpse',
   'ArgMax', 'CategoricalEntropy', 'TotalDropout', 'SpatialRegionDropout', 'FireModule',
-  'SpatialFeatNormalization', 'SimpleColorTransform',
+  'SpatialFeatNormalization', 'SpatialBinaryConvolution', 'SimpleColorTransform',
   'PCAColorTransform',
   -- noise contrastive estimation
 
