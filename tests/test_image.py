@@ -547,6 +547,39 @@ def test_convolve_modes():
         np.testing.assert_allclose(out[p], conv_full(planes[p], k)[2:5, 3:5], atol=1e-12)
 
 
+def test_gaussianpyramid_levels():
+    a = rng.uniform(size=(8, 8))
+    levels = img("gaussianpyramid", T(a), luabridge.runtime().table_from([1, 0.5]))
+    k = gaussian_reference(3, 3, normalize=True)
+    first, second = N(levels[1]), N(levels[2])
+    np.testing.assert_array_equal(first, a)                   # each level is stored before smoothing
+    smooth = conv_full(a, k)[1:9, 1:9]                        # 'same' convolution of the level above
+    np.testing.assert_allclose(second, smooth[::2, ::2], atol=1e-12)
+
+
+def test_lcn_matches_numpy():
+    a = rng.uniform(size=(16, 14))
+    k = gaussian_reference(5, 5, sigma_h=0.3, sigma_v=0.3, normalize=True)
+    z = (a - a.mean()) / a.std(ddof=1)
+    valid = (slice(k.shape[0] - 1, a.shape[0]), slice(k.shape[1] - 1, a.shape[1]))
+    mean = conv_full(z, k)[valid]
+    var = np.maximum(conv_full(z * z, k)[valid] - mean ** 2, 0)
+    expected = (z[2:14, 2:12] - mean) / np.maximum(np.sqrt(var), 1)
+    np.testing.assert_allclose(N(img("lcn", T(a), T(k))), expected, atol=1e-10)
+
+
+def test_erode_and_dilate():
+    b = (rng.uniform(size=(9, 10)) > 0.4).astype(np.float64)
+    kern = np.array([[0, 1, 0], [1, 1, 1], [0, 0, 0]], dtype=np.float64)
+    eroded, dilated = N(img("erode", T(b), T(kern))), N(img("dilate", T(b), T(kern)))
+    ones = [(i - 1, j - 1) for i, j in zip(*np.nonzero(kern))]
+    for y, x in np.ndindex(*b.shape):
+        def at(v, u, pad):
+            return b[v, u] if 0 <= v < 9 and 0 <= u < 10 else pad
+        assert eroded[y, x] == all(at(y - dy, x - dx, 1) for dy, dx in ones)   # the mirrored kernel
+        assert dilated[y, x] == any(at(y + dy, x + dx, 0) for dy, dx in ones)
+
+
 # ---------------------------------------------------------------------------------------------
 # colour maps, drawing, display
 

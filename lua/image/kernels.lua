@@ -1,5 +1,5 @@
 -- Filter kernels (gaussian, gaussian1D, laplacian) with torch7's named or positional arguments,
--- and convolve over torch.conv2.
+-- convolve over torch.conv2, and what is built on them: gaussianpyramid, lcn, erode, dilate.
 local util = require 'image.util'
 local unpack = unpack or table.unpack
 
@@ -108,4 +108,71 @@ function image.convolve(...)
     dst = dst:narrow(cy, math.ceil(kernel:size(cy) / 2), src:size(cy)):narrow(cx, math.ceil(kernel:size(cx) / 2), src:size(cx))
   end
   return dst
+end
+
+-- gaussianpyramid([dst,] src, scales): for each scale, the previous level (src first) resized
+-- ('simple') to src's size times the scale, then smoothed by a normalized 3 x 3 gaussian
+function image.gaussianpyramid(...)
+  local dst, src, scales = util.split(...)
+  if dst == nil then dst = {} end
+  if torch.isTensor(dst) then dst, src, scales = {}, dst, src end
+  util.image('image.gaussianpyramid', src, 'src')
+  if type(scales) ~= 'table' then error('image.gaussianpyramid: scales must be a list of numbers', 2) end
+  local d = src:dim()
+  for i, s in ipairs(scales) do
+    dst[i] = dst[i] or src.new()
+    local h, w = math.floor(src:size(d - 1) * s), math.floor(src:size(d) * s)
+    if d == 3 then dst[i]:resize(src:size(1), h, w) else dst[i]:resize(h, w) end
+  end
+  local k = image.gaussian { width = 3, normalize = true }:typeAs(src)
+  local previous = src
+  for i, s in ipairs(scales) do
+    if s == 1 then dst[i]:copy(previous) else image.scale(dst[i], previous, 'simple') end
+    previous = image.convolve(dst[i], k, 'same')
+  end
+  return dst
+end
+
+-- lcn(im [, kernel]): local contrast normalization of a grey image (H x W or 1 x H x W): the
+-- image standardized, then each pixel minus its local mean over its local std (at least 1), both
+-- weighted by kernel (a normalized 9 x 9 gaussian by default); the result is valid-sized, double
+function image.lcn(im, ker)
+  ker = ker or image.gaussian { size = 9, sigma = 1.591 / 9, normalize = true }
+  if not (torch.isTensor(im) and (im:dim() == 2 or (im:dim() == 3 and im:size(1) == 1))) then
+    error('image.lcn: grayscale image expected, got ' .. util.describe(im), 2)
+  end
+  im = torch.DoubleTensor(im:size()):copy(im)
+  if im:dim() == 3 then im = im[1] end
+  ker = ker:double()
+  im:add(-im:mean()):div(im:std())
+  local mean = torch.conv2(im, ker)
+  local var = torch.conv2(torch.cmul(im, im), ker):add(-1, torch.cmul(mean, mean)):clamp(0, math.huge)
+  local std = var:sqrt():clamp(1, math.huge)
+  local top, left = math.floor(ker:size(1) / 2) + 1, math.floor(ker:size(2) / 2) + 1
+  return im:narrow(1, top, mean:size(1)):narrow(2, left, mean:size(2)):clone():add(-1, mean):cdiv(std)
+end
+
+-- binary morphology with an odd-sized kernel of 0/1 (3 x 3 ones by default): counts of the ones
+-- under the kernel (mirrored when flip, as torch7's erode convolves), the border taken as pad
+local function morphology(fn, im, kern, pad, flip, keep)
+  if not (torch.isTensor(im) and im:dim() == 2) then error(fn .. ': a 2D binary image expected, got ' .. util.describe(im), 3) end
+  kern = kern or torch.ones(3, 3):typeAs(im)
+  if kern:size(1) % 2 == 0 or kern:size(2) % 2 == 0 then
+    error(fn .. ': kernel sizes must be odd, got ' .. util.describe(kern), 3)
+  end
+  local hp, wp = (kern:size(1) - 1) / 2, (kern:size(2) - 1) / 2
+  local padded = torch.DoubleTensor(im:size(1) + 2 * hp, im:size(2) + 2 * wp):fill(pad)
+  padded:narrow(1, hp + 1, im:size(1)):narrow(2, wp + 1, im:size(2)):copy(im)
+  local counts = (flip and torch.conv2 or torch.xcorr2)(padded, kern:double())
+  return keep(counts, kern:double():sum()):typeAs(im)
+end
+
+-- erode(im [, kern [, pad = 1]]): 1 where every pixel under the mirrored kernel's ones is 1
+function image.erode(im, kern, pad)
+  return morphology('image.erode', im, kern, pad or 1, true, function(counts, n) return counts:eq(n) end)
+end
+
+-- dilate(im [, kern [, pad = 0]]): 1 where any pixel under the kernel's ones is 1
+function image.dilate(im, kern, pad)
+  return morphology('image.dilate', im, kern, pad or 0, false, function(counts) return counts:gt(0) end)
 end
