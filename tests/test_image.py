@@ -127,6 +127,7 @@ def test_file_errors(tmp_path):
 def test_get_size(tmp_path):
     Image.fromarray(rgb_u8(13, 17)).save(tmp_path / "a.png")
     assert N(img("getSize", str(tmp_path / "a.png"))).tolist() == [3, 13, 17]
+    assert img("getPNGsize", str(tmp_path / "a.png")) == (3, 13, 17)
 
 
 # ---------------------------------------------------------------------------------------------

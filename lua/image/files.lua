@@ -138,6 +138,10 @@ end
 -- torch7's per-format entry points
 for _, format in ipairs({ 'JPG', 'PNG', 'PPM' }) do
   image['load' .. format] = image.load
+  image['get' .. format .. 'size'] = function(filename)   -- channels, height, width
+    local size = image.getSize(filename)
+    return size[1], size[2], size[3]
+  end
 end
 image.savePNG = function(filename, tensor) encode('image.savePNG', filename, tensor, 'PNG') end
 image.saveJPG = function(filename, tensor) encode('image.saveJPG', filename, tensor, 'JPEG') end
