@@ -261,7 +261,7 @@ end
 -- The momentum buffers, one per gradient, started as copies of the gradients.
 function Module:momentumGradParameters()
   if not self.momGradParams or _.isEmpty(self.momGradParams) then
-    local _, gradParams = self:parameters()
+    local gradParams = select(2, self:parameters())
     if not gradParams or _.isEmpty(gradParams) then return end
     self.momGradParams = {}
     for i, g in pairs(gradParams) do self.momGradParams[i] = g.new():resizeAs(g):copy(g) end

@@ -40,9 +40,12 @@ function Reinforce:rewardAs(input)
     error(('%s: the reward should be a vector (one per example), got %dD'):format(torch.type(self), reward:dim()), 3)
   end
   if input:isSameSizeAs(reward) then return reward end
+  local given = input
+  -- a reward per first-dimension slice, or one reward for an input without batch dimension
   if reward:size(1) ~= input:size(1) then input = self:toBatch(input, input:dim()) end
   if reward:size(1) ~= input:size(1) then
-    error(('%s: %d rewards for a batch of %d'):format(torch.type(self), reward:size(1), input:size(1)), 3)
+    error(('%s: %d rewards for an input of size %s'):format(torch.type(self), reward:size(1),
+      table.concat(given:size():totable(), 'x')), 3)
   end
   local shape = input:size():fill(1):totable()
   shape[1] = reward:size(1)

@@ -1,0 +1,289 @@
+"""dpnn (lua/dpnn): its nn.Module extensions and its modules, against numpy float64 references,
+hand-derived formulas (REINFORCE gradients, XNOR convolution, logistic losses) and finite
+differences (nn.Jacobian). Every case runs in a runtime of its own thread, since require 'dpnn'
+changes nn (getParameters, updateParameters) for the rest of its runtime."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lua_json import fresh_runner
+
+PRELUDE = """require 'dpnn'
+torch.manualSeed(7)
+local function T(x) return torch.isTensor(x) and x:double():totable() or x end"""
+
+
+@pytest.fixture(scope="module")
+def run():
+    yield from fresh_runner(PRELUDE)
+
+
+def A(x) -> np.ndarray:  # noqa: N802
+    return np.asarray(x, dtype=np.float64)
+
+
+def test_shared_clone_shares_parameters_and_gradients(run):
+    r = run("""
+      local mlp = nn.Sequential():add(nn.Linear(3, 4)):add(nn.Tanh()):add(nn.Linear(4, 2))
+      local clone = mlp:sharedClone()
+      local x = torch.randn(5, 3)
+      clone:zeroGradParameters()
+      clone:forward(x); clone:backward(x, torch.ones(5, 2))
+      clone:updateParameters(0.1)
+      local plain = mlp:sharedClone(false, false)
+      return { same = mlp:get(1).weight:storage() == clone:get(1).weight:storage(),
+               sameGrad = mlp:get(3).gradBias:storage() == clone:get(3).gradBias:storage(),
+               copied = mlp:get(1).weight:storage() ~= plain:get(1).weight:storage(),
+               out = T(mlp:forward(x)), cout = T(clone:forward(x)), grad = T(mlp:get(3).gradBias) }""")
+    assert r["same"] and r["sameGrad"] and r["copied"]
+    np.testing.assert_array_equal(A(r["out"]), A(r["cout"]))
+    np.testing.assert_allclose(A(r["grad"]), np.full(2, 5.0))   # d sum / d bias over 5 rows
+
+
+def test_get_parameters_includes_modules_held_in_fields(run):
+    r = run("""
+      local m = nn.Sequential():add(nn.Linear(2, 3))
+      m.hidden = nn.Linear(3, 1)          -- not in m.modules: only dpnn's getParameters sees it
+      local p, g = m:getParameters()
+      p:fill(2)
+      return { n = p:nElement(), hidden = T(m.hidden.weight), shared = m.hidden.weight:storage() == p:storage() }""")
+    assert r["n"] == 2 * 3 + 3 + 3 + 1 and r["shared"]
+    np.testing.assert_array_equal(A(r["hidden"]), np.full((1, 3), 2.0))
+
+
+def test_max_param_norm_renorms_rows_and_columns(run):
+    r = run("""
+      local m = nn.Linear(4, 3); m.weight:copy(torch.range(1, 12):view(3, 4)); local w = m.weight:clone()
+      m:maxParamNorm(5)
+      local m2 = nn.Linear(4, 3); m2.weight:copy(w); m2:maxParamNorm(nil, 4)
+      return { w = T(w), out = T(m.weight), inn = T(m2.weight), bias = T(m.bias) }""")
+    w = A(r["w"])
+    rows = np.linalg.norm(w, axis=1, keepdims=True)
+    np.testing.assert_allclose(A(r["out"]), w * np.minimum(1, 5 / rows), rtol=1e-6)
+    cols = np.linalg.norm(w, axis=0, keepdims=True)
+    np.testing.assert_allclose(A(r["inn"]), w * np.minimum(1, 4 / cols), rtol=1e-6)
+
+
+def test_grad_param_clip_rescales_to_the_cutoff(run):
+    r = run("""
+      local m = nn.Sequential():add(nn.Linear(3, 2)):add(nn.Linear(2, 2))
+      m:zeroGradParameters(); local x = torch.randn(4, 3)
+      m:forward(x); m:backward(x, torch.randn(4, 2):mul(10))
+      local _, gp = m:parameters(); local before = {}
+      for i, g in ipairs(gp) do before[i] = T(g) end
+      local norm = m:gradParamClip(0.5)
+      local after = {}; for i, g in ipairs(gp) do after[i] = T(g) end
+      return { norm = norm, before = before, after = after }""")
+    flat = np.concatenate([A(g).ravel() for g in r["before"]])
+    assert r["norm"] == pytest.approx(np.linalg.norm(flat), rel=1e-9)
+    for b, a in zip(r["before"], r["after"]):
+        np.testing.assert_allclose(A(a), A(b) * 0.5 / np.linalg.norm(flat), rtol=1e-9)
+
+
+def test_momentum_and_weight_decay(run):
+    r = run("""
+      local m = nn.Linear(3, 2); m.weight:fill(0.5); local g1 = torch.randn(2, 3); local g2 = torch.randn(2, 3)
+      m.gradWeight:copy(g1); m:updateGradParameters(0.9)           -- buffer starts as the gradient
+      local first = m.gradWeight:clone()
+      m.gradWeight:copy(g2); m:updateGradParameters(0.9, 0.1)
+      local second = m.gradWeight:clone()
+      m.gradWeight:copy(g2); m.momGradParams = nil; m:updateGradParameters(0.9, 0, true)
+      local nesterov = m.gradWeight:clone()
+      m.gradWeight:zero(); m.gradBias:zero(); m:weightDecay(0.01)
+      return { g1 = T(g1), g2 = T(g2), first = T(first), second = T(second), nesterov = T(nesterov),
+               wd = T(m.gradWeight), wdBias = T(m.gradBias) }""")
+    g1, g2 = A(r["g1"]), A(r["g2"])
+    mom = 0.9 * g1 + (1 - 0.9) * g1
+    np.testing.assert_allclose(A(r["first"]), mom, rtol=1e-12)
+    np.testing.assert_allclose(A(r["second"]), 0.9 * mom + 0.9 * g2, rtol=1e-12)
+    np.testing.assert_allclose(A(r["nesterov"]), g2 + 0.9 * (0.9 * g2 + g2), rtol=1e-12)
+    np.testing.assert_allclose(A(r["wd"]), np.full((2, 3), 0.005))
+    np.testing.assert_array_equal(A(r["wdBias"]), np.zeros(2))   # 1-D parameters are left alone
+
+
+def test_to_batch_from_batch_and_dont_backward(run):
+    r = run("""
+      local m = nn.Module()
+      local b = m:toBatch(torch.zeros(3, 4), 2); local online = m.dpnn_online
+      local back = m:fromBatch(torch.zeros(1, 5), 1)
+      local batch = m:toBatch(torch.zeros(2, 3, 4), 2)
+      local lin = nn.Linear(2, 2):dontBackward(); lin.gradWeight:zero()
+      local x = torch.ones(1, 2); lin:forward(x); lin:backward(x, torch.ones(1, 2))
+      return { b = b:size():totable(), online = online, back = back:size():totable(),
+               batch = batch:size():totable(), grad = lin.gradWeight:sum() }""")
+    assert r["b"] == [1, 3, 4] and r["online"] and r["back"] == [5] and r["batch"] == [2, 3, 4]
+    assert r["grad"] == 0
+
+
+def test_serial_light_mode_drops_gradients_and_casts(run):
+    r = run("""
+      local mlp = nn.Sequential():add(nn.Linear(3, 4)):add(nn.Tanh())
+      local x = torch.randn(2, 3); local y = mlp:forward(x):clone()
+      local s = mlp:Serial('torch.FloatTensor'):lightSerial()
+      local back = torch.deserialize(torch.serialize(s))
+      local lin = back.modules[1].modules[1]
+      return { y = T(y), y2 = T(back:forward(x:float())), grad = lin.gradWeight:nElement(),
+               kind = torch.type(lin.weight), still = mlp:get(1).gradWeight:nElement() }""")
+    np.testing.assert_allclose(A(r["y2"]), A(r["y"]), rtol=1e-6)
+    assert r["grad"] == 0 and r["kind"] == "torch.FloatTensor" and r["still"] == 12
+
+
+def test_categorical_entropy_gradient(run):
+    r = run("""
+      local x = nn.SoftMax():forward(torch.randn(6, 4)):clone()
+      local ce = nn.CategoricalEntropy(2)
+      ce:forward(x)
+      local g = ce:backward(x, torch.zeros(6, 4))
+      return { x = T(x), g = T(g), h = ce.entropy }""")
+    x = A(r["x"])
+    p = x.sum(0) / x.sum()
+    assert r["h"] == pytest.approx(-(p * np.log(p + 1e-6)).sum(), rel=1e-12)
+    grad = 2 * (np.log(p + 1e-6) + p / (p + 1e-6)) / x.sum() / 6
+    np.testing.assert_allclose(A(r["g"]), np.broadcast_to(grad, x.shape), rtol=1e-10)
+
+
+@pytest.mark.parametrize("spatial", [False, True])
+def test_binary_logistic_regression(run, spatial):
+    r = run(f"""
+      local spatial = {str(spatial).lower()}
+      local x = spatial and torch.randn(3, 1, 2, 4) or torch.randn(5, 1)
+      local t = x:clone():bernoulli(0.5):mul(2):add(-1)
+      local c = spatial and nn.SpatialBinaryLogisticRegression() or nn.BinaryLogisticRegression()
+      local loss = c:forward(x, t)
+      return {{ x = T(x), t = T(t), loss = loss, g = T(c:backward(x, t)) }}""")
+    x, t = A(r["x"]), A(r["t"])
+    norm = 2 * 3 * 2 * 4 if spatial else x.size
+    assert r["loss"] == pytest.approx(np.log1p(np.exp(-t * x)).sum() / norm, rel=1e-12)
+    np.testing.assert_allclose(A(r["g"]), -t * np.exp(-t * x) / (1 + np.exp(-t * x)) / norm, rtol=1e-10)
+
+
+def test_reinforce_gradients(run):
+    r = run("""
+      local reward = torch.Tensor{1, -2, 0.5}
+      local p = torch.rand(3, 4):mul(0.8):add(0.1)
+      local rb = nn.ReinforceBernoulli(); local sb = rb:forward(p):clone(); rb:reinforce(reward)
+      local gb = rb:backward(p, torch.zeros(3, 4))
+      local probs = nn.SoftMax():forward(torch.randn(3, 4)):clone()
+      local rc = nn.ReinforceCategorical(); local sc = rc:forward(probs):clone(); rc:reinforce(reward)
+      local gc = rc:backward(probs, torch.zeros(3, 4))
+      local mean, stdev = torch.randn(3, 2), torch.rand(3, 2):add(0.5)
+      local rn = nn.ReinforceNormal(); local sn = rn:forward({mean, stdev}):clone(); rn:reinforce(reward)
+      local gn = rn:backward({mean, stdev}, torch.zeros(3, 2))
+      rb:evaluate()
+      return { p = T(p), sb = T(sb), gb = T(gb), probs = T(probs), sc = T(sc), gc = T(gc),
+               mean = T(mean), stdev = T(stdev), sn = T(sn), gm = T(gn[1]), gs = T(gn[2]),
+               eval = T(rb:forward(p)) }""")
+    reward = np.array([1, -2, 0.5])[:, None]
+    p, sb = A(r["p"]), A(r["sb"])
+    assert set(np.unique(sb)) <= {0.0, 1.0}
+    np.testing.assert_allclose(A(r["gb"]), -reward * (sb - p) / (p * (1 - p)), rtol=1e-10)
+    np.testing.assert_array_equal(A(r["eval"]), p)
+    sc = A(r["sc"])
+    np.testing.assert_array_equal(sc.sum(1), np.ones(3))
+    np.testing.assert_allclose(A(r["gc"]), -reward * sc / (A(r["probs"]) + 1e-8), rtol=1e-10)
+    mean, stdev, x = A(r["mean"]), A(r["stdev"]), A(r["sn"])
+    np.testing.assert_allclose(A(r["gm"]), -reward * (x - mean) / stdev**2, rtol=1e-10)
+    np.testing.assert_allclose(A(r["gs"]), -reward * ((x - mean) ** 2 - stdev**2) / (stdev**3 + 1e-8), rtol=1e-8)
+
+
+def test_vr_class_reward(run):
+    r = run("""
+      local scores, baseline = torch.randn(6, 3), torch.randn(6, 1)
+      local target = torch.LongTensor{1, 2, 3, 1, 2, 3}
+      local rf = nn.Reinforce(); local c = nn.VRClassReward(rf, 2)
+      local loss = c:forward({scores, baseline}, target)
+      local g = c:backward({scores, baseline}, target)
+      return { s = T(scores), b = T(baseline), loss = loss, g1 = T(g[1]), g2 = T(g[2]), rf = T(rf.reward) }""")
+    s, b = A(r["s"]), A(r["b"]).ravel()
+    reward = 2.0 * (s.argmax(1) == np.array([0, 1, 2, 0, 1, 2]))
+    assert r["loss"] == pytest.approx(-reward.mean())
+    np.testing.assert_array_equal(A(r["g1"]), np.zeros((6, 3)))
+    np.testing.assert_allclose(A(r["g2"]).ravel(), 2 * (b - reward) / 6, rtol=1e-12)
+    np.testing.assert_allclose(A(r["rf"]), (reward - b) / 6, rtol=1e-12)
+
+
+def test_spatial_binary_convolution_uses_scaled_signs(run):
+    r = run("""
+      local m = nn.SpatialBinaryConvolution(2, 3, 3, 3)
+      local w = m.weight:clone(); local x = torch.randn(2, 5, 5)
+      local y = m:forward(x):clone()
+      local ref = nn.SpatialConvolution(2, 3, 3, 3):noBias()
+      ref.weight:copy(w:clone():sign())
+      local go = torch.randn(3, 3, 3)
+      local gi = m:backward(x, go):clone()
+      return { w = T(w), y = T(y), plain = T(ref:forward(x)), gi = T(gi), gplain = T(ref:backward(x, go)),
+               restored = T(m.weight) }""")
+    w = A(r["w"])
+    alphas = np.abs(w).reshape(3, -1).mean(1)
+    np.testing.assert_allclose(A(r["y"]), A(r["plain"]) * alphas[:, None, None], rtol=1e-10)
+    in_alphas = np.abs(w).transpose(1, 0, 2, 3).reshape(2, -1).mean(1)
+    np.testing.assert_allclose(A(r["gi"]), A(r["gplain"]) * in_alphas[:, None, None], rtol=1e-10)
+    np.testing.assert_array_equal(A(r["restored"]), w)
+
+
+def test_inception_and_fire_module_shapes_and_jacobians(run):
+    r = run("""
+      local inc = nn.Inception{inputSize = 2, outputSize = {2, 2}, reduceSize = {2, 2, 1, 1},
+        kernelSize = {3, 1}, pool = nn.SpatialMaxPooling(3, 3, 1, 1, 1, 1)}
+      local x = torch.randn(2, 2, 5, 5)
+      local fire = nn.FireModule(2, 1, 2, 2)
+      return { inc = inc:forward(x):size():totable(), online = inc:forward(x[1]):size():totable(),
+               fire = fire:forward(x):size():totable(),
+               jinc = nn.Jacobian.testJacobian(inc, x), jfire = nn.Jacobian.testJacobian(fire, x),
+               jparam = nn.Jacobian.testJacobianParameters(fire, x, fire.squeeze.weight, fire.squeeze.gradWeight) }""")
+    assert r["inc"] == [2, 2 + 2 + 1 + 1, 5, 5] and r["online"] == [6, 5, 5] and r["fire"] == [2, 4, 5, 5]
+    assert max(r["jinc"], r["jfire"], r["jparam"]) < 1e-5
+
+
+def test_small_modules(run):
+    r = run("""
+      local x = torch.randn(3, 4)
+      local clip = nn.Clip(-0.5, 0.5)
+      local am = nn.ArgMax(1, 1)
+      local rev = nn.ReverseTable():forward({1, 2, 3})
+      local mean, std = torch.Tensor{1, 2}, torch.Tensor{2, 4}
+      local img = torch.randn(2, 2, 3, 3)
+      local sfn = nn.SpatialFeatNormalization(mean, std)
+      local td = nn.TotalDropout(0.5); local tdo = td:forward(x)
+      local sct = nn.SimpleColorTransform(2, torch.Tensor{0.1, 0.2}); local sco = sct:forward(img) - img
+      return { x = T(x), clip = T(clip:forward(x)), am = T(am:forward(x)), amType = torch.type(am.output),
+               rev = rev, img = T(img), sfn = T(sfn:forward(img)), sfng = T(sfn:backward(img, torch.ones(2, 2, 3, 3))),
+               td = T(tdo), noise = td.noise, sco = T(sco) }""")
+    x = A(r["x"])
+    np.testing.assert_array_equal(A(r["clip"]), np.clip(x, -0.5, 0.5))
+    np.testing.assert_array_equal(A(r["am"]), x.argmax(1) + 1)
+    assert r["amType"] == "torch.LongTensor" and r["rev"] == [3, 2, 1]
+    img = A(r["img"])
+    mean, std = np.array([1, 2])[None, :, None, None], np.array([2, 4])[None, :, None, None]
+    np.testing.assert_allclose(A(r["sfn"]), (img - mean) / std, rtol=1e-12)
+    np.testing.assert_allclose(A(r["sfng"]), np.broadcast_to(1 / std, img.shape))
+    np.testing.assert_array_equal(A(r["td"]), x * r["noise"])
+    sco = A(r["sco"])   # one offset per image and channel, within its range
+    np.testing.assert_allclose(sco, np.broadcast_to(sco[:, :, :1, :1], sco.shape), atol=1e-12)
+    assert (np.abs(sco[:, 0]) <= 0.1).all() and (np.abs(sco[:, 1]) <= 0.2).all()
+
+
+def test_spatial_glimpse_first_depth_is_the_centred_patch(run):
+    r = run("""
+      local x = torch.randn(1, 8, 8)
+      local g = nn.SpatialGlimpse(4, 2)
+      local y = g:forward({x, torch.Tensor{0, 0}}):clone()
+      return { x = T(x), y = T(y), j = nn.Jacobian.testJacobian(nn.Sequential()
+        :add(nn.ConcatTable():add(nn.Identity()):add(nn.Sequential():add(nn.Narrow(1, 1, 1)):add(nn.View(-1)):add(nn.MulConstant(0))))
+        :add(g), torch.randn(1, 8, 8)) }""")
+    x, y = A(r["x"])[0], A(r["y"])
+    np.testing.assert_array_equal(y[0], x[2:6, 2:6])
+    # depth 2: the 8x8 patch around the centre (the whole image here), 2x2-averaged
+    np.testing.assert_allclose(y[1], x.reshape(4, 2, 4, 2).mean((1, 3)), rtol=1e-12)
+    assert r["j"] < 1e-5
+
+
+def test_bad_input_names_the_module(run):
+    import luabridge
+    with pytest.raises(luabridge.LuaError, match="CategoricalEntropy: only works with batches"):
+        run("nn.CategoricalEntropy():forward(torch.rand(3)); return 0")
+    with pytest.raises(luabridge.LuaError, match="nn.Clip: minval must be a number"):
+        run("nn.Clip('a', 1); return 0")
+    with pytest.raises(luabridge.LuaError, match="3 rewards for an input of size 2x4"):
+        run("local r = nn.Reinforce(); r:reinforce(torch.ones(3)); r:forward(torch.ones(2, 4)); r:backward(torch.ones(2, 4), torch.ones(2, 4)); return 0")
