@@ -52,6 +52,8 @@ def callbacks(bridge: "Bridge") -> dict:
         except (OSError, UnidentifiedImageError, SyntaxError) as e:
             return None, str(e)
         fmt = (img.format or "").upper() or None
+        if fmt == "PPM" and img.mode == "1":   # Pillow names bitmaps (P1, P4) PPM too
+            fmt = "PBM"
         channels, _ = _MODES[img.mode]
         return fmt, channels, img.height, img.width
 

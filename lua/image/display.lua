@@ -129,7 +129,7 @@ end
 
 -- A synthetic 3 x 512 x 512 test picture in [0, 1] (torch7 loads a photograph): red rises along the
 -- diagonal, green has rings about the centre, blue is a checkerboard of 64-pixel squares, and a
--- white disc sits top left.
+-- white disc sits top left; values are multiples of 1/255.
 function image.lena()
   local n = 512
   local ramp = torch.range(0, n - 1):div(n - 1)
@@ -143,10 +143,11 @@ function image.lena()
   pic[3]:copy(cells:mul(0.6):add(0.2))
   local disc = (x - 0.25):pow(2):add((y - 0.25):pow(2)):sqrt():lt(0.1)
   for k = 1, 3 do pic[k][disc] = 1 end
+  pic:mul(255):round():div(255)   -- 8-bit levels, as a picture read from a file
   return pic:type(torch.getdefaulttensortype())
 end
 
--- torch7's grey test picture: here the luminance of lena(), 1 x 512 x 512
+-- torch7's grey test picture (H x W, as a colour file loaded at depth 1): here lena()'s luminance
 function image.fabio()
-  return image.rgb2y(image.lena())
+  return image.rgb2y(image.lena())[1]
 end

@@ -44,8 +44,13 @@ local function decode(fn, source, depth, tensortype, expected)
     end
     error(fn .. ': ' .. (expected or 'input must be either jpg or png format') .. ' (' .. channels .. ')', 3)
   end
-  if not READABLE[format] or (expected and format ~= expected) then
-    error(('%s: unknown image type: %s'):format(fn, format:lower()), 3)
+  if expected and format ~= expected then
+    error(('%s: unsupported magic number: the file holds %s, not %s'):format(fn, format, expected), 3)
+  end
+  if not READABLE[format] then   -- as torch7: not a format it reads, so the extension decides
+    local ext = type(source) == 'string' and source:match('%.(%a+)$')
+    if not ext then error(fn .. ': unable to determine image type for file: ' .. tostring(source), 3) end
+    error(('%s: unknown image type: %s (the file holds %s)'):format(fn, ext, format), 3)
   end
   local img = torch.Tensor():type(typename):resize(channels, height, width)
   py.image_decode(source, img)
@@ -136,8 +141,11 @@ function image.decompress(tensor, depth, tensortype)
 end
 
 -- torch7's per-format entry points
+local FORMAT_OF_LOADER = { JPG = 'JPEG', PNG = 'PNG', PPM = 'PPM' }
 for _, format in ipairs({ 'JPG', 'PNG', 'PPM' }) do
-  image['load' .. format] = image.load
+  image['load' .. format] = function(filename, depth, tensortype)
+    return decode('image.load' .. format, filename, depth, tensortype, FORMAT_OF_LOADER[format])
+  end
   image['get' .. format .. 'size'] = function(filename)   -- channels, height, width
     local size = image.getSize(filename)
     return size[1], size[2], size[3]

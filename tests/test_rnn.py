@@ -1,0 +1,368 @@
+"""rnn (lua/rnn): LSTM, FastLSTM, GRU, Recurrent, SeqLSTM, SeqLSTMP and SeqGRU outputs against
+numpy float64 implementations of their equations (parameters read from the modules); BPTT
+gradients (inputs and parameters, through Sequencer and the Seq* layers) against finite
+differences; remember/forget carrying the hidden state; MaskZero, SeqReverseSequence and the
+criterions by hand; a small Sequencer(FastLSTM) language model whose loss falls while it trains."""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import luabridge
+from helpers import N, T, lua_fn, numeric_grad, numpy_of
+
+
+def sigmoid(a: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-a))
+
+
+def lua(code: str) -> Callable[..., Any]:
+    """A Lua function (rnn loaded) callable from Python."""
+    return lua_fn(f"function(...) require 'rnn'; return ({code})(...) end")
+
+
+# ---- numpy references --------------------------------------------------------------------------
+
+def lstm_peephole_ref(xs, p):
+    """nn.LSTM: peephole gates; the output gate sees the new cell."""
+    h = np.zeros((xs.shape[1], p["Wxi"].shape[0]))
+    c = np.zeros_like(h)
+    out = []
+    for x in xs:
+        i = sigmoid(x @ p["Wxi"].T + p["bi"] + h @ p["Whi"].T + c * p["ci"])
+        f = sigmoid(x @ p["Wxf"].T + p["bf"] + h @ p["Whf"].T + c * p["cf"])
+        z = np.tanh(x @ p["Wxz"].T + p["bz"] + h @ p["Whz"].T)
+        c = f * c + i * z
+        o = sigmoid(x @ p["Wxo"].T + p["bo"] + h @ p["Who"].T + c * p["co"])
+        h = o * np.tanh(c)
+        out.append(h)
+    return np.stack(out)
+
+
+def lstm_ref(xs, Wx, b, Wh, order="izfo"):
+    """An LSTM without peepholes whose gate pre-activations are x Wx^T + b + h Wh^T, blocks of
+    size H in `order` (i input, z candidate, f forget, o output)."""
+    H = Wh.shape[1]
+    h = np.zeros((xs.shape[1], H))
+    c = np.zeros_like(h)
+    out = []
+    for x in xs:
+        a = x @ Wx.T + b + h @ Wh.T
+        g = {k: a[:, n * H:(n + 1) * H] for n, k in enumerate(order)}
+        c = sigmoid(g["f"]) * c + sigmoid(g["i"]) * np.tanh(g["z"])
+        h = sigmoid(g["o"]) * np.tanh(c)
+        out.append(h)
+    return np.stack(out)
+
+
+def gru_ref(xs, Wx_ru, b_ru, Wh_ru, Wx_n, b_n, Wh_n, h0=None):
+    H = Wh_n.shape[0]
+    h = np.zeros((xs.shape[1], H)) if h0 is None else h0
+    out = []
+    for x in xs:
+        ru = sigmoid(x @ Wx_ru.T + b_ru + h @ Wh_ru.T)
+        r, u = ru[:, :H], ru[:, H:]
+        n = np.tanh(x @ Wx_n.T + b_n + (r * h) @ Wh_n.T)
+        h = (1 - u) * n + u * h
+        out.append(h)
+    return np.stack(out)
+
+
+@pytest.fixture(scope="module")
+def rng():
+    return np.random.default_rng(7)
+
+
+# ---- forward against the equations ------------------------------------------------------------
+
+LSTM_PARAMS = lua("""function(lstm)
+  -- gate = Sequential(ParallelTable(Seq(Dropout, Linear), Seq(Dropout, LinearNoBias), CMul), ...)
+  local function gate(g)
+    local par = g.modules[1]
+    return par.modules[1].modules[2].weight, par.modules[1].modules[2].bias,
+      par.modules[2].modules[2].weight, par.modules[3].weight
+  end
+  local hid = lstm.hiddenLayer.modules[2]
+  local t = {}
+  t.Wxi, t.bi, t.Whi, t.ci = gate(lstm.inputGate)
+  t.Wxf, t.bf, t.Whf, t.cf = gate(lstm.forgetGate)
+  t.Wxo, t.bo, t.Who, t.co = gate(lstm.outputGate)
+  t.Wxz, t.bz, t.Whz = hid.modules[1].modules[2].weight, hid.modules[1].modules[2].bias, hid.modules[2].modules[2].weight
+  local names, values = {}, {}
+  for k, v in pairs(t) do table.insert(names, k); table.insert(values, v) end
+  return names, values
+end""")
+
+
+def test_lstm_matches_peephole_equations(rng):
+    xs = rng.standard_normal((5, 3, 4))
+    run = lua("""function(x)
+      torch.manualSeed(1)
+      local lstm = nn.LSTM(4, 6)
+      for _, p in ipairs(lstm:parameters()) do p:uniform(-0.5, 0.5) end
+      return nn.Sequencer(lstm):forward(x), lstm
+    end""")
+    out, lstm = run(T(xs))
+    names, values = LSTM_PARAMS(lstm)
+    p = {names[i]: N(values[i]) for i in range(1, len(names) + 1)}
+    np.testing.assert_allclose(N(out), lstm_peephole_ref(xs, p), rtol=1e-10, atol=1e-12)
+
+
+def test_fastlstm_and_seqlstm_match_equations(rng):
+    xs = rng.standard_normal((6, 2, 3))
+    run = lua("""function(x)
+      torch.manualSeed(2)
+      local fast = nn.FastLSTM(3, 5)
+      local seq = nn.SeqLSTM(3, 5)
+      return nn.Sequencer(fast):forward(x), fast.i2g.weight, fast.i2g.bias, fast.o2g.weight,
+        seq:forward(x), seq.weight, seq.bias, seq:toFastLSTM():forward(x[1])
+    end""")
+    fast_out, Wx, b, Wh, seq_out, weight, bias, converted = run(T(xs))
+    np.testing.assert_allclose(N(fast_out), lstm_ref(xs, N(Wx), N(b), N(Wh), "izfo"), rtol=1e-10, atol=1e-12)
+    # SeqLSTM: weight is (D+H) x 4H with gate blocks i f o g
+    W = N(weight)
+    want = lstm_ref(xs, W[:3].T, N(bias), W[3:].T, "ifoz")
+    np.testing.assert_allclose(N(seq_out), want, rtol=1e-10, atol=1e-12)
+    # the forget gate's bias starts at 1, the others at 0
+    np.testing.assert_array_equal(N(bias), np.r_[np.zeros(5), np.ones(5), np.zeros(10)])
+    # toFastLSTM gives the same first step
+    np.testing.assert_allclose(N(converted), want[0], rtol=1e-10, atol=1e-12)
+
+
+def test_seqlstmp_projects_the_hidden_state(rng):
+    xs = rng.standard_normal((4, 2, 3))
+    out, weight, bias, weightO = lua("""function(x)
+      local m = nn.SeqLSTMP(3, 6, 2)
+      return m:forward(x), m.weight, m.bias, m.weightO
+    end""")(T(xs))
+    W, b, Wo = N(weight), N(bias), N(weightO)
+    H = 6
+    h = np.zeros((2, 2))
+    c = np.zeros((2, H))
+    want = []
+    for x in xs:
+        a = x @ W[:3] + h @ W[3:] + b
+        i, f, o, g = sigmoid(a[:, :H]), sigmoid(a[:, H:2 * H]), sigmoid(a[:, 2 * H:3 * H]), np.tanh(a[:, 3 * H:])
+        c = f * c + i * g
+        h = (o * np.tanh(c)) @ Wo
+        want.append(h)
+    np.testing.assert_allclose(N(out), np.stack(want), rtol=1e-10, atol=1e-12)
+
+
+def test_gru_and_seqgru_match_equations(rng):
+    xs = rng.standard_normal((5, 3, 4))
+    h0 = rng.standard_normal((3, 2))
+    run = lua("""function(x, h0)
+      torch.manualSeed(3)
+      local gru = nn.GRU(4, 2)
+      local seq = nn.SeqGRU(4, 2)
+      return nn.Sequencer(gru):forward(x), gru:parameters(), seq:forward({h0, x}), seq.weight, seq.bias,
+        nn.Sequencer(seq:toGRU()):forward(x)
+    end""")
+    gru_out, params, seq_out, weight, bias, converted = run(T(xs), T(h0))
+    p = numpy_of(params)
+    np.testing.assert_allclose(N(gru_out), gru_ref(xs, *p), rtol=1e-10, atol=1e-12)
+    W, b = N(weight), N(bias)
+    args = (W[:4, :4].T, b[:4], W[4:, :4].T, W[:4, 4:].T, b[4:], W[4:, 4:].T)
+    np.testing.assert_allclose(N(seq_out), gru_ref(xs, *args, h0=h0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(N(converted), gru_ref(xs, *args), rtol=1e-10, atol=1e-12)
+
+
+def test_recurrent_simple_rnn(rng):
+    xs = rng.standard_normal((4, 2, 3))
+    out, Wi, bi, Wf, bf, start = lua("""function(x)
+      local r = nn.Recurrent(5, nn.Linear(3, 5), nn.Linear(5, 5), nn.Tanh(), 99)
+      return nn.Sequencer(r):forward(x), r.inputModule.weight, r.inputModule.bias,
+        r.feedbackModule.weight, r.feedbackModule.bias, r.startModule.bias
+    end""")(T(xs))
+    Wi, bi, Wf, bf, start = map(N, (Wi, bi, Wf, bf, start))
+    h = np.tanh(xs[0] @ Wi.T + bi + start)
+    want = [h]
+    for x in xs[1:]:
+        h = np.tanh(x @ Wi.T + bi + h @ Wf.T + bf)
+        want.append(h)
+    np.testing.assert_allclose(N(out), np.stack(want), rtol=1e-10, atol=1e-12)
+
+
+# ---- gradients by finite differences -----------------------------------------------------------
+
+GRAD_CASES = {
+    "LSTM": "nn.Sequencer(nn.LSTM(3, 4))",
+    "FastLSTM": "nn.Sequencer(nn.FastLSTM(3, 4))",
+    "GRU": "nn.Sequencer(nn.GRU(3, 4))",
+    "Recurrent": "nn.Sequencer(nn.Recurrent(4, nn.Linear(3, 4), nn.Linear(4, 4), nn.Sigmoid(), 99))",
+    "Recurrence": "nn.Sequencer(nn.Recurrence(nn.Sequential():add(nn.JoinTable(1, 1)):add(nn.Linear(7, 4)):add(nn.Tanh()), 4, 1))",
+    "SeqLSTM": "nn.SeqLSTM(3, 4)",
+    "SeqLSTMP": "nn.SeqLSTMP(3, 5, 4)",
+    "SeqGRU": "nn.SeqGRU(3, 4)",
+    "MuFuRu": "nn.Sequencer(nn.MuFuRu(3, 4))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRAD_CASES))
+def test_bptt_gradients_by_finite_differences(name, rng):
+    xs = rng.standard_normal((4, 2, 3))
+    weights = rng.standard_normal((4, 2, 4))
+    setup = lua(f"""function(x, w)
+      torch.manualSeed(5)
+      local m = {GRAD_CASES[name]}
+      local params, gradParams = m:getParameters()
+      local function loss() return torch.cmul(m:forward(x), w):sum() end
+      local function grads()
+        m:zeroGradParameters()
+        m:forward(x)
+        return m:backward(x, w), gradParams
+      end
+      return params, loss, grads
+    end""")
+    params, loss, grads = setup(T(xs), T(weights))  # the Lua input views xs
+    gx, gp = grads()
+    gx, gp = N(gx), N(gp)
+    np.testing.assert_allclose(gx, numeric_grad(loss, xs), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gp, numeric_grad(loss, luabridge.to_numpy(params)), rtol=1e-5, atol=1e-7)
+
+
+# ---- memory, masking, criterions ---------------------------------------------------------------
+
+def test_remember_continues_the_sequence_and_forget_restarts(rng):
+    xs = rng.standard_normal((6, 2, 3))
+    whole, halves, fresh = lua("""function(x)
+      local seq = nn.Sequencer(nn.FastLSTM(3, 4))
+      local whole = seq:forward(x):clone()
+      seq:remember('both')
+      seq:forget()
+      local a = seq:forward(x:narrow(1, 1, 3)):clone()
+      local b = seq:forward(x:narrow(1, 4, 3)):clone()
+      seq:forget()
+      local fresh = seq:forward(x:narrow(1, 4, 3)):clone()
+      return whole, torch.cat(a, b, 1), fresh
+    end""")(T(xs))
+    np.testing.assert_allclose(N(halves), N(whole), rtol=1e-12, atol=1e-14)
+    # after forget, the second half starts again from a zero state: it differs from the continuation
+    assert np.abs(N(fresh) - N(whole)[3:]).max() > 1e-3
+
+
+def test_seqlstm_remember_modes(rng):
+    xs = rng.standard_normal((4, 1, 2))
+    kept, reset, first = lua("""function(x)
+      local m = nn.SeqLSTM(2, 3)
+      local first = m:forward(x):clone()
+      m:remember('eval')                       -- training: each forward starts from zeros
+      local reset = m:forward(x):clone()
+      m:evaluate()
+      m:forward(x)
+      local kept = m:forward(x):clone()        -- evaluation: carries on from the last step
+      return kept, reset, first
+    end""")(T(xs))
+    np.testing.assert_allclose(N(reset), N(first), rtol=0, atol=0)
+    assert np.abs(N(kept) - N(first)).max() > 1e-4
+
+
+def test_maskzero_zeroes_padded_steps_and_trimzero_agrees(rng):
+    xs = rng.standard_normal((3, 4, 2))
+    xs[0, 1] = 0.0   # sample 2 is padding at step 1
+    xs[1, 3] = 0.0
+    masked, trimmed, gmask, gtrim = lua("""function(x)
+      torch.manualSeed(9)
+      local lstm = nn.FastLSTM(2, 3)
+      local a = nn.Sequencer(lstm:clone():maskZero(1))
+      local b = nn.Sequencer(lstm:clone():trimZero(1))
+      local g = torch.ones(3, 4, 3)
+      local oa, ob = a:forward(x):clone(), b:forward(x):clone()
+      return oa, ob, a:backward(x, g):clone(), b:backward(x, g):clone()
+    end""")(T(xs))
+    out = N(masked)
+    np.testing.assert_array_equal(out[0, 1], 0.0)
+    np.testing.assert_array_equal(out[1, 3], 0.0)
+    assert np.all(out[0, 0] != 0.0)
+    np.testing.assert_allclose(N(trimmed), out, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(N(gmask)[0, 1], 0.0)
+    np.testing.assert_allclose(N(gtrim), N(gmask), rtol=1e-12, atol=1e-14)
+
+
+def test_lookuptablemaskzero_and_maskzerocriterion():
+    out, weight, loss, grad = lua("""function()
+      local lt = nn.LookupTableMaskZero(5, 2)
+      local out = lt:forward(torch.LongTensor({0, 3, 0, 5}))
+      local crit = nn.MaskZeroCriterion(nn.MSECriterion(), 1)
+      local input = torch.Tensor({{0, 0}, {1, 2}, {3, 5}})
+      local target = torch.Tensor({{7, 7}, {0, 0}, {1, 1}})
+      local loss = crit:forward(input, target)
+      return out, lt.weight, loss, crit:backward(input, target)
+    end""")()
+    W = N(weight)
+    # index i uses row i + 1; row 1 is the zero row of index 0
+    np.testing.assert_array_equal(N(out), np.stack([np.zeros(2), W[3], np.zeros(2), W[5]]))
+    # the all-zero first sample is left out: MSE over the other two samples (4 elements)
+    kept = np.array([[1, 2], [3, 5]]) - np.array([[0, 0], [1, 1]])
+    assert loss == pytest.approx((kept ** 2).mean())
+    np.testing.assert_allclose(N(grad), np.vstack([np.zeros(2), 2 * kept / 4]))
+
+
+def test_seqreversesequence_and_sequencercriterion(rng):
+    xs = rng.standard_normal((3, 2, 4))
+    rev, grad, loss, closs, cgrad = lua("""function(x)
+      local r = nn.SeqReverseSequence(1)
+      local rev = r:forward(x):clone()
+      local grad = r:backward(x, torch.range(1, 24):view(3, 2, 4)):clone()
+      local crit = nn.SequencerCriterion(nn.MSECriterion(), true)
+      local loss = crit:forward(x, torch.zeros(3, 2, 4))
+      local rc = nn.RepeaterCriterion(nn.MSECriterion())
+      local closs = rc:forward({x[1], x[2]}, x[3])
+      return rev, grad, loss, closs, crit:backward(x, torch.zeros(3, 2, 4))
+    end""")(T(xs))
+    np.testing.assert_array_equal(N(rev), xs[::-1])
+    np.testing.assert_array_equal(N(grad), np.arange(1, 25, dtype=float).reshape(3, 2, 4)[::-1])
+    # sizeAverage: the mean over steps of each step's MSE
+    assert loss == pytest.approx(np.mean([(x ** 2).mean() for x in xs]))
+    assert closs == pytest.approx(((xs[0] - xs[2]) ** 2).mean() + ((xs[1] - xs[2]) ** 2).mean())
+    np.testing.assert_allclose(N(cgrad), 2 * xs / 8 / 3)
+
+
+def test_language_model_loss_decreases():
+    losses = lua("""function()
+      torch.manualSeed(11)
+      local vocab, hidden, seqlen, batch = 8, 16, 5, 4
+      local lm = nn.Sequential()
+        :add(nn.LookupTable(vocab, hidden))
+        :add(nn.SplitTable(1))
+        :add(nn.Sequencer(nn.Sequential():add(nn.FastLSTM(hidden, hidden)):add(nn.Linear(hidden, vocab)):add(nn.LogSoftMax())))
+      local crit = nn.SequencerCriterion(nn.ClassNLLCriterion())
+      -- a fixed sequence: each word predicts the next (i -> i+1 mod vocab)
+      local input = torch.LongTensor(seqlen, batch)
+      for t = 1, seqlen do for b = 1, batch do input[t][b] = (t + b) % vocab + 1 end end
+      local target = {}
+      for t = 1, seqlen do target[t] = input[t] % vocab + 1 end
+      local losses = {}
+      for i = 1, 25 do
+        local out = lm:forward(input)
+        losses[i] = crit:forward(out, target)
+        lm:zeroGradParameters()
+        lm:backward(input, crit:backward(out, target))
+        lm:updateParameters(0.5)
+      end
+      return torch.Tensor(losses)
+    end""")()
+    losses = N(losses)
+    assert losses[0] == pytest.approx(5 * np.log(8), rel=0.1)   # about uniform at the start
+    assert losses[-1] < 0.5 * losses[0]
+    assert np.all(np.diff(losses[:5]) < 0)
+
+
+@pytest.mark.parametrize("code, message", [
+    ("nn.Sequencer(3)", "Sequencer: expecting nn.Module instance at arg 1, got number"),
+    ("nn.SeqLSTM(3, 4):forward(torch.randn(2, 3))", "nn.SeqLSTM: only supports batch mode (a 3D input), got 2D"),
+    ("nn.SeqLSTM(3, 4):forward(torch.randn(2, 5, 2))", "nn.SeqLSTM: input x should be 2x5x3, got 2x5x2"),
+    ("nn.Sequencer(nn.Linear(2, 2)):backward(torch.randn(3, 2), torch.randn(2, 2))",
+     "Sequencer: gradOutput should have as many elements as input (3 steps, got 2)"),
+    ("nn.MaskZero(nn.Linear(2, 2), 1):forward(torch.randn(2, 2, 2))",
+     "nn.MaskZero: input has 3 dimensions, expecting nInputDim (1) or nInputDim+1 (batch)"),
+    ("nn.SequencerCriterion(nn.MSECriterion()):forward({torch.randn(2)}, {})",
+     "SequencerCriterion: target should have as many elements as input (1 steps, got 0)"),
+])
+def test_bad_input_errors(code, message):
+    with pytest.raises(luabridge.LuaError, match=re.escape(message)):
+        lua(f"function() return {code} end")()
