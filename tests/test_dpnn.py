@@ -287,3 +287,104 @@ def test_bad_input_names_the_module(run):
         run("nn.Clip('a', 1); return 0")
     with pytest.raises(luabridge.LuaError, match="3 rewards for an input of size 2x4"):
         run("local r = nn.Reinforce(); r:reinforce(torch.ones(3)); r:forward(torch.ones(2, 4)); r:backward(torch.ones(2, 4), torch.ones(2, 4)); return 0")
+
+
+def test_alias_multinomial_and_nce_noise_frequencies(run):
+    r = run("""
+      local probs = torch.Tensor{0.5, 0.1, 0.0, 0.25, 0.15}
+      local nce = nn.NCEModule(3, 5, 4, probs:clone())
+      local draws = nce:noiseSample(torch.LongTensor(), 200, 1000)
+      local counts = torch.zeros(5)
+      draws:apply(function(i) counts[i] = counts[i] + 1 end)
+      return { counts = T(counts), n = draws:nElement(), unigrams = T(nce.unigrams) }""")
+    np.testing.assert_allclose(A(r["counts"]) / r["n"], [0.5, 0.1, 0.0, 0.25, 0.15], atol=0.004)
+    np.testing.assert_allclose(A(r["unigrams"]), [0.5, 0.1, 0.0, 0.25, 0.15])
+
+
+@pytest.mark.parametrize("batchnoise", [True, False])
+def test_nce_module_and_criterion(run, batchnoise):
+    r = run(f"""
+      local m = nn.NCEModule(3, 7, 4, torch.rand(7):add(0.1), 2.5)
+      m.batchnoise = {str(batchnoise).lower()}
+      local x, target = torch.randn(5, 3), torch.LongTensor{{1, 7, 3, 3, 2}}
+      local out = m:forward({{x, target}})
+      local crit = nn.NCECriterion()
+      local loss = crit:forward(out, target)
+      local gout = crit:backward(out, target)
+      m:zeroGradParameters()
+      local gin = m:backward({{x, target}}, gout)
+      local idx = m.batchnoise and m.sampleidx:narrow(1, 1, 4):view(1, 4):expand(5, 4) or m.sampleidx:narrow(2, 2, 4)
+      return {{ x = T(x), w = T(m.weight), b = T(m.bias), u = T(m.unigrams), idx = T(idx:double()),
+               out = {{ T(out[1]), T(out[2]), T(out[3]), T(out[4]) }}, loss = loss,
+               gin = T(gin[1]), gw = T(m.gradWeight), gb = T(m.gradBias) }}""")
+    x, w, b, u = A(r["x"]), A(r["w"]), A(r["b"]), A(r["u"])
+    target = np.array([1, 7, 3, 3, 2]) - 1
+    idx = A(r["idx"]).astype(int) - 1
+    k, z = 4, 2.5
+
+    def forward(x, w, b):
+        pmt = np.exp((x * w[target]).sum(1) + b[target]) / z
+        pms = np.exp(np.einsum("bd,bkd->bk", x, w[idx]) + b[idx]) / z
+        pnt, pns = u[target], u[idx]
+        return pmt, pms, pnt, pns
+
+    pmt, pms, pnt, pns = forward(x, w, b)
+    for got, want in zip(r["out"], (pmt, pms, pnt, pns)):
+        np.testing.assert_allclose(A(got), want, rtol=1e-10)
+
+    def loss(x, w, b):
+        pmt, pms, pnt, pns = forward(x, w, b)
+        return -(np.log(pmt / (pmt + k * pnt + 1e-7)).sum() + np.log(k * pns / (pms + k * pns + 1e-7)).sum()) / 5
+
+    assert r["loss"] == pytest.approx(loss(x, w, b), rel=1e-10)
+    # gradients by central differences of the numpy loss (eps terms make it differ by ~1e-7)
+    for name, values in (("gin", x), ("gw", w), ("gb", b)):
+        grad = np.zeros_like(values)
+        for i in np.ndindex(values.shape):
+            old = values[i]
+            values[i] = old + 1e-6
+            up = loss(x, w, b)
+            values[i] = old - 1e-6
+            grad[i] = (up - loss(x, w, b)) / 2e-6
+            values[i] = old
+        np.testing.assert_allclose(A(r[name]), grad, atol=1e-5)
+
+
+def test_nce_module_normalized_evaluation_is_a_softmax(run):
+    r = run("""
+      local m = nn.NCEModule(3, 6, 2, torch.ones(6)); m.normalized = true; m:evaluate()
+      local x = torch.randn(2, 3)
+      local y = m:forward({x, torch.LongTensor{1, 2}}):clone()
+      m.logsoftmax = true
+      return { x = T(x), w = T(m.weight), b = T(m.bias), y = T(y), logy = T(m:forward({x, torch.LongTensor{1, 2}})) }""")
+    s = A(r["x"]) @ A(r["w"]).T + A(r["b"])
+    soft = np.exp(s) / np.exp(s).sum(1, keepdims=True)
+    np.testing.assert_allclose(A(r["y"]), soft, rtol=1e-10)
+    np.testing.assert_allclose(A(r["logy"]), np.log(soft), rtol=1e-10)
+
+
+def test_reinforce_gamma_samples_and_gradients(run):
+    special = pytest.importorskip("scipy.special")
+    r = run("""
+      local shape = torch.Tensor(200, 50):fill(3); shape[1]:fill(0.5)
+      local rg = nn.ReinforceGamma(2)
+      local out = rg:forward(shape):clone()
+      local reward = torch.randn(200); rg:reinforce(reward)
+      local g = rg:backward(shape, torch.Tensor())
+      local k, theta = torch.rand(4, 3):add(0.5), torch.rand(4, 3):add(0.5)
+      local rt = nn.ReinforceGamma(); local o2 = rt:forward({k, theta}):clone()
+      local r2 = torch.randn(4); rt:reinforce(r2)
+      local g2 = rt:backward({k, theta}, torch.Tensor())
+      return { out = T(out), reward = T(reward), g = T(g), k = T(k), theta = T(theta), o2 = T(o2), r2 = T(r2),
+               gk = T(g2[1]), gt = T(g2[2]) }""")
+    out = A(r["out"])
+    assert out[1:].mean() == pytest.approx(6.0, rel=0.02) and out[1:].var() == pytest.approx(12.0, rel=0.1)
+    assert out[0].mean() == pytest.approx(1.0, rel=0.3) and (out > 0).all()
+    shape = np.full(out.shape, 3.0)
+    shape[0] = 0.5
+    reward = A(r["reward"])[:, None]
+    want = -reward * (np.log(out) - np.log(2) - special.digamma(shape))
+    np.testing.assert_allclose(A(r["g"]), want, rtol=1e-9, atol=1e-9)
+    k, theta, x, r2 = A(r["k"]), A(r["theta"]), A(r["o2"]), A(r["r2"])[:, None]
+    np.testing.assert_allclose(A(r["gk"]), -r2 * (np.log(x) - np.log(theta) - special.digamma(k)), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(A(r["gt"]), -r2 * (x / theta**2 - k / theta), rtol=1e-10)

@@ -26,9 +26,9 @@ for _, name in ipairs {
   'SpatialFeatNormalization', 'SpatialBinaryConvolution', 'SimpleColorTransform',
   'PCAColorTransform',
   -- noise contrastive estimation
-
+  'NCEModule', 'NCECriterion',
   -- REINFORCE
-  'Reinforce', 'ReinforceBernoulli', 'ReinforceNormal', 'ReinforceCategorical',
+  'Reinforce', 'ReinforceGamma', 'ReinforceBernoulli', 'ReinforceNormal', 'ReinforceCategorical',
   'VRClassReward', 'BinaryClassReward',
   -- criterions
   'BinaryLogisticRegression', 'SpatialBinaryLogisticRegression',

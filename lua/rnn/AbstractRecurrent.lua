@@ -47,6 +47,25 @@ function AbstractRecurrent:trimZero(nInputDim)
   return wrapRecurrentModule(self, nn.TrimZero, nInputDim)
 end
 
+-- The module that runs the next forward: its own step clone while training (recycling old
+-- clones), recurrentModule itself at evaluation (no BPTT then).
+function AbstractRecurrent:_forwardModule()
+  if self.train == false then return self.recurrentModule end
+  self:recycle()
+  return self:getStepModule(self.step)
+end
+
+-- Records the output of the step just run and moves on to the next step.
+function AbstractRecurrent:_recordOutput(output)
+  self.outputs[self.step] = output
+  self.output = output
+  self.step = self.step + 1
+  self.gradPrevOutput = nil
+  self.updateGradInputStep = nil
+  self.accGradParametersStep = nil
+  return self.output
+end
+
 -- updateGradInput/accGradParameters walk the steps backwards from the last forward.
 function AbstractRecurrent:updateGradInput(input, gradOutput)
   self.updateGradInputStep = self.updateGradInputStep or self.step

@@ -2,26 +2,16 @@
 -- a backward, so every step of a sequence shares one mask (Bayesian RNNs, Gal 2015); with `mono`,
 -- one mask row serves the whole batch (TrimZero). As in rnn, argument 4 means lazy, not
 -- nn's stochasticInference, once rnn is loaded.
-local check = require 'torch.check'
 local Dropout = nn.Dropout
-local parent = nn.Module
+local nnInit = Dropout.__init
 local nnUpdateGradInput = Dropout.updateGradInput
 local nnClearState = Dropout.clearState
 
 function Dropout:__init(p, v1, inplace, lazy, mono)
-  parent.__init(self)
-  self.p = check.optNumber(torch.type(self), p, 'p') or 0.5
-  self.train = true
-  self.inplace = inplace
+  nnInit(self, p, v1, inplace, false)
   self.lazy = lazy or false
   self.mono = mono or false
   self.flag = true -- true while a new mask is due
-  self.stochastic_inference = false
-  self.v2 = not v1
-  if not (self.p >= 0 and self.p < 1) then
-    check.error(('%s: illegal percentage, must be 0 <= p < 1, got %s'):format(torch.type(self), self.p))
-  end
-  self.noise = torch.Tensor()
 end
 
 function Dropout:updateOutput(input)

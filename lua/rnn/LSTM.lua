@@ -117,21 +117,10 @@ end
 
 function LSTM:updateOutput(input)
   local prevOutput, prevCell = unpack(self:getHiddenState(self.step - 1, input))
-  local module = self.recurrentModule
-  if self.train ~= false then
-    self:recycle()
-    module = self:getStepModule(self.step)
-  end
-  local output, cell = unpack(module:updateOutput({ input, prevOutput, prevCell }))
-  self.outputs[self.step] = output
+  local output, cell = unpack(self:_forwardModule():updateOutput({ input, prevOutput, prevCell }))
   self.cells[self.step] = cell
-  self.output = output
   self.cell = cell
-  self.step = self.step + 1
-  self.gradPrevOutput = nil
-  self.updateGradInputStep = nil
-  self.accGradParametersStep = nil
-  return self.output
+  return self:_recordOutput(output)
 end
 
 -- {gradOutput, gradCell} flowing into `step` from the step after it (zeros after the last).

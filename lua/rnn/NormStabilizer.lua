@@ -18,22 +18,13 @@ function NormStabilizer:updateOutput(input)
   if input:dim() ~= 2 then
     error(('NormStabilizer: expecting batch x size input, got %d dimensions'):format(input:dim()))
   end
-  local output
+  local module = self:_forwardModule()
+  local output = module:updateOutput(input)
   if self.train ~= false then
-    self:recycle()
-    local module = self:getStepModule(self.step)
-    output = module:updateOutput(input)
     module.norm = module.norm or output.new()
     module.norm:norm(output, 2, 2)
-  else
-    output = self.recurrentModule:updateOutput(input)
   end
-  self.outputs[self.step] = output
-  self.output = output
-  self.step = self.step + 1
-  self.updateGradInputStep = nil
-  self.accGradParametersStep = nil
-  return self.output
+  return self:_recordOutput(output)
 end
 
 function NormStabilizer:updateLoss()

@@ -66,19 +66,7 @@ end
 
 function Recurrence:updateOutput(input)
   local prevOutput = self:getHiddenState(self.step - 1, input)[1]
-  local module = self.recurrentModule
-  if self.train ~= false then
-    self:recycle()
-    module = self:getStepModule(self.step)
-  end
-  local output = module:updateOutput({ input, prevOutput })
-  self.outputs[self.step] = output
-  self.output = output
-  self.step = self.step + 1
-  self.gradPrevOutput = nil
-  self.updateGradInputStep = nil
-  self.accGradParametersStep = nil
-  return self.output
+  return self:_recordOutput(self:_forwardModule():updateOutput({ input, prevOutput }))
 end
 
 function Recurrence:getGradHiddenState(step)

@@ -40,22 +40,8 @@ function Recurrent:buildRecurrentModule()
 end
 
 function Recurrent:updateOutput(input)
-  local output
-  if self.step == 1 then
-    output = self.initialModule:updateOutput(input)
-  elseif self.train ~= false then
-    self:recycle()
-    output = self:getStepModule(self.step):updateOutput({ input, self.outputs[self.step - 1] })
-  else
-    output = self.recurrentModule:updateOutput({ input, self.outputs[self.step - 1] })
-  end
-  self.outputs[self.step] = output
-  self.output = output
-  self.step = self.step + 1
-  self.gradPrevOutput = nil
-  self.updateGradInputStep = nil
-  self.accGradParametersStep = nil
-  return self.output
+  if self.step == 1 then return self:_recordOutput(self.initialModule:updateOutput(input)) end
+  return self:_recordOutput(self:_forwardModule():updateOutput({ input, self.outputs[self.step - 1] }))
 end
 
 function Recurrent:_updateGradInput(input, gradOutput)

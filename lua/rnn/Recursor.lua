@@ -11,17 +11,7 @@ function Recursor:__init(module, rho)
 end
 
 function Recursor:updateOutput(input)
-  local module = self.recurrentModule
-  if self.train ~= false then
-    self:recycle()
-    module = self:getStepModule(self.step)
-  end
-  self.output = module:updateOutput(input)
-  self.outputs[self.step] = self.output
-  self.step = self.step + 1
-  self.updateGradInputStep = nil
-  self.accGradParametersStep = nil
-  return self.output
+  return self:_recordOutput(self:_forwardModule():updateOutput(input))
 end
 
 function Recursor:_updateGradInput(input, gradOutput)
