@@ -388,3 +388,31 @@ def test_reinforce_gamma_samples_and_gradients(run):
     k, theta, x, r2 = A(r["k"]), A(r["theta"]), A(r["o2"]), A(r["r2"])[:, None]
     np.testing.assert_allclose(A(r["gk"]), -r2 * (np.log(x) - np.log(theta) - special.digamma(k)), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(A(r["gt"]), -r2 * (x / theta**2 - k / theta), rtol=1e-10)
+
+
+def test_nan_decorator_passes_values_and_names_the_source(run):
+    import luabridge
+    r = run("""
+      local lin = nn.Linear(3, 2); local nan = nn.NaN(lin)
+      local x = torch.randn(4, 3)
+      return { y = T(nan:forward(x)), ref = T(lin:forward(x)), id = nan.id, s = tostring(nan) }""")
+    np.testing.assert_array_equal(A(r["y"]), A(r["ref"]))
+    assert r["s"] == f"nn.NaN({r['id']}) @ nn.Linear(3 -> 2)"
+    cases = [("nn.NaN(nn.Linear(3, 2)):forward(torch.Tensor(2, 3):fill(0/0))", "NaN found in input"),
+             ("local l = nn.Linear(3, 2); l.bias:fill(0/0); nn.NaN(l):forward(torch.ones(2, 3))", "NaN found in parameters"),
+             ("local n = nn.NaN(nn.Tanh()); n:forward(torch.ones(2)); n:backward(torch.ones(2), torch.Tensor(2):fill(0/0))",
+              "NaN found in gradOutput")]
+    for code, message in cases:
+        with pytest.raises(luabridge.LuaError, match=message):
+            run(code + "; return 0")
+
+
+def test_print_size_is_an_identity_that_prints(run, capfd):
+    r = run("""
+      local p = nn.PrintSize('here'); local x = torch.ones(2, 5)
+      local y = p:forward(x); local g = p:backward(x, torch.zeros(2, 5))
+      return { same = y == x, g = T(g) }""")
+    assert r["same"]
+    np.testing.assert_array_equal(A(r["g"]), np.zeros((2, 5)))
+    out = capfd.readouterr().out
+    assert "here:input" in out and "here:gradOutput" in out and "2" in out and "5" in out

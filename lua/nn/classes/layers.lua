@@ -11,6 +11,6 @@ return {
   'Mul', 'CMul', 'Add', 'CAdd', 'PReLU', 'RReLU', 'GatedLinearUnit', 'CReLU', 'Normalize', 'MM', 'MV',
   'L1Penalty', 'Constant', 'OneHot', 'SpatialDropout', 'VolumetricDropout', 'LookupTable',
   'BatchNormalization', 'Euclidean', 'WeightedEuclidean', 'Cosine', 'Bilinear', 'Maxout',
-  'Collapse', 'ZeroGrad', 'WhiteNoise', 'MaskedSelect', 'PixelShuffle', 'Profile', 'DontCast', 'Convert', 'UpSampling',
+  'Collapse', 'ZeroGrad', 'WhiteNoise', 'MaskedSelect', 'PixelShuffle', 'Profile', 'DontCast', 'NaN', 'PrintSize', 'Convert', 'UpSampling',
   'SparseLinear', 'IndexLinear', 'WeightNorm', 'LinearWeightNorm', 'PartialLinear', 'Kmeans',
 }
