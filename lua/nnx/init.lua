@@ -12,7 +12,8 @@ unpack = unpack or table.unpack
 local classes = {
   -- spatial (image) operators
   'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
-  'SpatialReSampling',
+  'SpatialPadding', 'SpatialReSampling', 'SpatialReSamplingEx', 'SpatialMatching',
+  'SpatialColorTransform',
   -- softmaxes and tables
   'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   -- criterions
