@@ -198,7 +198,7 @@ def warp(src: np.ndarray, dst: np.ndarray, flow: np.ndarray, mode: str, offset: 
 
 def _hue(r: np.ndarray, g: np.ndarray, b: np.ndarray, top: np.ndarray, span: np.ndarray) -> np.ndarray:
     safe = np.where(span == 0, 1, span)
-    h = np.where(top == r, (g - b) / safe + np.where(g < b, 6, 0),
+    h = np.where(top == r, (g - b) / safe + np.where(g < b, 6, 0).astype(r.dtype),
                  np.where(top == g, (b - r) / safe + 2, (r - g) / safe + 4)) / 6
     return np.where(span == 0, 0, h)
 
@@ -279,9 +279,12 @@ COLOR = {"rgb2hsv": rgb2hsv, "hsv2rgb": hsv2rgb, "rgb2hsl": rgb2hsl, "hsl2rgb": 
 
 
 def convert(name: str, src: np.ndarray, dst: np.ndarray) -> None:
-    """dst = COLOR[name] of src's first three planes; byte images are read and written in 0..255."""
-    unit = 255.0 if src.dtype == np.uint8 else 1.0
-    planes = COLOR[name](*(src[k].astype(np.float64) / unit for k in range(3)))
+    """dst = COLOR[name] of src's first three planes; byte images are read and written in 0..255.
+    Byte and Float images are converted in float32, as torch7's kernels do (so a byte result is the
+    float result rounded, ties included); Double ones in float64."""
+    unit = np.float32(255) if src.dtype == np.uint8 else 1.0
+    work = np.float64 if src.dtype == np.float64 else np.float32
+    planes = COLOR[name](*(src[k].astype(work) / unit for k in range(3)))
     for k, plane in enumerate(planes):
         store(dst[k], plane * unit)
 

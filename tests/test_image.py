@@ -483,11 +483,12 @@ def test_yuv_and_y():
 
 
 def test_byte_images_convert_in_0_255():
-    a = rng.integers(0, 256, size=(3, 2, 5), dtype=np.uint8)
-    hsv = N(img("rgb2hsv", T(a)))
-    for idx in np.ndindex(2, 5):
-        ref = colorsys.rgb_to_hsv(*(a[(slice(None), *idx)] / 255.0))
-        np.testing.assert_array_equal(hsv[(slice(None), *idx)], np.floor(np.array(ref) * 255 + 0.5))
+    a = rng.integers(0, 256, size=(3, 20, 25), dtype=np.uint8)
+    hsv = N(img("rgb2hsv", T(a))).astype(np.int64)
+    ref = np.array([colorsys.rgb_to_hsv(*(a[(slice(None), *idx)] / 255.0)) for idx in np.ndindex(20, 25)])
+    ref = np.floor(ref.T.reshape(3, 20, 25) * 255 + 0.5)
+    # byte images convert in float32, as torch7's: a rounding tie may land one level away
+    assert abs(hsv - ref).max() <= 1 and (hsv == ref).mean() > 0.99
 
 
 def test_color_errors():
