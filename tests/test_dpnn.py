@@ -285,6 +285,10 @@ def test_bad_input_names_the_module(run):
         run("nn.CategoricalEntropy():forward(torch.rand(3)); return 0")
     with pytest.raises(luabridge.LuaError, match="nn.Clip: minval must be a number"):
         run("nn.Clip('a', 1); return 0")
+    with pytest.raises(luabridge.LuaError, match="nn.PrintSize: prefix must be a string, got nn.Identity"):
+        run("nn.PrintSize(nn.Identity()); return 0")
+    with pytest.raises(luabridge.LuaError, match="nn.Inception: config.reduceSize is missing"):
+        run("nn.Inception{inputSize = 3, outputSize = {2}}; return 0")
     with pytest.raises(luabridge.LuaError, match="3 rewards for an input of size 2x4"):
         run("local r = nn.Reinforce(); r:reinforce(torch.ones(3)); r:forward(torch.ones(2, 4)); r:backward(torch.ones(2, 4), torch.ones(2, 4)); return 0")
 

@@ -4,6 +4,9 @@ local PrintSize, parent = torch.class('nn.PrintSize', 'nn.Module')
 
 function PrintSize:__init(prefix)
   parent.__init(self)
+  if prefix ~= nil and type(prefix) ~= 'string' and type(prefix) ~= 'number' then
+    error(('nn.PrintSize: prefix must be a string, got %s'):format(torch.type(prefix)), 2)
+  end
   self.prefix = prefix or 'PrintSize'
 end
 
