@@ -222,6 +222,21 @@ def test_constructor_tables_take_numeric_strings(lua):
         lua.execute("torch.IntStorage({1, {}})")
 
 
+def test_torch_data_points_at_the_first_element(lua):
+    """torch.data(x[, asnumber]), as torch7's: the pointer of a tensor (at its offset) or storage."""
+    text, same, offset_bytes = lua.execute("""local ffi = require 'ffi'
+      local t = torch.ByteTensor({104, 105, 0, 33})
+      local v = t:narrow(1, 2, 3)
+      return ffi.string(torch.data(t)), torch.data(t, true) == torch.data(t:storage(), true),
+             torch.data(v, true) - torch.data(t, true)""")
+    assert (text, same, offset_bytes) == ("hi", True, 1)
+    d = np.arange(5.0)
+    address = lua.eval("function(t) return torch.data(t, true) end")(luabridge.from_numpy(d))
+    assert address == d.__array_interface__["data"][0]
+    with pytest.raises(luabridge.LuaError, match="torch.data: expected a tensor or a storage, got number"):
+        lua.execute("torch.data(3)")
+
+
 def test_cdata_describes_tensor_and_storage_as_torch7_structs(lua):
     got = lua_fn("""function()
       local t = torch.FloatTensor(4, 6):zero()

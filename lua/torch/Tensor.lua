@@ -781,4 +781,15 @@ end
 -- Function forms of the view methods, as torch7's: torch.view([res,] src, sizes), ...
 for _, name in ipairs { 'view', 'viewAs', 'expand', 'expandAs' } do torch[name] = Tensor[name] end
 
+-- torch.data(tensor or storage[, asnumber]): the FFI pointer to the first element, or its address
+-- as a number, as torch7's.
+function torch.data(x, asnumber)
+  if not (torch.isTensor(x) or torch.isStorage(x)) then
+    check.error('torch.data: expected a tensor or a storage, got ' .. torch.type(x))
+  end
+  local p = x:data()
+  if asnumber and p ~= nil then return tonumber(ffi.cast('intptr_t', p)) end
+  return p
+end
+
 return Tensor
