@@ -143,6 +143,9 @@ RAISES = {
                                "paddings and adjustments must be non-negative integers"),
     "bilinear_missing_size": ("nn.Bilinear(2, 3)", "nn.Bilinear: outputSize must be an integer >= 1, got nil"),
     # storages: values that are not numbers, checked before anything is written
+    "expand_result_other_type": ("""
+        local src, res = torch.CharTensor(1):fill(4), torch.ShortTensor(2)
+        torch.expand(res, src, src, 3)""", "expand: expected torch.ShortTensor, got torch.CharTensor"),
     "storage_fill_string": ("torch.IntStorage(2):fill('x')", "fill: value must be a number, got 'x'"),
     "storage_set_table": ("torch.DoubleStorage(2)[1] = {}", "torch.DoubleStorage: value must be a number, got table"),
     "storage_string_number": ("torch.ByteStorage(2):string(3)", "string: str must be a string, got 3"),

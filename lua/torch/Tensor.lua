@@ -380,7 +380,10 @@ end
 -- Size-1 dims become stride-0 dims of the wanted size.
 function Tensor.expand(t, a, ...)
   local sz
-  if isTensor(a) and select('#', ...) > 0 then return t:set(a:expand(...)) end
+  if isTensor(a) and select('#', ...) > 0 then   -- result:expand(src, sizes): checked before set
+    check.sameType('expand', t, a)
+    return t:set(a:expand(...))
+  end
   if torch.isStorage(a) or (type(a) == 'table' and not isTensor(a)) then sz = sizesFrom('expand', a)
   else sz = sizesFrom('expand', a, ...) end
   if #sz ~= #t._sz then
