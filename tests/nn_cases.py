@@ -98,6 +98,8 @@ MODULES: list[tuple[str, str]] = [
     ("nn.PixelShuffle(2)", "R(2, 4, 3, 3)"),
     ("nn.Profile(nn.Linear(3, 4), 1e9)", "R(2, 3)"),
     ("nn.DontCast(nn.Linear(3, 4))", "R(2, 3)"),
+    ("nn.NaN(nn.Linear(3, 4))", "R(2, 3)"),
+    ("nn.PrintSize('between')", "R(2, 3)"),
     ("nn.Convert('bchw', 'bf')", "R(2, 2, 3, 3)"),
     ("nn.UpSampling(2, 'bilinear')", "R(2, 2, 3, 3)"),
     ("nn.SparseLinear(10, 3)", "torch.Tensor{{1, 0.5}, {4, -1}, {9, 2}}"),
