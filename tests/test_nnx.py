@@ -4,6 +4,7 @@ sums, finite differences for the gradients, and the criterions' closed forms. Th
 nnx's own test/test-all.lua (fast classes) when a checkout of clementfarabet/lua---nnx is found."""
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -393,6 +394,45 @@ def test_tree_nll_and_super_criterion():
     np.testing.assert_allclose(gb, 2 * np.sign(b - ta) / 4, atol=1e-12)
 
 
+def ctc_cost(acts: np.ndarray, labels: list[int]) -> float:
+    """-log of the summed probability of every path (blank = class 0) that collapses to labels."""
+    y = softmax(acts)
+    total = 0.0
+    for path in itertools.product(range(acts.shape[1]), repeat=acts.shape[0]):
+        collapsed = [k for i, k in enumerate(path) if k != 0 and (i == 0 or k != path[i - 1])]
+        if collapsed == labels:
+            total += np.prod([y[t, k] for t, k in enumerate(path)])
+    return -np.log(total)
+
+
+ctc_fn = lua_fn("""function(acts, targets, sizes, batchFirst)
+  require 'nnx'
+  local c = nn.CTCCriterion(batchFirst)
+  local t = {}
+  for i = 1, #targets do t[i] = {} for j = 1, #targets[i] do t[i][j] = targets[i][j] end end
+  local loss = c:forward(acts, t, sizes)
+  return loss, c:backward(acts, t):clone()
+end""")
+
+
+def test_ctc_against_path_enumeration():
+    # seqLength 4 x batch 2 x 3 classes; the second sequence is 3 steps long
+    acts = rand(4, 2, 3)
+    targets, sizes = [[1, 2], [2, 2]], [4, 3]
+    loss, grad = ctc_fn(T(acts), lua_value(targets), T(np.array(sizes, dtype=float)), False)
+    costs = [ctc_cost(acts[:n, b], [k for k in targets[b]]) for b, n in enumerate(sizes)]
+    assert loss == pytest.approx(sum(costs) / 2, abs=1e-10)
+    want = np.zeros_like(acts)
+    for b, n in enumerate(sizes):
+        seq = acts[:n, b].copy()
+        want[:n, b] = numeric_grad(lambda: ctc_cost(seq, targets[b]), seq)
+    np.testing.assert_allclose(N(grad), want, atol=1e-6)
+    loss_bf, grad_bf = ctc_fn(T(acts.transpose(1, 0, 2).copy()), lua_value(targets),
+                              T(np.array(sizes, dtype=float)), True)
+    assert loss_bf == pytest.approx(loss, abs=1e-12)
+    np.testing.assert_allclose(N(grad_bf), want.transpose(1, 0, 2), atol=1e-6)
+
+
 # ---------------------------------------------------------------------------- normalisation, pyramid
 
 def zero_padded_sum(x: np.ndarray, k: np.ndarray) -> np.ndarray:
@@ -447,12 +487,12 @@ def test_bad_inputs_name_the_module_and_sizes():
 # ---------------------------------------------------------------------------- nnx's own suite
 
 NNX_CHECKOUT = Path(os.environ.get("NNX_CHECKOUT", Path.home() / "programs" / "clementfarabet+lua---nnx"))
-# Its quick cases (the others pass too, in minutes: see the README); the suite's SpatialFovea, SpatialGraph and CTCCriterion classes are not provided,
-# TreeNLLCriterion's case passes a number as the message (an error with torch7's Tester too), and
-# SpatialReSampling_2 sizes torch.rand with fractions (see the README).
+# Its quick cases (the others pass too, in minutes); the suite's SpatialFovea and SpatialGraph
+# are not provided, TreeNLLCriterion's case passes a number as the message (an error with torch7's
+# Tester too) and SpatialReSampling_2 sizes torch.rand with fractions (see the README).
 NNX_CASES = ["SpatialPadding", "SpatialLinear", "SpatialUpSampling", "SpatialDownSampling",
-             "SpatialReSampling_1", "SpatialReSamplingEx1", "SoftMaxTree", "Balance", "MultiSoftMax",
-             "PushPullTable"]
+             "SpatialReSampling_1", "SpatialReSamplingEx1", "SoftMaxTree", "CTCCriterion", "Balance",
+             "MultiSoftMax", "PushPullTable"]
 
 
 @pytest.mark.skipif(not (NNX_CHECKOUT / "test" / "test-all.lua").is_file(),

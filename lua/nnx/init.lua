@@ -17,7 +17,7 @@ local classes = {
   -- softmaxes and tables
   'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   -- criterions
-  'SuperCriterion', 'DistNLLCriterion', 'DistMarginCriterion', 'TreeNLLCriterion',
+  'SuperCriterion', 'DistNLLCriterion', 'DistMarginCriterion', 'TreeNLLCriterion', 'CTCCriterion',
 }
 for _, name in ipairs(classes) do
   require('nnx.' .. name)
