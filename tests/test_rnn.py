@@ -366,3 +366,19 @@ def test_language_model_loss_decreases():
 def test_bad_input_errors(code, message):
     with pytest.raises(luabridge.LuaError, match=re.escape(message)):
         lua(f"function() return {code} end")()
+
+
+def test_scripts_may_reuse_the_global_rnn_name(rng):
+    # rnn's examples write `rnn = nn.Sequential()...`: the classes reach their helpers through nn.rnn
+    xs = rng.standard_normal((3, 2, 2))
+    ok, message = lua("""function(x)
+      local saved = rnn
+      rnn = nn.Sequential():add(nn.Sequencer(nn.Recurrent(3, nn.Linear(2, 3), nn.Linear(3, 3))))
+      local ok, err = pcall(function()
+        local out = rnn:forward(x)
+        rnn:backward(x, out:clone():fill(1))
+      end)
+      rnn = saved
+      return ok, tostring(err)
+    end""")(T(xs))
+    assert ok, message

@@ -204,12 +204,12 @@ for _, method in ipairs({ 'getHiddenState', 'setHiddenState', 'getGradHiddenStat
   AbstractRecurrent[method] = function() error(method .. ": Not Implemented") end
 end
 
-AbstractRecurrent.recursiveResizeAs = rnn.recursiveResizeAs
-AbstractRecurrent.recursiveSet = rnn.recursiveSet
-AbstractRecurrent.recursiveCopy = rnn.recursiveCopy
-AbstractRecurrent.recursiveAdd = rnn.recursiveAdd
-AbstractRecurrent.recursiveTensorEq = rnn.recursiveTensorEq
-AbstractRecurrent.recursiveNormal = rnn.recursiveNormal
+AbstractRecurrent.recursiveResizeAs = nn.rnn.recursiveResizeAs
+AbstractRecurrent.recursiveSet = nn.rnn.recursiveSet
+AbstractRecurrent.recursiveCopy = nn.rnn.recursiveCopy
+AbstractRecurrent.recursiveAdd = nn.rnn.recursiveAdd
+AbstractRecurrent.recursiveTensorEq = nn.rnn.recursiveTensorEq
+AbstractRecurrent.recursiveNormal = nn.rnn.recursiveNormal
 
 -- The explicit BPTT calls of rnn before 2016; backward per step replaced them.
 for _, method in ipairs({ 'backwardThroughTime', 'updateGradInputThroughTime', 'accGradParametersThroughTime',

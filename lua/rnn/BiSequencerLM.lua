@@ -29,8 +29,8 @@ function BiSequencerLM:updateOutput(input)
   if nStep < 2 then error("BiSequencerLM: expecting at least 2 elements in table, got " .. nStep) end
   self._fwdOutput = self._fwd:updateOutput(_.first(input, nStep - 1))
   self._bwdOutput = self._bwd:updateOutput(_.last(input, nStep - 1))
-  self._firstStep = rnn.recursiveFill(rnn.recursiveResizeAs(self._firstStep, self._fwdOutput[1]), 0)
-  self._lastStep = rnn.recursiveFill(rnn.recursiveResizeAs(self._lastStep, self._bwdOutput[1]), 0)
+  self._firstStep = nn.rnn.recursiveFill(nn.rnn.recursiveResizeAs(self._firstStep, self._fwdOutput[1]), 0)
+  self._lastStep = nn.rnn.recursiveFill(nn.rnn.recursiveResizeAs(self._lastStep, self._bwdOutput[1]), 0)
   self._mergeInput = { _.clone(self._fwdOutput), _.clone(self._bwdOutput) }
   table.insert(self._mergeInput[1], 1, self._firstStep)
   table.insert(self._mergeInput[2], self._lastStep)
@@ -53,8 +53,8 @@ function BiSequencerLM:updateGradInput(input, gradOutput)
   local bwd = self._bwd:updateGradInput(_.last(input, nStep - 1), _.first(self._mergeGradInput[2], nStep - 1))
   self.gradInput[1] = fwd[1]
   for step = 2, nStep - 1 do
-    self.gradInput[step] = rnn.recursiveCopy(self.gradInput[step], fwd[step])
-    rnn.recursiveAdd(self.gradInput[step], bwd[step - 1])
+    self.gradInput[step] = nn.rnn.recursiveCopy(self.gradInput[step], fwd[step])
+    nn.rnn.recursiveAdd(self.gradInput[step], bwd[step - 1])
   end
   self.gradInput[nStep] = bwd[nStep - 1]
   for step = nStep + 1, #self.gradInput do self.gradInput[step] = nil end

@@ -92,8 +92,8 @@ function Recurrence:_updateGradInput(input, gradOutput)
   assert(self.step > 1, "expecting at least one updateOutput")
   local step = self.updateGradInputStep - 1
   assert(step >= 1)
-  self._gradOutputs[step] = rnn.recursiveCopy(self._gradOutputs[step], self:getGradHiddenState(step)[1])
-  rnn.recursiveAdd(self._gradOutputs[step], gradOutput)
+  self._gradOutputs[step] = nn.rnn.recursiveCopy(self._gradOutputs[step], self:getGradHiddenState(step)[1])
+  nn.rnn.recursiveAdd(self._gradOutputs[step], gradOutput)
   local gradInputs = self:getStepModule(step):updateGradInput({ input, self:getHiddenState(step - 1)[1] }, self._gradOutputs[step])
   self:setGradHiddenState(step - 1, { unpack(gradInputs, 2, #gradInputs) })
   return gradInputs[1]

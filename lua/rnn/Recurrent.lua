@@ -49,8 +49,8 @@ function Recurrent:_updateGradInput(input, gradOutput)
   local step = self.updateGradInputStep - 1
   if self.gradPrevOutput then
     -- the gradient of this step's output also comes from the next step
-    self._gradOutputs[step] = rnn.recursiveCopy(self._gradOutputs[step], self.gradPrevOutput)
-    rnn.recursiveAdd(self._gradOutputs[step], gradOutput)
+    self._gradOutputs[step] = nn.rnn.recursiveCopy(self._gradOutputs[step], self.gradPrevOutput)
+    nn.rnn.recursiveAdd(self._gradOutputs[step], gradOutput)
     gradOutput = self._gradOutputs[step]
   end
   if step > 1 then

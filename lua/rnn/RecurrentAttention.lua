@@ -65,13 +65,13 @@ function RecurrentAttention:updateGradInput(input, gradOutput)
   for step = self.nStep, 1, -1 do
     local gradStepOutput = self.forwardActions and gradOutput[step][1] or gradOutput[step]
     if step == self.nStep then
-      self.gradHidden[step] = rnn.recursiveCopy(self.gradHidden[step], gradStepOutput)
+      self.gradHidden[step] = nn.rnn.recursiveCopy(self.gradHidden[step], gradStepOutput)
     else
-      rnn.recursiveAdd(self.gradHidden[step], gradStepOutput)
+      nn.rnn.recursiveAdd(self.gradHidden[step], gradStepOutput)
     end
     -- the action of this step was computed from the previous output
     local gradPrevOutput = self.action:updateGradInput(self:_actionInput(step), self:_gradAction(gradOutput, step))
-    if step > 1 then self.gradHidden[step - 1] = rnn.recursiveCopy(self.gradHidden[step - 1], gradPrevOutput) end
+    if step > 1 then self.gradHidden[step - 1] = nn.rnn.recursiveCopy(self.gradHidden[step - 1], gradPrevOutput) end
     local gradInput = self.rnn:updateGradInput({ input, self.actions[step] }, self.gradHidden[step])[1]
     if step == self.nStep then
       self.gradInput:resizeAs(gradInput):copy(gradInput)

@@ -16,7 +16,7 @@ function Repeater:updateOutput(input)
   self.module = self.module or self.rnn -- files of older versions
   self.module:forget()
   for step = 1, self.rho do
-    self.output[step] = rnn.recursiveCopy(self.output[step], self.module:updateOutput(input))
+    self.output[step] = nn.rnn.recursiveCopy(self.output[step], self.module:updateOutput(input))
   end
   return self.output
 end
@@ -32,9 +32,9 @@ function Repeater:updateGradInput(input, gradOutput)
   for step = self.rho, 1, -1 do
     local gradInput = self.module:updateGradInput(input, gradOutput[step])
     if step == self.rho then
-      self.gradInput = rnn.recursiveCopy(self.gradInput, gradInput)
+      self.gradInput = nn.rnn.recursiveCopy(self.gradInput, gradInput)
     else
-      rnn.recursiveAdd(self.gradInput, gradInput)
+      nn.rnn.recursiveAdd(self.gradInput, gradInput)
     end
   end
   return self.gradInput

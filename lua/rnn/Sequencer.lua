@@ -47,7 +47,7 @@ function Sequencer:updateOutput(input)
   else
     self.tableoutput = self.tableoutput or {}
     for step = 1, nStep do
-      self.tableoutput[step] = rnn.recursiveCopy(self.tableoutput[step] or table.remove(self._output, 1),
+      self.tableoutput[step] = nn.rnn.recursiveCopy(self.tableoutput[step] or table.remove(self._output, 1),
         self.module:updateOutput(input[step]))
     end
     for step = nStep + 1, #self.tableoutput do
