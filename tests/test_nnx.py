@@ -225,6 +225,30 @@ def test_matching_distances_and_gradients(full, maxh, maxw):
     np.testing.assert_allclose(gb, numeric_grad(loss, b), atol=1e-5)
 
 
+@pytest.mark.parametrize("dist, normalize", [("euclid", True), ("euclid", False), ("cosine", False)])
+def test_graph_edge_weights(dist, normalize):
+    x = RNG.random((3, 4, 5))
+    x[:, 1, 2] = x[:, 1, 3]          # one zero-length edge: its gradient is 0
+    g = rand(2, 4, 5)
+    out, grad = forward_backward(f"nn.SpatialGraph{{dist='{dist}', normalize={str(normalize).lower()}}}", x, g)
+
+    def weights(v: np.ndarray) -> np.ndarray:
+        w = np.zeros((2, 4, 5))
+        for plane, (a, b) in enumerate([(v[:, :, :-1], v[:, :, 1:]), (v[:, :-1, :], v[:, 1:, :])]):
+            if dist == "euclid":
+                e = np.sqrt(((a - b) ** 2).sum(axis=0)) / (np.sqrt(3) if normalize else 1)
+            else:
+                e = 3 - ((a + 1e-12) * (b + 1e-12)).sum(axis=0)
+            w[plane, :e.shape[0], :e.shape[1]] = e
+        return w
+    np.testing.assert_allclose(out, weights(x), atol=1e-12)
+    if dist == "euclid":
+        assert np.isfinite(grad).all()
+        x[:, 1, 3] += 0.3            # finite differences need a differentiable point
+        out, grad = forward_backward(f"nn.SpatialGraph{{dist='{dist}', normalize={str(normalize).lower()}}}", x, g)
+    np.testing.assert_allclose(grad, numeric_grad(lambda: float((weights(x) * g).sum()), x), atol=1e-6)
+
+
 # ---------------------------------------------------------------------------- SoftMaxTree
 
 HIERARCHY = {7: [1, 2, 8], 8: [3, 4], 2: [5, 6, 9], 9: [10, 11]}   # root 7
@@ -487,8 +511,8 @@ def test_bad_inputs_name_the_module_and_sizes():
 # ---------------------------------------------------------------------------- nnx's own suite
 
 NNX_CHECKOUT = Path(os.environ.get("NNX_CHECKOUT", Path.home() / "programs" / "clementfarabet+lua---nnx"))
-# Its quick cases (the others pass too, in minutes); the suite's SpatialFovea and SpatialGraph
-# are not provided, TreeNLLCriterion's case passes a number as the message (an error with torch7's
+# Its quick cases (the others pass too, in minutes); the suite's SpatialFovea is not provided,
+# TreeNLLCriterion's case passes a number as the message (an error with torch7's
 # Tester too) and SpatialReSampling_2 sizes torch.rand with fractions (see the README).
 NNX_CASES = ["SpatialPadding", "SpatialLinear", "SpatialUpSampling", "SpatialDownSampling",
              "SpatialReSampling_1", "SpatialReSamplingEx1", "SoftMaxTree", "CTCCriterion", "Balance",

@@ -13,7 +13,7 @@ local classes = {
   -- spatial (image) operators
   'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
   'SpatialPadding', 'SpatialReSampling', 'SpatialReSamplingEx', 'SpatialMatching',
-  'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid',
+  'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid', 'SpatialGraph',
   -- softmaxes and tables
   'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   -- criterions
