@@ -492,6 +492,39 @@ def test_spatial_pyramid_unfocused_gradients():
     assert jacobian_error(ctor, T(x)) < 1e-6
 
 
+fovea = lua_fn("""function(input, bilinear, fov, x, y)
+  require 'nnx'
+  local C = input:size(1)
+  local m = nn.SpatialFovea{nInputPlane = C, ratios = {1, 2}, processors = {nn.Identity(), nn.Identity()},
+                            preProcessors = {nn.Identity(), nn.MulConstant(2)}, fov = fov, sub = 1,
+                            bilinear = bilinear}
+  m:focus(x, y)
+  return m:forward(input):clone()
+end""")
+
+
+def block_average(x: np.ndarray, r: int) -> np.ndarray:
+    c, h, w = x.shape
+    return x.reshape(c, h // r, r, w // r, r).mean(axis=(2, 4))
+
+
+def test_fovea_global_and_focused_outputs():
+    x = rand(2, 8, 8)
+    out = N(fovea(T(x), False, 1, None, None))
+    coarse = 2 * block_average(x, 2)
+    np.testing.assert_allclose(out, np.concatenate([x, coarse.repeat(2, axis=1).repeat(2, axis=2)]), atol=1e-12)
+    out = N(fovea(T(x), True, 1, None, None))
+    np.testing.assert_allclose(out, np.concatenate([x, bilinear(2 * bilinear(x, 4, 4), 8, 8)]), atol=1e-12)
+    # focused at (x=4, y=7) with a 3x3 window: padding fov - sub = 2 (1 per side)
+    out = N(fovea(T(x), False, 3, 4, 7))
+    windows = []
+    for r, scale in [(1, x), (2, coarse)]:
+        padded = np.pad(scale, ((0, 0), (1, 1), (1, 1)))
+        ox, oy = (4 - 1) // r, (7 - 1) // r
+        windows.append(padded[:, oy:oy + 3, ox:ox + 3])
+    np.testing.assert_allclose(out, np.concatenate(windows), atol=1e-12)
+
+
 # ---------------------------------------------------------------------------- errors
 
 def test_bad_inputs_name_the_module_and_sizes():
@@ -511,9 +544,9 @@ def test_bad_inputs_name_the_module_and_sizes():
 # ---------------------------------------------------------------------------- nnx's own suite
 
 NNX_CHECKOUT = Path(os.environ.get("NNX_CHECKOUT", Path.home() / "programs" / "clementfarabet+lua---nnx"))
-# Its quick cases (the others pass too, in minutes); the suite's SpatialFovea is not provided,
-# TreeNLLCriterion's case passes a number as the message (an error with torch7's
-# Tester too) and SpatialReSampling_2 sizes torch.rand with fractions (see the README).
+# Its quick cases (the others pass too, in minutes); TreeNLLCriterion's case passes a number as
+# the message (an error with torch7's Tester too) and SpatialReSampling_2 sizes torch.rand with
+# fractions (see the README).
 NNX_CASES = ["SpatialPadding", "SpatialLinear", "SpatialUpSampling", "SpatialDownSampling",
              "SpatialReSampling_1", "SpatialReSamplingEx1", "SoftMaxTree", "CTCCriterion", "Balance",
              "MultiSoftMax", "PushPullTable"]

@@ -14,6 +14,7 @@ local classes = {
   'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
   'SpatialPadding', 'SpatialReSampling', 'SpatialReSamplingEx', 'SpatialMatching',
   'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid', 'SpatialGraph',
+  'SpatialFovea',
   -- softmaxes and tables
   'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   -- criterions
