@@ -355,6 +355,21 @@ def test_push_pull_teleports_a_tensor_and_sums_its_gradients():
     np.testing.assert_allclose(N(grad_b), 3 * gb, atol=1e-12)
 
 
+def test_saturated_lu_minus_and_function_wrapper():
+    x, g = np.array([-2.0, -0.5, 0.0, 0.7, 3.0, -1.5]), rand(6)
+    out, grad = forward_backward("nn.SaturatedLU(-1, -0.25, 1, 2)", x, g)
+    np.testing.assert_array_equal(out, np.where(x < -1, -0.25, np.where(x > 1, 2, x)))
+    np.testing.assert_array_equal(grad, np.where((x < -1) | (x > 1), 0, g))
+    out, grad = forward_backward("nn.Minus()", x, g)
+    np.testing.assert_array_equal(out, -x)
+    np.testing.assert_array_equal(grad, -g)
+    out, grad = forward_backward("nn.FunctionWrapper(function(self) self.k = 3 end, "
+                                 "function(self, i) return torch.pow(i, 2) * self.k end, "
+                                 "function(self, i, g) return torch.cmul(i, g) * 2 * self.k end)", x, g)
+    np.testing.assert_allclose(out, 3 * x ** 2, atol=1e-12)
+    np.testing.assert_allclose(grad, 6 * x * g, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------- criterions
 
 criterion = lua_fn("""function(ctor, input, target)

@@ -10,13 +10,15 @@ nnx = nnx or {}
 unpack = unpack or table.unpack
 
 local classes = {
+  -- tools
+  'Probe', 'Tic', 'Toc', 'FunctionWrapper',
   -- spatial (image) operators
   'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
   'SpatialPadding', 'SpatialReSampling', 'SpatialReSamplingEx', 'SpatialMatching',
   'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid', 'SpatialGraph',
   'SpatialFovea',
-  -- softmaxes and tables
-  'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
+  -- pointwise, softmaxes and tables
+  'Minus', 'SaturatedLU', 'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   -- criterions
   'SuperCriterion', 'DistNLLCriterion', 'DistMarginCriterion', 'TreeNLLCriterion', 'CTCCriterion',
 }
