@@ -6,13 +6,33 @@ criterions by hand; a small Sequencer(FastLSTM) language model whose loss falls 
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
 import pytest
+from lupa import luajit21
 
 import luabridge
-from helpers import N, T, lua_fn, numeric_grad, numpy_of
+from helpers import lua_arg, lua_fn, numeric_grad
+
+# rnn redefines nn.Dropout (argument 4 means lazy), as in torch7; these tests load it in a runtime
+# of their own, on one worker thread, so that the other test files keep nn's Dropout.
+_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rnn-tests")
+
+
+def _python(value: Any) -> Any:
+    """Tensors as numpy copies, tables as lists, functions as Python callables (run on the worker)."""
+    kind = luajit21.lua_type(value)
+    if kind == "function":
+        return lambda *args: _WORKER.submit(lambda: _python(value(*map(lua_arg, args)))).result()
+    if kind in ("table", "userdata"):
+        if luabridge.eval("torch.isTensor")(value):
+            return luabridge.to_numpy(value).copy()
+        return [_python(value[i]) for i in range(1, len(value) + 1)]
+    if isinstance(value, tuple):
+        return tuple(_python(v) for v in value)
+    return value
 
 
 def sigmoid(a: np.ndarray) -> np.ndarray:
@@ -20,8 +40,10 @@ def sigmoid(a: np.ndarray) -> np.ndarray:
 
 
 def lua(code: str) -> Callable[..., Any]:
-    """A Lua function (rnn loaded) callable from Python."""
-    return lua_fn(f"function(...) require 'rnn'; return ({code})(...) end")
+    """A Lua function (rnn loaded) run on the worker; numpy arguments go in as tensors viewing
+    their memory, results come back as numpy arrays, lists and callables."""
+    fn = lua_fn(f"function(...) require 'rnn'; return ({code})(...) end")
+    return lambda *args: _WORKER.submit(lambda: _python(fn(*args))).result()
 
 
 # ---- numpy references --------------------------------------------------------------------------
@@ -78,37 +100,31 @@ def rng():
 
 # ---- forward against the equations ------------------------------------------------------------
 
-LSTM_PARAMS = lua("""function(lstm)
-  -- gate = Sequential(ParallelTable(Seq(Dropout, Linear), Seq(Dropout, LinearNoBias), CMul), ...)
-  local function gate(g)
-    local par = g.modules[1]
-    return par.modules[1].modules[2].weight, par.modules[1].modules[2].bias,
-      par.modules[2].modules[2].weight, par.modules[3].weight
-  end
-  local hid = lstm.hiddenLayer.modules[2]
-  local t = {}
-  t.Wxi, t.bi, t.Whi, t.ci = gate(lstm.inputGate)
-  t.Wxf, t.bf, t.Whf, t.cf = gate(lstm.forgetGate)
-  t.Wxo, t.bo, t.Who, t.co = gate(lstm.outputGate)
-  t.Wxz, t.bz, t.Whz = hid.modules[1].modules[2].weight, hid.modules[1].modules[2].bias, hid.modules[2].modules[2].weight
-  local names, values = {}, {}
-  for k, v in pairs(t) do table.insert(names, k); table.insert(values, v) end
-  return names, values
-end""")
-
-
 def test_lstm_matches_peephole_equations(rng):
     xs = rng.standard_normal((5, 3, 4))
-    run = lua("""function(x)
+    out, names, values = lua("""function(x)
       torch.manualSeed(1)
       local lstm = nn.LSTM(4, 6)
       for _, p in ipairs(lstm:parameters()) do p:uniform(-0.5, 0.5) end
-      return nn.Sequencer(lstm):forward(x), lstm
-    end""")
-    out, lstm = run(T(xs))
-    names, values = LSTM_PARAMS(lstm)
-    p = {names[i]: N(values[i]) for i in range(1, len(names) + 1)}
-    np.testing.assert_allclose(N(out), lstm_peephole_ref(xs, p), rtol=1e-10, atol=1e-12)
+      -- gate = Sequential(ParallelTable(Seq(Dropout, Linear), Seq(Dropout, LinearNoBias), CMul), ...)
+      local function gate(g)
+        local par = g.modules[1]
+        return par.modules[1].modules[2].weight, par.modules[1].modules[2].bias,
+          par.modules[2].modules[2].weight, par.modules[3].weight
+      end
+      local hid = lstm.hiddenLayer.modules[2]
+      local t = {}
+      t.Wxi, t.bi, t.Whi, t.ci = gate(lstm.inputGate)
+      t.Wxf, t.bf, t.Whf, t.cf = gate(lstm.forgetGate)
+      t.Wxo, t.bo, t.Who, t.co = gate(lstm.outputGate)
+      t.Wxz, t.bz, t.Whz = hid.modules[1].modules[2].weight, hid.modules[1].modules[2].bias,
+        hid.modules[2].modules[2].weight
+      local names, values = {}, {}
+      for k, v in pairs(t) do table.insert(names, k); table.insert(values, v) end
+      return nn.Sequencer(lstm):forward(x), names, values
+    end""")(xs)
+    p = dict(zip(names, values))
+    np.testing.assert_allclose(out, lstm_peephole_ref(xs, p), rtol=1e-10, atol=1e-12)
 
 
 def test_fastlstm_and_seqlstm_match_equations(rng):
@@ -120,16 +136,16 @@ def test_fastlstm_and_seqlstm_match_equations(rng):
       return nn.Sequencer(fast):forward(x), fast.i2g.weight, fast.i2g.bias, fast.o2g.weight,
         seq:forward(x), seq.weight, seq.bias, seq:toFastLSTM():forward(x[1])
     end""")
-    fast_out, Wx, b, Wh, seq_out, weight, bias, converted = run(T(xs))
-    np.testing.assert_allclose(N(fast_out), lstm_ref(xs, N(Wx), N(b), N(Wh), "izfo"), rtol=1e-10, atol=1e-12)
+    fast_out, Wx, b, Wh, seq_out, weight, bias, converted = run(xs)
+    np.testing.assert_allclose(fast_out, lstm_ref(xs, Wx, b, Wh, "izfo"), rtol=1e-10, atol=1e-12)
     # SeqLSTM: weight is (D+H) x 4H with gate blocks i f o g
-    W = N(weight)
-    want = lstm_ref(xs, W[:3].T, N(bias), W[3:].T, "ifoz")
-    np.testing.assert_allclose(N(seq_out), want, rtol=1e-10, atol=1e-12)
+    W = weight
+    want = lstm_ref(xs, W[:3].T, bias, W[3:].T, "ifoz")
+    np.testing.assert_allclose(seq_out, want, rtol=1e-10, atol=1e-12)
     # the forget gate's bias starts at 1, the others at 0
-    np.testing.assert_array_equal(N(bias), np.r_[np.zeros(5), np.ones(5), np.zeros(10)])
+    np.testing.assert_array_equal(bias, np.r_[np.zeros(5), np.ones(5), np.zeros(10)])
     # toFastLSTM gives the same first step
-    np.testing.assert_allclose(N(converted), want[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(converted, want[0], rtol=1e-10, atol=1e-12)
 
 
 def test_seqlstmp_projects_the_hidden_state(rng):
@@ -137,8 +153,8 @@ def test_seqlstmp_projects_the_hidden_state(rng):
     out, weight, bias, weightO = lua("""function(x)
       local m = nn.SeqLSTMP(3, 6, 2)
       return m:forward(x), m.weight, m.bias, m.weightO
-    end""")(T(xs))
-    W, b, Wo = N(weight), N(bias), N(weightO)
+    end""")(xs)
+    W, b, Wo = weight, bias, weightO
     H = 6
     h = np.zeros((2, 2))
     c = np.zeros((2, H))
@@ -149,7 +165,7 @@ def test_seqlstmp_projects_the_hidden_state(rng):
         c = f * c + i * g
         h = (o * np.tanh(c)) @ Wo
         want.append(h)
-    np.testing.assert_allclose(N(out), np.stack(want), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out, np.stack(want), rtol=1e-10, atol=1e-12)
 
 
 def test_gru_and_seqgru_match_equations(rng):
@@ -162,13 +178,13 @@ def test_gru_and_seqgru_match_equations(rng):
       return nn.Sequencer(gru):forward(x), gru:parameters(), seq:forward({h0, x}), seq.weight, seq.bias,
         nn.Sequencer(seq:toGRU()):forward(x)
     end""")
-    gru_out, params, seq_out, weight, bias, converted = run(T(xs), T(h0))
-    p = numpy_of(params)
-    np.testing.assert_allclose(N(gru_out), gru_ref(xs, *p), rtol=1e-10, atol=1e-12)
-    W, b = N(weight), N(bias)
+    gru_out, params, seq_out, weight, bias, converted = run(xs, h0)
+    p = params
+    np.testing.assert_allclose(gru_out, gru_ref(xs, *p), rtol=1e-10, atol=1e-12)
+    W, b = weight, bias
     args = (W[:4, :4].T, b[:4], W[4:, :4].T, W[:4, 4:].T, b[4:], W[4:, 4:].T)
-    np.testing.assert_allclose(N(seq_out), gru_ref(xs, *args, h0=h0), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(N(converted), gru_ref(xs, *args), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(seq_out, gru_ref(xs, *args, h0=h0), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(converted, gru_ref(xs, *args), rtol=1e-10, atol=1e-12)
 
 
 def test_recurrent_simple_rnn(rng):
@@ -177,14 +193,13 @@ def test_recurrent_simple_rnn(rng):
       local r = nn.Recurrent(5, nn.Linear(3, 5), nn.Linear(5, 5), nn.Tanh(), 99)
       return nn.Sequencer(r):forward(x), r.inputModule.weight, r.inputModule.bias,
         r.feedbackModule.weight, r.feedbackModule.bias, r.startModule.bias
-    end""")(T(xs))
-    Wi, bi, Wf, bf, start = map(N, (Wi, bi, Wf, bf, start))
+    end""")(xs)
     h = np.tanh(xs[0] @ Wi.T + bi + start)
     want = [h]
     for x in xs[1:]:
         h = np.tanh(x @ Wi.T + bi + h @ Wf.T + bf)
         want.append(h)
-    np.testing.assert_allclose(N(out), np.stack(want), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out, np.stack(want), rtol=1e-10, atol=1e-12)
 
 
 # ---- gradients by finite differences -----------------------------------------------------------
@@ -210,19 +225,26 @@ def test_bptt_gradients_by_finite_differences(name, rng):
       torch.manualSeed(5)
       local m = {GRAD_CASES[name]}
       local params, gradParams = m:getParameters()
-      local function loss() return torch.cmul(m:forward(x), w):sum() end
+      local flat
+      local function bind(values) flat = values; flat:copy(params) end
+      local function loss()
+        params:copy(flat)
+        return torch.cmul(m:forward(x), w):sum()
+      end
       local function grads()
+        params:copy(flat)
         m:zeroGradParameters()
         m:forward(x)
         return m:backward(x, w), gradParams
       end
-      return params, loss, grads
+      return params:nElement(), bind, loss, grads
     end""")
-    params, loss, grads = setup(T(xs), T(weights))  # the Lua input views xs
+    count, bind, loss, grads = setup(xs, weights)   # x views xs: the loss sees its perturbations
+    flat = np.empty(count)
+    bind(flat)                                      # the parameters, as a tensor viewing flat
     gx, gp = grads()
-    gx, gp = N(gx), N(gp)
     np.testing.assert_allclose(gx, numeric_grad(loss, xs), rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(gp, numeric_grad(loss, luabridge.to_numpy(params)), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gp, numeric_grad(loss, flat), rtol=1e-5, atol=1e-7)
 
 
 # ---- memory, masking, criterions ---------------------------------------------------------------
@@ -239,10 +261,10 @@ def test_remember_continues_the_sequence_and_forget_restarts(rng):
       seq:forget()
       local fresh = seq:forward(x:narrow(1, 4, 3)):clone()
       return whole, torch.cat(a, b, 1), fresh
-    end""")(T(xs))
-    np.testing.assert_allclose(N(halves), N(whole), rtol=1e-12, atol=1e-14)
+    end""")(xs)
+    np.testing.assert_allclose(halves, whole, rtol=1e-12, atol=1e-14)
     # after forget, the second half starts again from a zero state: it differs from the continuation
-    assert np.abs(N(fresh) - N(whole)[3:]).max() > 1e-3
+    assert np.abs(fresh - whole[3:]).max() > 1e-3
 
 
 def test_seqlstm_remember_modes(rng):
@@ -256,9 +278,9 @@ def test_seqlstm_remember_modes(rng):
       m:forward(x)
       local kept = m:forward(x):clone()        -- evaluation: carries on from the last step
       return kept, reset, first
-    end""")(T(xs))
-    np.testing.assert_allclose(N(reset), N(first), rtol=0, atol=0)
-    assert np.abs(N(kept) - N(first)).max() > 1e-4
+    end""")(xs)
+    np.testing.assert_allclose(reset, first, rtol=0, atol=0)
+    assert np.abs(kept - first).max() > 1e-4
 
 
 def test_maskzero_zeroes_padded_steps_and_trimzero_agrees(rng):
@@ -273,14 +295,14 @@ def test_maskzero_zeroes_padded_steps_and_trimzero_agrees(rng):
       local g = torch.ones(3, 4, 3)
       local oa, ob = a:forward(x):clone(), b:forward(x):clone()
       return oa, ob, a:backward(x, g):clone(), b:backward(x, g):clone()
-    end""")(T(xs))
-    out = N(masked)
+    end""")(xs)
+    out = masked
     np.testing.assert_array_equal(out[0, 1], 0.0)
     np.testing.assert_array_equal(out[1, 3], 0.0)
     assert np.all(out[0, 0] != 0.0)
-    np.testing.assert_allclose(N(trimmed), out, rtol=1e-12, atol=1e-14)
-    np.testing.assert_array_equal(N(gmask)[0, 1], 0.0)
-    np.testing.assert_allclose(N(gtrim), N(gmask), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(trimmed, out, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(gmask[0, 1], 0.0)
+    np.testing.assert_allclose(gtrim, gmask, rtol=1e-12, atol=1e-14)
 
 
 def test_lookuptablemaskzero_and_maskzerocriterion():
@@ -293,13 +315,13 @@ def test_lookuptablemaskzero_and_maskzerocriterion():
       local loss = crit:forward(input, target)
       return out, lt.weight, loss, crit:backward(input, target)
     end""")()
-    W = N(weight)
+    W = weight
     # index i uses row i + 1; row 1 is the zero row of index 0
-    np.testing.assert_array_equal(N(out), np.stack([np.zeros(2), W[3], np.zeros(2), W[5]]))
+    np.testing.assert_array_equal(out, np.stack([np.zeros(2), W[3], np.zeros(2), W[5]]))
     # the all-zero first sample is left out: MSE over the other two samples (4 elements)
     kept = np.array([[1, 2], [3, 5]]) - np.array([[0, 0], [1, 1]])
     assert loss == pytest.approx((kept ** 2).mean())
-    np.testing.assert_allclose(N(grad), np.vstack([np.zeros(2), 2 * kept / 4]))
+    np.testing.assert_allclose(grad, np.vstack([np.zeros(2), 2 * kept / 4]))
 
 
 def test_seqreversesequence_and_sequencercriterion(rng):
@@ -313,13 +335,13 @@ def test_seqreversesequence_and_sequencercriterion(rng):
       local rc = nn.RepeaterCriterion(nn.MSECriterion())
       local closs = rc:forward({x[1], x[2]}, x[3])
       return rev, grad, loss, closs, crit:backward(x, torch.zeros(3, 2, 4))
-    end""")(T(xs))
-    np.testing.assert_array_equal(N(rev), xs[::-1])
-    np.testing.assert_array_equal(N(grad), np.arange(1, 25, dtype=float).reshape(3, 2, 4)[::-1])
+    end""")(xs)
+    np.testing.assert_array_equal(rev, xs[::-1])
+    np.testing.assert_array_equal(grad, np.arange(1, 25, dtype=float).reshape(3, 2, 4)[::-1])
     # sizeAverage: the mean over steps of each step's MSE
     assert loss == pytest.approx(np.mean([(x ** 2).mean() for x in xs]))
     assert closs == pytest.approx(((xs[0] - xs[2]) ** 2).mean() + ((xs[1] - xs[2]) ** 2).mean())
-    np.testing.assert_allclose(N(cgrad), 2 * xs / 8 / 3)
+    np.testing.assert_allclose(cgrad, 2 * xs / 8 / 3)
 
 
 def test_language_model_loss_decreases():
@@ -346,7 +368,7 @@ def test_language_model_loss_decreases():
       end
       return torch.Tensor(losses)
     end""")()
-    losses = N(losses)
+    losses = losses
     assert losses[0] == pytest.approx(5 * np.log(8), rel=0.1)   # about uniform at the start
     assert losses[-1] < 0.5 * losses[0]
     assert np.all(np.diff(losses[:5]) < 0)
@@ -380,5 +402,5 @@ def test_scripts_may_reuse_the_global_rnn_name(rng):
       end)
       rnn = saved
       return ok, tostring(err)
-    end""")(T(xs))
+    end""")(xs)
     assert ok, message

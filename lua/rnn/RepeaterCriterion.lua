@@ -24,7 +24,7 @@ function RepeaterCriterion:updateGradInput(input, target)
   local nStep = sequence.length('RepeaterCriterion', input)
   local grads = {}
   for step = 1, nStep do grads[step] = self:getStepCriterion(step):backward(input[step], target) end
-  self.gradInput = torch.isTensor(input) and sequence.stack(nil, grads, nStep) or grads
+  self.gradInput = torch.isTensor(input) and sequence.stack(self.gradInput, grads, nStep) or grads
   return self.gradInput
 end
 

@@ -13,7 +13,7 @@ function Sequencer:__init(module)
   self.modules = { self.module }
   self.output = {}
   self.tableoutput = {}
-  self.tablegradInput = {}
+  self.tablegradinput = {}
   self._output = {} -- spare step outputs kept for reuse at evaluation
   local mediumEmpty = {}
   for i, name in ipairs(self.dpnn_mediumEmpty or {}) do mediumEmpty[i] = name end

@@ -46,6 +46,6 @@ function SequencerCriterion:updateGradInput(input, target)
     grads[step] = self:getStepCriterion(step):backward(input[step], target[step])
     if self.sizeAverage then scaleAll(grads[step], 1 / nStep) end
   end
-  self.gradInput = torch.isTensor(input) and sequence.stack(nil, grads, nStep) or grads
+  self.gradInput = torch.isTensor(input) and sequence.stack(self.gradInput, grads, nStep) or grads
   return self.gradInput
 end
