@@ -39,7 +39,7 @@ function SpatialFovea:__init(...)
     self.padders[i] = pad == 0 and nn.Identity() or nn.SpatialPadding(pad, pad, pad, pad)
   end
   self.pyramid, self.preProcessed, self.padded, self.narrowed, self.processed = {}, {}, {}, {}, {}
-  self.gradProcessed = {}
+  self.gradProcessed, self._gradPadded = {}, {}
 end
 
 function SpatialFovea:focus(x, y, fov)
@@ -95,7 +95,8 @@ function SpatialFovea:updateGradInput(input, gradOutput)
     local gradNarrowed = self.processors[i]:updateGradInput(self.narrowed[i], self.gradProcessed[i])
     local gradPadded = gradNarrowed
     if self.focused then
-      gradPadded = self.padded[i].new():resizeAs(self.padded[i]):zero()
+      self._gradPadded[i] = self._gradPadded[i] or self.padded[i].new()
+      gradPadded = self._gradPadded[i]:resizeAs(self.padded[i]):zero()
       self:_window(gradPadded, i):copy(gradNarrowed)
     end
     local gradPre = self.padders[i]:updateGradInput(self.preProcessed[i], gradPadded)

@@ -25,6 +25,12 @@ function SpatialGraph:__init(...)
   self._diff = torch.Tensor()
   self._sum = torch.Tensor()
   self._coef = torch.Tensor()
+  self._shift = torch.Tensor()
+end
+
+-- t + 1e-12, in a reused buffer.
+function SpatialGraph:_shifted(t)
+  return self._shift:resizeAs(t):copy(t):add(shift)
 end
 
 -- The two neighbour pairs of t (C x H x W): for each direction, the views of the first and
@@ -56,7 +62,7 @@ function SpatialGraph:updateOutput(input)
       self._sum:sum(self._diff:cmul(self._diff), 1)
       out:copy(self._sum[1]):sqrt():div(self.normalize and math.sqrt(C) or 1)
     else
-      self._diff:resizeAs(a):copy(a):add(shift):cmul(b:clone():add(shift))
+      self._diff:resizeAs(a):copy(a):add(shift):cmul(self:_shifted(b))
       self._sum:sum(self._diff, 1)
       out:copy(self._sum[1]):mul(-1):add(C)
     end
@@ -82,8 +88,8 @@ function SpatialGraph:updateGradInput(input, gradOutput)
       gb:add(-1, self._diff)
     else
       local gv = g:contiguous():view(1, g:size(1), g:size(2)):expandAs(a)
-      ga:add(-1, b:clone():add(shift):cmul(gv))
-      gb:add(-1, a:clone():add(shift):cmul(gv))
+      ga:add(-1, self:_shifted(b):cmul(gv))
+      gb:add(-1, self:_shifted(a):cmul(gv))
     end
   end
   return self.gradInput
