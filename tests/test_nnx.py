@@ -141,6 +141,25 @@ def test_padding_pads_and_crops(pads):
     assert jacobian_error(f"nn.SpatialPadding({left}, {right}, {top}, {bottom})", T(x)) < 1e-6
 
 
+def test_max_sampling_windows():
+    x, g = rand(2, 7, 10), rand(2, 3, 4)
+    out, grad = forward_backward("nn.SpatialMaxSampling{owidth=4, oheight=3}", x, g)
+    want, want_grad = np.zeros((2, 3, 4)), np.zeros_like(x)
+    for i in range(3):
+        y0 = int(i * 7 / 3)
+        y1 = max(y0 + 1, int((i + 1) * 7 / 3))
+        for j in range(4):
+            x0 = int(j * 10 / 4)
+            x1 = max(x0 + 1, int((j + 1) * 10 / 4))
+            for k in range(2):
+                cell = x[k, y0:y1, x0:x1]
+                want[k, i, j] = cell.max()
+                dy, dx = np.unravel_index(cell.argmax(), cell.shape)
+                want_grad[k, y0 + dy, x0 + dx] += g[k, i, j]
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_allclose(grad, want_grad, atol=1e-12)
+
+
 # ---------------------------------------------------------------------------- spatial linear maps
 
 spatial_linear = lua_fn("""function(input, gradOutput)
