@@ -54,6 +54,7 @@ class Result:
     ok: bool
     seconds: float
     detail: str
+    output: str = ""    # what the program printed (tools/famous_models.py parses it)
 
 
 def load_manifest(path: Path = MANIFEST) -> list[Program]:
@@ -113,12 +114,12 @@ def run_program(p: Program, repos: Path, scale: float) -> Result:
         seconds = time.perf_counter() - start
     missing = [e for e in p.expect if not re.search(e, out, re.M)]
     if timed_out and not (p.until and not missing):
-        return Result(p, False, seconds, f"no result within {p.timeout * scale:.0f} s: " + summary(out))
+        return Result(p, False, seconds, f"no result within {p.timeout * scale:.0f} s: " + summary(out), out)
     if not timed_out and proc.returncode != 0:
-        return Result(p, False, seconds, f"exit {proc.returncode}: " + summary(out))
+        return Result(p, False, seconds, f"exit {proc.returncode}: " + summary(out), out)
     if missing:
-        return Result(p, False, seconds, f"output lacks {missing[0]!r}: " + summary(out))
-    return Result(p, True, seconds, "stopped at the time limit after the expected output" if timed_out else "")
+        return Result(p, False, seconds, f"output lacks {missing[0]!r}: " + summary(out), out)
+    return Result(p, True, seconds, "stopped at the time limit after the expected output" if timed_out else "", out)
 
 
 def summary(text: str, lines: int = 3) -> str:
