@@ -5,7 +5,8 @@ require 'nn'
 require 'dpnn'
 local _ = require 'moses'
 
-rnn = rnn or {}
+-- a script's own global named rnn (often its model) is not rnn's table
+rnn = (type(rnn) == 'table' and not torch.typename(rnn)) and rnn or {}
 rnn.version = 2.1 -- [get,set][Grad]HiddenState(step)
 nn.rnn = rnn -- the classes call nn.rnn.recursive*
 unpack = unpack or table.unpack
