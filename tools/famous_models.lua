@@ -1,6 +1,6 @@
 -- Builds one famous model from its public definition file and checks it end to end; run by
 -- tools/famous_models.py as `luabridge th famous_models.lua NAME OUTDIR` in a scratch copy of
--- the model's repository. Trains one step (forward, backward), saves the model with torch.save,
+-- the model's repository. Runs a training step's forward and backward, saves the model with torch.save,
 -- loads it back with torch.load and requires the same output. Writes OUTDIR/model.t7 and the
 -- flat parameters as raw float32 (OUTDIR/params.f32) for the Python reader's check, and prints
 -- one `famous key=value ...` line.

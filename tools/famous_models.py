@@ -4,8 +4,8 @@
 
 REPOS is a folder of checked-out repositories, as for tools/real_programs.py (whose runner this
 uses: a scratch copy of the repository, `luabridge th`, a time limit). In it
-tools/famous_models.lua builds the model from the repository's own definition file, trains one
-step (forward, backward), saves it with torch.save and loads it back with torch.load, requiring
+tools/famous_models.lua builds the model from the repository's own definition file, runs a
+training step's forward and backward, saves it with torch.save and loads it back with torch.load, requiring
 the same output. Here the saved file is read again with luabridge.t7.read (pure Python): its
 weights, in the order nn's getParameters lays them out, must equal the parameters the Lua side
 wrote, bit for bit. Prints a markdown table: sizes, parameter count, timings, pass or fail.
