@@ -181,6 +181,39 @@ def test_spatial_linear_is_a_linear_map_per_pixel():
     np.testing.assert_allclose(gb, 0.5 * g.sum(axis=(1, 2)), atol=1e-12)
 
 
+qd_linear = lua_fn("""function(inputs, gradOutputs, qd)
+  require 'nnx'
+  local m = nnx.QDRiemaNNLinear(inputs[1]:size(2), gradOutputs[1]:size(2), 0.3, qd)
+  for i = 1, #inputs do
+    m:zeroGradParameters()
+    m:forward(inputs[i])
+    m:backward(inputs[i], gradOutputs[i])
+  end
+  return m.gradWeight, m.gradBias
+end""")
+
+
+@pytest.mark.parametrize("qd", [True, False])
+def test_qd_riemannian_linear_rescales_gradients_by_its_running_metric(qd):
+    xs, gs = [rand(5, 3), rand(5, 3)], [rand(5, 2), rand(5, 2)]
+    gw, gb = map(N, qd_linear(lua_value(xs), lua_value(gs), qd))
+    mii = m0i = m00 = None
+    for step, (x, g) in enumerate(zip(xs, gs)):
+        stats = ((g ** 2).T @ x ** 2, (g ** 2).T @ x, (g ** 2).sum(axis=0))
+        if step == 0:
+            mii, m0i, m00 = stats
+        else:
+            mii, m0i, m00 = (0.7 * old + 0.3 * new for old, new in zip((mii, m0i, m00), stats))
+    w_grad, b_grad = g.T @ x, g.sum(axis=0)
+    if qd:
+        want_w = (w_grad * m00[:, None] - m0i * b_grad[:, None]) / (mii * m00[:, None] - m0i ** 2)
+        want_b = (b_grad - (m0i * want_w).sum(axis=1)) / m00
+    else:
+        want_w, want_b = w_grad / mii, b_grad / m00
+    np.testing.assert_allclose(gw, want_w, rtol=1e-8)
+    np.testing.assert_allclose(gb, want_b, rtol=1e-8)
+
+
 def test_spatial_classifier_applies_its_module_at_each_pixel():
     x = rand(4, 3, 2)
     out, lin = lua_fn("""function(x)

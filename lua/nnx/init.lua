@@ -19,6 +19,7 @@ local classes = {
   'SpatialFovea', 'SpatialMaxSampling',
   -- pointwise, softmaxes and tables
   'Minus', 'SaturatedLU', 'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
+  'QDRiemaNNLinear',
   -- criterions
   'SuperCriterion', 'DistNLLCriterion', 'DistMarginCriterion', 'TreeNLLCriterion', 'CTCCriterion',
 }
