@@ -160,6 +160,21 @@ def test_max_sampling_windows():
     np.testing.assert_allclose(grad, want_grad, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 4, 6), (3, 6, 4)])
+def test_pixel_sort_is_space_to_depth(shape):
+    x = rand(*shape)
+    b = x.reshape(-1, *shape[-3:])
+    n, c, h, w = b.shape
+    want = b.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 1, 3, 5, 2, 4).reshape(n, c * 4, h // 2, w // 2)
+    want = want.reshape(*shape[:-3], c * 4, h // 2, w // 2)
+    g = rand(*want.shape)
+    out, grad = forward_backward("nn.PixelSort(2)", x, g)
+    np.testing.assert_array_equal(out, want)
+    # a permutation: the gradient is gradOutput permuted back
+    back = g.reshape(n, c, 2, 2, h // 2, w // 2).transpose(0, 1, 4, 2, 5, 3).reshape(shape)
+    np.testing.assert_array_equal(grad, back)
+
+
 # ---------------------------------------------------------------------------- spatial linear maps
 
 spatial_linear = lua_fn("""function(input, gradOutput)

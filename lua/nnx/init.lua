@@ -16,7 +16,7 @@ local classes = {
   'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
   'SpatialPadding', 'SpatialReSampling', 'SpatialReSamplingEx', 'SpatialMatching',
   'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid', 'SpatialGraph',
-  'SpatialFovea', 'SpatialMaxSampling',
+  'SpatialFovea', 'SpatialMaxSampling', 'PixelSort',
   -- pointwise, softmaxes and tables
   'Minus', 'SaturatedLU', 'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   'QDRiemaNNLinear',
