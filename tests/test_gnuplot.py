@@ -183,3 +183,36 @@ gnuplot.raw('set yrange [0:1]')
 def test_require_without_matplotlib_names_the_extra():
     out = require_error_without("matplotlib", "gnuplot")
     assert "pip install 'luabridge[plot]'" in out
+
+
+def test_a_file_is_drawn_at_most_once_a_second(tmp_path, monkeypatch):
+    """Plotting every step (optim.Logger each epoch) must not draw every time: the first change
+    draws, later ones within the interval wait and the newest is drawn by the timer or at exit;
+    plotflush draws at once."""
+    from luabridge import plotting
+
+    drawn: list = []
+    monkeypatch.setattr(plotting, "render", lambda spec: drawn.append((spec.path, spec.labels.get("title"))))
+    drawer = plotting.Drawer(interval=0.3)
+    spec = lambda title: plotting.Spec(str(tmp_path / "a.png"), "png", "plot", labels={"title": title})
+    for i in range(50):
+        drawer.draw(spec(f"step {i}"), now=False)
+    assert drawn == [(str(tmp_path / "a.png"), "step 0")]
+    drawer.draw(spec("forced"), now=True)
+    assert drawn[-1][1] == "forced" and len(drawn) == 2
+    drawer.draw(spec("late"), now=False)
+    import time
+    time.sleep(0.6)                                    # the timer draws what waited
+    assert drawn[-1][1] == "late" and len(drawn) == 3
+    drawer.flush()
+    assert len(drawn) == 3                             # nothing left waiting
+
+
+def test_waiting_drawings_keep_their_folder(tmp_path, monkeypatch):
+    gp("plot", T(np.arange(5.0)))                      # drawn at once into tmp_path/gnuplot_1.png
+    gp("title", "second")                              # waits (within a second of the first)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.chdir(other)
+    gp("plotflush")
+    assert (tmp_path / "gnuplot_1.png").exists() and not (other / "gnuplot_1.png").exists()

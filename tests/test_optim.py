@@ -623,14 +623,14 @@ def test_logger_plot_through_gnuplot(lua, tmp_path: Path):
     calls, screen, figure = calls
     names = [calls[i][1] for i in range(1, len(calls) + 1)]
     draw = ["logscale", "plot", "grid", "title"]
-    assert names == ["figure", *draw, "epsfigure", *draw, "plotflush", "close", "epsfigure", *draw, "plotflush", "close"]
-    assert screen == 12 and figure == 7
+    assert names == ["figure", *draw, "epsfigure", *draw, "close", "epsfigure", *draw, "close"]
+    assert screen == 11 and figure == 7
     series = calls[3][2]                  # the screen plot's {name, values, style} entries
     got = [(series[i][1], N(series[i][2]).tolist(), series[i][3]) for i in range(1, len(series) + 1)]
     assert got == [("train", [1.0, 2.0, 3.0], "-"), ("test", [10.0, 20.0, 30.0], "+"),
                    ("test", [10.0, 20.0, 30.0], "~")]
     assert calls[6][2] == str(tmp_path / "t.log") + ".eps" and calls[5][2] == "<Logger::" + str(tmp_path / "t.log") + ">"
-    only_test = calls[15][2]
+    only_test = calls[14][2]
     assert [only_test[i][1] for i in range(1, len(only_test) + 1)] == ["test", "test"]
 
 

@@ -6,8 +6,11 @@ local figures = {}     -- number -> state
 local current = nil
 local warned = false   -- about gnuplot.raw
 
+-- Paths are made absolute when a figure is made: gnuplot drew from the folder it started in, and a
+-- drawing may happen later (luabridge/plotting.py), after the script changed folder.
 local function new_figure(n)
-  return { number = n, path = ('gnuplot_%d.png'):format(n), format = 'png', onscreen = true }
+  local name = ('gnuplot_%d.png'):format(n)
+  return { number = n, path = paths.concat(name), name = name, format = 'png', onscreen = true }
 end
 
 -- the current figure (a new one when there is none), as torch7's getCurrentPlot
@@ -16,14 +19,15 @@ function gnuplot._current()
   return figures[current]
 end
 
--- draws fig into its file when it has something to show
-function gnuplot._refresh(fig)
+-- draws fig into its file when it has something to show: at once when `now`, else within a
+-- second (luabridge/plotting.py draws a file at most once a second, and at exit)
+function gnuplot._refresh(fig, now)
   fig = fig or gnuplot._current()
   if not fig.kind then return end
-  py.plot_draw(fig)
+  py.plot_draw(fig, now or false)
   if fig.onscreen and not fig.announced then
     fig.announced = true
-    print(('gnuplot: no window in luabridge; figure %d is drawn into %s'):format(fig.number, fig.path))
+    print(('gnuplot: no window in luabridge; figure %d is drawn into %s'):format(fig.number, fig.name))
   end
 end
 
@@ -44,7 +48,7 @@ local function filefigure(fn, format, fname, n)
   if not paths.dirp(dir) then error('cannot save to ' .. fname .. ': directory does not exist', 3) end
   local number = gnuplot.figure(n)
   local fig = figures[number]
-  fig.path, fig.format, fig.onscreen = fname, format, false
+  fig.path, fig.format, fig.onscreen = paths.concat(fname), format, false
   return number
 end
 
@@ -59,7 +63,7 @@ function gnuplot.figprint(fname)
   if not format then error('gnuplot.figprint: only eps, png, pdf and svg files, got ' .. tostring(fname), 2) end
   local fig = gnuplot._current()
   local copy = setmetatable({ path = fname, format = format }, { __index = fig })
-  if fig.kind then py.plot_draw(copy) end
+  if fig.kind then py.plot_draw(copy, true) end
 end
 
 function gnuplot.plotflush(n)
@@ -68,7 +72,7 @@ function gnuplot.plotflush(n)
     print('no figure ' .. tostring(n))
     return
   end
-  gnuplot._refresh(figures[n])
+  gnuplot._refresh(figures[n], true)
 end
 
 function gnuplot.close(n)

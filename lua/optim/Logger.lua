@@ -127,11 +127,9 @@ function Logger:plot(...)
     self.figure = gnuplot.figure(self.figure)
     self:_draw(gnuplot, plots)
   end
-  if self.epsfile then
-    os.remove(self.epsfile)
+  if self.epsfile then   -- drawn within a second (gnuplot draws a file at most once a second)
     local eps = gnuplot.epsfigure(self.epsfile)
     self:_draw(gnuplot, plots)
-    gnuplot.plotflush()
     gnuplot.close(eps)
   end
 end
