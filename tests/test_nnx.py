@@ -316,6 +316,28 @@ def test_graph_edge_weights(dist, normalize):
     np.testing.assert_allclose(grad, numeric_grad(lambda: float((weights(x) * g).sum()), x), atol=1e-6)
 
 
+radial_matching = lua_fn("""function(a, b, maxh, gradOutput)
+  require 'nnx'
+  local m = nn.SpatialRadialMatching(maxh)
+  local out = m:forward({a, b}):clone()
+  local g = m:backward({a, b}, gradOutput)
+  return out, g[1]:clone(), g[2]:clone()
+end""")
+
+
+def test_radial_matching_is_matching_along_y():
+    a, b = rand(2, 4, 5), rand(2, 6, 5)
+    want = matching(a, b, 3, 1, False)[..., 0]
+    g = rand(*want.shape)
+    out, ga, gb = map(N, radial_matching(T(a), T(b), 3, T(g)))
+    np.testing.assert_allclose(out, want, rtol=1e-12)
+
+    def loss() -> float:
+        return float((matching(a, b, 3, 1, False)[..., 0] * g).sum())
+    np.testing.assert_allclose(ga, numeric_grad(loss, a), atol=1e-5)
+    np.testing.assert_allclose(gb, numeric_grad(loss, b), atol=1e-5)
+
+
 # ---------------------------------------------------------------------------- SoftMaxTree
 
 HIERARCHY = {7: [1, 2, 8], 8: [3, 4], 2: [5, 6, 9], 9: [10, 11]}   # root 7

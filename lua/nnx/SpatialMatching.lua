@@ -23,8 +23,8 @@ function SpatialMatching:_check(input)
   local needH, needW = H, W
   if not self.full_output then needH, needW = H + self.maxh - 1, W + self.maxw - 1 end
   if a:dim() ~= 3 or b:dim() ~= 3 or b:size(1) ~= C or b:size(2) < needH or b:size(3) < needW then
-    error(('nn.SpatialMatching: expected two C x H x W maps, the second at least C x %d x %d, got [%s] and [%s]')
-      :format(needH, needW, table.concat(a:size():totable(), 'x'), table.concat(b:size():totable(), 'x')), 3)
+    error(('%s: expected two C x H x W maps, the second at least C x %d x %d, got [%s] and [%s]')
+      :format(torch.type(self), needH, needW, table.concat(a:size():totable(), 'x'), table.concat(b:size():totable(), 'x')), 3)
   end
   return H, W
 end

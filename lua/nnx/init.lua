@@ -15,8 +15,8 @@ local classes = {
   -- spatial (image) operators
   'SpatialLinear', 'SpatialClassifier', 'SpatialUpSampling', 'SpatialDownSampling',
   'SpatialPadding', 'SpatialReSampling', 'SpatialReSamplingEx', 'SpatialMatching',
-  'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid', 'SpatialGraph',
-  'SpatialFovea', 'SpatialMaxSampling', 'PixelSort',
+  'SpatialRadialMatching', 'SpatialColorTransform', 'SpatialNormalization', 'SpatialPyramid',
+  'SpatialGraph', 'SpatialFovea', 'SpatialMaxSampling', 'PixelSort',
   -- pointwise, softmaxes and tables
   'Minus', 'SaturatedLU', 'SoftMaxTree', 'MultiSoftMax', 'Balance', 'PushTable', 'PullTable',
   'QDRiemaNNLinear',
