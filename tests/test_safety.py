@@ -186,6 +186,21 @@ SUCCEEDS = {
         view[1] = 42
         assert(fresh[1] == 5 and view[1] == 42 and root[1] == 1, 'view wrote into another storage')
         return 'ok'""",
+    # a result that is also an input: resizing it once moved the input under the loop reading it
+    # (nonzero wrote past its new buffer: heap corruption found by fuzz_tensor, seed 2)
+    "nonzero_into_its_input": """
+        local x = torch.LongTensor(4, 3):fill(1)
+        torch.nonzero(x, x)
+        assert(x:size(1) == 12 and x:size(2) == 2, 'size')
+        for i = 1, 12 do
+          assert(x[i][1] == math.floor((i - 1) / 3) + 1 and x[i][2] == (i - 1) % 3 + 1, 'row ' .. i)
+        end
+        return 'ok'""",
+    "gather_into_its_index": """
+        local x = torch.LongTensor({{1, 2}, {2, 1}})
+        x:gather(x:clone(), 2, x)
+        assert(x[1][1] == 1 and x[1][2] == 2 and x[2][1] == 1 and x[2][2] == 2)
+        return 'ok'""",
     "storage_copy_failed_unchanged": """
         local s = torch.DoubleStorage({7, 8, 9})
         assert(not pcall(function() s:copy({1, 'x', 3}) end))

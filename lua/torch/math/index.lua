@@ -94,6 +94,7 @@ torch._method('maskedSelect', function(a, b, c)
   R.noHalf('maskedSelect', src)
   checkMask('maskedSelect', src, mask)
   res = R.result('maskedSelect', res, src)
+  src, mask = R.apart(res, src), R.apart(res, mask)
   res:resize(R.foldAll(mask, R.SUM))
   if numel(res) > 0 then
     R.kernel(2, 'if $2 ~= 0 then v1[v2[0] * v3] = $1; v2[0] = v2[0] + 1 end')(
@@ -161,6 +162,7 @@ torch._method('index', function(a, b, c, d)
   check.dim('index', src, dim)
   checkIndexVector('index', idx, src, dim)
   res = R.result('index', res, src)
+  src, idx = R.apart(res, src), R.apart(res, idx)
   res:resize(R.sizesWith(src, dim, idx._sz[1]))
   if numel(res) > 0 then moveSlices(res, src, dim, idx, true, false) end
   return res
@@ -220,6 +222,7 @@ R.define('gather', function(...)
   checkAligned('gather', src, idx, dim, 'the index')
   checkRange('gather', idx, dim, src._sz[dim])
   res = R.result('gather', res, src)
+  src, idx = R.apart(res, src), R.apart(res, idx)
   res:resize(idx:size())
   if numel(res) == 0 then return res end
   local rp, sp, ip = res._st._ptr, src._st._ptr, idx._st._ptr
@@ -271,6 +274,7 @@ R.define('nonzero', function(...)
   local res, x = R.args1('nonzero', ...)
   R.noHalf('nonzero', x)
   res = R.indexResult('nonzero', res)
+  x = R.apart(res, x)
   local nd = #x._sz
   local count = R.foldAll(x, R.NONZERO)
   res:resize(count, nd)

@@ -81,6 +81,13 @@ function R.result(op, res, t)
   return res
 end
 
+-- t, or a copy of it when it is res or shares res's storage: resizing res would move t's
+-- elements (or free them) under the loop that reads them.
+function R.apart(res, t)
+  if t == res or (t._st ~= nil and t._st == res._st) then return t:clone() end
+  return t
+end
+
 function R.indexResult(op, res)
   if res == nil then return torch.LongTensor() end
   R.long(op, res, 'the index result')
