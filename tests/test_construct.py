@@ -163,7 +163,8 @@ def test_cross(rng, dtype):
     ("torch.range(1, 2, -1)", "incoherent with step sign -1"),
     ("torch.linspace(0, 1, 1)", "linspace: invalid number of points 1"),
     ("torch.logspace(0, 1, 0)", "logspace: invalid number of points 0"),
-    ("torch.linspace(0, 1, 2.5)", "linspace: number of points must be an integer"),
+    ("torch.linspace(0, 1, 0/0)", "linspace: number of points must be an integer"),
+    ("torch.zeros(2, 1/0)", "zeros: sizes must be non-negative integers"),
     ("torch.eye(0)", "eye: n must be positive"),
     ("torch.diag(torch.Tensor(2, 2, 2))", "diag: matrix or a vector expected, got a 3D tensor"),
     ("torch.tril(torch.Tensor(3))", "tril: expected a matrix, got a 1D tensor"),
@@ -177,3 +178,10 @@ def test_cross(rng, dtype):
 ])
 def test_errors(lua, code, message):
     assert_lua_error(code, message)
+
+
+def test_fractional_sizes_truncate_as_torch7(lua):
+    """torch7's C code cast sizes and counts to long: finite fractions truncate toward zero."""
+    sizes = lua.execute("""return torch.rand(2, 3.7):size(2), torch.Tensor(2.5):size(1), torch.linspace(0, 1, 4.9):size(1),
+                           torch.zeros({1.2, 2.9}):size(2), torch.FloatTensor(3, 0.4):nElement()""")
+    assert sizes == (3, 2, 4, 2, 0)

@@ -3,7 +3,7 @@
 Good calls: chains of random views (narrow, select, transpose, t, permute, unfold, expand, sub,
 view, squeeze, unsqueeze, indexing) on tensors of random shapes, zero-size dims included, must
 give exactly the values and shapes numpy's equivalent views give.
-Bad calls (dims and indices out of range, negative or fractional sizes, wrong types, mismatched
+Bad calls (dims and indices out of range, negative or non-finite sizes, wrong types, mismatched
 view sizes) must raise luabridge.LuaError with a checked message (never a raw Lua runtime error
 such as "attempt to compare"), and leave the tensor and its memory as they were.
 """
@@ -285,11 +285,11 @@ def bad_permutation(draw, nd: int) -> list:
 
 def bad_expand(draw, shape: list[int], d: int) -> list:
     sizes = list(shape)
-    kind = draw(st.sampled_from(["count", "negative", "fraction", "non1"]))
+    kind = draw(st.sampled_from(["count", "negative", "nan", "non1"]))
     if kind == "count":
         return sizes + [1]
-    if kind in ("negative", "fraction"):
-        sizes[d - 1] = -1 if kind == "negative" else 1.5
+    if kind in ("negative", "nan"):
+        sizes[d - 1] = -1 if kind == "negative" else float("nan")   # finite fractions truncate, as torch7
         return sizes
     non1 = [k for k in range(len(shape)) if shape[k] != 1]
     if not non1:
@@ -390,7 +390,7 @@ def bad_call(draw, shape: list[int], contiguous: bool) -> tuple[str, list]:
         return draw(st.sampled_from(["size", "stride"])), [draw(bad_dim(nd))]
     if kind == "resize":
         sizes = list(shape)
-        sizes[d - 1] = draw(st.sampled_from([-1, -5, 1.5, "2", float("nan")]))
+        sizes[d - 1] = draw(st.sampled_from([-1, -5, float("inf"), "2", float("nan")]))
         return "resize", sizes
     if kind == "index":
         return "__index", [bad_index_table(draw, shape, d)]

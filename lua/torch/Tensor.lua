@@ -40,7 +40,8 @@ local function sizesFrom(op, a, ...)
     check.error(('%s: %d dimensions, at most %d are supported'):format(op, #sz, check.MAXDIM))
   end
   for d = 1, #sz do
-    local s = sz[d]
+    local s = check.truncate(sz[d])
+    sz[d] = s
     if not isInt(s) or s < 0 then
       check.error(('%s: sizes must be non-negative integers below 2^53, got %s at dimension %d'):format(op, tostring(s), d))
     end

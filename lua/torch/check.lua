@@ -112,6 +112,16 @@ function check.isInt(x)
   return type(x) == 'number' and x == math.floor(x) and x > -MAXINT and x < MAXINT
 end
 
+-- A count or size as torch7's C code read it (a cast to long): a finite number truncated toward
+-- zero, so legacy sizes such as n / 2 work; NaN, the infinities and anything else are returned
+-- unchanged for the integer checks to refuse.
+function check.truncate(x)
+  if type(x) == 'number' and x > -MAXINT and x < MAXINT and x ~= math.floor(x) then
+    return x >= 0 and math.floor(x) or math.ceil(x)
+  end
+  return x
+end
+
 -- The largest tensor rank accepted anywhere (torch7's readers and ours use the same bound).
 check.MAXDIM = 64
 

@@ -99,7 +99,7 @@ local function points(op)
   return function(a, b, n)
     check.number(op, a, 'start')
     check.number(op, b, 'end')
-    n = integer(op, n or 100, 'number of points')
+    n = integer(op, check.truncate(n or 100), 'number of points')
     if not (n > 1 or (n == 1 and a == b)) then
       check.error(('%s: invalid number of points %d (from %s to %s)'):format(op, n, a, b))
     end
