@@ -196,6 +196,18 @@ SUCCEEDS = {
           assert(x[i][1] == math.floor((i - 1) / 3) + 1 and x[i][2] == (i - 1) % 3 + 1, 'row ' .. i)
         end
         return 'ok'""",
+    "mode_into_its_input": """
+        local x = torch.LongTensor({{1, 1, 2}, {3, 3, 3}})
+        local inds = torch.LongTensor()
+        torch.mode(x, inds, x, 2)
+        assert(x:nElement() == 2 and x[1][1] == 1 and x[2][1] == 3, 'values')
+        assert(inds[1][1] == 2 and inds[2][1] == 3, 'positions of the last occurrence')
+        return 'ok'""",
+    "sum_into_its_input": """
+        local x = torch.Tensor({{1, 2, 3}, {4, 5, 6}})
+        torch.sum(x, x, 2)
+        assert(x:nElement() == 2 and x[1][1] == 6 and x[2][1] == 15)
+        return 'ok'""",
     "gather_into_its_index": """
         local x = torch.LongTensor({{1, 2}, {2, 1}})
         x:gather(x:clone(), 2, x)

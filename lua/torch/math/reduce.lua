@@ -658,6 +658,7 @@ for _, name in ipairs({ 'max', 'min' }) do
     if dim == nil then return extremeAll(name, x, name) end
     check.dim(name, x, dim)
     vals, inds = R.result(name, vals, x), R.indexResult(name, inds)
+    x = R.apart(vals, R.apart(inds, x))
     extremeDim(name, x, dim, vals, inds, name)
     return vals, inds
   end)
@@ -673,6 +674,7 @@ local function reduction(name, floatOnly, whole, alongDim)
     if dim == nil then return whole(x) end
     check.dim(name, x, dim)
     local r = R.result(name, res, x)
+    x = R.apart(r, x)
     r:resize(R.sizesWith(x, dim, 1))
     alongDim(x, dim, r)
     return r

@@ -90,7 +90,8 @@ end
 
 local function withResults(op, vals, inds, x, ...)
   R.noHalf(op, x)
-  return R.result(op, vals, x), R.indexResult(op, inds), x, ...
+  vals, inds = R.result(op, vals, x), R.indexResult(op, inds)
+  return vals, inds, R.apart(vals, R.apart(inds, x)), ...
 end
 
 -- ([vals, inds,] x, ...) -> the results (given, or new), x, the rest.
