@@ -250,6 +250,16 @@ def test_class_nll_errors(rng):
         module("nn.ClassNLLCriterion(torch.ones(2, 2))")
 
 
+def test_class_nll_one_sample_reads_the_first_target(rng):
+    """A 1-D input is one sample: torch7 read the target's first element whatever its size (rnn's
+    FastLSTM_issue203 test feeds {1, 3})."""
+    c = module("nn.ClassNLLCriterion()")
+    x = rng.standard_normal(4)
+    assert loss(c, lua(x), lua(np.array([3, 1], np.int32))) == pytest.approx(-x[2])
+    g = grad(c, lua(x), lua(np.array([2, 4])))
+    np.testing.assert_array_equal(g, [0, -1, 0, 0])
+
+
 def log_softmax(x):
     m = x.max(-1, keepdims=True)
     return x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))

@@ -668,3 +668,19 @@ def test_nnx_own_suite():
       return ok, tostring(err)
     end""")(str(NNX_CHECKOUT / "test" / "test-all.lua"), lua_value(NNX_CASES))
     assert ok, report
+
+
+def test_resampling_backward_takes_gradoutput_size():
+    """nnx's kernel took the output size from gradOutput (dpnn's SpatialGlimpse tests rely on it):
+    the gradient is the transpose of the bilinear map to gradOutput's size."""
+    x, g = rand(2, 4, 5), rand(2, 3, 7)
+    backward = lua_fn("""function(x, g)
+      require 'nnx'
+      local m = nn.SpatialReSampling{owidth = 2, oheight = 2}
+      m:forward(x)
+      return m:backward(x, g):clone()
+    end""")
+    want = bilinear_matrix(4, 3).T @ g @ bilinear_matrix(5, 7)
+    np.testing.assert_allclose(N(backward(T(x), T(g))), want, atol=1e-12)
+    with pytest.raises(luabridge.LuaError, match=r"gradOutput \[3, 7\] does not have the planes of input \[2, 4, 5\]"):
+        backward(T(x), T(rand(3, 7)))

@@ -31,7 +31,9 @@ local function frames(self, input, target)
     check.error(('%s: multi-target not supported, target must be 1-D, got %s'):format(
       name, check.sizestr(t)))
   end
-  if t:nElement() ~= nframe then
+  if input:dim() == 1 and t:nElement() > 1 then
+    t = t:narrow(1, 1, 1)   -- one sample: torch7 read the target's first element, whatever its size
+  elseif t:nElement() ~= nframe then
     check.error(('%s: target size %s does not match input size %s (%d samples)'):format(
       name, check.sizestr(t), check.sizestr(input), nframe))
   end

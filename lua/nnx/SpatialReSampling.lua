@@ -48,11 +48,16 @@ function SpatialReSampling:updateOutput(input)
   return self.output
 end
 
+-- The output size is gradOutput's, as nnx's kernel read it (dpnn's SpatialGlimpse tests backward
+-- through a size other than the forward's); its planes must be the input's.
 function SpatialReSampling:updateGradInput(input, gradOutput)
-  local P, H, W, oH, oW = self:_sizes(input)
-  if gradOutput:nElement() ~= P * oH * oW then
-    error(('nn.SpatialReSampling: gradOutput [%s] does not match the output %dx%d of input [%s]')
-      :format(table.concat(gradOutput:size():totable(), ', '), oH, oW,
+  local P, H, W = self:_sizes(input)
+  local d = input:dim()
+  local oH = gradOutput:dim() == d and gradOutput:size(d - 1) or 0
+  local oW = gradOutput:dim() == d and gradOutput:size(d) or 0
+  if oH * oW == 0 or gradOutput:nElement() ~= P * oH * oW then
+    error(('nn.SpatialReSampling: gradOutput [%s] does not have the planes of input [%s]')
+      :format(table.concat(gradOutput:size():totable(), ', '),
               table.concat(input:size():totable(), ', ')), 2)
   end
   self.gradInput:resizeAs(input)
