@@ -164,7 +164,8 @@ function Tensor.set(t, src, off, a, b, ...)
   if src._dt ~= t._dt then check.error(('set: cannot view a %s from a %s'):format(torch.typename(src), torch.typename(t))) end
   off = off or 1
   local sz, str
-  if a == nil then
+  if a == nil then   -- the rest of the storage from off on
+    check.int('set', off, 'storage offset', 1, src._n + 1)
     sz = { src._n - off + 1 }
     str = { 1 }
   elseif torch.isStorage(a) or (type(a) == 'table') then
