@@ -25,7 +25,7 @@ RAISES = {
     "set_negative_size": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, -1, 1, -1, 1)", "set: sizes"),
     "set_stride_table_nan": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, {2}, {0/0})", "set: stride 1"),
     "set_rest_past_end": ("torch.LongTensor():set(torch.LongStorage({2, 2}), 2^31)",
-                          r"set: storage offset must be an integer in \[1, 3\], got 2147483648"),
+                          "set: storage offset must be an integer in [1, 3], got 2147483648"),
     "set_zero_stride_huge": ("torch.ByteTensor():set(torch.ByteStorage(4), 1, {2^40, 2^40}, {0, 0})", "too many elements"),
     "storage_view_nan": ("torch.DoubleStorage(torch.DoubleStorage(4), 0/0)", "view offset"),
     "storage_nan_size": ("torch.DoubleStorage(0/0)", "size must be an integer"),
