@@ -25,7 +25,7 @@ def _kind(obj: Any) -> str:
     """'tensor', 'storage', 'object' (a torch class instance), 'table' or 'other' for a Lua value."""
     if lupa.lua_type(obj) not in ("table", "userdata"):
         return "other"
-    with foreign_objects_named():
+    with foreign_objects_named:
         return bridge().lua.globals().__luabridge_kind(obj)
 
 
@@ -216,7 +216,7 @@ class LuaObject:
         self._lua[name] = unwrap(value)
 
     def _typename(self) -> str:
-        with foreign_objects_named():
+        with foreign_objects_named:
             return str(bridge().lua.globals().torch.type(self._lua))
 
     def __call__(self, *args: Any) -> Any:
@@ -224,7 +224,7 @@ class LuaObject:
         return call(self._lua, *args)
 
     def __repr__(self) -> str:
-        with foreign_objects_named():
+        with foreign_objects_named:
             return str(bridge().lua.globals().tostring(self._lua))
 
     __str__ = __repr__
