@@ -260,3 +260,25 @@ def require_error_without(python_module: str, lua_module: str) -> str:
             "import luabridge\n"
             f"try:\n    luabridge.require({lua_module!r})\nexcept luabridge.LuaError as e:\n    print(e)\n")
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+
+
+def lbfgs_direction(g: np.ndarray, g_old: Any, d: Any, t: Any, first: bool, s_list: list, y_list: list,
+                    hdiag: float, n_corr: int) -> tuple[np.ndarray, float]:
+    """torch7's lbfgs search direction: steepest descent first, then the two-loop recursion over
+    the last n_corr (s, y) pairs, kept in s_list / y_list (updated here). Returns (d, hdiag)."""
+    if first:
+        return -g, hdiag
+    y, s = g - g_old, d * t
+    if y @ s > 1e-10:
+        if len(s_list) == n_corr:
+            s_list.pop(0), y_list.pop(0)
+        s_list.append(s), y_list.append(y)
+        hdiag = (y @ s) / (y @ y)
+    q, al = -g, [0.0] * len(s_list)
+    for i in reversed(range(len(s_list))):
+        al[i] = (s_list[i] @ q) / (y_list[i] @ s_list[i])
+        q = q - al[i] * y_list[i]
+    d = q * hdiag
+    for i in range(len(s_list)):
+        d = d + (al[i] - (y_list[i] @ d) / (y_list[i] @ s_list[i])) * s_list[i]
+    return d, hdiag

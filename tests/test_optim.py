@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, lua_fn
+from helpers import N, T, lbfgs_direction, lua_fn
 
 # Runs `steps` calls of optim[name] on f(x) = 0.5 x'Ax - b'x from x0 with the config written as a
 # Lua table constructor (extra tensors: lrs, wds); returns the iterates (steps x n) and f values.
@@ -323,22 +323,7 @@ def _lbfgs_reference(f_and_g, x, max_iter, lr=1.0, n_corr=100, tol_fun=1e-5, tol
     if np.abs(g).sum() <= tol_fun:
         return x, hist
     for it in range(1, max_iter + 1):
-        if it == 1:
-            d = -g
-        else:
-            y, s = g - g_old, d * t
-            if y @ s > 1e-10:
-                if len(s_list) == n_corr:
-                    s_list.pop(0), y_list.pop(0)
-                s_list.append(s), y_list.append(y)
-                hdiag = (y @ s) / (y @ y)
-            q, al = -g, [0.0] * len(s_list)
-            for i in reversed(range(len(s_list))):
-                al[i] = (s_list[i] @ q) / (y_list[i] @ s_list[i])
-                q = q - al[i] * y_list[i]
-            d = q * hdiag
-            for i in range(len(s_list)):
-                d = d + (al[i] - (y_list[i] @ d) / (y_list[i] @ s_list[i])) * s_list[i]
+        d, hdiag = lbfgs_direction(g, g_old, d, t, it == 1, s_list, y_list, hdiag, n_corr)
         g_old, f_old = g.copy(), f
         if g @ d > -tol_x:
             break

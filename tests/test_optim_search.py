@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, lua_fn
+from helpers import N, T, lbfgs_direction, lua_fn
 
 Objective = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -151,24 +151,9 @@ def lbfgs_ls(fn: Objective, x: np.ndarray, max_iter: int, n_corr: int = 100, tol
     """torch7's lbfgs with lineSearch = lswolfe and learningRate 1 (one call)."""
     max_eval = max_iter * 1.25
     f, g = fn(x)
-    hist, evals, s_list, y_list, hdiag, d, t = [f], 1, [], [], 1.0, None, None
+    hist, evals, s_list, y_list, hdiag, d, t, g_old = [f], 1, [], [], 1.0, None, None, None
     for it in range(1, max_iter + 1):
-        if it == 1:
-            d = -g
-        else:
-            y, s = g - g_old, d * t
-            if y @ s > 1e-10:
-                if len(s_list) == n_corr:
-                    s_list.pop(0), y_list.pop(0)
-                s_list.append(s), y_list.append(y)
-                hdiag = (y @ s) / (y @ y)
-            q, al = -g, [0.0] * len(s_list)
-            for i in reversed(range(len(s_list))):
-                al[i] = (s_list[i] @ q) / (y_list[i] @ s_list[i])
-                q = q - al[i] * y_list[i]
-            d = q * hdiag
-            for i in range(len(s_list)):
-                d = d + (al[i] - (y_list[i] @ d) / (y_list[i] @ s_list[i])) * s_list[i]
+        d, hdiag = lbfgs_direction(g, g_old, d, t, it == 1, s_list, y_list, hdiag, n_corr)
         g_old, f_old = g.copy(), f
         gtd = g @ d
         if gtd > -tol_x:

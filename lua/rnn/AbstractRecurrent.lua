@@ -200,6 +200,19 @@ function AbstractRecurrent:_resolveStep(step, current)
   return step
 end
 
+-- self.zeroTensor sized as one state for input (batch x outputSize, or outputSize for one sample)
+-- when an input is given: the initial hidden state of LSTM and GRU.
+function AbstractRecurrent:_zeroState(input)
+  if input then
+    if input:dim() == 2 then
+      self.zeroTensor:resize(input:size(1), self.outputSize):zero()
+    else
+      self.zeroTensor:resize(self.outputSize):zero()
+    end
+  end
+  return self.zeroTensor
+end
+
 for _, method in ipairs({ 'getHiddenState', 'setHiddenState', 'getGradHiddenState', 'setGradHiddenState' }) do
   AbstractRecurrent[method] = function() error(method .. ": Not Implemented") end
 end

@@ -53,14 +53,8 @@ end
 function GRU:getHiddenState(step, input)
   step = self:_resolveStep(step)
   if step ~= 0 then return self.outputs[step] end
-  if input then
-    if input:dim() == 2 then
-      self.zeroTensor:resize(input:size(1), self.outputSize):zero()
-    else
-      self.zeroTensor:resize(self.outputSize):zero()
-    end
-  end
-  return self.userPrevOutput or self.outputs[0] or self.zeroTensor
+  local zero = self:_zeroState(input)
+  return self.userPrevOutput or self.outputs[0] or zero
 end
 
 function GRU:setHiddenState(step, hiddenState)

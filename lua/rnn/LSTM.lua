@@ -97,15 +97,8 @@ end
 function LSTM:getHiddenState(step, input)
   step = self:_resolveStep(step)
   if step ~= 0 then return { self.outputs[step], self.cells[step] } end
-  if input then
-    if input:dim() == 2 then
-      self.zeroTensor:resize(input:size(1), self.outputSize):zero()
-    else
-      self.zeroTensor:resize(self.outputSize):zero()
-    end
-  end
-  return { self.userPrevOutput or self.outputs[0] or self.zeroTensor,
-    self.userPrevCell or self.cells[0] or self.zeroTensor }
+  local zero = self:_zeroState(input)
+  return { self.userPrevOutput or self.outputs[0] or zero, self.userPrevCell or self.cells[0] or zero }
 end
 
 function LSTM:setHiddenState(step, hiddenState)
