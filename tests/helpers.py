@@ -282,3 +282,21 @@ def lbfgs_direction(g: np.ndarray, g_old: Any, d: Any, t: Any, first: bool, s_li
     for i in range(len(s_list)):
         d = d + (al[i] - (y_list[i] @ d) / (y_list[i] @ s_list[i])) * s_list[i]
     return d, hdiag
+
+
+def with_rosenbrock(code: str) -> str:
+    """The Lua function expression `code`, seeing rosenbrock_fg(x): f and a fresh gradient of
+    sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, the function optim's own tests minimise."""
+    return "(function(rosenbrock_fg) return " + code + " end)(" + _ROSENBROCK_FG + ")"
+
+
+_ROSENBROCK_FG = """function(x)
+  local n = x:size(1)
+  local head, tail = x:narrow(1, 1, n - 1), x:narrow(1, 2, n - 1)
+  local r = tail - torch.cmul(head, head)
+  local f = 100 * r:dot(r) + (1 - head):dot(1 - head)
+  local g = torch.zeros(n)
+  g:narrow(1, 1, n - 1):add(-400, torch.cmul(head, r)):add(-2, 1 - head)
+  g:narrow(1, 2, n - 1):add(200, r)
+  return f, g
+end"""

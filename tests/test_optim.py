@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, lbfgs_direction, lua_fn
+from helpers import N, T, lbfgs_direction, lua_fn, with_rosenbrock
 
 # Runs `steps` calls of optim[name] on f(x) = 0.5 x'Ax - b'x from x0 with the config written as a
 # Lua table constructor (extra tensors: lrs, wds); returns the iterates (steps x n) and f values.
@@ -284,27 +284,20 @@ def test_config_errors(lua, rng, name, config, message):
 
 # ---- lbfgs ----
 
-_ROSENBROCK = lua_fn("""function(config, x0, calls)
+_ROSENBROCK = lua_fn(with_rosenbrock("""function(config, x0, calls)
   require 'optim'
   config = loadstring('return ' .. config)()
   local evals = 0
-  local function rosenbrock(x)   -- sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2
+  local function rosenbrock(x)
     evals = evals + 1
-    local n = x:size(1)
-    local head, tail = x:narrow(1, 1, n - 1), x:narrow(1, 2, n - 1)
-    local r = tail - torch.cmul(head, head)
-    local f = 100 * r:dot(r) + (1 - head):dot(1 - head)
-    local g = torch.zeros(n)
-    g:narrow(1, 1, n - 1):add(-400, torch.cmul(head, r)):add(-2, 1 - head)
-    g:narrow(1, 2, n - 1):add(200, r)
-    return f, g
+    return rosenbrock_fg(x)
   end
   local x, hist, n = x0:clone()
   for i = 1, calls do x, hist, n = optim.lbfgs(rosenbrock, x, config) end
   local fs = torch.Tensor(#hist)
   for i, f in ipairs(hist) do fs[i] = f end
   return x, fs, n, evals, config
-end""")
+end"""))
 
 
 def test_lbfgs_converges_on_rosenbrock(lua):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import N, T, lbfgs_direction, lua_fn
+from helpers import N, T, lbfgs_direction, lua_fn, with_rosenbrock
 
 Objective = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -26,25 +26,19 @@ def rosenbrock(x: np.ndarray) -> tuple[float, np.ndarray]:
 
 # Runs optim[name](rosenbrock, x0, config) once; returns x, the values as a tensor, the third
 # result, the number of evaluations, the (x, f) of each evaluation, and the config afterwards.
-_RUN = lua_fn("""function(name, config, x0)
+_RUN = lua_fn(with_rosenbrock("""function(name, config, x0)
   require 'optim'
   config = loadstring('return ' .. config)()
   local points, values = {}, {}
-  local function feval(x)   -- sum of 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2, a fresh gradient
-    local n = x:size(1)
-    local head, tail = x:narrow(1, 1, n - 1), x:narrow(1, 2, n - 1)
-    local r = tail - torch.cmul(head, head)
-    local f = 100 * r:dot(r) + (1 - head):dot(1 - head)
-    local g = torch.zeros(n)
-    g:narrow(1, 1, n - 1):add(-400, torch.cmul(head, r)):add(-2, 1 - head)
-    g:narrow(1, 2, n - 1):add(200, r)
+  local function feval(x)
+    local f, g = rosenbrock_fg(x)
     points[#points + 1], values[#values + 1] = x:clone(), f
     return f, g
   end
   local x, hist, third = optim[name](feval, x0:clone(), config)
   return x, torch.Tensor(hist), third, #points, torch.cat(points, 1):view(#points, -1),
          torch.Tensor(values), config
-end""")
+end"""))
 
 
 class Counted:
