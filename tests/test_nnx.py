@@ -664,6 +664,10 @@ def test_nnx_own_suite():
       dofile(path)
       local tests = {}
       for i = 1, #names do tests[i] = names[i] end
+      -- The cases draw their sizes at random; about one seed in seven gives SpatialDownSampling an
+      -- image smaller than its ratio, which fails under torch7 too (its kernel's 1-D output then
+      -- meets a 3-D gradOutput check), so the draw is fixed.
+      math.randomseed(1); torch.manualSeed(1)
       local ok, err = pcall(nnx.test, tests)
       return ok, tostring(err)
     end""")(str(NNX_CHECKOUT / "test" / "test-all.lua"), lua_value(NNX_CASES))
