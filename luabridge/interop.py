@@ -87,7 +87,7 @@ def to_numpy(t: Any) -> np.ndarray:
     b = bridge()
     b.check_owned(t)
     if t._device:
-        from .cuda import device_view
+        from .backend.cuda import device_view
 
         return device_view(t)
     return tensor_view(b, t)
@@ -98,6 +98,6 @@ def from_dlpack(x: Any) -> Any:
     device_type, _ = x.__dlpack_device__()
     if device_type == 1:  # kDLCPU
         return from_numpy(np.from_dlpack(x))
-    from .cuda import from_device_array
+    from .backend.cuda import from_device_array
 
     return from_device_array(x)

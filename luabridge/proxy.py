@@ -270,14 +270,14 @@ class Tensor(LuaObject):
 
     def __dlpack__(self, **kwargs: Any) -> Any:
         if self._lua._device:
-            from .cuda import device_view
+            from .backend.cuda import device_view
 
             return device_view(self._lua).__dlpack__(**kwargs)
         return self.numpy().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self._lua._device:
-            from .cuda import device_view
+            from .backend.cuda import device_view
 
             return device_view(self._lua).__dlpack_device__()
         return (1, 0)

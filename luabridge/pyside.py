@@ -30,7 +30,7 @@ def storage_view(bridge: "Bridge", st: Any, type_name: str, offset: int, sizes, 
 
 
 # Modules that add callbacks: each has callbacks(bridge) -> dict of name -> function.
-PROVIDERS = ("luabridge.ufuncs", "luabridge.linalg", "luabridge.cuda", "luabridge.files", "luabridge.imaging",
+PROVIDERS = ("luabridge.backend.ufuncs", "luabridge.backend.linalg", "luabridge.backend.cuda", "luabridge.files", "luabridge.imaging",
              "luabridge.image_ops", "luabridge.plotting")
 
 

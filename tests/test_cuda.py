@@ -1,4 +1,4 @@
-"""The CUDA backend (lua/torch/backend/cuda.lua + luabridge/cuda.py).
+"""The CUDA backend (lua/torch/backend/cuda.lua + luabridge/backend/cuda.py).
 
 Every test runs twice: with numpy standing in for CuPy (forced for the test, so it runs on any
 machine) and with CuPy on a real device (`-k cupy`; skipped with the reason when CuPy or a device
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import luabridge
-from luabridge import cuda
+from luabridge.backend import cuda
 from luabridge.runtime import bridge
 from helpers import assert_lua_errors, lua_fn as L   # L("function(t) ... end")(t)
 

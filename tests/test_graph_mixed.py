@@ -121,7 +121,7 @@ def test_python_op_error_names_the_node():
 
 @pytest.fixture
 def numpy_device(lua):
-    from luabridge import cuda
+    from luabridge.backend import cuda
     cuda.use_array_module(np)
     yield
     cuda.use_array_module(None)
@@ -147,7 +147,7 @@ def test_gpu_session_matches_cpu(numpy_device, rng):
 
 
 def test_gpu_session_without_a_device_says_what_is_missing(monkeypatch):
-    from luabridge import cuda
+    from luabridge.backend import cuda
     cuda.use_array_module(None)
     monkeypatch.delenv(cuda.ENV_VAR, raising=False)
     try:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge import cuda
+from luabridge.backend import cuda
 from helpers import lua_fn
 
 L = lua_fn("""function(code, ...)

@@ -236,7 +236,7 @@ def test_argument_errors(nn):
 def test_cuda_conversion_on_numpy_standin(nn, rng):
     """Module:cuda() / getParameters / clone / double() through the CUDA backend, with numpy
     standing in for CuPy (as tests/test_cuda.py does)."""
-    from luabridge import cuda
+    from luabridge.backend import cuda
     cuda.use_array_module(np)
     try:
         net = luabridge.eval("nn.Sequential():add(pyfw.Affine(3, 4)):add(pyfw.Affine(4, 2))")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge import cuda
+from luabridge.backend import cuda
 from nn_layers_check import call, forward, lua_tensor, module
 
 
@@ -50,7 +50,7 @@ def test_cpu_only_modules_say_so(numpy_device):
         call("function() return nn.LeakyReLU():cuda():forward(torch.randn(3):cuda()) end")
 
 
-# ---- modules whose CPU passes are LuaJIT loops: their device passes are luabridge/cuda_nn.py's
+# ---- modules whose CPU passes are LuaJIT loops: their device passes are luabridge/backend/cuda_nn.py's
 
 # One pass on CPU float32 and on the device (a clone): outputs, gradInput, the parameter
 # gradients (accGradParameters with a scale) and max pooling's indices, as float64 CPU tensors.

@@ -1,7 +1,7 @@
 -- Negative log-likelihood of 1-based class indices: input holds log-probabilities, one row per
 -- sample (1-D: one sample); loss = -sum_i w[t_i] x[i][t_i], divided by sum_i w[t_i] when
 -- sizeAverage. Samples whose target is ignoreIndex count for nothing. CUDA input runs the array
--- module's passes (luabridge/cuda_nn.py); its target is checked through a host copy.
+-- module's passes (luabridge/backend/cuda_nn.py); its target is checked through a host copy.
 local check = require 'torch.check'
 local cuda = require 'torch.backend.cuda'
 local loss = require 'nn.kernels.loss'

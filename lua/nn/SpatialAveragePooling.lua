@@ -1,7 +1,7 @@
 -- The mean of each kW x kH window (stride dW,dH; zero padding padW,padH). The divisor counts
 -- the padding (count_include_pad, the default) or only the in-image elements; with divide =
 -- false the windows' sums are scaled back by kW*kH, as torch7. CUDA input runs the array
--- module's passes (luabridge/cuda_nn.py).
+-- module's passes (luabridge/backend/cuda_nn.py).
 local pool = require 'nn.kernels.pool'
 local shape = require 'nn.kernels.shape'
 local cuda = require 'torch.backend.cuda'

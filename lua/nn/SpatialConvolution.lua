@@ -1,7 +1,7 @@
 -- 2D convolution (cross-correlation) over planes x H x W (or batch x planes x H x W) input:
 -- each image is unfolded into a K x N patch matrix (kernels/unfold.lua) and multiplied by the
 -- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua). CUDA tensors run
--- the array module's passes (luabridge/cuda_nn.py), after the same checks.
+-- the array module's passes (luabridge/backend/cuda_nn.py), after the same checks.
 local check = require 'torch.check'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'

@@ -1,6 +1,6 @@
 -- The maximum of each kW x kH window (stride dW,dH; implicit -inf padding padW,padH); indices
 -- keep where each maximum came from (1-based offsets in its plane) for the gradient; a
--- CudaLongTensor for CUDA input, whose passes run in the array module (luabridge/cuda_nn.py).
+-- CudaLongTensor for CUDA input, whose passes run in the array module (luabridge/backend/cuda_nn.py).
 local pool = require 'nn.kernels.pool'
 local shape = require 'nn.kernels.shape'
 local cuda = require 'torch.backend.cuda'

@@ -1,5 +1,5 @@
 """Where a session's buffers live: numpy arrays behind CPU Lua tensors, or the CUDA backend's
-arrays (CuPy; numpy standing in via luabridge.cuda.use_array_module) behind CUDA tensors."""
+arrays (CuPy; numpy standing in via luabridge.backend.cuda.use_array_module) behind CUDA tensors."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,7 +45,7 @@ def device_for(config: str) -> Device:
         raise ValueError(f"Session: config must be 'cpu', 'gpu' or 'gpu fusion', got {config!r}")
     if config == "cpu":
         return CPU
-    from .. import cuda
+    from ..backend import cuda
     from ..runtime import bridge
     try:
         xp = cuda.array_module()

@@ -1,5 +1,5 @@
 -- BLAS and LAPACK for Float and Double data: the library numpy links (OpenBLAS in its wheels),
--- called through the FFI with no Python on the way. Python (luabridge/linalg.py) only says once
+-- called through the FFI with no Python on the way. Python (luabridge/backend/linalg.py) only says once
 -- where it is and how its symbols are named. Without such a library, BLAS runs as numpy calls
 -- over the shared memory and LAPACK is unavailable.
 --

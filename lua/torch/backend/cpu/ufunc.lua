@@ -1,5 +1,5 @@
 -- numpy's compiled ufunc inner loops (SIMD), called through the FFI on tensor memory.
--- luabridge/ufuncs.py says once per (ufunc, signature) where numpy's loop is; a call then is
+-- luabridge/backend/ufuncs.py says once per (ufunc, signature) where numpy's loop is; a call then is
 -- loop(args, dimensions, steps, data) as numpy itself makes it, with no Python on the way.
 -- Callers pass checked pointers: n elements each, at byte steps (0 for a scalar operand).
 local ffi = require 'ffi'

@@ -1,7 +1,7 @@
 -- The CUDA backend: torch.CudaTensor (float, as in cutorch), torch.CudaDoubleTensor,
 -- torch.CudaLongTensor, torch.CudaByteTensor, ... and their storages.
 --
--- A CUDA storage holds `_id`, the id of a device array that Python keeps (luabridge/cuda.py:
+-- A CUDA storage holds `_id`, the id of a device array that Python keeps (luabridge/backend/cuda.py:
 -- CuPy, or numpy standing in for it) and releases through the same handle as a CPU buffer; it
 -- has no `_ptr`. CUDA tensors share the CPU structure methods (they only touch _st, _off, _sz,
 -- _str) and answer `_device` with 'cuda'. Every math method checks its arguments here, with the
@@ -848,7 +848,7 @@ def('kthvalue', { 'r r S n n=nil', function(r, idx, s, k, d) return kth('kthvalu
 def('median', { 'r r S n=nil', function(r, idx, s, d) return kth('median', r, idx, s, nil, d) end })
 
 ------------------------------------------------------------------------------------------------
--- random numbers (the array module's generator; see luabridge/cuda.py)
+-- random numbers (the array module's generator; see luabridge/backend/cuda.py)
 
 for name, defaults in pairs { uniform = { 0, 1 }, normal = { 0, 1 }, cauchy = { 0, 1 },
                               logNormal = { 1, 2 }, exponential = { 1 } } do
@@ -969,5 +969,5 @@ for name, fn in pairs(functions) do
   end end
 end
 
--- call: for the device passes of other libraries (nn; luabridge/cuda_nn.py)
+-- call: for the device passes of other libraries (nn; luabridge/backend/cuda_nn.py)
 return { dtypes = dtypes, tensorMetatables = tensorMts, storageMetatables = storageMts, call = call }

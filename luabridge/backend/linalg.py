@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 
-from .memory import DTYPES
+from ..memory import DTYPES
 
 if TYPE_CHECKING:
-    from .runtime import Bridge
+    from ..runtime import Bridge
 
 # (prefix, suffix) of the symbol names: prefix + 'cblas_dgemm' + suffix, prefix + 'dgesv_' + suffix
 _SCHEMES = (("scipy_", "64_"), ("", "64_"), ("", ""))

@@ -2,7 +2,7 @@
 convolution, max and average pooling and ClassNLLCriterion, written in the array module so that
 CuPy runs them on the GPU (numpy stands in without one).
 
-They are ops of luabridge/cuda.py, called by name from the modules (``cuda.call``) after Lua has
+They are ops of luabridge/backend/cuda.py, called by name from the modules (``cuda.call``) after Lua has
 checked every argument with the CPU path's checks. Images arrive as (C, H, W) or (B, C, H, W)
 views; a window geometry is (kH, kW, dH, dW, padH, padW, dilationH, dilationW) and the output's
 oH, oW as Lua computed them (floor or ceil mode). Convolution unfolds each padded image into

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import numpy as np
 
-from .memory import split_address
+from ..memory import split_address
 
 if TYPE_CHECKING:
-    from .runtime import Bridge
+    from ..runtime import Bridge
 
 ENV_VAR = "LUABRIDGE_UFUNC"
 
