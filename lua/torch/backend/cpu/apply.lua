@@ -269,4 +269,11 @@ end
 apply.contiguousStrides = contiguousStrides
 apply.sameSizes = sameSizes
 apply.ptr = ptrOf   -- the pointer to t's first element
+
+-- The kernel builders, for code outside the tensor library (nn's kernels, the executor's
+-- closures) that compiles its own loops over CPU tensors: it reaches them through the op table.
+require('torch.backend').register('cpu', {
+  kernel = apply.kernel, perType = apply.perType, slices = apply.slices, each = apply.each,
+  ptr = ptrOf, numel = numel, isContiguous = apply.isContiguous, sameSizes = sameSizes,
+})
 return apply
