@@ -1,7 +1,10 @@
 """What the benchmark tables were measured on."""
 from __future__ import annotations
 
+import os
 import platform
+import time
+from typing import Any, Callable
 
 
 def cpu_name() -> str:
@@ -11,3 +14,23 @@ def cpu_name() -> str:
             return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
+
+
+def cores() -> int:
+    """The number of CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def gemm_gflops(product: Callable[[], Any], n: int, repeats: int = 5) -> float:
+    """GFLOP/s of the fastest of `repeats` calls of product(), one n x n by n x n matrix product
+    (after a warm-up call)."""
+    product()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        product()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n ** 3 / best / 1e9
