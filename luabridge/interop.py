@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from .memory import DTYPES, TYPE_OF_DTYPE, split_address
+from .dtypes import DTYPES, TYPE_OF_DTYPE
+from .memory import split_address
 from .pyside import tensor_view
 from .runtime import bridge
 

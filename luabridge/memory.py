@@ -13,18 +13,7 @@ import sys
 
 import numpy as np
 
-# Lua element type name -> numpy dtype
-DTYPES: dict[str, np.dtype] = {
-    "Byte": np.dtype(np.uint8),
-    "Char": np.dtype(np.int8),
-    "Short": np.dtype(np.int16),
-    "Int": np.dtype(np.int32),
-    "Long": np.dtype(np.int64),
-    "Float": np.dtype(np.float32),
-    "Double": np.dtype(np.float64),
-    "Half": np.dtype(np.float16),
-}
-TYPE_OF_DTYPE: dict[np.dtype, str] = {v: k for k, v in DTYPES.items()}
+from .dtypes import DTYPES, TYPE_OF_DTYPE  # noqa: F401  (TYPE_OF_DTYPE: for importers)
 
 
 def split_address(addr: int) -> tuple[int, int]:

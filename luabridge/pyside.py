@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .memory import DTYPES
+from .dtypes import DTYPES
 
 if TYPE_CHECKING:
     from .runtime import Bridge

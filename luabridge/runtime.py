@@ -11,8 +11,8 @@ from lupa import luajit21
 
 from .errors import FOREIGN_OBJECT, LuaError
 from .memory import BufferRegistry
+from .paths import lua_dir
 
-_HERE = Path(__file__).resolve().parent
 
 # Lua strings are bytes. They cross to Python as UTF-8 text, with any byte that is not UTF-8 kept
 # as a surrogate escape (as os.fsdecode does) so that reading never fails and the same bytes go
@@ -142,12 +142,6 @@ rawset(_G, '__luabridge_kind', function(x)
 end)
 return protected
 """
-
-
-def lua_dir() -> Path:
-    """The directory holding luabridge's Lua sources (inside the package when installed)."""
-    inside = _HERE / "lua"
-    return inside if inside.is_dir() else _HERE.parent / "lua"
 
 
 class Bridge:

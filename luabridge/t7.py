@@ -34,6 +34,7 @@ from typing import Any, BinaryIO, Iterator, Optional, Union
 
 import numpy as np
 
+from .dtypes import CUDA_NAMES, DTYPES
 from .t7format import CLASS_NAME as _CLASS_NAME
 from .t7format import HEAD_BYTES, MAX_DEPTH, MAX_DIMS, MAX_INDEX, MAX_TOKEN, TYPES, bytecode_kind, describe
 
@@ -42,23 +43,22 @@ __all__ = ["read", "write", "T7Error", "TorchObject", "Key", "MAX_DEPTH", "TENSO
 NIL, NUMBER, STRING, TABLE, TORCH, BOOLEAN, FUNCTION, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION = (TYPES[name] for name in (
     "NIL", "NUMBER", "STRING", "TABLE", "TORCH", "BOOLEAN", "FUNCTION", "LEGACY_RECUR_FUNCTION", "RECUR_FUNCTION"))
 
-_ELEMENTS = {"Byte": "u1", "Char": "i1", "Short": "<i2", "Int": "<i4", "Long": "<i8",
-             "Float": "<f4", "Double": "<f8", "Half": "<f2"}
+# element type name -> its dtype in a .t7 file (little-endian)
+_ELEMENTS = {name: dtype.newbyteorder("<") for name, dtype in DTYPES.items()}
 
 
 def _class_names(kind: str) -> dict[str, np.dtype]:
     """torch.<T>Tensor / torch.Cuda<T>Tensor (cutorch's float type is plain torch.CudaTensor)."""
     names = {}
-    for name, code in _ELEMENTS.items():
-        dtype = np.dtype(code)
+    for name, dtype in _ELEMENTS.items():
         names[f"torch.{name}{kind}"] = dtype
-        names[f"torch.Cuda{'' if name == 'Float' else name}{kind}"] = dtype
+        names[f"torch.{CUDA_NAMES[name]}{kind}"] = dtype
     return names
 
 
 TENSOR_CLASSES = _class_names("Tensor")
 STORAGE_CLASSES = _class_names("Storage")
-_CPU_NAME = {np.dtype(code): name for name, code in _ELEMENTS.items()}
+_CPU_NAME = {dtype: name for name, dtype in _ELEMENTS.items()}
 # dtypes written after a conversion (a copy): the nearest Torch7 type that holds every value
 _WIDEN = {np.dtype(np.bool_): np.dtype("u1"), np.dtype(np.uint16): np.dtype("<i4"),
           np.dtype(np.uint32): np.dtype("<i8")}

@@ -7,7 +7,7 @@ import re
 import struct
 from typing import Any, Optional
 
-from .runtime import lua_dir
+from .paths import lua_dir
 
 _TOKEN = re.compile(r"""\s+|--[^\n]*|(?P<str>'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
                     r"|(?P<num>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?P<name>[A-Za-z_]\w*)|(?P<sym>[{}\[\]=,;])", re.S)

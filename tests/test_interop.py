@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 import luabridge
+from luabridge.runtime import STRING_ENCODING
+
+from helpers import lua_fn as L
 
 DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64, np.float16]
 
@@ -127,3 +130,32 @@ def test_arrays_without_nans_are_untouched_bit_for_bit():
     before = arr.view(np.uint64).copy()
     luabridge.from_numpy(arr)
     assert (arr.view(np.uint64) == before).all()
+
+
+ELEMENT_FACTS = L("""function(name)
+  local dt = require('torch.dtype')[name]
+  local f = torch.MemoryFile():binary()
+  f['write' .. name](f, torch[name .. 'Tensor']({ 1, 2, 3 }):storage())
+  local t = torch.getmetatable('torch.' .. dt.cuda .. 'Tensor')
+  return dt.size, dt.integer, dt.min or false, dt.max or false, torch[name .. 'Tensor'](3),
+         f:storage():string():sub(1, 3 * dt.size), t ~= nil and t.__typename or false
+end""")
+
+
+def test_element_types_agree_across_layers(lua):
+    """Every layer reads one table (lua/torch/elementtypes.lua): what each Lua layer says of a type
+    agrees with numpy's facts about the dtype Python derived from the same table."""
+    from luabridge import t7
+    from luabridge.dtypes import CUDA_NAMES, DTYPES
+
+    assert list(DTYPES) == ["Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half"]
+    for name, dtype in DTYPES.items():
+        size, integer, lo, hi, tensor, file_bytes, cuda_type = ELEMENT_FACTS(name)
+        assert size == dtype.itemsize
+        assert integer == (dtype.kind in "iu")
+        if name not in ("Long", "Float", "Double", "Half"):   # ranges a double holds exactly
+            assert (lo, hi) == (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        assert luabridge.to_numpy(tensor).dtype == dtype
+        assert file_bytes.encode(STRING_ENCODING) == np.array([1, 2, 3], dtype.newbyteorder("<")).tobytes()
+        assert cuda_type == f"torch.{CUDA_NAMES[name]}Tensor"
+        assert t7.TENSOR_CLASSES[cuda_type] == t7.TENSOR_CLASSES[f"torch.{name}Tensor"] == dtype

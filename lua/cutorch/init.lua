@@ -27,7 +27,7 @@ if onCpu then
       rawset(torch, dt.name .. kind, torch[host .. kind])
     end
     local cpuType = 'torch.' .. host .. 'Tensor'
-    torch._method(host == 'Float' and 'cuda' or 'cuda' .. host, function(t) return t:type(cpuType) end)
+    torch._method(cuda.converterName(dt), function(t) return t:type(cpuType) end)
   end
 end
 cutorch.onCPU = onCpu   -- true when CUDA code runs on the CPU (LUABRIDGE_CUDA_ON_CPU=1)

@@ -7,6 +7,7 @@
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.check'
+local dtype = require 'torch.dtype'
 local ufunc = require 'torch.backend.cpu.ufunc'
 local format = require 'torch.t7format'   -- limits, type codes, class names: shared with luabridge.t7
 local band = require('bit').band
@@ -25,19 +26,22 @@ File.maxDepth = format.maxDepth
 local MAX_CLASSNAME, MAX_TOKEN = format.maxClassName, format.maxToken
 local CLASS_NAME = '^[%w' .. format.classNamePunctuation:gsub('%p', '%%%0') .. ']+$'
 
--- Element kinds of the typed methods (read<Kind>, write<Kind>); integer ones have their range.
+-- Element kinds of the typed methods (read<Kind>, write<Kind>): the element types (C type,
+-- size; an integer type's range) with how ascii files write them.
 local kinds = {
-  Byte   = { ct = 'uint8_t',  size = 1, raw = true },
-  Char   = { ct = 'int8_t',   size = 1, raw = true },
-  Short  = { ct = 'int16_t',  size = 2, fmt = '%d', min = -2^15, max = 2^15 - 1 },
-  Int    = { ct = 'int32_t',  size = 4, fmt = '%d', min = -2^31, max = 2^31 - 1 },
-  Long   = { ct = 'int64_t',  size = 8, fmt = '%d', min = -2^53, max = 2^53 },   -- beyond: parseInteger
-  Float  = { ct = 'float',    size = 4, fmt = '%.9g' },
-  Double = { ct = 'double',   size = 8, fmt = '%.17g' },
-  Half   = { ct = 'uint16_t', size = 2, fmt = '%.9g' },   -- bits in binary, the float in ascii
+  Byte   = { raw = true },
+  Char   = { raw = true },
+  Short  = { fmt = '%d' },
+  Int    = { fmt = '%d' },
+  Long   = { fmt = '%d', min = -2^53, max = 2^53 },   -- beyond: parseInteger
+  Float  = { fmt = '%.9g' },
+  Double = { fmt = '%.17g' },
+  Half   = { fmt = '%.9g' },   -- bits in binary, the float in ascii
 }
 for name, k in pairs(kinds) do
-  k.name, k.ptr, k.vla = name, ffi.typeof(k.ct .. ' *'), ffi.typeof(k.ct .. '[?]')
+  local dt = dtype[name]
+  k.name, k.ct, k.size, k.ptr, k.vla = name, dt.ctype, dt.size, dt.ptr, ffi.typeof(dt.ctype .. '[?]')
+  if dt.integer and not k.raw then k.min, k.max = k.min or dt.min, k.max or dt.max end
 end
 File._kinds = kinds
 

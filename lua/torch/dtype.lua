@@ -1,40 +1,27 @@
--- Element types: the C type behind each Tensor/Storage kind and the numpy dtype that owns it.
+-- Element types: the rows of torch/elementtypes.lua (the table every layer reads, Python's too)
+-- with what the FFI needs, by position (dtype.list) and by name (dtype.Float).
 local ffi = require 'ffi'
 
-local dtype = {}
-local specs = {
-  { 'Byte',   'unsigned char', 'uint8',   true },
-  { 'Char',   'signed char',   'int8',    true },
-  { 'Short',  'short',         'int16',   true },
-  { 'Int',    'int',           'int32',   true },
-  { 'Long',   'int64_t',       'int64',   true },
-  { 'Float',  'float',         'float32', false },
-  { 'Double', 'double',        'float64', false },
-  { 'Half',   'uint16_t',      'float16', false },
-}
-dtype.list = {}
-for id, s in ipairs(specs) do
-  local name, ctype, np, integer = s[1], s[2], s[3], s[4]
+local dtype = { list = {} }
+for id, row in ipairs(require 'torch.elementtypes') do
   local d = {
     id = id,
-    name = name,
-    ctype = ctype,
-    np = np,
-    integer = integer,
-    half = name == 'Half',
-    int64 = name == 'Long',       -- elements read back as int64 cdata: convert with tonumber
-    ptr = ffi.typeof(ctype .. '*'),
-    size = ffi.sizeof(ctype),
-    tensor = 'torch.' .. name .. 'Tensor',
-    storage = 'torch.' .. name .. 'Storage',
+    name = row.name,
+    cuda = row.cuda,
+    ctype = row.ctype,
+    np = row.numpy,
+    integer = row.kind == 'integer',
+    min = row.min,
+    max = row.max,
+    half = row.name == 'Half',
+    int64 = row.name == 'Long',   -- elements read back as int64 cdata: convert with tonumber
+    ptr = ffi.typeof(row.ctype .. '*'),
+    size = ffi.sizeof(row.ctype),
+    tensor = 'torch.' .. row.name .. 'Tensor',
+    storage = 'torch.' .. row.name .. 'Storage',
   }
   dtype.list[id] = d
-  dtype[name] = d
+  dtype[row.name] = d
 end
--- Integer ranges, for messages and saturating checks.
-dtype.Byte.min, dtype.Byte.max = 0, 255
-dtype.Char.min, dtype.Char.max = -128, 127
-dtype.Short.min, dtype.Short.max = -32768, 32767
-dtype.Int.min, dtype.Int.max = -2147483648, 2147483647
 
 return dtype

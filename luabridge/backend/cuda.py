@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..memory import DTYPES
+from ..dtypes import CUDA_NAMES, DTYPES
 from ..pyside import lua_list, tensor_view
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ _auto: Any = None          # the detected module, or the reason there is none (a
 DEVICE, HOST = "\0device", "\0host"   # the markers of flattened tensor arguments (cuda.lua)
 
 # numpy dtype name -> the torch7 name of the CUDA type ('Cuda' is float32, as in cutorch)
-CUDA_TYPES = {dt.name: "Cuda" + ("" if name == "Float" else name) for name, dt in DTYPES.items()}
+CUDA_TYPES = {dt.name: CUDA_NAMES[name] for name, dt in DTYPES.items()}
 
 
 def use_array_module(xp: Any) -> None:

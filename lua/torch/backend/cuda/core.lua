@@ -55,7 +55,7 @@ local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return
 local dtypes = {}          -- CPU type name ('Float') -> CUDA dtype ('Cuda')
 local tensorMts, storageMts = {}, {}   -- CUDA type name -> metatable
 for _, host in ipairs(dtype.list) do
-  local name = host.name == 'Float' and 'Cuda' or 'Cuda' .. host.name
+  local name = host.cuda
   local dt = {}
   for k, v in pairs(host) do dt[k] = v end
   dt.id, dt.name, dt.ptr, dt.host = host.id + 16, name, nil, host

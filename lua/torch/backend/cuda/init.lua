@@ -52,10 +52,12 @@ end
 ------------------------------------------------------------------------------------------------
 -- conversions: x:cuda() (float), x:cudaDouble(), x:cudaLong(), ... on every tensor type
 
+-- The conversion method to a CUDA type: cutorch's names, the type's name in lower camel case.
+local function converterName(dt) return dt.name:sub(1, 1):lower() .. dt.name:sub(2) end
+
 local converters = {}
-for host, dt in pairs(dtypes) do
-  local name = host == 'Float' and 'cuda' or 'cuda' .. host
-  converters[name] = function(t) return t:type(dt.tensor) end
+for _, dt in pairs(dtypes) do
+  converters[converterName(dt)] = function(t) return t:type(dt.tensor) end
 end
 for name, fn in pairs(converters) do
   torch._method(name, fn)
@@ -79,4 +81,5 @@ for name, fn in pairs(functions) do
 end
 
 -- call: for the device passes of other libraries (nn; luabridge/backend/cuda_nn.py)
-return { dtypes = dtypes, tensorMetatables = tensorMts, storageMetatables = storageMts, call = call }
+return { dtypes = dtypes, tensorMetatables = tensorMts, storageMetatables = storageMts, call = call,
+         converterName = converterName }
