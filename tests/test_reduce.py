@@ -1,4 +1,5 @@
-"""Reductions (lua/torch/math/reduce.lua) and histograms, against numpy float64 references.
+"""Reductions (lua/torch/math/reduce.lua, backend/cpu/reduce.lua) and histograms, against numpy
+float64 references.
 
 torch7 conventions checked here: a reduction along dim keeps that dim with size 1; max/min
 return the first extreme's 1-based index, and a NaN wins (the first one); integer tensors
@@ -55,7 +56,7 @@ def f(lua):
 @pytest.fixture(params=["lua", "numpy"])
 def reduce_path(request, lua):
     """Runs a test on the LuaJIT loops only, then with numpy's loops for runs of any length."""
-    reduce = lua.eval("package.loaded['torch.math.reduce']")
+    reduce = lua.eval("package.loaded['torch.backend.cpu.reduce']")
     saved = reduce.NUMPY_FROM
     reduce.NUMPY_FROM = 1e18 if request.param == "lua" else 1
     yield request.param
