@@ -2,7 +2,8 @@
 -- uniform sample per pooled dimension, which places outN windows of poolN elements
 -- pseudo-randomly along that dimension (2D pooling is the A = 1 case). Indices are torch7's:
 -- 1-based flat offsets inside a plane.
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
+local loopsFor = require 'nn.kernels.loops'
 
 local fractional = {}
 
@@ -19,10 +20,10 @@ local function intervals(starts, u, size, out, pool)
 end
 fractional.intervals = intervals
 
-local forward = apply.perType('fractional max pooling', [[
-return function(ip, io, op, oo, xp, xo, A, B, C, oA, oB, oC, kA, kB, kC, sA, sB, sC)
+local forward = loopsFor.perType('fractional max pooling', [[
+return function(ip, op, xp, A, B, C, oA, oB, oC, kA, kB, kC, sA, sB, sC)
   local huge = math.huge
-  local o = oo
+  local o = 0
   for a = 1, oA do
     for b = 1, oB do
       for c = 1, oC do
@@ -31,24 +32,24 @@ return function(ip, io, op, oo, xp, xo, A, B, C, oA, oB, oC, kA, kB, kC, sA, sB,
           for b2 = sB[b], sB[b] + kB - 1 do
             local row = (a2 * B + b2) * C
             for c2 = sC[c], sC[c] + kC - 1 do
-              local v = ip[io + row + c2]
+              local v = ip[row + c2]
               if v > best or at < 0 then best, at = v, row + c2 end
             end
           end
         end
         op[o] = best
-        xp[xo + o - oo] = at + 1
+        xp[o] = at + 1
         o = o + 1
       end
     end
   end
 end]])
 
-local backward = apply.perType('fractional max pooling backward', [[
-return function(gp, go, dp, do_, xp, xo, n)
+local backward = loopsFor.perType('fractional max pooling backward', [[
+return function(gp, dp, xp, n)
   for k = 0, n - 1 do
-    local at = go + tonumber(xp[xo + k]) - 1
-    gp[at] = gp[at] + dp[do_ + k]
+    local at = tonumber(xp[k]) - 1
+    gp[at] = gp[at] + dp[k]
   end
 end]])
 
@@ -59,15 +60,15 @@ function fractional.forward(input, output, indices, samples, dims, out, pool)
   local P, A, B, C = input:size(1), input:size(2), input:size(3), input:size(4)
   local sizes = { A, B, C }
   local starts = { {}, {}, {} }
-  local run = forward[input._dt]
+  local run, ptr = forward[input:type()], backend.cpu.ptr
   local planeIn, planeOut = A * B * C, out[1] * out[2] * out[3]
   for p = 1, P do
     for d = 1, 3 do
       local u = dims[d] > 0 and samples[p][dims[d]] or 0
       intervals(starts[d], u, sizes[d], out[d], pool[d])
     end
-    run(input._st._ptr, input._off + (p - 1) * planeIn, output._st._ptr, output._off + (p - 1) * planeOut,
-      indices._st._ptr, indices._off + (p - 1) * planeOut, A, B, C, out[1], out[2], out[3],
+    run(ptr(input) + (p - 1) * planeIn, ptr(output) + (p - 1) * planeOut,
+      ptr(indices) + (p - 1) * planeOut, A, B, C, out[1], out[2], out[3],
       pool[1], pool[2], pool[3], starts[1], starts[2], starts[3])
   end
 end
@@ -76,10 +77,10 @@ end
 function fractional.backward(gradInput, gradOutput, indices)
   local P, planeIn = gradInput:size(1), gradInput:nElement() / math.max(gradInput:size(1), 1)
   local planeOut = gradOutput:nElement() / math.max(P, 1)
-  local run = backward[gradInput._dt]
+  local run, ptr = backward[gradInput:type()], backend.cpu.ptr
   for p = 1, P do
-    run(gradInput._st._ptr, gradInput._off + (p - 1) * planeIn, gradOutput._st._ptr,
-      gradOutput._off + (p - 1) * planeOut, indices._st._ptr, indices._off + (p - 1) * planeOut, planeOut)
+    run(ptr(gradInput) + (p - 1) * planeIn, ptr(gradOutput) + (p - 1) * planeOut,
+      ptr(indices) + (p - 1) * planeOut, planeOut)
   end
 end
 

@@ -3,7 +3,8 @@
 -- column, given by index maps built per call (-1: a zero). The backward pass adds each
 -- gradient back where it was read.
 local ffi = require 'ffi'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
+local loopsFor = require 'nn.kernels.loops'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
 
@@ -21,9 +22,9 @@ local sources = {
 }
 
 local loop = [[
-return function(ip, io, op, oo, P, T, H, W, oT, oH, oW, frames, rows, cols, backward)
+return function(ip, op, P, T, H, W, oT, oH, oW, frames, rows, cols, backward)
   for p = 0, P - 1 do
-    local ib, ob = io + p * T * H * W, oo + p * oT * oH * oW
+    local ib, ob = p * T * H * W, p * oT * oH * oW
     for t = 0, oT - 1 do
       local f = frames[t]
       for i = 0, oH - 1 do
@@ -45,7 +46,7 @@ return function(ip, io, op, oo, P, T, H, W, oT, oH, oW, frames, rows, cols, back
     end
   end
 end]]
-local loops = apply.perType('pad', loop)
+local loops = loopsFor.perType('pad', loop)
 
 local function indexMap(mode, n, lo, on)
   local m = ffi.new('int32_t[?]', on)
@@ -88,7 +89,8 @@ end
 
 local function run(mode, inp, out, g, backward)
   local I, O, p = g.I, g.O, g.pads
-  loops[inp._dt](inp._st._ptr, inp._off, out._st._ptr, out._off, g.P, I[1], I[2], I[3], O[1], O[2], O[3],
+  local ptr = backend.cpu.ptr
+  loops[inp:type()](ptr(inp), ptr(out), g.P, I[1], I[2], I[3], O[1], O[2], O[3],
     indexMap(mode, I[1], p[1][1], O[1]), indexMap(mode, I[2], p[2][1], O[2]),
     indexMap(mode, I[3], p[3][1], O[3]), backward)
 end

@@ -1,15 +1,16 @@
 -- Upsampling of P planes of H x W to oH x oW: nearest neighbour (integer scale) and bilinear
 -- with the corners aligned (output y reads input y * (H-1)/(oH-1)), forward and backward.
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
+local loopsFor = require 'nn.kernels.loops'
 local unfold = require 'nn.kernels.unfold'
 
 local resample = {}
 
-local nearest = apply.perType('upsampling nearest', [[
+local nearest = loopsFor.perType('upsampling nearest', [[
 local floor = math.floor
-return function(ip, io, op, oo, P, H, W, oH, oW, s, backward)
+return function(ip, op, P, H, W, oH, oW, s, backward)
   for p = 0, P - 1 do
-    local ib, ob = io + p * H * W, oo + p * oH * oW
+    local ib, ob = p * H * W, p * oH * oW
     for y = 0, oH - 1 do
       local irow, orow = ib + floor(y / s) * W, ob + y * oW
       for x = 0, oW - 1 do
@@ -20,13 +21,13 @@ return function(ip, io, op, oo, P, H, W, oH, oW, s, backward)
   end
 end]])
 
-local bilinear = apply.perType('upsampling bilinear', [[
+local bilinear = loopsFor.perType('upsampling bilinear', [[
 local floor = math.floor
-return function(ip, io, op, oo, P, H, W, oH, oW, backward)
+return function(ip, op, P, H, W, oH, oW, backward)
   local rh = oH > 1 and (H - 1) / (oH - 1) or 0
   local rw = oW > 1 and (W - 1) / (oW - 1) or 0
   for p = 0, P - 1 do
-    local ib, ob = io + p * H * W, oo + p * oH * oW
+    local ib, ob = p * H * W, p * oH * oW
     for y = 0, oH - 1 do
       local yr = rh * y
       local y0 = floor(yr)
@@ -55,11 +56,12 @@ end]])
 
 -- small: P x H x W, big: P x oH x oW (both contiguous); forward writes big, backward small.
 function resample.run(mode, small, big, P, H, W, oH, oW, scale, backward)
+  local ptr = backend.cpu.ptr
   unfold.zero(backward and small or big)
   if mode == 'nearest' then
-    nearest[small._dt](small._st._ptr, small._off, big._st._ptr, big._off, P, H, W, oH, oW, scale, backward)
+    nearest[small:type()](ptr(small), ptr(big), P, H, W, oH, oW, scale, backward)
   else
-    bilinear[small._dt](small._st._ptr, small._off, big._st._ptr, big._off, P, H, W, oH, oW, backward)
+    bilinear[small:type()](ptr(small), ptr(big), P, H, W, oH, oW, backward)
   end
 end
 

@@ -1,27 +1,29 @@
 -- Sparse (coordinate list) products for SparseLinear: coo is a contiguous nnz x 3 tensor of
 -- (row, col, value) rows with 1-based row/col, of the same element type as the dense operands.
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
+local loopsFor = require 'nn.kernels.loops'
 
 local sparse = {}
 
 -- For each nonzero k: dst[a_k, j] += scale * value_k * src[b_k, j] over j < n, where a/b are the
 -- coo fields fa/fb (0: row, 1: col) and each operand is addressed by (offset, stride of a/b, stride of j).
-local axpy = apply.perType('sparse axpy', [[
-return function(cp, co, nnz, fa, fb, dp, do_, dsa, dsj, sp, so, ssb, ssj, n, scale)
+local axpy = loopsFor.perType('sparse axpy', [[
+return function(cp, nnz, fa, fb, dp, dsa, dsj, sp, ssb, ssj, n, scale)
   for k = 0, nnz - 1 do
-    local e = co + 3 * k
+    local e = 3 * k
     local v = scale * cp[e + 2]
     if v ~= 0 then
-      local d = do_ + (cp[e + fa] - 1) * dsa
-      local s = so + (cp[e + fb] - 1) * ssb
+      local d = (cp[e + fa] - 1) * dsa
+      local s = (cp[e + fb] - 1) * ssb
       for j = 0, n - 1 do dp[d + j * dsj] = dp[d + j * dsj] + v * sp[s + j * ssj] end
     end
   end
 end]])
 
 local function run(coo, fa, fb, dst, dA, dJ, src, sB, sJ, n, scale)
-  axpy[dst._dt](coo._st._ptr, coo._off, coo:size(1), fa, fb, dst._st._ptr, dst._off,
-    dst._str[dA], dst._str[dJ], src._st._ptr, src._off, src._str[sB], src._str[sJ], n, scale)
+  local ptr = backend.cpu.ptr
+  axpy[dst:type()](ptr(coo), coo:size(1), fa, fb, ptr(dst), dst:stride(dA), dst:stride(dJ), ptr(src),
+    src:stride(sB), src:stride(sJ), n, scale)
 end
 
 -- out (batch x outDim) += the sparse batch times weight' (weight: outDim x inDim)
