@@ -269,3 +269,37 @@ def test_library_found(lua):
     backend = luabridge.require("torch.backend.cpu.blas")
     assert backend.library and os.path.isfile(backend.library)
     assert backend.lapack is not None
+
+
+gemm_op = lua_fn("""function(r, beta, m, alpha, a, b, batchSum)
+  require('torch.backend').cpu.gemm(r, beta, m, alpha, a, b, batchSum)
+end""")
+
+
+@pytest.mark.parametrize("dtype", TYPES)
+def test_gemm_op_forms(rng, dtype):
+    """The op table's gemm, as nn calls it: every form of a . b, m apart from r or r itself."""
+    A, B, M = draw(rng, (4, 3), dtype), draw(rng, (3, 5), dtype), draw(rng, (4, 5), dtype)
+    x, y = draw(rng, 3, dtype), draw(rng, 4, dtype)
+    BA, BB = draw(rng, (2, 4, 3), dtype), draw(rng, (2, 3, 5), dtype)
+
+    def f(a: np.ndarray) -> np.ndarray:
+        return a.astype(np.float64)
+
+    cases = [  # (r's shape, beta, m, a, b, batchSum, reference)
+        ((4, 5), 2, M, A, B, False, 2 * f(M) + 3 * f(A) @ B),
+        ((4,), 2, y, A, x, False, 2 * f(y) + 3 * f(A) @ x),
+        ((4, 3), 0, None, y, x, False, 3 * np.outer(f(y), x)),
+        ((2, 4, 5), 0, None, BA, BB, False, 3 * f(BA) @ BB),
+        ((2, 4, 5), 0, None, A, BB, False, 3 * f(A) @ BB),   # a matrix used for every batch
+        ((2, 4, 5), 0, None, BA, B, False, 3 * f(BA) @ B),
+        ((4, 5), 2, M, BA, BB, True, 2 * f(M) + 3 * (f(BA) @ BB).sum(0)),
+    ]
+    for shape, beta, m, a, b, batch_sum, ref in cases:
+        r = np.full(shape, np.nan if dtype in FLOATS else 9, dtype)
+        gemm_op(r, beta, T(m) if m is not None else T(r), 3, a, b, batch_sum)
+        np.testing.assert_allclose(r, ref, **tol(dtype))
+    # m is r itself: r = beta * r + alpha * a . b
+    r = M.copy()
+    gemm_op(r, 2, T(r), 3, A, B, False)
+    np.testing.assert_allclose(r, 2 * f(M) + 3 * f(A) @ B, **tol(dtype))

@@ -406,7 +406,7 @@ def test_matrix_product_errors(xp, rng):
     assert_lua_errors([
         ("function(a, b) return torch.mm(a, b) end", r"mm: size mismatch, 2x3 and 4x5"),
         ("function(a) return torch.addmm(a, a, a:t()) end", r"addmm: size mismatch, t: 2x3"),
-        ("function(a) return torch.mv(a, a) end", r"mv: expected 2D and 1D factors"),
+        ("function(a) return torch.mv(a, a) end", r"mv: expected 2D and 1D tensors, got 2D, 2D"),
     ], a, b)   # Lua drops the arguments a function does not take
 
 

@@ -1,176 +1,45 @@
 -- Matrix and vector products, torch7's mv mm bmm ger dot and addmv addmm addbmm baddbmm addr:
--- Float and Double through BLAS (numpy's library, via the FFI), the integer types through loops.
+-- the one front end for every device. Arguments are parsed and checked here, the result sized,
+-- then one op of the result's backend computes: gemm (backend/cpu/products.lua: numpy's OpenBLAS
+-- through the FFI; backend/cuda/blas.lua: the array module), or dot.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
-local blas = require 'torch.backend.cpu.blas'
+require 'torch.backend.cpu.products'
 
-local max = math.max
 local sizestr = check.sizestr
-local ptr = apply.ptr
-local scaleKernel = apply.kernel(1, '$1 = $1 * v1')
 
 local function notHalf(op, t)
   if t._dt.half then check.error(op .. ': not supported for torch.HalfTensor') end
 end
 
--- r = beta * r, where beta == 0 clears r (NaN included), as BLAS does.
-local function scale(r, beta)
-  if beta == 0 then r:zero() elseif beta ~= 1 then scaleKernel(r, beta) end
-end
-
--- Whether two tensors' memory ranges meet (then an input must be copied before r is written).
+-- The memory t's elements span: an address space (0 for host memory, a CUDA buffer's id) and
+-- a byte range in it; nil for an empty tensor.
 local function extent(t)
-  if not t._st or apply.numel(t) == 0 then return nil end
+  local st = t._st
+  if not st or apply.numel(t) == 0 then return nil end
   local lo, hi = t._off, t._off
   for d = 1, #t._sz do
     local reach = (t._sz[d] - 1) * t._str[d]
     if reach > 0 then hi = hi + reach else lo = lo + reach end
   end
-  local base = tonumber(ffi.cast('uintptr_t', t._st._ptr))
   local size = t._dt.size
-  return base + lo * size, base + (hi + 1) * size
+  if t._device then return st._id, (st._baseoff + lo) * size, (st._baseoff + hi + 1) * size end
+  local base = tonumber(ffi.cast('uintptr_t', st._ptr))
+  return 0, base + lo * size, base + (hi + 1) * size
 end
 
+-- Whether two tensors' memory ranges meet (then an input must be copied before r is written).
 local function overlaps(a, b)
-  local alo, ahi = extent(a)
-  local blo, bhi = extent(b)
-  return alo ~= nil and blo ~= nil and alo < bhi and blo < ahi
+  local aspace, alo, ahi = extent(a)
+  local bspace, blo, bhi = extent(b)
+  return aspace ~= nil and aspace == bspace and alo < bhi and blo < ahi
 end
 
 ------------------------------------------------------------------------------------------------
--- Float / Double through BLAS (column-major)
-
--- How BLAS can read a rows x cols matrix in place: trans = false (column-major) or true
--- (row-major, i.e. BLAS sees the transpose), with its leading dimension; nil if it cannot.
-local function layout(t, rows, cols)
-  local s1, s2 = t._str[1], t._str[2]
-  if (rows == 1 or s1 == 1) and (cols == 1 or s2 >= max(1, rows)) then
-    return false, cols == 1 and max(1, rows) or s2
-  end
-  if (cols == 1 or s2 == 1) and (rows == 1 or s1 >= max(1, cols)) then
-    return true, rows == 1 and max(1, cols) or s1
-  end
-end
-
--- An operand as BLAS reads it: the tensor (a contiguous copy when needed), trans, ld.
-local function operand(t, rows, cols)
-  local trans, ld = layout(t, rows, cols)
-  if trans == nil then return t:contiguous(), true, max(1, cols) end
-  return t, trans, ld
-end
-
--- A vector and its increment (> 0, as BLAS needs).
-local function vector(t)
-  local inc = t._sz[1] == 1 and 1 or t._str[1]
-  if inc <= 0 then return t:contiguous(), 1 end
-  return t, inc
-end
-
--- r (m x n) = beta * r + alpha * a (m x k) * b (k x n)
-local function gemmBlas(r, beta, alpha, a, b, m, n, k)
-  local c, ct, ldc = operand(r, m, n)   -- written in place, or in a copy put back after
-  local a_, ta, lda = operand(a, m, k)
-  local b_, tb, ldb = operand(b, k, n)
-  if ct then   -- BLAS sees c^T = b^T a^T
-    blas.gemm(r._dt, not tb, not ta, n, m, k, alpha, ptr(b_), ldb, ptr(a_), lda, beta, ptr(c), ldc)
-  else
-    blas.gemm(r._dt, ta, tb, m, n, k, alpha, ptr(a_), lda, ptr(b_), ldb, beta, ptr(c), ldc)
-  end
-  if c ~= r then r:copy(c) end
-end
-
--- r (m) = beta * r + alpha * mat (m x n) * vec (n)
-local function gemvBlas(r, beta, alpha, mat, vec, m, n)
-  local a, trans, lda = operand(mat, m, n)
-  local x, incx = vector(vec)
-  local y, incy = vector(r)
-  if trans then m, n = n, m end   -- BLAS sees mat^T, column-major n x m
-  blas.gemv(r._dt, trans, m, n, alpha, ptr(a), lda, ptr(x), incx, beta, ptr(y), incy)
-  if y ~= r then r:copy(y) end
-end
-
--- r (m x n) = beta * r + alpha * x y^T
-local function gerBlas(r, beta, alpha, x, y, m, n)
-  scale(r, beta)
-  local c, ct, ldc = operand(r, m, n)
-  local x_, incx = vector(x)
-  local y_, incy = vector(y)
-  if ct then
-    blas.ger(r._dt, n, m, alpha, ptr(y_), incy, ptr(x_), incx, ptr(c), ldc)
-  else
-    blas.ger(r._dt, m, n, alpha, ptr(x_), incx, ptr(y_), incy, ptr(c), ldc)
-  end
-  if c ~= r then r:copy(c) end
-end
-
-------------------------------------------------------------------------------------------------
--- integer types: one strided loop, compiled per element type (Long computes in int64)
-
-local loops = apply.perType('gemm', [[
-return function(m, n, k, alpha, pa, as1, as2, pb, bs1, bs2, beta, pr, rs1, rs2)
-  for i = 0, m - 1 do
-    for j = 0, n - 1 do
-      local s = 0
-      for l = 0, k - 1 do s = s + pa[i * as1 + l * as2] * pb[l * bs1 + j * bs2] end
-      local o = i * rs1 + j * rs2
-      if beta == 0 then pr[o] = alpha * s else pr[o] = beta * pr[o] + alpha * s end
-    end
-  end
-end]])
-
--- r = beta * r + alpha * a * b, on (pointer, stride1, stride2) operands
-local function gemmLoop(r, beta, alpha, a, b, m, n, k)
-  loops[r._dt](m, n, k, alpha, ptr(a), a._str[1], a._str[2], ptr(b), b._str[1], b._str[2],
-    beta, ptr(r), r._str[1], r._str[2])
-end
-
-local function gemvLoop(r, beta, alpha, mat, vec, m, n)
-  loops[r._dt](m, 1, n, alpha, ptr(mat), mat._str[1], mat._str[2], ptr(vec), vec._str[1], 0,
-    beta, ptr(r), r._str[1], 0)
-end
-
-local function gerLoop(r, beta, alpha, x, y, m, n)
-  loops[r._dt](m, n, 1, alpha, ptr(x), x._str[1], 0, ptr(y), 0, y._str[1], beta, ptr(r), r._str[1], r._str[2])
-end
-
-------------------------------------------------------------------------------------------------
--- the three kernels, for any element type; operands are checked and do not overlap r
-
-local function gemm(r, beta, alpha, a, b)
-  local m, n, k = a._sz[1], b._sz[2], a._sz[2]
-  if m == 0 or n == 0 then return end
-  if k == 0 then return scale(r, beta) end
-  if r._dt.integer then gemmLoop(r, beta, alpha, a, b, m, n, k)
-  else gemmBlas(r, beta, alpha, a, b, m, n, k) end
-end
-
-local function gemv(r, beta, alpha, mat, vec)
-  local m, n = mat._sz[1], mat._sz[2]
-  if m == 0 then return end
-  if n == 0 then return scale(r, beta) end
-  if r._dt.integer then gemvLoop(r, beta, alpha, mat, vec, m, n)
-  else gemvBlas(r, beta, alpha, mat, vec, m, n) end
-end
-
-local function ger(r, beta, alpha, x, y)
-  local m, n = x._sz[1], y._sz[1]
-  if m == 0 or n == 0 then return end
-  if r._dt.integer then gerLoop(r, beta, alpha, x, y, m, n)
-  else gerBlas(r, beta, alpha, x, y, m, n) end
-end
-
--- A reusable view of t's slice i along dim 1 (its offset moves; no table per batch).
-local function slicer(t)
-  local v = t:select(1, 1)
-  local off0, step = t._off, t._str[1]
-  return function(i) v._off = off0 + (i - 1) * step; return v end
-end
-
-------------------------------------------------------------------------------------------------
--- the operations: argument dims, size checks and the computation (r already holds beta * t's
--- values where beta ~= 0)
+-- the operations: argument dims and size checks; batchSum: the products of the batches summed
 
 local function dimsError(op, want, ...)
   local got = {}
@@ -186,7 +55,6 @@ ops.addmv = {
     if mat._sz[2] ~= vec._sz[1] then return ('%s and %s'):format(sizestr(mat), sizestr(vec)) end
     if t._sz[1] ~= mat._sz[1] then return ('t: %s, mat: %s'):format(sizestr(t), sizestr(mat)) end
   end,
-  run = gemv,
 }
 
 ops.addmm = {
@@ -197,7 +65,6 @@ ops.addmm = {
       return ('t: %s, m1: %s, m2: %s'):format(sizestr(t), sizestr(a), sizestr(b))
     end
   end,
-  run = gemm,
 }
 
 ops.addr = {
@@ -207,7 +74,6 @@ ops.addr = {
       return ('t: %s, vec1: %s, vec2: %s'):format(sizestr(t), sizestr(x), sizestr(y))
     end
   end,
-  run = ger,
 }
 
 local function batchSizes(t, b1, b2, tsizes)
@@ -225,24 +91,12 @@ end
 ops.addbmm = {
   dims = { 2, 3, 3 },
   sizes = function(t, b1, b2) return batchSizes(t, b1, b2, { b1._sz[2], b2._sz[3] }) end,
-  run = function(r, beta, alpha, b1, b2)
-    local n = b1._sz[1]
-    if n == 0 then return scale(r, beta) end
-    local m1, m2 = slicer(b1), slicer(b2)
-    for i = 1, n do
-      gemm(r, i == 1 and beta or 1, alpha, m1(i), m2(i))
-    end
-  end,
+  batchSum = true,
 }
 
 ops.baddbmm = {
   dims = { 3, 3, 3 },
   sizes = function(t, b1, b2) return batchSizes(t, b1, b2, { b1._sz[1], b1._sz[2], b2._sz[3] }) end,
-  run = function(r, beta, alpha, b1, b2)
-    if b1._sz[1] == 0 then return end
-    local rs, m1, m2 = slicer(r), slicer(b1), slicer(b2)
-    for i = 1, b1._sz[1] do gemm(rs(i), beta, alpha, m1(i), m2(i)) end
-  end,
 }
 
 local function checkOperands(op, spec, r, t, a, b)
@@ -259,7 +113,8 @@ local function checkOperands(op, spec, r, t, a, b)
   if bad then check.error(op .. ': size mismatch, ' .. bad) end
 end
 
--- r = beta * t + alpha * (a . b), after every check; inputs that share memory with r are copied.
+-- r = beta * t + alpha * (a . b), after every check; inputs that share memory with r are copied
+-- (before r is resized: they may be r).
 local function compute(op, r, beta, t, alpha, a, b)
   local spec = ops[op]
   check.number(op, beta, 'beta')
@@ -270,9 +125,8 @@ local function compute(op, r, beta, t, alpha, a, b)
   if r ~= t then
     if overlaps(r, t) then t = t:clone() end
     r:resizeAs(t)
-    if beta ~= 0 then r:copy(t) end
   end
-  spec.run(r, beta, alpha, a, b)
+  backend.of(r).gemm(r, beta, t, alpha, a, b, spec.batchSum)
   return r
 end
 
@@ -344,7 +198,7 @@ for name, p in pairs(products) do
     if overlaps(r, a) then a = a:clone() end
     if overlaps(r, b) then b = b:clone() end
     r:resize(shaped._sz)
-    spec.run(r, 0, 1, a, b)
+    backend.of(r).gemm(r, 0, r, 1, a, b, false)
     return r
   end
   torch._method(name, product)
@@ -360,31 +214,13 @@ end
 ------------------------------------------------------------------------------------------------
 -- dot: the sum of products of two tensors' elements in row-major order (any shapes)
 
-local dotLoops = apply.perType('dot', [[
-return function(n, px, ix, py, iy)
-  local s = 0
-  for i = 0, n - 1 do s = s + px[i * ix] * py[i * iy] end
-  return tonumber(s)
-end]])
-
--- t as a flat run: the tensor (contiguous copy if needed) and its element step
-local function flat(t)
-  if #t._sz == 1 then return vector(t) end
-  return t:contiguous(), 1
-end
-
 local function dot(a, b)
   check.tensorOf('dot', a)
   check.tensorOf('dot', b)
   check.sameType('dot', a, b)
   check.sameElements('dot', a, b)
-  local n = apply.numel(a)
-  if n == 0 then return 0 end
-  local x, ix = flat(a)
-  local y, iy = flat(b)
   notHalf('dot', a)
-  if a._dt.integer then return dotLoops[a._dt](n, ptr(x), ix, ptr(y), iy) end
-  return blas.dot(a._dt, n, ptr(x), ix, ptr(y), iy)
+  return backend.of(a).dot(a, b)
 end
 torch._method('dot', dot)
 torch.dot = dot
