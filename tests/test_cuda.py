@@ -535,6 +535,72 @@ def test_sort_topk_kthvalue_median(xp, rng):
     np.testing.assert_array_equal(host(medi), np.argsort(A, 1)[:, 2:3] + 1)
 
 
+REDUCE_SORT_METHODS = ("sum prod mean var std norm all any max min cumsum cumprod dist renorm equal trace "
+                       "sort topk kthvalue median mode").split()
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
+def test_reduce_and_sort_one_front_end(xp, rng, layout):
+    """The CUDA types' reduction and sort methods are math/reduce.lua's and math/sort.lua's; the
+    same calls on a CUDA tensor and on its CPU copy agree with numpy."""
+    same = L("""function(names)
+      local c, h = torch.CudaTensor(1), torch.FloatTensor(1)
+      for _, n in ipairs(names) do if c[n] ~= h[n] then return n end end
+      return true
+    end""")(luabridge.eval("{" + ",".join(f"'{n}'" for n in REDUCE_SORT_METHODS) + "}"))
+    assert same is True
+    a = rng.permutation(24).reshape(4, 6).astype(np.float32) / 4 - 3   # distinct: positions are defined
+    A = a.astype(np.float64)
+    calls = L("""function(x)
+      local y = x:clone():fill(0.5)
+      local mv, mi = x:max(1)
+      local tv, ti = x:topk(2, 2, true)
+      local kv, ki = torch.kthvalue(x, 3, 1)
+      local sv, si = x:sort(1, true)
+      local medv, medi = torch.median(x, 2)
+      return x:sum(), x:mean(), x:var(true), x:std(), x:norm(3), x:min(), x:trace(), x:dist(y, 3),
+             x:equal(x:clone()), x:sum(1), x:prod(2), x:var(1, true), x:std(2), x:norm(1, 2), x:cumsum(2),
+             x:clone():renorm(2, 1, 3), mv, mi, tv, ti, kv, ki, sv, si, medv, medi
+    end""")
+    on_device, on_host = calls(LAYOUTS[layout](a)), calls(luabridge.from_numpy(a))
+    order = np.argsort(-A, 0)
+    row_norms = np.sqrt((A ** 2).sum(1, keepdims=True))
+    refs = [A.sum(), A.mean(), A.var(), A.std(ddof=1), (np.abs(A) ** 3).sum() ** (1 / 3), A.min(), np.trace(A),
+            (np.abs(A - 0.5) ** 3).sum() ** (1 / 3), True, A.sum(0, keepdims=True), A.prod(1, keepdims=True),
+            A.var(0, keepdims=True), A.std(1, ddof=1, keepdims=True), np.abs(A).sum(1, keepdims=True),
+            A.cumsum(1), np.where(row_norms > 3, A * 3 / (row_norms + 1e-7), A),
+            A.max(0, keepdims=True), A.argmax(0)[None] + 1, -np.sort(-A, 1)[:, :2], np.argsort(-A, 1)[:, :2] + 1,
+            np.sort(A, 0)[2:3], np.argsort(A, 0)[2:3] + 1, np.take_along_axis(A, order, 0), order + 1,
+            np.sort(A, 1)[:, 2:3], np.argsort(A, 1)[:, 2:3] + 1]
+    assert len(on_device) == len(on_host) == len(refs)
+    for got_device, got_host, ref in zip(on_device, on_host, refs):
+        for got in (got_device, got_host):
+            if isinstance(ref, np.ndarray):
+                np.testing.assert_allclose(host(got), ref, rtol=1e-5, atol=1e-5)
+            else:
+                assert got == pytest.approx(ref, rel=1e-5)
+    assert L("function(i) return torch.type(i) end")(on_device[17]) == "torch.CudaLongTensor"
+
+
+def test_reduce_and_sort_errors_take_the_cpu_wording(xp, rng):
+    x = dev(f32(rng, 2, 3))
+    assert_lua_errors([
+        ("function(x) return torch.max(x.new(), torch.LongTensor(), x, 1) end",
+         "max: the index result must be a torch.CudaLongTensor, got torch.LongTensor"),
+        ("function(x) return torch.sort(x.new(), torch.CudaTensor(), x) end",
+         "sort: the index result must be a torch.CudaLongTensor, got torch.CudaTensor"),
+        ("function() return torch.CudaLongTensor(2):mean() end",
+         "mean: expected a torch.CudaTensor, torch.CudaDoubleTensor or torch.CudaHalfTensor, got torch.CudaLongTensor"),
+        ("function(x) return x:all() end", "all: expected a torch.CudaByteTensor, got torch.CudaTensor"),
+        ("function(x) return torch.sum(x.new(), x) end", "sum: a result tensor was given but no dimension to reduce"),
+        ("function(x) return x:max(3) end", "max: dimension 3 out of range of 2D tensor"),
+        ("function(x) return x:view(6):trace() end", "trace: expected a 2D tensor, got 1D"),
+        ("function(x) return x:renorm(0, 1, 1) end", "renorm: the norm must be positive, got p = 0"),
+        ("function(x) return x:kthvalue(0) end", "kthvalue: k = 0 out of range for dimension 2 of size 3"),
+        ("function(x) return x:mode() end", "mode is not available for CUDA tensors"),
+    ], x)
+
+
 def test_cat(xp, rng):
     a, b, c = f32(rng, 2, 3), f32(rng, 2, 3), f32(rng, 4, 3)
     r1, r2, r3, r4 = L("""function(a, b, c)

@@ -132,6 +132,15 @@ def test_dist(f, rng):
     assert f["whole"](ta, "dist", tb, 1) == pytest.approx(np.abs(a - b).sum(), rel=1e-12)
 
 
+@pytest.mark.parametrize("dtype", NUMERIC)
+@pytest.mark.parametrize("shape", [(4, 4), (3, 7), (7, 3), (0, 3)])
+def test_trace(f, rng, dtype, shape):
+    for name, a in views(rng, shape, dtype):
+        ref = np.trace(a.astype(np.float64 if a.dtype.kind == "f" else np.int64))
+        assert f["fn"]("trace", T(a)) == pytest.approx(ref, rel=1e-6), name
+        assert f["whole"](T(a), "trace") == pytest.approx(ref, rel=1e-6), name
+
+
 def test_all_any_equal(f, rng):
     ones, mixed = np.ones(7, np.uint8), np.array([0, 1, 0], np.uint8)
     assert f["whole"](T(ones), "all") is True
@@ -420,6 +429,8 @@ def test_errors(f):
         f["fn"]("renorm", T(np.ones(3)), 2, 1, 1)
     with pytest.raises(luabridge.LuaError, match="renorm: the norm must be positive"):
         f["fn"]("renorm", t, 0, 1, 1)
+    with pytest.raises(luabridge.LuaError, match="trace: expected a 2D tensor, got 1D"):
+        f["fn"]("trace", T(np.ones(3)))
     with pytest.raises(luabridge.LuaError, match="bhistc: expected a 2D tensor"):
         f["fn"]("bhistc", T(np.ones(3)))
     with pytest.raises(luabridge.LuaError, match="histc: the number of bins must be a positive integer"):

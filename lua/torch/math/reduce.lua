@@ -1,6 +1,6 @@
 -- Reductions, torch7 style: over the whole tensor they return a number; along a dimension they
 -- return a tensor keeping that dimension with size 1 (max/min also a LongTensor of 1-based
--- indices). sum prod mean max min cumsum cumprod norm renorm dist std var all any equal.
+-- indices). sum prod mean max min trace cumsum cumprod norm renorm dist std var all any equal.
 -- The one front end for every device: arguments are parsed and checked here, results sized,
 -- then one op of the tensor's backend computes (backend/cpu/reduce.lua, backend/cuda/reduce.lua).
 -- The module also returns the helpers the other math files share (argument parsing, results)
@@ -170,6 +170,17 @@ reduction('prod', R.noHalf)
 reduction('mean', function(op, x, dim)
   R.floating(op, x)
   if dim == nil and #x._sz == 0 then check.error('mean: the tensor is empty') end
+end)
+
+-- trace(x): the sum of a matrix's diagonal (a view of it, stepping both dims at once).
+R.define('trace', function(x)
+  check.tensorOf('trace', x)
+  R.noHalf('trace', x)
+  if #x._sz ~= 2 then check.error(('trace: expected a 2D tensor, got %dD'):format(#x._sz)) end
+  local n = math.min(x._sz[1], x._sz[2])
+  if n == 0 then return 0 end
+  local diagonal = torch._makeTensor(getmetatable(x), x._st, x._off, { n }, { x._str[1] + x._str[2] })
+  return backend.of(x).reduce_all('sum', diagonal)
 end)
 
 ------------------------------------------------------------------------------------------------
