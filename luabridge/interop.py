@@ -9,6 +9,7 @@ from .dtypes import DTYPES, TYPE_OF_DTYPE
 from .memory import split_address
 from .pyside import tensor_view
 from .runtime import bridge
+from .backend import cuda
 
 
 def _span(arr: Any, xp: Any = np, address: Any = lambda a: a.ctypes.data) -> tuple[Any, int, list[int]]:
@@ -80,25 +81,56 @@ def from_array(b: Any, constructor: Any, storage: Any, offset: int, shape: tuple
     return b.call(constructor, storage, offset + 1, *args)
 
 
-def to_numpy(t: Any) -> np.ndarray:
-    """A numpy view of a Lua tensor (or a tensor proxy) sharing its memory."""
+class HostArrays:
+    """CPU tensors seen from Python (DEVICES["cpu"]): numpy arrays over their memory, and numpy
+    arrays (or CPU DLPack producers) shared in."""
+
+    dlpack_types = (1,)   # kDLCPU
+
+    def view(self, t: Any) -> np.ndarray:
+        return tensor_view(bridge(), t)
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return np.asarray(x)
+
+    def share(self, x: Any) -> Any:
+        return from_numpy(x if isinstance(x, np.ndarray) else np.from_dlpack(x))
+
+
+# How Python sees the tensors of each device, by the device name Lua tensors answer (_device;
+# none for the CPU): each provider views a tensor as an array, copies an array to the host,
+# and shares an array of its device as a tensor.
+DEVICES: dict[str, Any] = {"cpu": HostArrays(), "cuda": cuda.ARRAYS}
+
+
+def arrays_of(t: Any) -> Any:
+    """The provider serving Lua tensor t (its device's entry of DEVICES)."""
+    return DEVICES[t._device or "cpu"]
+
+
+def to_numpy(t: Any) -> Any:
+    """The array sharing a Lua tensor's (or a tensor proxy's) memory: numpy's for a CPU tensor,
+    the CUDA array module's (CuPy; numpy standing in) for a CUDA one."""
     from .proxy import unwrap
 
     t = unwrap(t)
-    b = bridge()
-    b.check_owned(t)
-    if t._device:
-        from .backend.cuda import device_view
+    bridge().check_owned(t)
+    return arrays_of(t).view(t)
 
-        return device_view(t)
-    return tensor_view(b, t)
+
+def to_host(t: Any) -> np.ndarray:
+    """A numpy array with a Lua tensor's values: its memory for a CPU tensor, a host copy for a
+    tensor on a device."""
+    from .proxy import unwrap
+
+    t = unwrap(t)
+    return arrays_of(t).to_host(to_numpy(t))
 
 
 def from_dlpack(x: Any) -> Any:
     """A Lua tensor sharing the memory of any DLPack producer (numpy, CuPy, PyTorch, JAX)."""
     device_type, _ = x.__dlpack_device__()
-    if device_type == 1:  # kDLCPU
-        return from_numpy(np.from_dlpack(x))
-    from .backend.cuda import from_device_array
-
-    return from_device_array(x)
+    for arrays in DEVICES.values():
+        if device_type in arrays.dlpack_types:
+            return arrays.share(x)
+    raise TypeError(f"from_dlpack: no luabridge device holds arrays of DLPack device type {device_type}")

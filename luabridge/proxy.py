@@ -262,25 +262,20 @@ class Tensor(LuaObject):
 
     @property
     def __array_interface__(self) -> dict:
+        """A CPU tensor's memory (a device array has none here: numpy then takes __array__)."""
         return self.numpy().__array_interface__
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        a = self.numpy()
+        from .interop import to_host
+
+        a = to_host(self._lua)
         return a if dtype is None else a.astype(dtype)
 
     def __dlpack__(self, **kwargs: Any) -> Any:
-        if self._lua._device:
-            from .backend.cuda import device_view
-
-            return device_view(self._lua).__dlpack__(**kwargs)
         return self.numpy().__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        if self._lua._device:
-            from .backend.cuda import device_view
-
-            return device_view(self._lua).__dlpack_device__()
-        return (1, 0)
+        return self.numpy().__dlpack_device__()
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -159,3 +159,55 @@ def test_element_types_agree_across_layers(lua):
         assert file_bytes.encode(STRING_ENCODING) == np.array([1, 2, 3], dtype.newbyteorder("<")).tobytes()
         assert cuda_type == f"torch.{CUDA_NAMES[name]}Tensor"
         assert t7.TENSOR_CLASSES[cuda_type] == t7.TENSOR_CLASSES[f"torch.{name}Tensor"] == dtype
+
+
+class _Recording:
+    """A device provider that records which of its parts served a call (wrapping another)."""
+
+    def __init__(self, inner, seen: list) -> None:
+        self.inner, self.seen, self.dlpack_types = inner, seen, inner.dlpack_types
+
+    def __getattr__(self, name):
+        def part(*args):
+            self.seen.append(name)
+            return getattr(self.inner, name)(*args)
+        return part
+
+
+class _OnDevice:
+    """A DLPack producer on another device (type code `kind`) over a numpy array."""
+
+    def __init__(self, a: np.ndarray, kind: int) -> None:
+        self.a, self.kind = a, kind
+
+    def __dlpack_device__(self):
+        return (self.kind, 0)
+
+
+def test_interop_and_proxies_reach_a_device_through_its_provider(lua, monkeypatch):
+    """to_numpy, from_dlpack and the tensor proxy's array protocols take the provider of the
+    tensor's device from one table (interop.DEVICES), for CPU and CUDA tensors alike."""
+    from luabridge import interop
+    from luabridge.backend import cuda
+
+    cuda.use_array_module(np)   # numpy stands in for CuPy
+    try:
+        seen = {"cpu": [], "cuda": []}
+        for device in seen:
+            monkeypatch.setitem(interop.DEVICES, device, _Recording(interop.DEVICES[device], seen[device]))
+        values = np.array([[1.5, -2.0], [3.0, 4.25]])
+        for type_name, device in (("torch.DoubleTensor", "cpu"), ("torch.CudaDoubleTensor", "cuda")):
+            t = luabridge.wrap(L("function(a, ty) return a:type(ty) end")(values, type_name))
+            np.testing.assert_array_equal(t.__array__(), values)
+            np.testing.assert_array_equal(np.asarray(t), values)
+            assert t.shape == (2, 2) and t[1, 1] == 4.25
+            assert t.__dlpack_device__() == (1, 0)   # numpy's view, also on the stand-in device
+            assert set(seen[device]) == {"view", "to_host"}
+            assert seen["cuda" if device == "cpu" else "cpu"] == []
+            seen[device].clear()
+        shared = interop.from_dlpack(np.arange(3.0))
+        assert seen["cpu"][-1] == "share" and list(luabridge.wrap(shared).size()) == [3]
+    finally:
+        cuda.use_array_module(None)
+    with pytest.raises(TypeError, match="DLPack device type 10"):
+        interop.from_dlpack(_OnDevice(np.zeros(2), 10))

@@ -1,4 +1,4 @@
-"""The device side of the CUDA backend (lua/torch/backend/cuda.lua).
+"""The device side of the CUDA backend (lua/torch/backend/cuda/: core.lua marshals each op here).
 
 A CUDA storage is a 1-D array of an *array module* ``xp``: CuPy when it is importable and sees a
 device; numpy only when selected explicitly (``use_array_module(numpy)`` or the environment
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..dtypes import CUDA_NAMES, DTYPES
-from ..pyside import lua_list, tensor_view
+from ..dtypes import CUDA_NAMES, DTYPES, TYPE_OF_DTYPE
+from ..pyside import lua_list
 
 if TYPE_CHECKING:
     from ..runtime import Bridge
@@ -30,10 +30,6 @@ ENV_VAR = "LUABRIDGE_CUDA_ARRAY_MODULE"
 _chosen: Any = None        # set by use_array_module
 _auto: Any = None          # the detected module, or the reason there is none (a string)
 DEVICE, HOST = "\0device", "\0host"   # the markers of flattened tensor arguments (cuda.lua)
-
-# numpy dtype name -> the torch7 name of the CUDA type ('Cuda' is float32, as in cutorch)
-CUDA_TYPES = {dt.name: CUDA_NAMES[name] for name, dt in DTYPES.items()}
-
 
 def use_array_module(xp: Any) -> None:
     """Makes xp (cupy, or numpy standing in for it) the module behind CUDA storages; None: detect."""
@@ -102,9 +98,7 @@ class Backend:
         return self.bridge.buffers.register(span)
 
     def view(self, t: Any) -> Any:
-        """The array a Lua tensor stands for: an xp view for a CUDA tensor, numpy for a CPU one."""
-        if not t._device:
-            return tensor_view(self.bridge, t)
+        """The xp view of a Lua CUDA tensor (sharing its memory)."""
         self.xp = array_module()
         st = t._st
         return self.device_view(st._id if st else 0, t._off + st._baseoff if st else 0, t._dt.np,
@@ -596,7 +590,7 @@ def _backend(bridge: "Bridge") -> Backend:
 
 
 def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
-    """The functions lua/torch/backend/cuda.lua calls (see pyside.PROVIDERS)."""
+    """The functions lua/torch/backend/cuda/core.lua calls (see pyside.PROVIDERS)."""
     from . import cuda_nn  # noqa: F401  (registers the nn modules' device passes as ops)
 
     be = _backend(bridge)
@@ -606,28 +600,41 @@ def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
     }
 
 
-def device_view(t: Any) -> Any:
-    """The array module's view of a Lua CUDA tensor (sharing its memory)."""
-    from ..runtime import bridge
+class DeviceArrays:
+    """CUDA tensors seen from Python (interop.DEVICES["cuda"]): arrays of the array module over
+    their memory (CuPy device arrays; numpy standing in), and device arrays shared in."""
 
-    return _backend(bridge()).view(t)
+    dlpack_types = (2, 13)   # kDLCUDA, kDLCUDAManaged: what xp.from_dlpack takes
+
+    def view(self, t: Any) -> Any:
+        from ..runtime import bridge
+
+        return _backend(bridge()).view(t)
+
+    def to_host(self, x: Any) -> np.ndarray:
+        return to_host(x)
+
+    def share(self, x: Any) -> Any:
+        """A Lua CUDA tensor sharing the memory of x: an array of the array module, or a DLPack
+        producer on the device (taken by xp.from_dlpack)."""
+        from ..interop import _span, from_array
+        from ..runtime import bridge
+
+        xp = array_module()
+        if not isinstance(x, xp.ndarray):
+            x = xp.from_dlpack(x)
+        b = bridge()
+        g = b.lua.globals()
+        if g.torch is None:
+            b.call(g.require, "torch")
+        if x.dtype not in TYPE_OF_DTYPE:
+            raise TypeError(f"from_device_array: unsupported dtype {x.dtype} (supported: "
+                            + ", ".join(str(d) for d in DTYPES.values()) + ")")
+        name = CUDA_NAMES[TYPE_OF_DTYPE[x.dtype]]
+        span, offset, strides = _span(x, xp, _address)
+        storage = g.torch._cudaStorageFromBuffer(name, _backend(b).register(span), span.size)
+        return from_array(b, g.torch[name + "Tensor"], storage, offset, x.shape, strides)
 
 
-def from_device_array(x: Any) -> Any:
-    """A Lua CUDA tensor sharing the memory of x: an array of the array module, or a DLPack
-    producer on the device (taken by xp.from_dlpack)."""
-    from ..interop import _span, from_array
-    from ..runtime import bridge
-
-    xp = array_module()
-    if not isinstance(x, xp.ndarray):
-        x = xp.from_dlpack(x)
-    b = bridge()
-    g = b.lua.globals()
-    if g.torch is None:
-        b.call(g.require, "torch")
-    if str(x.dtype) not in CUDA_TYPES:
-        raise TypeError(f"from_device_array: unsupported dtype {x.dtype} (supported: {', '.join(CUDA_TYPES)})")
-    span, offset, strides = _span(x, xp, _address)
-    storage = g.torch._cudaStorageFromBuffer(CUDA_TYPES[str(x.dtype)], _backend(b).register(span), span.size)
-    return from_array(b, g.torch[CUDA_TYPES[str(x.dtype)] + "Tensor"], storage, offset, x.shape, strides)
+ARRAYS = DeviceArrays()
+from_device_array = ARRAYS.share
