@@ -8,7 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..interop import from_numpy
-from ..memory import TYPE_OF_DTYPE
+from ..dtypes import CUDA_NAMES, TYPE_OF_DTYPE
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,7 @@ class Device:
     def lua_type(self, dtype: Any) -> str:
         """The Lua tensor type name of elements of dtype on this device."""
         name = TYPE_OF_DTYPE[np.dtype(dtype)]
-        if self.name == "cpu":
-            return f"torch.{name}Tensor"
-        return "torch.Cuda" + ("" if name == "Float" else name) + "Tensor"
+        return f"torch.{name if self.name == 'cpu' else CUDA_NAMES[name]}Tensor"
 
     def upload(self, dst: Any, src: np.ndarray) -> None:
         if self.xp is np:
