@@ -642,6 +642,47 @@ def test_random(xp):
     np.testing.assert_array_equal(host(again), u)
 
 
+def test_random_one_front_end(xp):
+    """The CUDA types' random methods are random.lua's: its bounds, defaults and checks."""
+    same = L("""function()
+      local c, h = torch.CudaTensor(1), torch.FloatTensor(1)
+      for _, n in ipairs({'uniform', 'normal', 'cauchy', 'logNormal', 'exponential', 'geometric',
+                          'bernoulli', 'random'}) do
+        if c[n] ~= h[n] then return n end
+      end
+      return true
+    end""")()
+    assert same is True
+    n = 20000
+    whole_long, whole_float, upto, probs, rand = map(host, L("""function(n)
+      torch.cudaManualSeed(3)
+      local p = torch.FloatTensor(n):zero()
+      p:narrow(1, 1, n / 2):fill(1)
+      return torch.CudaLongTensor(n):random(), torch.CudaTensor(n):random(), torch.CudaIntTensor(n):random(4),
+             torch.CudaTensor(n):bernoulli(p), torch.rand(torch.CudaDoubleTensor(), 4, n / 4)
+    end""")(n))
+    # random(): a 32-bit draw reduced to the type's range, as on the CPU; random(b): 1..b
+    assert whole_long.min() >= 0 and whole_long.max() < 2 ** 32 and whole_long.max() > 2 ** 31
+    assert whole_float.min() >= 0 and whole_float.max() <= 2 ** 24 and whole_float.max() > 2 ** 23
+    assert set(np.unique(upto)) == {1, 2, 3, 4}
+    np.testing.assert_array_equal(probs, np.repeat([1, 0], n // 2))   # host probabilities
+    assert rand.shape == (4, n // 4) and rand.min() >= 0 and rand.max() < 1 and abs(rand.mean() - 0.5) < 0.02
+    assert_lua_errors([
+        ("function() return torch.CudaTensor(3):normal(0, 0) end",
+         "normal: standard deviation must be strictly positive, got 0"),
+        ("function() return torch.CudaTensor(3):geometric(1) end", "geometric: p must be > 0 and < 1, got 1"),
+        ("function() return torch.CudaTensor(2):bernoulli(torch.CudaTensor(2):fill(2)) end",
+         "bernoulli: p must be >= 0 and <= 1, got 2"),
+        ("function() return torch.CudaLongTensor(2):uniform() end",
+         "uniform: expected a floating-point tensor .* got torch.CudaLongTensor"),
+        ("function() return torch.CudaTensor(2):random(5, 1) end",
+         r"random: upper bound must be larger than lower bound, got \[5, 1\]"),
+        ("function() return torch.CudaTensor(2):uniform(torch.Generator()) end",
+         "uniform: CUDA tensors draw from the device generator"),
+        ("function() return torch.cudaManualSeed('x') end", "cudaManualSeed: seed must be a number"),
+    ])
+
+
 # ----------------------------------------------------------------------------------------------
 # errors: checked in Lua with the CPU wording, operands left unchanged
 

@@ -1,36 +1,25 @@
--- Random numbers: torch7's Mersenne Twister (MT19937) generators and the random tensor fills.
---
--- The streams are torch7's THRandom bit for bit: init_genrand seeding, 32-bit draws, uniform
--- = draw / 2^32, normal by Box-Muller keeping the second value for the next call, and the same
--- formulas for exponential, cauchy, logNormal, geometric and bernoulli; tensors are filled in
--- row-major order as TH_TENSOR_APPLY does. So a seed gives torch7's numbers on every run,
--- thread and machine.
+-- Random numbers: torch.Generator, seeding and saved states, and the random tensor fills: the
+-- one front end for every device (arguments and parameters checked here), then the op
+-- random(name, r, p1, p2, gen) of the tensor's backend: backend/cpu/random.lua (torch7's
+-- MT19937 streams bit for bit, so a seed gives torch7's numbers) or backend/cuda/random.lua
+-- (the array module's generator, seeded by torch.cudaManualSeed).
 --
 -- torch.getRNGState returns a ByteTensor holding torch7's THGenerator struct (64-bit Linux
 -- layout, 5048 bytes); torch.setRNGState takes such a tensor (ours or one saved by torch7).
 local ffi = require 'ffi'
-local bit = require 'bit'
 local torch = require 'torch.env'
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
+local mt = require 'torch.backend.cpu.random'
 
-local band, bor, bxor, rshift, lshift, tobit = bit.band, bit.bor, bit.bxor, bit.rshift, bit.lshift, bit.tobit
-local floor, log, exp, sqrt, cos, sin, tan, pi = math.floor, math.log, math.exp, math.sqrt, math.cos,
-  math.sin, math.tan, math.pi
-local isTensor, isContiguous = torch.isTensor, apply.isContiguous
-
-local N, M = 624, 397
-local TWO32 = 4294967296
+local floor = math.floor
+local isTensor, isContiguous, numel = torch.isTensor, apply.isContiguous, apply.numel
+local N, TWO32, stateType, seedState, random32, uniform01 = mt.N, mt.TWO32, mt.stateType, mt.seed, mt.random32,
+  mt.uniform01
+local draws = mt.draws
 
 ffi.cdef [[
-typedef struct {
-  uint32_t state[624];
-  int32_t left, next;      /* draws left before the next twist; index of the next word */
-  int64_t seed;
-  double normal_x, normal_y, normal_rho;
-  int32_t normal_valid;    /* 1: the next normal is the cached sine half */
-} luabridge_mt19937;
-
 typedef struct {
   uint64_t the_initial_seed;
   int32_t left, seeded;
@@ -40,85 +29,8 @@ typedef struct {
   int32_t normal_is_valid;
 } luabridge_THGenerator;
 ]]
-local stateType = ffi.typeof('luabridge_mt19937')
 local savedPtr = ffi.typeof('luabridge_THGenerator *')
 local SAVED_SIZE = ffi.sizeof('luabridge_THGenerator')
-
-------------------------------------------------------------------------------------------------
--- the generator (g: a luabridge_mt19937 cdata)
-
--- (a * x) mod 2^32 for a 32-bit constant a, exactly (the halves keep every product below 2^53).
-local function mul32(a, x)
-  local hi, lo = floor(a / 65536), a % 65536
-  return tobit((hi * x % 65536) * 65536 + lo * x)
-end
-
-local function seedState(g, seed)
-  ffi.fill(g, ffi.sizeof(stateType))   -- also forgets the cached normal
-  g.seed = seed
-  local s = g.state
-  s[0] = seed % TWO32
-  for j = 1, N - 1 do
-    local prev = s[j - 1]
-    s[j] = tobit(mul32(1812433253, bxor(prev, rshift(prev, 30))) + j)
-  end
-  g.left, g.next = 1, 0
-end
-
-local function twist(u, v)
-  local y = rshift(bor(band(u, 0x80000000), band(v, 0x7fffffff)), 1)
-  if band(v, 1) ~= 0 then y = bxor(y, 0x9908b0df) end
-  return y
-end
-
-local function nextState(g)
-  local s = g.state
-  for j = 0, N - M - 1 do s[j] = bxor(s[j + M], twist(s[j], s[j + 1])) end
-  for j = N - M, N - 2 do s[j] = bxor(s[j + M - N], twist(s[j], s[j + 1])) end
-  s[N - 1] = bxor(s[M - 1], twist(s[N - 1], s[0]))
-  g.left, g.next = N, 0
-end
-
--- The next 32-bit draw, in [0, 2^32).
-local function random32(g)
-  local left = g.left - 1
-  if left == 0 then nextState(g) else g.left = left end
-  local k = g.next
-  g.next = k + 1
-  local y = g.state[k]
-  y = bxor(y, rshift(y, 11))
-  y = bxor(y, band(lshift(y, 7), 0x9d2c5680))
-  y = bxor(y, band(lshift(y, 15), 0xefc60000))
-  y = bxor(y, rshift(y, 18))
-  return y % TWO32
-end
-
-local function uniform01(g) return random32(g) * (1 / TWO32) end
-
-------------------------------------------------------------------------------------------------
--- draws: draw(g, a, b) with the distribution's parameters
-
-local function uniform(g, a, b) return uniform01(g) * (b - a) + a end
-
-local function normal(g, mean, std)
-  if g.normal_valid == 0 then
-    local x, y = uniform01(g), uniform01(g)
-    local rho = sqrt(-2 * log(1 - y))
-    g.normal_x, g.normal_y, g.normal_rho, g.normal_valid = x, y, rho, 1
-    return rho * cos(2 * pi * x) * std + mean
-  end
-  g.normal_valid = 0
-  return g.normal_rho * sin(2 * pi * g.normal_x) * std + mean
-end
-
-local function exponential(g, lambda) return -1 / lambda * log(1 - uniform01(g)) end
-local function cauchy(g, median, sigma) return median + sigma * tan(pi * (uniform01(g) - 0.5)) end
-local function logNormal(g, mean, std) return exp(normal(g, mean, std)) end
--- P(k) = (1 - p) p^(k-1), k >= 1 (torch7's parametrisation)
-local function geometric(g, p) return floor(log(1 - uniform01(g)) / log(p)) + 1 end
-local function bernoulli(g, p) return uniform01(g) <= p and 1 or 0 end
--- random draws reduced as torch7 does: draw % range + base
-local function ranged(g, range, base) return random32(g) % range + base end
 
 ------------------------------------------------------------------------------------------------
 -- torch.Generator
@@ -242,23 +154,13 @@ end
 ------------------------------------------------------------------------------------------------
 -- tensor fills
 
--- A loop p[i] = draw(g, a, b) compiled on its own for each draw, so that each gets its own trace.
-local function compileLoop(draw, body)
-  local src = 'local draw = ...\nreturn function(p, n, g, a, b, q)\n  for i = 0, n - 1 do ' .. body .. ' end\nend'
-  return assert(loadstring(src, '=random fill'))(draw)
-end
-
--- Fills t in row-major order (through a contiguous buffer when t is strided or Half).
-local function fill(t, loop, g, a, b, q)
-  local n = t:nElement()
-  if n == 0 then return t end
-  if t._dt.half or not isContiguous(t) then
-    local tmp = torch[(t._dt.half and 'Float' or t._dt.name) .. 'Tensor'](n)
-    loop(tmp._st._ptr, n, g, a, b, q)
-    return t:copy(tmp)
+-- (state, ...) of the generator given first to a method of tensor t, or of the default one.
+-- CUDA tensors draw from the device's generator.
+local function tensorGen(op, t, a, ...)
+  if isGenerator(a) and t._dt.host then
+    check.error(op .. ': CUDA tensors draw from the device generator (torch.cudaManualSeed), not a torch.Generator')
   end
-  loop(t._st._ptr + t._off, n, g, a, b, q)
-  return t
+  return withGen(a, ...)
 end
 
 local function floatOnly(op, t)
@@ -278,19 +180,19 @@ end
 -- The distributions with a number form torch.f([gen,] a, b) and a method x:f([gen,] a, b).
 -- params: names and defaults (nil: required); validate(op, a, b) checks them.
 local distributions = {
-  { name = 'uniform', draw = uniform, params = { 'a', 0, 'b', 1 }, float = true },
-  { name = 'normal', draw = normal, params = { 'mean', 0, 'stdv', 1 }, float = true,
+  { name = 'uniform', params = { 'a', 0, 'b', 1 }, float = true },
+  { name = 'normal', params = { 'mean', 0, 'stdv', 1 }, float = true,
     validate = function(op, _, s) positive(op, 'standard deviation', s) end },
-  { name = 'cauchy', draw = cauchy, params = { 'median', 0, 'sigma', 1 }, float = true },
-  { name = 'logNormal', draw = logNormal, params = { 'mean', 1, 'stdv', 2 }, float = true,
+  { name = 'cauchy', params = { 'median', 0, 'sigma', 1 }, float = true },
+  { name = 'logNormal', params = { 'mean', 1, 'stdv', 2 }, float = true,
     validate = function(op, _, s) positive(op, 'standard deviation', s) end },
-  { name = 'exponential', draw = exponential, params = { 'lambda', nil }, float = true,
+  { name = 'exponential', params = { 'lambda', nil }, float = true,
     validate = function(op, l) positive(op, 'lambda', l) end },
-  { name = 'geometric', draw = geometric, params = { 'p', nil },
+  { name = 'geometric', params = { 'p', nil },
     validate = function(op, p)
       if not (p > 0 and p < 1) then check.error(op .. ': p must be > 0 and < 1, got ' .. tostring(p)) end
     end },
-  { name = 'bernoulli', draw = bernoulli, params = { 'p', 0.5 }, validate = probability },
+  { name = 'bernoulli', params = { 'p', 0.5 }, validate = probability },
 }
 
 -- The checked parameters of a distribution call (defaults filled in).
@@ -306,12 +208,12 @@ end
 
 local fillers = {}
 for _, d in ipairs(distributions) do
-  local name, draw = d.name, d.draw
-  local loop = compileLoop(draw, 'p[i] = draw(g, a, b)')
+  local name, draw = d.name, draws[d.name]
   fillers[name] = function(op, t, g, a, b)
     if d.float then floatOnly(op, t) end
     a, b = parameters(op, d, a, b)
-    return fill(t, loop, g, a, b)
+    backend.of(t).random(name, t, a, b, g)
+    return t
   end
   torch[name] = function(x, ...)
     if isTensor(x) then return x[name](x, ...) end
@@ -320,27 +222,31 @@ for _, d in ipairs(distributions) do
     return draw(g, a, b)
   end
   torch._method(name, function(t, ...)
-    local g, a, b = withGen(...)
+    local g, a, b = tensorGen(name, t, ...)
     return fillers[name](name, t, g, a, b)
   end)
 end
 
--- x:bernoulli([gen,] p) with p a number or a tensor of probabilities (one per element).
-local bernoulliByElement = compileLoop(bernoulli, 'p[i] = draw(g, q[i])')
+-- x:bernoulli([gen,] p) with p a number or a tensor of probabilities (one per element, of
+-- either device).
 local bernoulliNumber = fillers.bernoulli
 fillers.bernoulli = function(op, t, g, p)
   if not isTensor(p) then return bernoulliNumber(op, t, g, p) end
   check.sameElements(op, t, p)
   if p._dt.half then p = p:float() end
-  local probs = p:double():contiguous()
-  local q = probs._st and probs._st._ptr + probs._off
-  for i = 0, probs:nElement() - 1 do probability(op, q[i]) end
-  return fill(t, bernoulliByElement, g, nil, nil, q)
+  if numel(p) > 0 then
+    local lo, hi = backend.of(p).minmax(p)
+    probability(op, lo)
+    probability(op, hi)
+  end
+  backend.of(t).random('bernoulli', t, p, nil, g)
+  return t
 end
 
--- x:random([gen,] [a,] [b]): a..b, 1..a, or the whole draw reduced as torch7 does per type.
-local typeRange = { Byte = 256, Char = 128, Short = 32768, Int = 2 ^ 31, Long = 2 ^ 63,
-                    Float = 2 ^ 24 + 1, Double = 2 ^ 53 + 1, Half = 2 ^ 11 + 1 }
+-- x:random([gen,] [a,] [b]): a..b, 1..a, or the whole draw reduced as torch7 does per type (a
+-- draw has 32 bits: the types holding more take it whole).
+local typeRange = { Byte = 256, Char = 128, Short = 32768, Int = 2 ^ 31, Long = TWO32,
+                    Float = 2 ^ 24 + 1, Double = TWO32, Half = 2 ^ 11 + 1 }
 
 local function truncate(x) return x >= 0 and floor(x) or -floor(-x) end
 
@@ -359,18 +265,18 @@ local function randomBounds(op, a, b, wholeRange)
   return b + 1 - a, a
 end
 
-local randomLoop = compileLoop(ranged, 'p[i] = draw(g, a, b)')
 torch._method('random', function(t, ...)
-  local g, a, b = withGen(...)
-  local range, base = randomBounds('random', a, b, typeRange[t._dt.name])
-  return fill(t, randomLoop, g, range, base)
+  local g, a, b = tensorGen('random', t, ...)
+  local range, base = randomBounds('random', a, b, typeRange[(t._dt.host or t._dt).name])
+  backend.of(t).random('random', t, base, base + range - 1, g)
+  return t
 end)
 
 function torch.random(x, ...)
   if isTensor(x) then return x:random(...) end
   local g, a, b = withGen(x, ...)
   if a == nil then return random32(g) end
-  return ranged(g, randomBounds('random', a, b))
+  return mt.ranged(g, randomBounds('random', a, b))
 end
 
 ------------------------------------------------------------------------------------------------
@@ -594,8 +500,8 @@ function torch.multinomialAlias(...)
   local out = torch.LongTensor(n)
   local o = out._st._ptr
   for i = 0, n - 1 do
-    local slot = floor(uniform(g, 0, k))
-    if bernoulli(g, qp[slot]) == 1 then o[i] = slot + 1 else o[i] = jp[slot] end
+    local slot = floor(draws.uniform(g, 0, k))
+    if draws.bernoulli(g, qp[slot]) == 1 then o[i] = slot + 1 else o[i] = jp[slot] end
   end
   return output:copy(out)
 end
