@@ -256,6 +256,42 @@ def test_nonzero(m, rng, dtype, shape):
     np.testing.assert_array_equal(N(res).reshape(-1, a.ndim), np.argwhere(a) + 1)
 
 
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64])
+def test_nonzero_counts_any_value(m, rng, dtype):
+    """Non-zeros of every value, not only 0 and 1 (the integer counts run without branches); runs
+    of every length modulo 4, contiguous and strided."""
+    info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
+    special = [info.min, info.max, 1, 2] if info else [np.nan, -0.0, np.inf, -1e-30]
+    for n in range(0, 10):
+        a = np.where(rng.random(n) < 0.5, 0, rng.choice(np.array(special, dtype=dtype), n)).astype(dtype)
+        for x in layouts(a):
+            got = N(m["m"](T(x), "nonzero"))
+            np.testing.assert_array_equal(got.reshape(-1, 1), np.argwhere(a) + 1, err_msg=f"n={n}")
+
+
+def test_masked_select_counts_long_masks(m, rng):
+    """maskedSelect sizes its result by counting the mask's ones (long runs, odd lengths)."""
+    for n in (1, 4, 1001, 4099):
+        a = rng.standard_normal(n)
+        mask = rng.integers(0, 2, n).astype(np.uint8)
+        for mk in layouts(mask):
+            np.testing.assert_array_equal(N(m["m"](T(a), "maskedSelect", T(mk))), a[mask == 1])
+
+
+def test_function_forms(m, rng):
+    """torch.index, torch.maskedSelect, torch.gather, torch.nonzero: as the methods."""
+    a = rng.standard_normal((4, 3))
+    idx = np.array([4, 2, 2])
+    np.testing.assert_array_equal(N(m["fn"]("index", T(a), 1, T(idx))), a[idx - 1])
+    res = luabridge.eval("torch.DoubleTensor()")
+    m["fn"]("index", res, T(a), 2, T(np.array([3, 1])))
+    np.testing.assert_array_equal(N(res), a[:, [2, 0]])
+    mask = (a > 0).astype(np.uint8)
+    np.testing.assert_array_equal(N(m["fn"]("maskedSelect", T(a), T(mask))), a[a > 0])
+    np.testing.assert_array_equal(N(m["fn"]("nonzero", T(mask))), np.argwhere(mask) + 1)
+
+
 # --------------------------------------------------------------------------------------------
 # cat, split, chunk
 
