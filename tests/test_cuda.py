@@ -499,6 +499,77 @@ def test_index_errors(xp, rng):
     ], t)
 
 
+# Every indexing op of math/index.lua on a tensor t with an index i and a 0/1 mask m of t's
+# device (t 3x4); the results in order.
+INDEX_OPS = """function(t, i, m)
+  local src, r = t:index(2, i), t.new()
+  return t:index(1, i), r:index(t, 2, i), t:clone():indexCopy(2, i, src), t:clone():indexAdd(2, i, src),
+         t:clone():indexFill(2, i, -1), torch.gather(t, 2, i:view(1, 3):expand(3, 3)),
+         t:clone():scatter(1, i:narrow(1, 2, 2):view(2, 1):expand(2, 4), -5), t:maskedSelect(m),
+         t:clone():maskedFill(m, 9), t:clone():maskedCopy(m, t:index(1, i)), t[m], torch.nonzero(m)
+end"""
+
+
+def index_refs(a: np.ndarray, idx: np.ndarray, mask: np.ndarray) -> list[np.ndarray]:
+    """numpy's results of INDEX_OPS (float64; idx 1-based; idx[1:] distinct)."""
+    i = idx - 1
+    src = a[:, i]
+    copied = a.copy(); copied[:, i] = src
+    added = a.copy(); np.add.at(added, (slice(None), i), src)
+    filled = a.copy(); filled[:, i] = -1
+    scattered = a.copy(); scattered[i[1:]] = -5
+    sel = a[mask == 1]
+    copy = a.copy(); copy[mask == 1] = a[i].ravel()[: sel.size]
+    return [a[i], src, copied, added, filled, a[:, i], scattered, sel, np.where(mask, 9, a), copy, sel,
+            np.argwhere(mask) + 1]
+
+
+def test_index_ops_one_front_end(xp, rng):
+    """CPU and CUDA tensors take the same front end: each gives numpy's results."""
+    a = f32(rng, 3, 4)
+    idx = np.array([2, 3, 1], dtype=np.int64)
+    mask = (a > 0).astype(np.uint8)
+    ops = L(INDEX_OPS)
+    cpu = ops(luabridge.from_numpy(a), luabridge.from_numpy(idx), luabridge.from_numpy(mask))
+    cuda_ = ops(transposed(a), dev(idx), dev(mask))
+    for k, (c, g, ref) in enumerate(zip(cpu, cuda_, index_refs(a.astype(np.float64), idx, mask))):
+        np.testing.assert_allclose(luabridge.to_numpy(c), ref, rtol=2e-6, err_msg=f"CPU result {k + 1}")
+        close(g, ref)
+
+
+def test_index_errors_read_alike_on_both_devices(xp, rng):
+    """The one front end's checks: the same message for a CPU and a CUDA tensor, before anything
+    is written; a CPU tensor takes no device index or mask."""
+    a = f32(rng, 3, 4)
+    cases = [
+        ("function(t, i, m) return t:index(2, i:fill(5)) end", "index: index 5 out of range for dimension 2 of size 4"),
+        ("function(t, i, m) return t:indexFill(1, i:fill(0), 1) end", "indexFill: index 0 out of range for dimension 1 of size 3"),
+        ("function(t, i, m) return t:scatter(2, i:fill(5):view(3, 1), 0) end", "scatter: index 5 out of range for dimension 2 of size 4"),
+        ("function(t, i, m) return t:gather(1, i) end", "gather: the index must have 2 dimensions, got 3"),
+        ("function(t, i, m) return t:maskedFill(m:fill(2), 1) end", "maskedFill: the mask can hold 0 and 1 only"),
+        ("function(t, i, m) return t:maskedCopy(m:fill(1), t:view(12):narrow(1, 1, 2)) end",
+         "maskedCopy: the mask has 12 ones but the source only 2 elements"),
+        ("function(t, i, m) return t:indexAdd(1, i, t:narrow(2, 1, 3)) end",
+         r"indexAdd: slices of the destination \(3x4\) and the source \(3x3\) along dimension 1 differ in size"),
+    ]
+    for code, pattern in cases:
+        fn = L(code)
+        for t, i, m in ((luabridge.from_numpy(a.copy()), luabridge.from_numpy(np.array([1, 2, 3])),
+                         luabridge.from_numpy(np.zeros((3, 4), np.uint8))),
+                        (dev(a), dev(np.array([1, 2, 3])), dev(np.zeros((3, 4), np.uint8)))):
+            with pytest.raises(luabridge.LuaError, match=pattern):
+                fn(t, i, m)
+            np.testing.assert_array_equal(host(t), a)
+    assert_lua_errors([
+        ("function(t) return t:index(1, torch.CudaLongTensor({1})) end",
+         "index: the index must be a torch.LongTensor, got torch.CudaLongTensor"),
+        ("function(t) return t:maskedSelect(torch.CudaByteTensor(3, 4):zero()) end",
+         "maskedSelect: the mask must be a torch.ByteTensor, got torch.CudaByteTensor"),
+        ("function(t) return torch.nonzero(torch.LongTensor(), t:cuda()) end",
+         "nonzero: the index result must be a torch.CudaLongTensor, got torch.LongTensor"),
+    ], luabridge.from_numpy(a))
+
+
 # ----------------------------------------------------------------------------------------------
 # sorting and joining
 
