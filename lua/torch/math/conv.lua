@@ -2,37 +2,16 @@
 -- convolution (kernel flipped) or cross-correlation, of one image with one kernel, of each plane
 -- with its own kernel (3D/3D, 4D/4D), or summed over input planes per output plane (3D/4D, 4D/5D).
 --
--- Everything runs as one primitive, a valid 3D cross-correlation of contiguous volumes (a 2D
--- image is a volume of depth 1): convolution correlates with the flipped kernel, and full mode
--- correlates a zero-padded input.
+-- Everything runs as one op of the backend, xcorr3: valid 3D cross-correlations of contiguous
+-- volumes (a 2D image is a volume of depth 1; backend/cpu/conv.lua). Convolution correlates with
+-- the flipped kernel, and full mode correlates a zero-padded input.
 local torch = require 'torch.env'
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
+local numel = require('torch.backend.cpu.apply').numel
+require 'torch.backend.cpu.conv'
 
 local isTensor = torch.isTensor
-local ptr = apply.ptr
-
--- out (od x or x oc) += valid cross-correlation of input (id x ir x ic) with kernel (kd x kr x kc);
--- pointers to contiguous data. The innermost loop runs along an output row.
-local xcorrLoops = apply.perType('xcorr', [[
-return function(po, pi, id, ir, ic, pk, kd, kr, kc)
-  local od, orows, oc = id - kd + 1, ir - kr + 1, ic - kc + 1
-  for z = 0, od - 1 do
-    for a = 0, kd - 1 do
-      for y = 0, orows - 1 do
-        local orow = (z * orows + y) * oc
-        for b = 0, kr - 1 do
-          local irow = ((z + a) * ir + y + b) * ic
-          local krow = (a * kr + b) * kc
-          for c = 0, kc - 1 do
-            local w, base = pk[krow + c], irow + c
-            for x = 0, oc - 1 do po[orow + x] = po[orow + x] + w * pi[base + x] end
-          end
-        end
-      end
-    end
-  end
-end]])
 
 -- A contiguous copy of t with its last n dims reversed (the convolution kernel).
 local function flipped(t, n)
@@ -78,7 +57,7 @@ local function defineConv(name, n, flip)
     if mode ~= 'V' and mode ~= 'F' then
       check.error(("%s: type of convolution can be 'V' or 'F', got %s"):format(name, tostring(mode)))
     end
-    if apply.numel(x) == 0 or apply.numel(k) == 0 then
+    if numel(x) == 0 or numel(k) == 0 then
       check.error(('%s: empty input (%s) or kernel (%s)'):format(name, check.sizestr(x), check.sizestr(k)))
     end
     local kind = form(n, #x._sz, #k._sz)
@@ -120,23 +99,13 @@ local function defineConv(name, n, flip)
     check.tensorOf(name, r, 'result')
     check.sameType(name, r, x)
 
+    local xcorr = backend.of(r).xcorr3
     local nout = kind == 'single' and 1 or ks[1]
     local vol = x:contiguous():view(xs)
     if mode == 'F' then vol = padded(vol, pads) end
     local kern = (flip and flipped(k, n) or k:contiguous()):view(ks)
     local out = x.new():resize(nout, outSize[2], outSize[3], outSize[4]):zero()
-    local loop = xcorrLoops[x._dt]
-    local id, ir, ic = vol._sz[2], vol._sz[3], vol._sz[4]
-    local kd, kr, kc = ks[3], ks[4], ks[5]
-    for q = 1, nout do
-      local o = out:select(1, q)
-      local first, last = 1, xs[1]
-      if kind == 'planes' then first, last = q, q end
-      for p = first, last do
-        local kq = kind == 'sum' and kern:select(1, q):select(1, p) or kern:select(1, q):select(1, 1)
-        loop(ptr(o), ptr(vol:select(1, p)), id, ir, ic, ptr(kq), kd, kr, kc)
-      end
-    end
+    xcorr(out, vol, kern, kind)
 
     local shape = {}
     if kind ~= 'single' then shape[1] = nout end
