@@ -322,6 +322,60 @@ def test_comparisons(xp, rng, name, op):
         ("torch.CudaByteTensor", "torch.CudaTensor")
 
 
+POINTWISE_METHODS = ["fill", "zero", "copy", "exp", "sigmoid", "abs", "neg", "mul", "div", "fmod", "mod", "remainder",
+                     "cmul", "cdiv", "cpow", "cmod", "cremainder", "atan2", "cmax", "cmin", "pow", "add", "csub",
+                     "addcmul", "addcdiv", "clamp", "lerp", "lt", "ge", "ne"]
+# the same calls on either device: (Lua expression over x, y, p, numpy float64 reference)
+POINTWISE_CALLS = [
+    ("x:clone():fill(2.5)", lambda x, y, p: np.full_like(x, 2.5)),
+    ("x:clone():zero()", lambda x, y, p: np.zeros_like(x)),
+    ("torch.sigmoid(x)", lambda x, y, p: 1 / (1 + np.exp(-x))),
+    ("torch.abs(x)", lambda x, y, p: np.abs(x)),
+    ("torch.mul(x, 3)", lambda x, y, p: 3 * x),
+    ("torch.pow(p, 3)", lambda x, y, p: p ** 3),
+    ("torch.pow(2, x)", lambda x, y, p: 2 ** x),
+    ("torch.cmax(x, y)", lambda x, y, p: np.maximum(x, y)),
+    ("torch.cmin(x, 0)", lambda x, y, p: np.minimum(x, 0)),
+    ("torch.add(x, -2, y)", lambda x, y, p: x - 2 * y),
+    ("x:clone():csub(y)", lambda x, y, p: x - y),
+    ("torch.addcdiv(x, 0.5, y, p)", lambda x, y, p: x + 0.5 * y / p),
+    ("torch.clamp(x, -0.3, 0.4)", lambda x, y, p: np.clip(x, -0.3, 0.4)),
+    ("torch.lerp(x, y, 0.75)", lambda x, y, p: x + 0.75 * (y - x)),
+    ("torch.le(x, y)", lambda x, y, p: (x <= y).astype(np.uint8)),
+    ("x:gt(0)", lambda x, y, p: (x > 0).astype(np.uint8)),
+]
+
+
+def test_pointwise_one_front_end(xp, rng):
+    """CUDA tensors take the CPU methods (math/pointwise.lua, compare.lua, copy.lua): the same
+    functions, results equal to the CPU's and to numpy, errors in the same words."""
+    assert L("""function(names)
+      local c, h = torch.CudaTensor(1), torch.FloatTensor(1)
+      for n in names:gmatch('%S+') do if c[n] ~= h[n] then return n end end
+      return true
+    end""")(" ".join(POINTWISE_METHODS)) is True
+    a, b = f32(rng, 3, 4), f32(rng, 3, 4)
+    pa = (np.abs(a) + 0.5).astype(np.float32)
+    run = L("function(x, y, p) return " + ", ".join(expr for expr, _ in POINTWISE_CALLS) + " end")
+    on_device = run(transposed(a), narrowed(b), dev(pa))
+    on_host = run(*(luabridge.from_numpy(v) for v in (a, b, pa)))
+    A, B, PA = (v.astype(np.float64) for v in (a, b, pa))
+    for (expr, ref), d, h in zip(POINTWISE_CALLS, on_device, on_host):
+        np.testing.assert_allclose(host(d), luabridge.to_numpy(h), rtol=1e-6, atol=1e-6, err_msg=expr)
+        np.testing.assert_allclose(host(d), ref(A, B, PA), rtol=1e-5, atol=1e-5, err_msg=expr)
+    assert_lua_errors([
+        ("function() return torch.lt(torch.CudaLongTensor(), torch.CudaTensor(2), 0) end",
+         "lt: the result must be a torch.CudaByteTensor or a torch.CudaTensor, got torch.CudaLongTensor"),
+        ("function() return torch.CudaTensor(2):clamp(0) end",
+         r"clamp: invalid arguments \(torch.CudaTensor, number\); expected \[res,\] tensor, min_value, max_value"),
+        ("function() return torch.CudaByteTensor(2):lerp(torch.CudaByteTensor(2), 0.5) end",
+         "lerp: torch.CudaByteTensor is not supported; torch7 has lerp for torch.CudaTensor, "
+         "torch.CudaDoubleTensor and torch.CudaHalfTensor only"),
+        ("function() return torch.CudaTensor(2):copy(torch.FloatTensor(3)) end",
+         r"copy: inconsistent tensor size, 2 \(2 elements\) and 3 \(3 elements\)"),
+    ])
+
+
 # ----------------------------------------------------------------------------------------------
 # reductions
 
@@ -770,7 +824,8 @@ def test_validation_errors(xp, rng):
         ("function(x) return x:add('a') end", r"add: invalid arguments \(torch.CudaTensor, string\)"),
         ("function(x) return x:sum(3) end", "sum: dimension 3 out of range of 2D tensor"),
         ("function() return torch.CudaLongTensor(2):exp() end",
-         "exp: expected a torch.CudaTensor, .* got torch.CudaLongTensor"),
+         "exp: torch.CudaLongTensor is not supported; torch7 has exp for torch.CudaTensor, "
+         "torch.CudaDoubleTensor and torch.CudaHalfTensor only"),
         ("function() return torch.CudaTensor():max() end", "max: the tensor has no elements"),
         ("function(x) return x:topk(4) end", "topk: k = 4 out of range for dimension 2 of size 3"),
         ("function() return torch.CudaLongTensor(2):div(0.5) end",

@@ -4,16 +4,17 @@ local check = require 'torch.check'
 local blas = require 'torch.backend.cpu.blas'
 local memory = require 'torch.memory'
 
--- The number of threads the BLAS products use (OpenBLAS's setting; 1 without OpenBLAS).
+-- The threads luabridge's CPU work may use (default: the cores this process may run on). The
+-- BLAS products take up to this many, fewer for small ones (backend/cpu/blas.lua).
 function torch.setnumthreads(n)
   if type(n) ~= 'number' or n < 1 or n ~= math.floor(n) then
     check.error('setnumthreads: expected a positive integer, got ' .. tostring(n))
   end
-  if blas.setThreads then blas.setThreads(n) end
+  blas.setThreads(n)
 end
 
 function torch.getnumthreads()
-  return blas.getThreads and blas.getThreads() or 1
+  return blas.threads
 end
 
 -- With tracking on (the default), the collector runs after every 64 MiB of new tensor memory,

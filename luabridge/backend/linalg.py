@@ -5,6 +5,13 @@ library numpy itself links (OpenBLAS in the pip wheels) and its symbol naming, a
 through the LuaJIT FFI with no Python in the way. Where no such library can be found (or
 LUABRIDGE_BLAS=numpy asks for it), the `blas_*` callbacks below do the same column-major BLAS
 calls with numpy over the shared memory; LAPACK is then unavailable.
+
+Threads: the Lua side sets OpenBLAS's thread count per call (lua/torch/backend/cpu/blas.lua).
+OpenBLAS's idle workers spin (calling sched_yield) for 2**28 clock ticks, about 0.1 s, after every
+threaded call before they sleep, taking a core from the rest of the process and from other
+processes. `quiet_workers` shortens that wait to THREAD_TIMEOUT once per process: the library
+reads OPENBLAS_THREAD_TIMEOUT only when it starts its thread pool, so the variable is set, the
+library rereads its environment and the pool is restarted. A timeout the user set is left alone.
 """
 from __future__ import annotations
 
@@ -21,6 +28,10 @@ from ..memory import DTYPES
 
 if TYPE_CHECKING:
     from ..runtime import Bridge
+
+# log2 of the clock ticks an idle OpenBLAS worker waits for work before sleeping (2**18 ticks:
+# about 0.1 ms, enough for the next product of a loop over images; bench/gemm_threads.py)
+THREAD_TIMEOUT = 18
 
 # (prefix, suffix) of the symbol names: prefix + 'cblas_dgemm' + suffix, prefix + 'dgesv_' + suffix
 _SCHEMES = (("scipy_", "64_"), ("", "64_"), ("", ""))
@@ -158,17 +169,64 @@ def blas_dot(type_name: str, n: int, xhi: int, xlo: int, incx: int, yhi: int, yl
     return float(np.dot(x, y))
 
 
+_quieted: set[str] = set()
+
+
+def quiet_workers(found: BlasLibrary) -> None:
+    """OpenBLAS's idle workers sleep after THREAD_TIMEOUT (see the module's doc); once per library."""
+    if found.path in _quieted or "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+        return
+    _quieted.add(found.path)
+    lib = ctypes.CDLL(found.path)
+    read_env = getattr(lib, "openblas_read_env", None)
+    shutdown = getattr(lib, "blas_thread_shutdown_", None)
+    count = getattr(lib, f"{found.prefix}openblas_get_num_threads{found.suffix}", None)
+    restart = getattr(lib, f"{found.prefix}openblas_set_num_threads{found.suffix}", None)
+    if None in (read_env, shutdown, count, restart):
+        return
+    os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(THREAD_TIMEOUT)
+    read_env()
+    threads = count()
+    shutdown()
+    restart(threads)
+
+
+def spin_seconds() -> float:
+    """At most how long OpenBLAS's workers spin after a call (its clock ticks at 1 GHz or more)."""
+    try:
+        timeout = min(max(int(os.environ.get("OPENBLAS_THREAD_TIMEOUT", "")), 4), 30)
+    except ValueError:
+        timeout = 28
+    return 2 ** timeout / 1e9
+
+
+def threads() -> tuple[int, int, float]:
+    """For Lua: torch.getnumthreads() before any setnumthreads (OMP_NUM_THREADS when set, else
+    the cores this process may run on), the machine's online CPUs, and spin_seconds()."""
+    try:
+        wanted = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        wanted = 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return (wanted if wanted > 0 else cores), os.cpu_count() or cores, spin_seconds()
+
+
 def blas_library() -> tuple[Any, ...] | None:
     """For Lua: (path, prefix, suffix, int bits, has LAPACK) of the BLAS library, or nil."""
     found = find_blas()
     if found is None:
         return None
+    quiet_workers(found)
     return found.path, found.prefix, found.suffix, found.int_bits, found.lapack
 
 
 def callbacks(bridge: "Bridge") -> dict:
     return {
         "blas_library": blas_library,
+        "blas_threads": threads,
         "blas_gemm": blas_gemm,
         "blas_gemv": blas_gemv,
         "blas_ger": blas_ger,

@@ -5,12 +5,25 @@
 --
 -- Everything here is column-major, as BLAS: callers pass pointers, sizes, leading dimensions and
 -- increments that they have already made valid (ld >= max(1, rows), inc > 0).
+--
+-- Threads: blas.threads is torch.setnumthreads' count (default: the cores this process may use).
+-- Each call sets OpenBLAS's thread count first (a C store, about 2 ns), then puts the setting
+-- back: a product gets one more thread per blas.minWork multiply-adds, up to blas.threads, so
+-- small ones stay on one thread; and no more threads than the machine has idle CPUs (one
+-- pread of /proc/loadavg's count of runnable threads, only for calls large enough to split):
+-- OpenBLAS's threads wait on each other many times per product, so a split product stalls
+-- whenever one of them is descheduled. LAPACK gets blas.threads. lua/torch/README.md, "Threads",
+-- has the measurements (bench/gemm_threads.py).
 local ffi = require 'ffi'
 local memory = require 'torch.memory'
 local check = require 'torch.check'
 
 local py = memory.py
+local floor = math.floor
 local blas = {}
+
+-- multiply-adds (elements for level 1 and 2) each thread of a call gets at least
+blas.minWork = { gemm = 4e6, gemv = 4e6 }
 
 local ColMajor, NoTrans, Trans = 102, 111, 112
 
@@ -94,31 +107,106 @@ local function bindLibrary(path, prefix, suffix, intBits, hasLapack)
   return fn, INT
 end
 
+-- Declared under private names (asm labels) so that other cdefs of these functions cannot clash.
+ffi.cdef [[
+typedef struct { long tv_sec; long tv_nsec; } luabridge_blas_timespec;
+int luabridge_blas_clock_gettime(int clock, luabridge_blas_timespec *ts) __asm__("clock_gettime");
+int luabridge_blas_open(const char *path, int flags) __asm__("open");
+int64_t luabridge_blas_pread(int fd, void *buf, size_t n, int64_t offset) __asm__("pread");
+]]
+local ts = ffi.new('luabridge_blas_timespec')
+local function now()
+  ffi.C.luabridge_blas_clock_gettime(1, ts)   -- CLOCK_MONOTONIC
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+-- The workers of the last threaded call, which spin (runnable) until spinUntil.
+local spinning, spinUntil = 0, 0
+
+-- The CPUs a call may use now: the online CPUs less the machine's runnable threads other than
+-- this one and its spinning workers (the fourth field of /proc/loadavg, "running/all"); nil
+-- where that cannot be read.
+local freeCpus
+local loadavg = ffi.os == 'Linux' and ffi.C.luabridge_blas_open('/proc/loadavg', 0) or -1
+if loadavg >= 0 then
+  local buf = ffi.new('char[128]')
+  freeCpus = function()
+    local got = tonumber(ffi.C.luabridge_blas_pread(loadavg, buf, 127, 0))
+    local running = got > 0 and tonumber(ffi.string(buf, got):match(' (%d+)/'))
+    if not running then return nil end
+    local others = running - 1
+    if spinning > 0 and now() < spinUntil then others = others - spinning end
+    return blas.cpus - others
+  end
+end
+
+-- The thread count for a call of `work` units, at least `least` per thread: 1 .. blas.threads,
+-- and no more than the free CPUs.
+function blas.threadsFor(work, least)
+  local n = blas.threads
+  if n == 1 or work < 2 * least then return 1 end
+  if work < n * least then n = floor(work / least) end
+  local free = freeCpus and freeCpus()
+  if free and free < n then n = free > 1 and free or 1 end
+  return n
+end
+
+-- After a call on n threads: its n - 1 workers spin for a while.
+local function spun(n)
+  if n > 1 then spinning, spinUntil = n - 1, now() + blas.spinSeconds end
+end
+
 local function ffiBlas(fn)
   local sgemm, dgemm, sgemv, dgemv = fn.sgemm, fn.dgemm, fn.sgemv, fn.dgemv
   local sger, dger, sdot, ddot = fn.sger, fn.dger, fn.sdot, fn.ddot
+  local setThreads = fn.setThreads or function() end   -- a BLAS other than OpenBLAS
+  local minWork = blas.minWork
+  -- OpenBLAS's count for one call (returned); the setting is put back after it (for LAPACK
+  -- and numpy) by restore. blas.threadsFor is looked up per call: bench/gemm_threads.py
+  -- replaces it to time fixed counts.
+  local function size(work, least)
+    local n = blas.threadsFor(work, least)
+    setThreads(n)
+    return n
+  end
+  local function restore(used)
+    if used ~= blas.threads then setThreads(blas.threads) end
+    spun(used)
+  end
+
   function blas.gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
     local f = dt.name == 'Double' and dgemm or sgemm
+    local used = size(m * n * k, minWork.gemm)
     f(ColMajor, ta and Trans or NoTrans, tb and Trans or NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    restore(used)
   end
   function blas.gemv(dt, trans, m, n, alpha, a, lda, x, incx, beta, y, incy)
     local f = dt.name == 'Double' and dgemv or sgemv
+    local used = size(m * n, minWork.gemv)
     f(ColMajor, trans and Trans or NoTrans, m, n, alpha, a, lda, x, incx, beta, y, incy)
+    restore(used)
   end
   function blas.ger(dt, m, n, alpha, x, incx, y, incy, a, lda)
     local f = dt.name == 'Double' and dger or sger
+    local used = size(m * n, minWork.gemv)
     f(ColMajor, m, n, alpha, x, incx, y, incy, a, lda)
+    restore(used)
   end
   function blas.dot(dt, n, x, incx, y, incy)
     local f = dt.name == 'Double' and ddot or sdot
-    return tonumber(f(n, x, incx, y, incy))
+    local used = size(n, minWork.gemv)
+    local s = tonumber(f(n, x, incx, y, incy))
+    restore(used)
+    return s
   end
   -- y += alpha * x; only through the FFI (callers have a loop otherwise)
   local saxpy, daxpy = fn.saxpy, fn.daxpy
   if saxpy and daxpy then
     function blas.axpy(dt, n, alpha, x, incx, y, incy)
       local f = dt.name == 'Double' and daxpy or saxpy
+      local used = size(n, minWork.gemv)
       f(n, alpha, x, incx, y, incy)
+      restore(used)
     end
   end
 end
@@ -149,6 +237,7 @@ local function ffiLapack(fn, INT)
         end
       end
       for h = 1, nchar do args[#kinds + h] = 1 end
+      blas.applyThreads()
       f(unpack(args, 1, #kinds + nchar))
       for i = 1, #outs do outs[i] = tonumber(outs[i][0]) end
       return unpack(outs)
@@ -199,17 +288,28 @@ end
 ------------------------------------------------------------------------------------------------
 
 local path, prefix, suffix, intBits, hasLapack = py.blas_library()
+-- the setting, the online CPUs, and how long OpenBLAS's workers may spin after a call (known
+-- once blas_library has set their timeout)
+blas.threads, blas.cpus, blas.spinSeconds = py.blas_threads()
 if path then
   local fn, INT = bindLibrary(path, prefix, suffix, intBits, hasLapack)
   ffiBlas(fn)
   if hasLapack then blas.lapack = ffiLapack(fn, INT) end
-  if fn.setThreads and fn.getThreads then
-    blas.setThreads = function(n) fn.setThreads(n) end
-    blas.getThreads = function() return tonumber(fn.getThreads()) end
+  if fn.getThreads then   -- the count OpenBLAS holds between calls
+    blas.libraryThreads = function() return tonumber(fn.getThreads()) end
   end
+  blas.applyThreads = function() if fn.setThreads then fn.setThreads(blas.threads) end end
   blas.library = path
 else
   numpyBlas()
+  blas.applyThreads = function() end
 end
+
+-- torch.setnumthreads(n): the count every BLAS call may use from now on (n >= 1).
+function blas.setThreads(n)
+  blas.threads = n
+  blas.applyThreads()
+end
+blas.applyThreads()
 
 return blas
