@@ -7,7 +7,7 @@ trace) and is timed there with clock_gettime(CLOCK_MONOTONIC) through the FFI; n
 same op from Python (timeit) into preallocated out= arrays that view the very same memory.
 Every figure is the best of several repeats, per call. ratio = numpy time / luabridge time:
 above 1 luabridge is faster. --thresholds measures, per op and type, the element count from
-which numpy's SIMD loop beats the LuaJIT kernel (the table in lua/torch/math/pointwise.lua).
+which numpy's SIMD loop beats the LuaJIT kernel (the table in lua/torch/backend/cpu/pointwise.lua).
 """
 from __future__ import annotations
 
@@ -186,18 +186,18 @@ def header() -> list[str]:
     ]
 
 
-# Threshold probes: the statement each numpy-threshold key of pointwise.lua stands for.
+# Threshold probes: the statement each numpy-threshold key of backend/cpu/pointwise.lua stands for.
 PROBES = {
     "add": "r:add(a, 0.5)", "cadd": "r:add(a, b)", "csub": "r:csub(a, b)", "mul": "r:mul(a, 0.5)",
     "div": "r:div(a, 0.5)", "cmul": "r:cmul(a, b)", "cdiv": "r:cdiv(a, b)", "cmax": "r:cmax(a, 0.5)",
-    "cmin": "r:cmin(a, 0.5)", "shift": "r:lshift(a, 2)", "fmod": "r:fmod(a, 0.3)", "cfmod": "r:cfmod(a, b)",
-    "cmod": "r:cmod(a, b)", "pow": "r:pow(a, 1.7)", "tpow": "torch.pow(r, 1.7, a)", "cpow": "r:cpow(a, b)",
+    "cmin": "r:cmin(a, 0.5)", "fmod": "r:fmod(a, 0.3)", "cfmod": "r:cfmod(a, b)",
+    "pow": "r:pow(a, 1.7)", "tpow": "torch.pow(r, 1.7, a)", "cpow": "r:cpow(a, b)",
     "square": "r:pow(a, 2)", "atan2": "r:atan2(a, b)", "compare": "torch.lt(c, a, 0.5)",
 }
 
 
 def thresholds(bench: Bench, only: list[str]) -> list[str]:
-    numpy_from = luabridge.eval("package.loaded['torch.math.pointwise'].numpyFrom")
+    numpy_from = luabridge.eval("package.loaded['torch.backend.cpu.pointwise'].numpyFrom")
     keys = [k for k in sorted(numpy_from.keys()) if not only or k in only]
     sizes = [2**k for k in range(2, 12)]
     out = ["| op | Float from | Double from | kernel / loop at 1024 (Float) |", "|---|---|---|---|"]

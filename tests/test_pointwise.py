@@ -1,4 +1,5 @@
-"""Elementwise math (lua/torch/math/pointwise.lua, operators.lua) against numpy float64.
+"""Elementwise math (lua/torch/math/pointwise.lua, operators.lua; the CPU kernels of
+lua/torch/backend/cpu/pointwise.lua) against numpy float64.
 
 Every op runs on random shapes in several layouts (contiguous, transposed, narrowed, strided,
 1-D, zero-size), in its function form (new result, given result) and its method forms, on the
@@ -268,6 +269,55 @@ def test_unaligned_memory(lua):
     arr = np.ndarray((300,), np.float32, buffer=raw, offset=1)  # float32 elements at odd addresses
     arr[:] = np.linspace(-1, 1, 300, dtype=np.float32)
     expect(call("exp", arr), np.exp(arr.astype(np.float64)).astype(np.float32), "Float", "exp unaligned")
+
+
+# ----------------------------------------------------------------------------------------------
+# the CPU op table (backend/cpu/pointwise.lua), as kernels outside the front end call it
+
+OP_TABLE_CALLS = """function(a, b, c)
+  local cpu = require('torch.backend').cpu
+  local out = {}
+  local function result(type)   -- a new result of a's sizes, kept for the return
+    local r = (type or a.new)():resizeAs(a)
+    out[#out + 1] = r
+    return r
+  end
+  cpu.unary('tanh', result(), a)
+  cpu.binary('max', result(), a, 0.25)
+  cpu.binary('sub', result(), a, b)
+  cpu.binary('pow', result(), c, 2)
+  cpu.binary('tpow', result(), a, 2)
+  cpu.binary('lt', result(torch.ByteTensor), a, b)
+  cpu.add(result(), a, 2, b)
+  cpu.add(result(), a, -1.5)
+  cpu.addcmul(result(), a, 0.5, b, c)
+  cpu.addcdiv(result(), a, 2, b, c)
+  cpu.clamp(result(), a, -0.5, 0.5)
+  cpu.lerp(result(), a, b, 0.25)
+  cpu.fill(result(), 3)
+  cpu.copy(result(torch.LongTensor), a)
+  return unpack(out)
+end"""
+
+
+def test_cpu_op_table(path, rng):
+    """The ops under the front end, called with checked operands and sized results."""
+    for t, transposed in ((t, k) for t in FLOATS for k in (False, True)):
+        a = values(rng, (4, 3), t, "any").T if transposed else values(rng, (3, 4), t, "any")
+        b, c = values(rng, (3, 4), t, "any"), values(rng, (3, 4), t, "nonzero")
+        x, y, z = (v.astype(np.float64) for v in (a, b, c))
+        wants = [(np.tanh(x), t), (np.maximum(x, 0.25), t), (x - y, t), (z * z, t), (2 ** x, t),
+                 (x < y, "Byte"), (x + 2 * y, t), (x - 1.5, t), (x + 0.5 * y * z, t), (x + 2 * y / z, t),
+                 (np.clip(x, -0.5, 0.5), t), (x + 0.25 * (y - x), t), (np.full(x.shape, 3.0), t),
+                 (np.trunc(x), "Long")]
+        got = lua_fn(OP_TABLE_CALLS)(a, b, c)
+        for i, (g, (want, type_name)) in enumerate(zip(got, wants)):
+            expect(g, c_cast(want, type_name), type_name, f"op table call {i + 1} ({t})")
+
+
+def test_op_table_names_a_missing_op(lua):
+    with pytest.raises(luabridge.LuaError, match="no_such_op is not available for CPU tensors"):
+        lua_fn("function() return require('torch.backend').cpu.no_such_op end")()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """numpy's compiled ufunc inner loops, lent to the Lua side.
 
-Elementwise math on Float and Double tensors (lua/torch/math/pointwise.lua) runs numpy's own
+Elementwise math on Float and Double tensors (lua/torch/backend/cpu/pointwise.lua) runs numpy's own
 SIMD inner loops on the shared memory: Lua asks once per (ufunc, signature) for the loop's
 address and calls it through the LuaJIT FFI as numpy's ufunc machinery would,
 ``loop(args, dimensions, steps, data)``. No Python runs per call, so even small tensors gain.

@@ -1,0 +1,494 @@
+-- The CPU elementwise ops behind math/pointwise.lua, compare.lua and copy.lua, registered as
+-- fill copy unary binary add addcmul addcdiv clamp lerp (lua/torch/README.md, "The front end
+-- and the op table"). Operands arrive checked, results sized, numbers already of the operands'
+-- element type (the front end casts them as torch7 casts its `real` arguments).
+-- Float and Double operands run numpy's SIMD loops (backend/cpu/ufunc.lua) when contiguous and
+-- large enough (numpyFrom); everything else runs LuaJIT kernels (apply.kernel).
+-- Returns { numpyFrom = ... }: the tests and bench/tensor_ops.py move the thresholds.
+local ffi = require 'ffi'
+local torch = require 'torch.env'
+local dtype = require 'torch.dtype'
+local memory = require 'torch.memory'
+local backend = require 'torch.backend'
+local apply = require 'torch.backend.cpu.apply'
+local ufunc = require 'torch.backend.cpu.ufunc'
+local blas = require 'torch.backend.cpu.blas'
+
+local numel, isContiguous = apply.numel, apply.isContiguous
+
+------------------------------------------------------------------------------------------------
+-- where numpy's loops take over
+
+-- Element counts from which an op runs numpy's loop on contiguous Float / Double operands
+-- rather than the LuaJIT kernel. Measured with `python bench/tensor_ops.py --thresholds` (AMD
+-- EPYC Zen 5 with AVX-512, numpy 2.4): a loop call costs a few ns, so numpy wins from 4 to 16
+-- elements and by 4x (+, *) to 50x (tanh) at 1024; ops switch at 16 but for these exceptions.
+-- Keys are the op names, with a 'c' before a binary op's tensor form (cadd, cmul, cmax...).
+local numpyFromAll = 16
+local numpyFrom = {
+  floor   = { Float = 32,  Double = 16 },
+  rsqrt   = { Float = 16,  Double = 256 },   -- two loops
+  sigmoid = { Float = 64,  Double = 512 },   -- four loops
+  square  = { Float = 512, Double = 256 },   -- x * x is as fast in Lua
+}
+
+-- An op key, with its thresholds (the default unless an exception above).
+local function numpyKey(key)
+  numpyFrom[key] = numpyFrom[key] or { Float = numpyFromAll, Double = numpyFromAll }
+  return key
+end
+
+local intptr = ffi.typeof('intptr_t')
+local typeChar = { Float = 'f', Double = 'd' }
+
+-- The byte address of t's first element, as a number.
+local function address(t) return tonumber(ffi.cast(intptr, t._st._ptr)) + t._off * t._dt.size end
+local function data(t) return t._st._ptr + t._off end
+
+-- The address of r's elements when numpy's loop may write the n elements of r for op `key` on
+-- sources of type dt: contiguous, aligned, and at least the op's threshold; else nil.
+local function numpyTarget(key, dt, r, n)
+  local from = numpyFrom[key]
+  local least = from and from[dt.name]
+  if not least or n < least or n == 0 or not isContiguous(r) then return nil end
+  local p = address(r)
+  if p % r._dt.size ~= 0 then return nil end
+  return p
+end
+
+-- Whether numpy's loop may read input t (n elements) for result r at address pr: contiguous,
+-- aligned, and either r's very elements or apart from them (the loops read ahead in blocks,
+-- torch7 element by element).
+local function numpySource(t, r, pr, n)
+  if not isContiguous(t) then return false end
+  local p, s = address(t), t._dt.size
+  if p % s ~= 0 then return false end
+  return (p == pr and s == r._dt.size) or p + n * s <= pr or pr + n * r._dt.size <= p
+end
+
+-- numpy's loop for ufunc `name` with nin inputs of dt (output '?' with boolOut), by dt, cached.
+local function numpyLoop(name, nin, boolOut)
+  local byType = {}
+  return function(dt)
+    local l = byType[dt.id]
+    if l == nil then
+      local c = typeChar[dt.name]
+      l = c and ufunc.loop(name, c:rep(nin) .. '->' .. (boolOut and '?' or c)) or false
+      byType[dt.id] = l
+    end
+    return l
+  end
+end
+
+-- A one-element buffer per element type: numpy's scalar operands (step 0).
+local scalars = {}
+for _, dt in ipairs(dtype.list) do scalars[dt.id] = ffi.new(dt.ctype .. '[1]') end
+
+------------------------------------------------------------------------------------------------
+-- LuaJIT kernels
+
+-- C functions that kernel bodies reach as torch._libm.f (Lua's math lacks them); the front end
+-- uses them for its number forms.
+ffi.cdef [[
+double luabridge_trunc(double) asm("trunc");
+double luabridge_round(double) asm("round");
+double luabridge_log1p(double) asm("log1p");
+]]
+torch._libm = { trunc = ffi.C.luabridge_trunc, round = ffi.C.luabridge_round, log1p = ffi.C.luabridge_log1p }
+
+-- Element type classes for kernel bodies: F computes in double, I (Byte to Int) in double and
+-- stores truncated, L in int64 arithmetic (Long elements read as int64 cdata).
+local function classOf(dt) return dt.integer and (dt.int64 and 'L' or 'I') or 'F' end
+
+-- A body for '$1 = ...' given as its right-hand side (a body naming $1 is whole); bodies is
+-- one body for every type or { F =, I =, L = }.
+local function assign(body)
+  if type(body) == 'table' then
+    local r = {}
+    for k, v in pairs(body) do r[k] = assign(v) end
+    return r
+  end
+  return body:find('$1', 1, true) and body or '$1 = ' .. body
+end
+
+local runners = {}
+local function runner(n, body)
+  local key = n .. body
+  if not runners[key] then runners[key] = apply.kernel(n, body) end
+  return runners[key]
+end
+
+-- apply.kernel runners by dtype id for an n-operand op (L falls back on I; a class without a
+-- body has none: the front end refuses its types).
+local function kernels(n, bodies)
+  bodies = assign(bodies)
+  local byType = {}
+  for _, dt in ipairs(dtype.list) do
+    local c = classOf(dt)
+    local body = type(bodies) == 'string' and bodies or bodies[c] or (c == 'L' and bodies.I)
+    byType[dt.id] = body and runner(n, body) or false
+  end
+  return byType
+end
+
+------------------------------------------------------------------------------------------------
+-- runners: kernel or numpy loop
+
+-- No loop runs per call on the way to a kernel or numpy loop: a short loop entered on every
+-- call gets hot by itself, fails to make a trace, is blacklisted, and then every trace through
+-- it aborts (so chains below are nested closures, not loops).
+
+-- r = f(a). chain: numpy's loops in turn, the first reading a and the rest r in place; a step
+-- is a ufunc name or { name, c }, a binary ufunc with the constant c second.
+local function map1(key, bodies, chain)
+  local run = kernels(2, bodies)
+  if not chain then return function(r, a) run[r._dt.id](r, a) end end
+  numpyKey(key)
+  local steps = {}
+  for i, s in ipairs(chain) do
+    steps[i] = type(s) == 'table' and { loop = numpyLoop(s[1], 2), c = s[2] } or { loop = numpyLoop(s, 1) }
+  end
+  local function stepFrom(i)
+    local s, after = steps[i], steps[i + 1] and stepFrom(i + 1)
+    return function(dt, n, src, out, size)
+      if s.c then
+        local k = scalars[dt.id]
+        k[0] = s.c
+        ufunc.binary(s.loop(dt), n, src, size, k, 0, out, size)
+      else
+        ufunc.unary(s.loop(dt), n, src, size, out, size)
+      end
+      if after then return after(dt, n, out, out, size) end
+    end
+  end
+  local first = stepFrom(1)
+  local available = {}   -- by dtype id: numpy lends every loop of the chain
+  local function numpyHas(dt)
+    local ok = available[dt.id]
+    if ok == nil then
+      ok = true
+      for _, s in ipairs(steps) do ok = ok and s.loop(dt) ~= false end
+      available[dt.id] = ok
+    end
+    return ok
+  end
+  return function(r, a)
+    local dt = r._dt
+    local n = numel(r)
+    local pr = numpyTarget(key, dt, r, n)
+    if pr and numpySource(a, r, pr, n) and numpyHas(dt) then
+      return first(dt, n, data(a), data(r), dt.size)
+    end
+    run[dt.id](r, a)
+  end
+end
+
+-- Copies of a value, for the loops (fmax, fmin) that run slowly on a step-0 operand: up to CHUNK
+-- of them per element type, refilled as far as needed when the value changes.
+local CHUNK = 4096
+local function constants()
+  local byType = {}
+  return function(dt, v, m)
+    local c = byType[dt.id]
+    if not c then
+      c = { buf = ffi.new(dt.ctype .. '[?]', CHUNK), filled = 0 }
+      byType[dt.id] = c
+    end
+    if c.v ~= v then c.v, c.filled = v, 0 end
+    if c.filled < m then
+      for i = c.filled, m - 1 do c.buf[i] = v end
+      c.filled = m
+    end
+    return c.buf
+  end
+end
+
+-- In the two runners below the kernels and loops go by the source's type (the result's, but for
+-- comparisons into a ByteTensor: numpy's bool output, a byte of 0 or 1, when boolOut).
+
+-- r = f(a, v) for a number v; the kernels see v as v1 (and v2). numpy's ufuncName takes v second
+-- at step 0; operand 'first' puts it first, 'array' passes an array of copies (in CHUNK-sized
+-- calls; not for nan, which fmax and fmin skip where torch7 keeps it).
+local function mapScalar(key, bodies, ufuncName, operand, boolOut)
+  local run = kernels(2, bodies)
+  local loop = ufuncName and numpyLoop(ufuncName, 2, boolOut)
+  local copies = operand == 'array' and constants()
+  local function numpyRun(l, dt, n, pa, v, pr, out)
+    local size = dt.size
+    if copies then
+      if n <= CHUNK then return ufunc.binary(l, n, pa, size, copies(dt, v, n), size, pr, out) end
+      local buf = copies(dt, v, CHUNK)
+      for off = 0, n - 1, CHUNK do
+        ufunc.binary(l, math.min(CHUNK, n - off), pa + off, size, buf, size, pr + off, out)
+      end
+      return
+    end
+    local k = scalars[dt.id]
+    k[0] = v
+    if operand == 'first' then return ufunc.binary(l, n, k, 0, pa, size, pr, out) end
+    ufunc.binary(l, n, pa, size, k, 0, pr, out)
+  end
+  if loop then numpyKey(key) end
+  return function(r, a, v, v2)
+    local dt = a._dt
+    if loop and (v == v or not copies) and r._dt == (boolOut and dtype.Byte or dt) then
+      local n = numel(r)
+      local pr = numpyTarget(key, dt, r, n)
+      if pr and numpySource(a, r, pr, n) and loop(dt) then
+        return numpyRun(loop(dt), dt, n, data(a), v, data(r), r._dt.size)
+      end
+    end
+    run[dt.id](r, a, v, v2)
+  end
+end
+
+-- r = f(a, b) for tensors of a's type with r's element count; the kernels see v as v1.
+local function map2(key, bodies, ufuncName, boolOut)
+  local run = kernels(3, bodies)
+  local loop = ufuncName and numpyLoop(ufuncName, 2, boolOut)
+  if loop then numpyKey(key) end
+  return function(r, a, b, v)
+    local dt = a._dt
+    if loop and r._dt == (boolOut and dtype.Byte or dt) then
+      local n = numel(r)
+      local pr = numpyTarget(key, dt, r, n)
+      if pr and numpySource(a, r, pr, n) and numpySource(b, r, pr, n) and loop(dt) then
+        local size = dt.size
+        return ufunc.binary(loop(dt), n, data(a), size, data(b), size, data(r), r._dt.size)
+      end
+    end
+    run[dt.id](r, a, b, v)
+  end
+end
+
+------------------------------------------------------------------------------------------------
+-- fill and copy
+
+local fillKernel = apply.kernel(1, '$1 = v1')
+local copyKernel = apply.kernel(2, '$1 = $2')
+-- LuaJIT's compiled int64 -> float store yields wrong values (the interpreter's is right): go
+-- through a double for Long -> Float
+local copyViaDouble = apply.kernel(2, '$1 = tonumber($2)')
+
+-- r = a, across element types and strides.
+local function copy(r, a)
+  if numel(r) == 0 then return end
+  if r._dt.half or a._dt.half then
+    memory.py.copy_tensor(r, a)
+  elseif r._dt.name == 'Float' and a._dt.name == 'Long' then
+    copyViaDouble(r, a)
+  else
+    copyKernel(r, a)
+  end
+end
+
+-- All-zero bits are 0 in every type, Half included: a contiguous zero fill is one memset. Half
+-- holds other values through a Float tensor.
+local function fill(r, v)
+  if v == 0 and 1 / v > 0 and isContiguous(r) then   -- not -0
+    local n = numel(r)
+    if n > 0 then ffi.fill(data(r), n * r._dt.size, 0) end
+  elseif r._dt.half and v ~= 0 then
+    local f = torch.FloatTensor():resize(r._sz)
+    fillKernel(f, v)
+    copy(r, f)
+  else
+    fillKernel(r, v)
+  end
+end
+
+------------------------------------------------------------------------------------------------
+-- unary: r = f(a)
+
+local unaryKernels = {
+  -- name      kernel body (F)                                numpy chain
+  { 'exp',     'math.exp($2)',                                { 'exp' } },
+  { 'log',     'math.log($2)',                                { 'log' } },
+  { 'log1p',   'torch._libm.log1p($2)',                       { 'log1p' } },
+  { 'sqrt',    'math.sqrt($2)',                               { 'sqrt' } },
+  { 'rsqrt',   '1 / math.sqrt($2)',                           { 'sqrt', 'reciprocal' } },
+  { 'sigmoid', '1 / (1 + math.exp(-$2))',                     { 'negative', 'exp', { 'add', 1 }, 'reciprocal' } },
+  { 'sin',     'math.sin($2)',                                { 'sin' } },
+  { 'cos',     'math.cos($2)',                                { 'cos' } },
+  { 'tan',     'math.tan($2)',                                { 'tan' } },
+  { 'asin',    'math.asin($2)',                               { 'arcsin' } },
+  { 'acos',    'math.acos($2)',                               { 'arccos' } },
+  { 'atan',    'math.atan($2)',                               { 'arctan' } },
+  { 'sinh',    'math.sinh($2)',                               { 'sinh' } },
+  { 'cosh',    'math.cosh($2)',                               { 'cosh' } },
+  { 'tanh',    'math.tanh($2)',                               { 'tanh' } },
+  { 'floor',   'math.floor($2)',                              { 'floor' } },
+  { 'ceil',    'math.ceil($2)',                               { 'ceil' } },
+  { 'trunc',   'torch._libm.trunc($2)',                       { 'trunc' } },
+  -- C round() (halves away from zero), unlike numpy's rint
+  { 'round',   'torch._libm.round($2)' },
+  { 'frac',    'local x = $2; $1 = x - torch._libm.trunc(x)' },
+  { 'neg',     '-$2',                                         { 'negative' } },
+  { 'cinv',    '1 / $2',                                      { 'reciprocal' } },
+  { 'abs',     { F = 'math.abs($2)', I = 'math.abs($2)', L = 'local x = $2; if x < 0 then x = -x end; $1 = x' },
+                                                              { 'absolute' } },
+  -- torch7's sign: 0 for 0 and nan
+  { 'sign',    'local x = $2; $1 = x > 0 and 1 or (x < 0 and -1 or 0)' },
+}
+
+local unaryRun = {}
+for _, spec in ipairs(unaryKernels) do unaryRun[spec[1]] = map1(spec[1], spec[2], spec[3]) end
+
+local function unary(name, r, a) return unaryRun[name](r, a) end
+
+------------------------------------------------------------------------------------------------
+-- binary: r = f(a, v) for a number v, r = f(a, b) for a tensor b
+
+-- The masks giving rshift the unsigned operand torch7 shifts (C shifts the unsigned value).
+local unsignedMask = { Byte = 0xFF, Char = 0xFF, Short = 0xFFFF, Int = 0xFFFFFFFF }
+
+local fmodBodies = { F = 'math.fmod($2, v1)', I = 'math.fmod($2, v1)', L = '$2 % v1' }
+local remainderBodies = {
+  F = 'local x = $2; $1 = x - v1 * math.floor(x / v1)',
+  I = '$2 % v1',
+  L = 'local m = $2 % v1; if m ~= 0 and (m < 0) ~= (v1 < 0) then m = m + v1 end; $1 = m',
+}
+-- the same with the tensor operand as v1
+local function withTensor(bodies)
+  local r = {}
+  for k, body in pairs(assign(bodies)) do r[k] = 'local y = $3; ' .. body:gsub('v1', 'y') end
+  return r
+end
+
+-- math.max(x, y) is x > y and x or y (maxsd): torch7's rule, nan included. int64 cdata have no
+-- math.max. numpy's fmax / fmin agree with torch7 for any value v but nan.
+local function extreme(fn, op, withValue)
+  local y = withValue and 'v1' or '$3'
+  return { F = ('%s($2, %s)'):format(fn, y), I = ('%s($2, %s)'):format(fn, y),
+           L = ('local x, y = $2, %s; if x %s y then $1 = x else $1 = y end'):format(y, op) }
+end
+
+-- rshift's kernels take the mask beside a number (v2), or as v1 beside a tensor.
+local function withMask(run) return function(r, a, b) run(r, a, b, unsignedMask[a._dt.name]) end end
+
+-- name -> { number = runner(r, a, v), tensor = runner(r, a, b) }
+local binaryRun = {
+  add = { number = mapScalar('add', '$2 + v1', 'add'), tensor = map2('cadd', '$2 + $3', 'add') },
+  sub = { tensor = map2('csub', '$2 - $3', 'subtract') },
+  mul = { number = mapScalar('mul', '$2 * v1', 'multiply'), tensor = map2('cmul', '$2 * $3', 'multiply') },
+  div = { number = mapScalar('div', '$2 / v1', 'divide'), tensor = map2('cdiv', '$2 / $3', 'divide') },
+  fmod = { number = mapScalar('fmod', fmodBodies, 'fmod'), tensor = map2('cfmod', withTensor(fmodBodies), 'fmod') },
+  remainder = { number = mapScalar('remainder', remainderBodies), tensor = map2('cremainder', withTensor(remainderBodies)) },
+  pow = { tensor = map2('cpow', '$2 ^ $3', 'power') },   -- its number form below
+  tpow = { number = mapScalar('tpow', 'v1 ^ $2', 'power', 'first') },   -- r = v ^ a
+  max = { number = mapScalar('cmax', extreme('math.max', '>', true), 'fmax', 'array'),
+          tensor = map2('cmax', extreme('math.max', '>')) },
+  min = { number = mapScalar('cmin', extreme('math.min', '<', true), 'fmin', 'array'),
+          tensor = map2('cmin', extreme('math.min', '<')) },
+  atan2 = { tensor = map2('atan2', 'math.atan2($2, $3)', 'arctan2') },
+  -- integer types only with a number (the front end multiplies or divides Float and Double by
+  -- 2^v); int64 cdata shift logically, the rest through the unsigned mask
+  lshift = { number = mapScalar('lshift', { I = 'bit.lshift($2, v1)' }),
+             tensor = map2('clshift', { F = '$2 * 2 ^ $3', I = 'bit.lshift($2, $3)', L = 'bit.lshift($2, tonumber($3))' }) },
+  rshift = { number = withMask(mapScalar('rshift', { I = 'bit.rshift(bit.band($2, v2), v1)', L = 'bit.rshift($2, v1)' })),
+             tensor = withMask(map2('crshift', { F = '$2 / 2 ^ $3', I = 'bit.rshift(bit.band($2, v1), $3)',
+                                                 L = 'bit.rshift($2, tonumber($3))' })) },
+  bitand = { number = mapScalar('bitand', 'bit.band($2, v1)'), tensor = map2('cbitand', 'bit.band($2, $3)') },
+  bitor = { number = mapScalar('bitor', 'bit.bor($2, v1)'), tensor = map2('cbitor', 'bit.bor($2, $3)') },
+  bitxor = { number = mapScalar('bitxor', 'bit.bxor($2, v1)'), tensor = map2('cbitxor', 'bit.bxor($2, $3)') },
+}
+
+-- comparisons: into a 0/1 ByteTensor (numpy's bool output) or a result of a's type
+for name, c in pairs {
+  lt = { '<', 'less' }, le = { '<=', 'less_equal' }, gt = { '>', 'greater' },
+  ge = { '>=', 'greater_equal' }, eq = { '==', 'equal' }, ne = { '~=', 'not_equal' },
+} do
+  binaryRun[name] = {
+    number = mapScalar('compare', ('$1 = ($2 %s v1) and 1 or 0'):format(c[1]), c[2], nil, true),
+    tensor = map2('compare', ('$1 = ($2 %s $3) and 1 or 0'):format(c[1]), c[2], true),
+  }
+end
+
+-- torch7's shortcuts for some exponents, then pow().
+local powValue = mapScalar('pow', '$2 ^ v1', 'power')
+local powBy = {
+  [1] = function(r, a) if r ~= a then copy(r, a) end end,
+  [2] = map1('square', '$2 * $2', { 'square' }),
+  [3] = map1('pow', 'local x = $2; $1 = x * x * x'),
+  [0.5] = unaryRun.sqrt,
+  [-0.5] = unaryRun.rsqrt,
+  [-1] = unaryRun.cinv,
+  [-2] = map1('pow', 'local x = $2; $1 = 1 / (x * x)', { 'square', 'reciprocal' }),
+}
+binaryRun.pow.number = function(r, a, v)
+  local by = powBy[v]
+  if by then return by(r, a) end
+  powValue(r, a, v)
+end
+
+local function binary(name, r, a, b)
+  local forms = binaryRun[name]
+  if type(b) == 'number' then return forms.number(r, a, b) end
+  forms.tensor(r, a, b)
+end
+
+------------------------------------------------------------------------------------------------
+-- add: r = a + v * b (r = a + v without b)
+
+local axpyKernel = kernels(3, '$2 + v1 * $3')
+local addValue, addTensor, subTensor = binaryRun.add.number, binaryRun.add.tensor, binaryRun.sub.tensor
+
+-- In place on contiguous Float / Double (r is a, b is r or apart from it) BLAS's axpy does it
+-- in one vectorized pass, as torch7's cadd.
+local function axpy(r, a, b, v)
+  local dt, n = r._dt, numel(r)
+  if blas.axpy and not dt.integer and not dt.half and n > 0 and r._st == a._st and r._off == a._off
+      and isContiguous(r) and isContiguous(a) and isContiguous(b) and b._dt == dt then
+    local pr, pb = address(r), address(b)
+    if pb == pr or pb + n * dt.size <= pr or pr + n * dt.size <= pb then
+      return blas.axpy(dt, n, v, data(b), 1, data(r), 1)
+    end
+  end
+  axpyKernel[dt.id](r, a, b, v)
+end
+
+local function add(r, a, v, b)
+  if not b then addValue(r, a, v)
+  elseif v == 1 then addTensor(r, a, b)
+  elseif v == -1 and not r._dt.integer then subTensor(r, a, b)
+  else axpy(r, a, b, v) end
+end
+
+------------------------------------------------------------------------------------------------
+-- addcmul, addcdiv: r = a + v * b * c, r = a + v * b / c
+
+local addc = {
+  addcmul = kernels(3, '$1 = $1 + v1 * $2 * $3'),
+  -- integer division truncates, as C
+  addcdiv = kernels(3, { F = '$1 = $1 + v1 * $2 / $3', I = '$1 = $1 + torch._libm.trunc(v1 * $2 / $3)',
+                         L = '$1 = $1 + v1 * $2 / $3' }),
+}
+local function addcOp(run)
+  return function(r, a, v, b, c)
+    if r ~= a then copy(r, a) end
+    run[r._dt.id](r, b, c, v)
+  end
+end
+
+------------------------------------------------------------------------------------------------
+-- clamp: r = min(max(a, lo), hi); lerp: r = a + w * (b - a)
+
+-- torch7: x < lo and lo or (x > hi and hi or x); with lo <= hi that is min(max(x, lo), hi).
+local clampBranches = 'local x = $2; if x < v1 then x = v1 elseif x > v2 then x = v2 end; $1 = x'
+local clampOrdered = kernels(2, { F = 'math.min(v2, math.max(v1, $2))', I = 'math.min(v2, math.max(v1, $2))',
+                                  L = clampBranches })
+local clampAny = kernels(2, clampBranches)
+local function clamp(r, a, lo, hi)
+  local run = (lo <= hi and clampOrdered[a._dt.id]) or clampAny[a._dt.id]
+  run(r, a, lo, hi)
+end
+
+local lerpKernel = kernels(3, 'local x = $2; $1 = x + v1 * ($3 - x)')
+local function lerp(r, a, b, w) lerpKernel[a._dt.id](r, a, b, w) end
+
+backend.register('cpu', {
+  fill = fill, copy = copy, unary = unary, binary = binary, add = add,
+  addcmul = addcOp(addc.addcmul), addcdiv = addcOp(addc.addcdiv), clamp = clamp, lerp = lerp,
+})
+
+return { numpyFrom = numpyFrom }
