@@ -1,12 +1,13 @@
 -- 2D convolution (cross-correlation) over planes x H x W (or batch x planes x H x W) input:
 -- each image is unfolded into a K x N patch matrix (kernels/unfold.lua) and multiplied by the
--- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua). CUDA tensors run
--- the array module's passes (luabridge/backend/cuda_nn.py), after the same checks.
+-- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua), or on oneDNN where
+-- it is installed (kernels/dnnl.lua). The passes are the op table's (spatial_conv_*): CUDA
+-- tensors run the array module's, after the same checks.
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
-local conv = require 'nn.kernels.conv'
-local cuda = require 'torch.backend.cuda'
+require 'nn.kernels.conv'
 
 local SpatialConvolution, parent = torch.class('nn.SpatialConvolution', 'nn.Module')
 SpatialConvolution._deviceKernel = true
@@ -57,13 +58,6 @@ function SpatialConvolution:_geometry(input)
     sizes = batch and { B, self.nOutputPlane, oH, oW } or { self.nOutputPlane, oH, oW } }
 end
 
--- The window geometry and output size as the device passes take them.
-local function windows(g)
-  return g.oH, g.oW, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, g.dilationH, g.dilationW
-end
-
--- Per module: the geometry of the last input and buffers (kernels/conv.lua), kept off the
--- module so that they are neither saved nor cloned with it.
 -- Per module (kept off it: neither saved nor cloned): the geometry of its last input, with the
 -- values it was made for, and kernels/conv.lua's buffers.
 local cache = setmetatable({}, { __mode = 'k' })
@@ -121,11 +115,7 @@ function SpatialConvolution:updateOutput(input)
   local bias = vector(self, self.bias, 'bias', g)
   if not apply.isContiguous(self.output) then self.output = input.new() end
   shape.resize(self.output, g.sizes)
-  if input._device then
-    cuda.call('conv_forward', self.output, input, weight, bias, windows(g))
-  else
-    conv.forward(e, g, input, weight, bias, self.output)
-  end
+  backend.of(input).spatial_conv_forward(e, g, self.output, input, weight, bias)
   g.forwarded = true
   return self.output
 end
@@ -137,11 +127,7 @@ function SpatialConvolution:updateGradInput(input, gradOutput)
   self.gradInput:resizeAs(input)
   if not apply.isContiguous(self.gradInput) then self.gradInput = input.new():resizeAs(input) end
   local weight = block(self, self.weight, 'weight', g.O * g.K, g.dt, true)
-  if input._device then
-    cuda.call('conv_grad_input', self.gradInput, gradOutput, weight, windows(g))
-  else
-    conv.backward(e, g, weight, gradOutput:contiguous(), self.gradInput)
-  end
+  backend.of(input).spatial_conv_grad_input(e, g, self.gradInput, gradOutput:contiguous(), weight)
   return self.gradInput
 end
 
@@ -155,11 +141,8 @@ function SpatialConvolution:accGradParameters(input, gradOutput, scale)
   shape.gradOutput(self, gradOutput, g.sizes)
   local gw = block(self, self.gradWeight, 'gradWeight', g.O * g.K, g.dt)
   local gb = vector(self, self.gradBias, 'gradBias', g)
-  if input._device then
-    cuda.call('conv_acc_grad', gw, gb, input, gradOutput, scale or 1, windows(g))
-  else
-    conv.accGrad(e, g, input:contiguous(), gradOutput:contiguous(), gw, gb, scale or 1)
-  end
+  backend.of(input).spatial_conv_acc_grad(e, g, gw, gb, input:contiguous(), gradOutput:contiguous(),
+    scale or 1)
 end
 
 function SpatialConvolution:type(type, tensorCache)

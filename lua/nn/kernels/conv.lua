@@ -13,9 +13,12 @@
 -- the forward multiplies it by the weight with the bias as an extra column (no fill pass over
 -- the output), and accGradParameters gets the bias gradient (the sums of gradOutput's planes)
 -- as the extra column of the weight gradient's product.
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local blas = require 'torch.backend.cpu.blas'
 local unfold = require 'nn.kernels.unfold'
+local convdnnl = require 'nn.kernels.dnnl'
+require 'torch.backend.cuda.nn_spatial'
 
 local conv = {}
 local ptr = apply.ptr
@@ -146,5 +149,30 @@ function conv.accGrad(e, g, input, gradOutput, gradWeight, gradBias, scale)
   end
   addSums[dt](ptr(gradWeight), gradBias and ptr(gradBias), gradBias and gradBias._str[1] or 0, s, M, O, K)
 end
+
+-- The op table's convolution passes on the CPU (the CUDA ones: backend/cuda/nn_spatial.lua):
+-- oneDNN where it serves the geometry (kernels/dnnl.lua), else the im2col passes above.
+-- e: the module's cache entry, g: its geometry (SpatialConvolution:_geometry); operands
+-- contiguous and checked, results sized.
+backend.register('cpu', {
+  spatial_conv_forward = function(e, g, output, input, weight, bias)
+    local d = convdnnl.of(g, g.dt)
+    if not (d and convdnnl.forward(d, input, weight, bias, output)) then
+      conv.forward(e, g, input, weight, bias, output)
+    end
+  end,
+  spatial_conv_grad_input = function(e, g, gradInput, gradOutput, weight)
+    local d = convdnnl.of(g, g.dt)
+    if not (d and convdnnl.backward(d, weight, gradOutput, gradInput)) then
+      conv.backward(e, g, weight, gradOutput, gradInput)
+    end
+  end,
+  spatial_conv_acc_grad = function(e, g, gradWeight, gradBias, input, gradOutput, scale)
+    local d = convdnnl.of(g, g.dt)
+    if not (d and convdnnl.accGrad(d, input, gradOutput, gradWeight, gradBias, scale)) then
+      conv.accGrad(e, g, input, gradOutput, gradWeight, gradBias, scale)
+    end
+  end,
+})
 
 return conv

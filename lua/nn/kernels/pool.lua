@@ -1,9 +1,11 @@
 -- Max and average pooling over P planes of T x H x W (2D pooling is the T = 1 case), one FFI
 -- loop per element type. Indices (torch7's) are 1-based flat offsets inside a plane.
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
+require 'torch.backend.cuda.nn_spatial'
 
 local pool = {}
 local floor, ceil = math.floor, math.ceil
@@ -385,21 +387,17 @@ function pool.tiles(g)
   return unrolls(g) and d[2] == k[2] and d[3] == k[3] and O[2] * k[2] == I[2] and O[3] * k[3] == I[3]
 end
 
--- output, indices = max pooling of input (the module's fields are resized)
+-- output, indices = max pooling of input (the module's fields are resized; indices are a
+-- LongTensor of input's device)
 function pool.maxForward(self, input, g)
   -- the input sizes, read by the unpooling modules (as torch7's)
   self.itime, self.iheight, self.iwidth = self.kT and g.I[1] or nil, g.I[2], g.I[3]
   input = input:contiguous()
   shape.resize(self.output, g.sizes)
-  self.indices = self.indices or torch.LongTensor()
+  local indexType = input:type():find('^torch%.Cuda') and 'torch.CudaLongTensor' or 'torch.LongTensor'
+  if torch.type(self.indices) ~= indexType then self.indices = torch.getmetatable(indexType).new() end
   shape.resize(self.indices, g.sizes)
-  if unrolls(g) then
-    local out, ix = self.output, self.indices
-    unrolledMax(input._dt, g, false)(input._st._ptr, input._off, out._st._ptr, out._off,
-      ix._st._ptr, ix._off, g.P)
-  else
-    run(loops.maxForward[input._dt], input, self.output, self.indices, g)
-  end
+  backend.of(input).pool_max_forward(g, self.output, self.indices, input)
   return self.output
 end
 
@@ -407,7 +405,7 @@ function pool.maxBackward(self, input, gradOutput, g)
   shape.gradOutput(self, gradOutput, g.sizes)
   gradOutput = gradOutput:contiguous()
   self.gradInput:resizeAs(input)
-  local gi, ix = self.gradInput, self.indices
+  local ix = self.indices
   if not ix or ix:nElement() ~= gradOutput:nElement() then
     shape.fail(self, 'call updateOutput with this input before updateGradInput')
   end
@@ -416,14 +414,7 @@ function pool.maxBackward(self, input, gradOutput, g)
   if ix:nElement() > 0 and (ix:min() < 1 or ix:max() > plane) then
     shape.fail(self, ('indices outside 1..%d (changed since updateOutput?)'):format(plane))
   end
-  if unrolls(g) then
-    if not pool.tiles(g) then unfold.zero(gi) end
-    unrolledMax(gi._dt, g, true)(gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off,
-      ix._st._ptr, ix._off, g.P)
-  else
-    unfold.zero(gi)
-    run(loops.maxBackward[gi._dt], gi, gradOutput, ix, g)
-  end
+  backend.of(input).pool_max_backward(g, self.gradInput, gradOutput, ix)
   return self.gradInput
 end
 
@@ -432,7 +423,7 @@ function pool.avgForward(self, input, g, countPad, divide, out)
   input = input:contiguous()
   out = out or self.output
   out:resize(g.sizes)
-  run(loops.avgForward[input._dt], input, out, nil, g, countPad, divide)
+  backend.of(input).pool_avg_forward(g, out, input, countPad, divide)
   return out
 end
 
@@ -440,10 +431,40 @@ function pool.avgBackward(self, input, gradOutput, g, countPad, divide)
   shape.gradOutput(self, gradOutput, g.sizes)
   gradOutput = gradOutput:contiguous()
   self.gradInput:resizeAs(input)
-  unfold.zero(self.gradInput)
-  run(loops.avgBackward[input._dt], self.gradInput, gradOutput, nil, g, countPad, divide)
+  backend.of(input).pool_avg_backward(g, self.gradInput, gradOutput, countPad, divide)
   return self.gradInput
 end
+
+-- The op table's pooling passes on the CPU (the CUDA ones: backend/cuda/nn_spatial.lua), over
+-- the P planes of pool.geometry's g; operands contiguous and checked, results sized.
+backend.register('cpu', {
+  pool_max_forward = function(g, output, indices, input)
+    if unrolls(g) then
+      unrolledMax(input._dt, g, false)(input._st._ptr, input._off, output._st._ptr, output._off,
+        indices._st._ptr, indices._off, g.P)
+    else
+      run(loops.maxForward[input._dt], input, output, indices, g)
+    end
+  end,
+  pool_max_backward = function(g, gradInput, gradOutput, indices)
+    local gi = gradInput
+    if unrolls(g) then
+      if not pool.tiles(g) then unfold.zero(gi) end
+      unrolledMax(gi._dt, g, true)(gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off,
+        indices._st._ptr, indices._off, g.P)
+    else
+      unfold.zero(gi)
+      run(loops.maxBackward[gi._dt], gi, gradOutput, indices, g)
+    end
+  end,
+  pool_avg_forward = function(g, output, input, countPad, divide)
+    run(loops.avgForward[input._dt], input, output, nil, g, countPad, divide)
+  end,
+  pool_avg_backward = function(g, gradInput, gradOutput, countPad, divide)
+    unfold.zero(gradInput)
+    run(loops.avgBackward[gradInput._dt], gradInput, gradOutput, nil, g, countPad, divide)
+  end,
+})
 
 -- The pooling parameters of a module from its torch7 fields (kT kH kW, dT.., padT.., dilationT..;
 -- absent ones are 1, or 0 for padding).

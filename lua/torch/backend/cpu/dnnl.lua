@@ -1,0 +1,216 @@
+-- oneDNN (the library PyTorch's own CPU convolutions run on) through the FFI: the C API of
+-- dnnl.h (v3), found as the `onednn-cpu-gomp` wheel installs it (pip install 'luabridge[onednn]').
+-- Its primitives run on the callers' memory where their layout is oneDNN's choice too, and
+-- otherwise through reorders into buffers it owns (plans: one per shape and thread count).
+-- Without the library, dnnl.available is false and callers keep their own kernels; so they do
+-- while dnnl.enabled is false (tests compare both paths; LUABRIDGE_NO_DNNL=1 starts it false).
+--
+-- Threads: that build runs on GNU OpenMP. torch.getnumthreads() is given to omp_set_num_threads
+-- before each primitive is made or run (OpenMP's setting is per calling thread), and, unless
+-- the environment says otherwise, OpenMP's idle workers sleep at once (OMP_WAIT_POLICY=PASSIVE,
+-- read when libgomp loads) instead of spinning against OpenBLAS and the Lua thread.
+local ffi = require 'ffi'
+local torch = require 'torch.env'
+
+local dnnl = { available = false, enabled = false }
+
+ffi.cdef [[
+typedef int dnnl_status_t;
+typedef int64_t dnnl_dims_t[12];
+typedef struct dnnl_engine *dnnl_engine_t;
+typedef struct dnnl_stream *dnnl_stream_t;
+typedef struct dnnl_memory_desc *dnnl_memory_desc_t;
+typedef struct dnnl_memory *dnnl_memory_t;
+typedef struct dnnl_primitive_desc *dnnl_primitive_desc_t;
+typedef struct dnnl_primitive *dnnl_primitive_t;
+typedef struct dnnl_primitive_attr *dnnl_primitive_attr_t;
+typedef struct { int arg; dnnl_memory_t memory; } dnnl_exec_arg_t;
+dnnl_status_t dnnl_engine_create(dnnl_engine_t *engine, int kind, size_t index);
+dnnl_status_t dnnl_stream_create(dnnl_stream_t *stream, dnnl_engine_t engine, unsigned flags);
+dnnl_status_t dnnl_stream_wait(dnnl_stream_t stream);
+dnnl_status_t dnnl_memory_desc_create_with_strides(dnnl_memory_desc_t *md, int ndims,
+  const dnnl_dims_t dims, int data_type, const dnnl_dims_t strides);
+dnnl_status_t dnnl_memory_desc_create_with_tag(dnnl_memory_desc_t *md, int ndims,
+  const dnnl_dims_t dims, int data_type, int tag);
+dnnl_status_t dnnl_memory_desc_destroy(dnnl_memory_desc_t md);
+int dnnl_memory_desc_equal(const dnnl_memory_desc_t a, const dnnl_memory_desc_t b);
+dnnl_status_t dnnl_memory_create(dnnl_memory_t *memory, const dnnl_memory_desc_t md,
+  dnnl_engine_t engine, void *handle);
+dnnl_status_t dnnl_memory_set_data_handle(dnnl_memory_t memory, void *handle);
+dnnl_status_t dnnl_memory_destroy(dnnl_memory_t memory);
+const dnnl_memory_desc_t dnnl_primitive_desc_query_md(const dnnl_primitive_desc_t pd, int what, int index);
+dnnl_status_t dnnl_primitive_desc_destroy(dnnl_primitive_desc_t pd);
+dnnl_status_t dnnl_primitive_create(dnnl_primitive_t *primitive, const dnnl_primitive_desc_t pd);
+dnnl_status_t dnnl_primitive_execute(const dnnl_primitive_t primitive, dnnl_stream_t stream,
+  int nargs, const dnnl_exec_arg_t *args);
+dnnl_status_t dnnl_primitive_destroy(dnnl_primitive_t primitive);
+dnnl_status_t dnnl_reorder_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  const dnnl_memory_desc_t src, dnnl_engine_t src_engine, const dnnl_memory_desc_t dst,
+  dnnl_engine_t dst_engine, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_convolution_forward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int prop_kind, int alg_kind, const dnnl_memory_desc_t src,
+  const dnnl_memory_desc_t weights, const dnnl_memory_desc_t bias, const dnnl_memory_desc_t dst,
+  const dnnl_dims_t strides, const dnnl_dims_t dilates, const dnnl_dims_t padding_l,
+  const dnnl_dims_t padding_r, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_convolution_backward_data_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int alg_kind, const dnnl_memory_desc_t diff_src,
+  const dnnl_memory_desc_t weights, const dnnl_memory_desc_t diff_dst, const dnnl_dims_t strides,
+  const dnnl_dims_t dilates, const dnnl_dims_t padding_l, const dnnl_dims_t padding_r,
+  const dnnl_primitive_desc_t hint_fwd_pd, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_convolution_backward_weights_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int alg_kind, const dnnl_memory_desc_t src,
+  const dnnl_memory_desc_t diff_weights, const dnnl_memory_desc_t diff_bias,
+  const dnnl_memory_desc_t diff_dst, const dnnl_dims_t strides, const dnnl_dims_t dilates,
+  const dnnl_dims_t padding_l, const dnnl_dims_t padding_r, const dnnl_primitive_desc_t hint_fwd_pd,
+  const dnnl_primitive_attr_t attr);
+int omp_get_max_threads(void);
+void omp_set_num_threads(int n);
+int setenv(const char *name, const char *value, int overwrite);
+]]
+
+-- dnnl_types.h's values
+dnnl.F32, dnnl.ANY = 3, 1                    -- data type f32, format tag any
+dnnl.FORWARD_TRAINING, dnnl.CONVOLUTION_DIRECT = 64, 1
+dnnl.ARG = { SRC = 1, DST = 17, WEIGHTS = 33, BIAS = 41, DIFF_SRC = 129, DIFF_DST = 145,
+  DIFF_WEIGHTS = 161, DIFF_BIAS = 169 }
+dnnl.QUERY = { SRC = 129, DIFF_SRC = 130, WEIGHTS = 131, DIFF_WEIGHTS = 132, DST = 133, DIFF_DST = 134 }
+local ARG_FROM, ARG_TO = 1, 17
+local ALLOCATE = ffi.cast('void *', -1)   -- DNNL_MEMORY_ALLOCATE: the library owns the buffer
+
+local lib, gomp, engine, stream
+
+-- The library's path: $LUABRIDGE_DNNL, else lib/ under Python's prefix (where the wheel puts it).
+local function candidates()
+  local list = {}
+  if os.getenv('LUABRIDGE_DNNL') then list[1] = os.getenv('LUABRIDGE_DNNL') end
+  local python = rawget(_G, 'python')
+  local ok, prefix = pcall(function() return python.eval('__import__("sys").prefix') end)
+  if ok and type(prefix) == 'string' then list[#list + 1] = prefix .. '/lib/libdnnl.so.3' end
+  list[#list + 1] = 'libdnnl.so.3'
+  return list
+end
+
+local function check(status, what)
+  if status ~= 0 then error(('oneDNN: %s failed (status %d)'):format(what, status), 2) end
+end
+
+local function load()
+  if not os.getenv('OMP_WAIT_POLICY') and not os.getenv('GOMP_SPINCOUNT') then
+    ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0)
+  end
+  for _, path in ipairs(candidates()) do
+    local ok, l = pcall(ffi.load, path)
+    if ok then lib = l; break end
+  end
+  if not lib then return end
+  local ok = pcall(function() gomp = ffi.load('libgomp.so.1'); return gomp.omp_get_max_threads end)
+  if not ok then lib = nil; return end
+  local e, s = ffi.new('dnnl_engine_t[1]'), ffi.new('dnnl_stream_t[1]')
+  check(lib.dnnl_engine_create(e, 1, 0), 'engine_create')
+  check(lib.dnnl_stream_create(s, e[0], 1), 'stream_create')
+  engine, stream = e[0], s[0]
+  dnnl.available, dnnl.enabled = true, not os.getenv('LUABRIDGE_NO_DNNL')
+end
+load()
+
+-- The thread count for the next primitive: torch.setnumthreads's, made OpenMP's.
+function dnnl.threads()
+  local n = torch.getnumthreads and torch.getnumthreads() or 1
+  gomp.omp_set_num_threads(n)
+  return n
+end
+
+function dnnl.dims(list)
+  local d = ffi.new('dnnl_dims_t')
+  for i, v in ipairs(list) do d[i - 1] = v end
+  return d
+end
+
+-- A memory descriptor: of the plain (row-major contiguous) layout of sizes, or with tag `any`.
+function dnnl.md(sizes, any)
+  local md = ffi.new('dnnl_memory_desc_t[1]')
+  if any then
+    check(lib.dnnl_memory_desc_create_with_tag(md, #sizes, dnnl.dims(sizes), dnnl.F32, dnnl.ANY), 'memory_desc_create')
+  else
+    local strides, s = {}, 1
+    for i = #sizes, 1, -1 do strides[i] = s; s = s * sizes[i] end
+    check(lib.dnnl_memory_desc_create_with_strides(md, #sizes, dnnl.dims(sizes), dnnl.F32,
+      dnnl.dims(strides)), 'memory_desc_create')
+  end
+  return ffi.gc(md[0], lib.dnnl_memory_desc_destroy)
+end
+
+local function memory(md, handle)
+  local m = ffi.new('dnnl_memory_t[1]')
+  check(lib.dnnl_memory_create(m, md, engine, handle), 'memory_create')
+  return ffi.gc(m[0], lib.dnnl_memory_destroy)
+end
+
+local function primitive(pd, what)
+  local p = ffi.new('dnnl_primitive_t[1]')
+  check(lib.dnnl_primitive_create(p, pd), what)
+  return ffi.gc(p[0], lib.dnnl_primitive_destroy)
+end
+
+-- A primitive descriptor from create(pd_out, engine, ...), destroyed with its last reference.
+function dnnl.pd(create, what, ...)
+  local pd = ffi.new('dnnl_primitive_desc_t[1]')
+  local status = lib[create](pd, engine, ...)
+  if status ~= 0 then return nil, ('%s (status %d)'):format(what, status) end
+  return ffi.gc(pd[0], lib.dnnl_primitive_desc_destroy)
+end
+
+local function reorder(from, to)
+  local pd = ffi.new('dnnl_primitive_desc_t[1]')
+  check(lib.dnnl_reorder_primitive_desc_create(pd, from, engine, to, engine, nil), 'reorder')
+  local p = primitive(pd[0], 'reorder')
+  lib.dnnl_primitive_desc_destroy(pd[0])
+  return p
+end
+
+local function step(prim, n)
+  return { prim = prim, n = n, args = ffi.new('dnnl_exec_arg_t[?]', n) }
+end
+
+-- A plan runs the primitive of pd on plain row-major buffers. specs[i] = { arg, query, index,
+-- sizes, out }: the argument's id, the query (and its index, default 0) giving its memory
+-- descriptor in pd, its sizes, and whether the primitive writes it. Where pd's layout is not the plain one, the plan holds a
+-- buffer in pd's layout and reorders into it (inputs) or out of it (outputs).
+function dnnl.plan(pd, specs)
+  local plan = { main = step(primitive(pd, 'primitive_create'), #specs), before = {}, after = {},
+    user = {}, keep = {} }
+  for i, s in ipairs(specs) do
+    local want = lib.dnnl_primitive_desc_query_md(pd, s.query, s.index or 0)
+    local user = dnnl.md(s.sizes)
+    local umem = memory(user, nil)
+    plan.user[i], plan.keep[#plan.keep + 1] = umem, user
+    local mem = umem
+    if lib.dnnl_memory_desc_equal(want, user) == 0 then
+      mem = memory(want, ALLOCATE)
+      local r = s.out and step(reorder(want, user), 2) or step(reorder(user, want), 2)
+      r.args[0].arg, r.args[0].memory = ARG_FROM, s.out and mem or umem
+      r.args[1].arg, r.args[1].memory = ARG_TO, s.out and umem or mem
+      local list = s.out and plan.after or plan.before
+      list[#list + 1], plan.keep[#plan.keep + 1] = r, mem
+    end
+    plan.main.args[i - 1].arg, plan.main.args[i - 1].memory = s.arg, mem
+  end
+  return plan
+end
+
+local function execute(s)
+  check(lib.dnnl_primitive_execute(s.prim, stream, s.n, s.args), 'primitive_execute')
+end
+
+-- Runs a plan on the buffers ... (pointers, in the order of its specs).
+function dnnl.run(plan, ...)
+  local user = plan.user
+  for i = 1, select('#', ...) do lib.dnnl_memory_set_data_handle(user[i], (select(i, ...))) end
+  dnnl.threads()
+  for _, r in ipairs(plan.before) do execute(r) end
+  execute(plan.main)
+  for _, r in ipairs(plan.after) do execute(r) end
+  lib.dnnl_stream_wait(stream)
+end
+
+return dnnl
