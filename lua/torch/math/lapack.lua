@@ -1,19 +1,20 @@
 -- Linear algebra through LAPACK (numpy's library, via the FFI), with torch7's functions,
 -- argument orders and result conventions: gesv trtrs gels eig symeig svd inverse potrf potrs
--- potri pstrf qr geqrf orgqr ormqr, for Float and Double tensors.
+-- potri pstrf qr geqrf orgqr ormqr, for Float and Double tensors. The checks, the column-major
+-- copies and the results are made here; the LAPACK calls are ops of the backend (CPU only:
+-- backend/cpu/lapack.lua), each returning LAPACK's info.
 --
 -- As in torch7, matrices handed to LAPACK are column-major, and result tensors are left that
 -- way: a result is reused (resized, then transposed in place when contiguous) so that it comes
 -- back with strides (1, rows).
 local torch = require 'torch.env'
 local check = require 'torch.check'
-local blas = require 'torch.backend.cpu.blas'
+local backend = require 'torch.backend'
 local overlaps = require('torch.math.blas').overlaps
+require 'torch.backend.cpu.lapack'
 
-local lapack = blas.lapack
 local max, min = math.max, math.min
 local isTensor = torch.isTensor
-local ptr = require('torch.backend.cpu.apply').ptr
 
 local function isColumnMajor(t, rows, cols)
   return #t._sz == 2 and t._sz[1] == rows and t._sz[2] == cols
@@ -53,23 +54,12 @@ local function finish(work, res)
   return res or work
 end
 
--- Calls f(work pointer, lwork) to ask the optimal workspace size (lwork = -1), then for real.
-local function withWorkspace(like, f)
-  local query = like.new():resize(1)
-  f(ptr(query), -1)
-  local work = like.new():resize(max(1, math.floor(query[1])))
-  return f(ptr(work), work._sz[1])
-end
-
 ------------------------------------------------------------------------------------------------
 -- argument checks
 
 local function usable(op, t, name)
   check.tensorOf(op, t, name)
-  if not lapack then
-    check.error(op .. ': LAPACK is not available (luabridge found no BLAS/LAPACK library beside numpy)')
-  end
-  local dt = t._dt.name
+  local dt = (t._dt.host or t._dt).name   -- a CUDA tensor gets as far as its backend's op
   if dt ~= 'Float' and dt ~= 'Double' then
     check.error(('%s: only torch.FloatTensor and torch.DoubleTensor are supported, got %s'):format(op, torch.typename(t)))
   end
@@ -155,9 +145,7 @@ end
 local function gesv(...)
   local rb, ra, b, a = withResults(2, 2, ...)
   local A, B = linearSystem('gesv', rb, ra, b, a, true)
-  local n = a._sz[1]
-  local info = lapack.gesv(a._dt, n, B._sz[2], ptr(A), n, lapack.ints(n), ptr(B), n)
-  failed('gesv', info, 'U(%d,%d) is zero, singular U')
+  failed('gesv', backend.of(A).gesv(A, B), 'U(%d,%d) is zero, singular U')
   return finish(B, rb), finish(A, ra)
 end
 
@@ -168,9 +156,7 @@ local function trtrs(...)
   trans = option('trtrs', trans, 'N', 'NT', 'trans')
   diag = option('trtrs', diag, 'N', 'NU', 'diag')
   local A, B = linearSystem('trtrs', rb, ra, b, a, true)
-  local n = a._sz[1]
-  local info = lapack.trtrs(a._dt, uplo, trans, diag, n, B._sz[2], ptr(A), n, ptr(B), n)
-  failed('trtrs', info, 'A(%d,%d) is zero, singular A')
+  failed('trtrs', backend.of(A).trtrs(A, B, uplo, trans, diag), 'A(%d,%d) is zero, singular A')
   return finish(B, rb), finish(A, ra)
 end
 
@@ -178,13 +164,8 @@ end
 local function gels(...)
   local rb, ra, b, a = withResults(2, 2, ...)
   local A, B = linearSystem('gels', rb, ra, b, a, false)
-  local m, n = a._sz[1], a._sz[2]
-  local ldb = B._sz[1]
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.gels(a._dt, 'N', m, n, B._sz[2], ptr(A), m, ptr(B), ldb, work, lwork)
-  end)
-  failed('gels', info, 'the %d-th diagonal element of the triangular factor of A is zero')
-  B._sz[1] = n   -- the solution is the first n rows (B keeps its leading dimension)
+  failed('gels', backend.of(A).gels(A, B), 'the %d-th diagonal element of the triangular factor of A is zero')
+  B._sz[1] = a._sz[2]  -- the solution is the first n rows (B keeps its leading dimension)
   return finish(B, rb), finish(A, ra)
 end
 
@@ -205,11 +186,7 @@ local function eig(...)
     rv = rv or a.new()
     V = columnMajorResult(rv, a, n, n)
   end
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.geev(a._dt, 'N', jobvr, n, ptr(A), n, ptr(wr), ptr(wi), nil, 1,
-      V and ptr(V) or nil, V and n or 1, work, lwork)
-  end)
-  failed('eig', info, 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)')
+  failed('eig', backend.of(A).geev(A, wr, wi, V), 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)')
   re = re or a.new()
   re:resize(n, 2)
   re:select(2, 1):copy(wr)
@@ -228,10 +205,7 @@ local function symeig(...)
   local n = a._sz[1]
   local V = columnMajor(rv, a)
   local w = a.new():resize(n)
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.syev(a._dt, jobz, uplo, n, ptr(V), n, ptr(w), work, lwork)
-  end)
-  failed('symeig', info, '%d off-diagonal elements did not converge to zero')
+  failed('symeig', backend.of(V).syev(V, w, jobz, uplo), '%d off-diagonal elements did not converge to zero')
   return finish(w, re), finish(V, rv)
 end
 
@@ -246,10 +220,7 @@ local function svd(...)
   local U = columnMajorResult(ru or a.new(), a, m, jobu == 'A' and m or k)
   local s = a.new():resize(k)
   local vt = a.new():resize(n, n)   -- V^T column-major, i.e. V row by row
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.gesvd(a._dt, jobu, jobu, m, n, ptr(A), m, ptr(s), ptr(U), m, ptr(vt), n, work, lwork)
-  end)
-  failed('svd', info, '%d superdiagonals failed to converge')
+  failed('svd', backend.of(A).gesvd(A, s, U, vt, jobu), '%d superdiagonals failed to converge')
   local V = jobu == 'S' and vt:narrow(2, 1, k) or vt
   return finish(U, ru), finish(s, rs), finish(V, rv or a.new())
 end
@@ -261,15 +232,8 @@ end
 local function inverse(...)
   local ra, a = withResults(1, 1, ...)
   input('inverse', a, true, ra)
-  local n = a._sz[1]
   local A = columnMajor(ra, a)
-  local ipiv = lapack.ints(n)
-  local info = lapack.getrf(a._dt, n, n, ptr(A), n, ipiv)
-  failed('inverse', info, 'U(%d,%d) is 0, U is singular')
-  info = withWorkspace(a, function(work, lwork)
-    return lapack.getri(a._dt, n, ptr(A), n, ipiv, work, lwork)
-  end)
-  failed('inverse', info, 'U(%d,%d) is 0, U is singular')
+  failed('inverse', backend.of(A).inverse(A), 'U(%d,%d) is 0, U is singular')
   return finish(A, ra)
 end
 
@@ -294,9 +258,8 @@ local function onTriangle(op, message, tidy)
     local ra, a, uplo = withResults(1, 1, ...)
     input(op, a, true, ra)
     uplo = option(op, uplo, 'U', 'UL', 'uplo')
-    local n = a._sz[1]
     local A = columnMajor(ra, a)
-    failed(op, lapack[op](a._dt, uplo, n, ptr(A), n), message)
+    failed(op, backend.of(A)[op](A, uplo), message)
     tidy(A, uplo)
     return finish(A, ra)
   end
@@ -313,9 +276,7 @@ local function potrs(...)
   local rb, b, a, uplo = withResults(1, 2, ...)
   uplo = option('potrs', uplo, 'U', 'UL', 'uplo')
   local A, B = linearSystem('potrs', rb, nil, b, a, true)
-  local n = a._sz[1]
-  local info = lapack.potrs(a._dt, uplo, n, B._sz[2], ptr(A), n, ptr(B), n)
-  failed('potrs', info, 'A(%d,%d) is zero, singular A')
+  failed('potrs', backend.of(A).potrs(A, B, uplo), 'A(%d,%d) is zero, singular A')
   return finish(B, rb)
 end
 
@@ -331,14 +292,9 @@ local function pstrf(...)
   tol = check.number('pstrf', tol or -1, 'tol')
   local n = a._sz[1]
   local A = columnMajor(ra, a)
-  local piv = lapack.ints(n)
-  local work = a.new():resize(2 * n)
-  local _, info = lapack.pstrf(a._dt, uplo, n, ptr(A), n, piv, tol, ptr(work))
-  failed('pstrf', info, 'matrix is rank deficient or not positive semidefinite')
+  rpiv = (rpiv or torch.IntTensor()):resize(n)
+  failed('pstrf', backend.of(A).pstrf(A, rpiv, uplo, tol), 'matrix is rank deficient or not positive semidefinite')
   keepTriangle(A, uplo)
-  rpiv = rpiv or torch.IntTensor()
-  rpiv:resize(n)
-  for i = 1, n do rpiv[i] = tonumber(piv[i - 1]) end
   return finish(A, ra), rpiv
 end
 
@@ -352,10 +308,7 @@ local function geqrf(...)
   local m, n = a._sz[1], a._sz[2]
   local A = columnMajor(ra, a)
   local tau = a.new():resize(min(m, n))
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.geqrf(a._dt, m, n, ptr(A), m, ptr(tau), work, lwork)
-  end)
-  failed('geqrf', info, 'unexpected LAPACK error %d')
+  failed('geqrf', backend.of(A).geqrf(A, tau), 'unexpected LAPACK error %d')
   return finish(A, ra), finish(tau, rtau)
 end
 
@@ -374,12 +327,8 @@ local function orgqr(...)
   local rq, a, tau = withResults(1, 2, ...)
   input('orgqr', a, false, rq)
   tau = reflectors('orgqr', a, tau)
-  local m, k = a._sz[1], tau._sz[1]
   local Q = columnMajor(rq, a)
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.orgqr(a._dt, m, k, k, ptr(Q), m, ptr(tau), work, lwork)
-  end)
-  failed('orgqr', info, 'unexpected LAPACK error %d')
+  failed('orgqr', backend.of(Q).orgqr(Q, tau), 'unexpected LAPACK error %d')
   return finish(Q, rq)
 end
 
@@ -400,10 +349,7 @@ local function ormqr(...)
   end
   local A = columnMajor(nil, a)
   local C = columnMajor(rc, c)
-  local info = withWorkspace(a, function(work, lwork)
-    return lapack.ormqr(a._dt, side, trans, m, n, tau._sz[1], ptr(A), q, ptr(tau), ptr(C), m, work, lwork)
-  end)
-  failed('ormqr', info, 'unexpected LAPACK error %d')
+  failed('ormqr', backend.of(C).ormqr(A, tau, C, side, trans), 'unexpected LAPACK error %d')
   return finish(C, rc)
 end
 
