@@ -1,11 +1,13 @@
--- Joining and splitting, torch7 style: cat, split, chunk; and histograms: histc, bhistc.
+-- Joining and splitting, torch7 style: cat, split, chunk (views and copies: any device); and
+-- histograms: histc, bhistc (counted by the backend's histc op: CPU only).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local R = require 'torch.math.reduce'
+require 'torch.backend.cpu.join'
 
-local isTensor, numel = torch.isTensor, apply.numel
+local isTensor, numel = torch.isTensor, require('torch.backend.cpu.apply').numel
 
 ------------------------------------------------------------------------------------------------
 -- cat
@@ -139,22 +141,6 @@ end
 ------------------------------------------------------------------------------------------------
 -- histc, bhistc: counts in nbins equal bins over [min, max] (min = max: the data's range)
 
--- Adds the row's counts into h (double[nbins]); values outside [lo, hi] are not counted.
-local HISTOGRAM = apply.perType('histogram', [[
-local floor = math.floor
-return function(p, n, s, h, lo, hi, nbins)
-  local w, q = hi - lo, 0
-  for _ = 1, n do
-    local v = p[q]
-    if v >= lo and v <= hi then
-      local b = floor((v - lo) / w * nbins)
-      if b >= nbins then b = nbins - 1 end
-      h[b] = h[b] + 1
-    end
-    q = q + s
-  end
-end]])
-
 -- The arguments after x: the bin count and the range to use (torch7's defaults and fallbacks).
 local function histogramRange(op, x, nbins, lo, hi)
   nbins, lo, hi = nbins or 100, lo or 0, hi or 0
@@ -166,7 +152,7 @@ local function histogramRange(op, x, nbins, lo, hi)
   if x._dt.name == 'Float' then   -- the bounds are elements of x's type, as in torch7
     lo, hi = tonumber(ffi.new('float', lo)), tonumber(ffi.new('float', hi))
   end
-  if lo == hi and numel(x) > 0 then lo, hi = R.extremeAll(op, x, 'min'), R.extremeAll(op, x, 'max') end
+  if lo == hi and numel(x) > 0 then lo, hi = backend.of(x).minmax(x) end
   if lo == hi then lo, hi = lo - 1, hi + 1 end
   return nbins, lo, hi
 end
@@ -177,9 +163,8 @@ R.define('histc', function(...)
   R.floating('histc', x)
   nbins, lo, hi = histogramRange('histc', x, nbins, lo, hi)
   res = R.result('histc', res, x)
-  local counts = torch.DoubleTensor(nbins)
-  local f, h = HISTOGRAM[x._dt], counts._st._ptr
-  R.foldRuns(x, function(p, n, s) f(p, n, s, h, lo, hi, nbins) end)
+  local counts = torch.DoubleTensor(nbins):zero()
+  if numel(x) > 0 then backend.of(x).histc(counts, x, lo, hi) end
   return res:resize(nbins):copy(counts)
 end)
 
@@ -190,13 +175,8 @@ R.define('bhistc', function(...)
   if #x._sz ~= 2 then check.error('bhistc: expected a 2D tensor, got ' .. check.sizestr(x)) end
   nbins, lo, hi = histogramRange('bhistc', x, nbins, lo, hi)
   res = R.result('bhistc', res, x)
-  local rows, m = x._sz[1], x._sz[2]
-  local counts = torch.DoubleTensor(rows, nbins)
-  if rows > 0 and m > 0 then
-    local f, h, xp = HISTOGRAM[x._dt], counts._st._ptr, x._st._ptr
-    for i = 0, rows - 1 do
-      f(xp + x._off + i * x._str[1], m, x._str[2], h + i * nbins, lo, hi, nbins)
-    end
-  end
+  local rows = x._sz[1]
+  local counts = torch.DoubleTensor(rows, nbins):zero()
+  if numel(x) > 0 then backend.of(x).histc(counts, x, lo, hi) end
   return res:resize(rows, nbins):copy(counts)
 end)
