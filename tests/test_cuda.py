@@ -174,6 +174,35 @@ def test_element_access(xp, rng):
     assert list(L("function(t) return t:totable() end")(t)[1].values()) == pytest.approx(a[0].tolist())
 
 
+def test_element_access_and_host_copies_go_through_the_op_table(xp, rng):
+    """t[i], t[i] = v, totable, printing and copies to the host reach the data through the ops of
+    backend.cuda (counted here), with the values numpy has."""
+    a = f32(rng, 3, 4)
+    counted = L("""function(t)
+      local ops = require('torch.backend').cuda
+      local counts, saved = {}, {}
+      for _, name in ipairs { 'item', 'fill', 'copy' } do
+        saved[name] = rawget(ops, name)
+        counts[name] = 0
+        rawset(ops, name, function(...) counts[name] = counts[name] + 1; return saved[name](...) end)
+      end
+      local ok, got = pcall(function()
+        local v = t[{2, 3}]
+        t[{1, 4}] = -7
+        return { v, t:totable()[1][4], tostring(t), torch.FloatTensor(3, 4):copy(t)[1][4] }
+      end)
+      for name, fn in pairs(saved) do rawset(ops, name, fn) end
+      assert(ok, got)
+      return got, counts
+    end""")(dev(a))
+    values, counts = counted   # Lua tables: values[1] is the first
+    a[0, 3] = -7
+    assert values[1] == pytest.approx(a[1, 2]) and values[2] == values[4] == -7
+    assert values[3] == L("function(t) return tostring(t) end")(luabridge.from_numpy(a)).replace(
+        "torch.FloatTensor", "torch.CudaTensor")
+    assert dict(counts.items()) == {"item": 1, "fill": 1, "copy": 3}
+
+
 def test_printing_matches_the_cpu(xp, rng):
     for a in [f32(rng, 3, 4) * 100, np.arange(6, dtype=np.float32), f32(rng, 2, 2, 3)]:
         cpu = L("function(t) return tostring(t) end")(luabridge.from_numpy(a))
@@ -462,6 +491,32 @@ def test_matrix_product_errors(xp, rng):
         ("function(a) return torch.addmm(a, a, a:t()) end", r"addmm: size mismatch, t: 2x3"),
         ("function(a) return torch.mv(a, a) end", r"mv: expected 2D and 1D tensors, got 2D, 2D"),
     ], a, b)   # Lua drops the arguments a function does not take
+
+
+def test_gemm_op_on_both_devices(xp, rng):
+    """The op table's gemm, as nn calls it, in every form: the CUDA marshaller and the CPU op give
+    numpy's results."""
+    a, b, m, x, y = f32(rng, 4, 3), f32(rng, 3, 5), f32(rng, 4, 5), f32(rng, 3), f32(rng, 4)
+    ba, bb = f32(rng, 2, 4, 3), f32(rng, 2, 3, 5)
+    A, B, M, X, Y, BA, BB = (v.astype(np.float64) for v in (a, b, m, x, y, ba, bb))
+    cases = [  # (r's shape, beta, m, a, b, batchSum, reference)
+        ((4, 5), 2, m, a, b, False, 2 * M + 3 * A @ B),
+        ((4,), 2, y, a, x, False, 2 * Y + 3 * A @ X),
+        ((4, 3), 0, None, y, x, False, 3 * np.outer(Y, X)),
+        ((2, 4, 5), 0, None, a, bb, False, 3 * A @ BB),
+        ((2, 4, 5), 0, None, ba, bb, False, 3 * BA @ BB),
+        ((4, 5), 2, m, ba, bb, True, 2 * M + 3 * (BA @ BB).sum(0)),
+    ]
+    gemm = L("""function(r, beta, m, a, b, batchSum)
+      require('torch.backend').of(r).gemm(r, beta, m or r, 3, a, b, batchSum)
+      return r
+    end""")
+    for shape, beta, mv, av, bv, batch_sum, ref in cases:
+        r = np.zeros(shape, np.float32)
+        on_cpu = gemm(luabridge.from_numpy(r), beta, mv, av, bv, batch_sum)
+        on_device = gemm(dev(r), beta, mv if mv is None else dev(mv), dev(av), dev(bv), batch_sum)
+        np.testing.assert_allclose(luabridge.to_numpy(on_cpu), ref, rtol=1e-4, atol=1e-4)
+        close(on_device, ref, rtol=1e-4, atol=1e-4)
 
 
 # ----------------------------------------------------------------------------------------------

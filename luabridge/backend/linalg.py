@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -170,13 +171,21 @@ def blas_dot(type_name: str, n: int, xhi: int, xlo: int, incx: int, yhi: int, yl
 
 
 _quieted: set[str] = set()
+_quieting = threading.Lock()   # runtimes of several threads may start at once
 
 
 def quiet_workers(found: BlasLibrary) -> None:
     """OpenBLAS's idle workers sleep after THREAD_TIMEOUT (see the module's doc); once per library."""
-    if found.path in _quieted or "OPENBLAS_THREAD_TIMEOUT" in os.environ:
-        return
-    _quieted.add(found.path)
+    with _quieting:
+        if found.path in _quieted or "OPENBLAS_THREAD_TIMEOUT" in os.environ:
+            return
+        _quieted.add(found.path)
+        _restart_pool(found)
+
+
+def _restart_pool(found: BlasLibrary) -> None:
+    """Sets the timeout and restarts OpenBLAS's pool, which reads it (a library without these
+    entry points is left as it is)."""
     lib = ctypes.CDLL(found.path)
     read_env = getattr(lib, "openblas_read_env", None)
     shutdown = getattr(lib, "blas_thread_shutdown_", None)
