@@ -1,9 +1,13 @@
 -- Constructors and structural copies: zeros ones range linspace logspace eye diag tril triu
--- reshape repeatTensor cross, as torch7 (method and torch.f forms).
+-- reshape repeatTensor cross, as torch7 (method and torch.f forms). Most are fills, copies and
+-- views (any device); the sequences and cross products are ops of the backend
+-- (backend/cpu/construct.lua).
 local torch = require 'torch.env'
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local overlaps = require('torch.math.blas').overlaps
+require 'torch.backend.cpu.construct'
 
 local isTensor = torch.isTensor
 local numel = apply.numel
@@ -69,14 +73,15 @@ filled('ones', 1)
 
 ------------------------------------------------------------------------------------------------
 -- range, linspace, logspace: r's elements in row-major order (r resized to n elements unless it
--- has n already), computed in double and copied (any type and strides)
+-- has n already), computed in a DoubleTensor by the CPU's sequence op and copied (any type,
+-- strides and device)
 
-local function sequence(name, count, fill)
+local function sequence(name, count)
   constructor(name, function(r, ...)
-    local n, a, b, c = count(...)
+    local n, a, b = count(...)
     if numel(r) ~= n then r:resize(n) end
     local tmp = torch.DoubleTensor(n)
-    fill(tmp._st._ptr, n, a, b, c)
+    backend.of(tmp).sequence(name, tmp, a, b)
     return r:copy(tmp)
   end)
 end
@@ -91,8 +96,6 @@ sequence('range', function(xmin, xmax, step)
     check.error(('range: upper bound %s and lower bound %s incoherent with step sign %s'):format(xmax, xmin, step))
   end
   return math.floor((xmax - xmin) / step + 1), xmin, step
-end, function(p, n, xmin, step)
-  for i = 0, n - 1 do p[i] = xmin + i * step end
 end)
 
 local function points(op)
@@ -107,15 +110,8 @@ local function points(op)
   end
 end
 
-sequence('linspace', points('linspace'), function(p, n, a, b)
-  if n == 1 then p[0] = a; return end
-  for i = 0, n - 1 do p[i] = a + i * (b - a) / (n - 1) end
-end)
-
-sequence('logspace', points('logspace'), function(p, n, a, b)
-  if n == 1 then p[0] = 10 ^ a; return end
-  for i = 0, n - 1 do p[i] = 10 ^ (a + i * (b - a) / (n - 1)) end
-end)
+sequence('linspace', points('linspace'))
+sequence('logspace', points('logspace'))
 
 ------------------------------------------------------------------------------------------------
 -- eye([res,] n [, m])
@@ -237,9 +233,6 @@ define('repeatTensor', repeatTensor)
 ------------------------------------------------------------------------------------------------
 -- cross([res,] a, b [, dim]): cross products along dim (default: the first of size 3)
 
-local mulKernel = apply.kernel(3, '$1 = $2 * $3')
-local subMulKernel = apply.kernel(3, '$1 = $1 - $2 * $3')
-
 local function cross(...)
   local r, a, b, dim = optionalResult(2, ...)
   check.tensorOf('cross', a)
@@ -259,12 +252,7 @@ local function cross(...)
   r, a = resultFor('cross', r, a)
   if overlaps(r, b) then b = b:clone() end
   r:resizeAs(a)
-  for i = 1, 3 do
-    local j, k = i % 3 + 1, (i + 1) % 3 + 1
-    local ri = r:narrow(dim, i, 1)
-    mulKernel(ri, a:narrow(dim, j, 1), b:narrow(dim, k, 1))
-    subMulKernel(ri, a:narrow(dim, k, 1), b:narrow(dim, j, 1))
-  end
+  backend.of(r).cross(r, a, b, dim)
   return r
 end
 define('cross', cross)
