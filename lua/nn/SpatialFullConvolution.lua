@@ -1,9 +1,12 @@
 -- The transpose of SpatialConvolution ("deconvolution"): each input pixel adds its weighted
 -- kernel to the output, giving (H-1)*dH - 2*padH + kH + adjH rows (likewise columns).
 -- Weight is nInputPlane x nOutputPlane x kH x kW, as torch7. Per image: one GEMM to the
--- nOutputPlane*kH*kW x H*W column matrix, then col2im (kernels/unfold.lua) into the output.
+-- nOutputPlane*kH*kW x H*W column matrix, then col2im (kernels/unfold.lua) into the output;
+-- or, where oneDNN serves the geometry, its convolution passes with the roles swapped
+-- (kernels/dnnl.lua).
 -- The input may be {input, target}: adjW/adjH then make the output size the target's.
 local unfold = require 'nn.kernels.unfold'
+local convdnnl = require 'nn.kernels.dnnl'
 local planes = require 'nn.kernels.planes'
 local shape = require 'nn.kernels.shape'
 
@@ -44,7 +47,7 @@ function SpatialFullConvolution:_geometry(input)
   local dims = self._dims
   local batch, B, _, s = shape.input(self, input, #dims, self.nInputPlane)
   local nOut = self.nOutputPlane
-  local g = { batch = batch, B = B, C = nOut, M = 1, N = 1, K = nOut }
+  local g = { batch = batch, B = B, C = nOut, O = self.nInputPlane, M = 1, N = 1, K = nOut }
   local outs, ks = {}, {}
   for i, d in ipairs(dims) do
     local k, st, pad, adj = self['k' .. d], self['d' .. d], self['pad' .. d], self['adj' .. d]
@@ -66,8 +69,24 @@ local function weights(self, w, B, K)
   return m, m:view(1, self.nInputPlane, K):expand(B, self.nInputPlane, K)
 end
 
+-- The oneDNN description of g (the convolution whose image is this module's output), or nil.
+local function onednn(self, g, x)
+  local w = self.weight
+  if torch.type(w) ~= torch.type(x) or not w:isContiguous() then return nil end
+  return convdnnl.of(g, x._dt)
+end
+
 function SpatialFullConvolution:updateOutput(input)
   local x, _, g = self:_geometry(input)
+  local d = onednn(self, g, x)
+  if d then
+    x = x:contiguous()
+    self.output:resize(g.sizes)
+    if convdnnl.backward(d, self.weight, x, self.output) then
+      if self.bias then convdnnl.addBias(self.output, self.bias, g.B, g.C, g.M) end
+      return self.output
+    end
+  end
   x = x:contiguous():view(g.B, self.nInputPlane, g.N)
   local _, w = weights(self, self.weight:contiguous(), g.B, g.K)
   self.columns = self.columns or x.new()
@@ -90,12 +109,16 @@ end
 function SpatialFullConvolution:updateGradInput(input, gradOutput)
   if not self.gradInput then return end
   local x, target, g = self:_geometry(input)
-  local cols = self:_gradColumns(gradOutput, g)
-  local _, w = weights(self, self.weight:contiguous(), g.B, g.K)
   if not target and not torch.isTensor(self.gradInput) then self.gradInput = x.new() end
   local gi = target and (self._gradInput or x.new()) or self.gradInput
   gi:resizeAs(x)
-  gi:view(g.B, self.nInputPlane, g.N):bmm(w, cols)
+  local d = onednn(self, g, x)
+  if d then shape.gradOutput(self, gradOutput, g.sizes) end
+  if not (d and gi:isContiguous() and convdnnl.forward(d, gradOutput:contiguous(), self.weight, nil, gi)) then
+    local cols = self:_gradColumns(gradOutput, g)
+    local _, w = weights(self, self.weight:contiguous(), g.B, g.K)
+    gi:view(g.B, self.nInputPlane, g.N):bmm(w, cols)
+  end
   if target then   -- {gradInput, a single zero expanded to the target's size}, as torch7
     self._gradInput = gi
     local ones = {}
@@ -108,9 +131,14 @@ end
 
 function SpatialFullConvolution:accGradParameters(input, gradOutput, scale)
   local x, _, g = self:_geometry(input)
-  local cols = self:_gradColumns(gradOutput, g)
+  local d = onednn(self, g, x)
+  if d then shape.gradOutput(self, gradOutput, g.sizes) end
   local gw = weights(self, self.gradWeight, g.B, g.K)
-  gw:addbmm(scale or 1, x:contiguous():view(g.B, self.nInputPlane, g.N), cols:transpose(2, 3))
+  if not (d and torch.type(self.gradWeight) == torch.type(x)
+      and convdnnl.accGrad(d, gradOutput:contiguous(), x:contiguous(), self.gradWeight, nil, scale or 1)) then
+    local cols = self:_gradColumns(gradOutput, g)
+    gw:addbmm(scale or 1, x:contiguous():view(g.B, self.nInputPlane, g.N), cols:transpose(2, 3))
+  end
   if self.gradBias then
     planes.accSum(self.gradBias, gradOutput:contiguous(), g.B, g.C, g.M, scale or 1)
   end

@@ -124,6 +124,15 @@ function convdnnl.backward(d, weight, gradOutput, gradInput)
   return true
 end
 
+-- plane c of each of the B images of x (contiguous, C planes of N) += bias[c]
+function convdnnl.addBias(x, bias, B, C, N)
+  local p, b, bs = ptr(x), ptr(bias), bias._str[1]
+  for i = 0, B * C - 1 do
+    local v, o = b[(i % C) * bs], i * N
+    for k = 0, N - 1 do p[o + k] = p[o + k] + v end
+  end
+end
+
 local function accumulate(dst, stride, src, n, scale)
   for i = 0, n - 1 do dst[i * stride] = dst[i * stride] + scale * src[i] end
 end
