@@ -145,7 +145,8 @@ class Backend:
     def seed(self, seed: int) -> None:
         self._random, self._random_xp = self.xp.random.RandomState(int(seed)), self.xp
 
-    def call(self, name: str, args: tuple) -> Any:
+    def call(self, name: str, *args: Any) -> Any:
+        """Lua's cuda_op: the op name, then the flattened arguments."""
         self.xp = array_module()
         values = self.arguments(args)
         with np.errstate(all="ignore"):  # C semantics: integer division by zero, NaN casts...
@@ -165,7 +166,10 @@ def op(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _scalar(v: Any, like: Any) -> Any:
     """v as an element of like's type, as C converts it (truncation, wrap-around)."""
-    return np.array(v).astype(like.dtype)[()]
+    dtype = like.dtype
+    if dtype.kind == "f":   # rounding to the nearest, as astype does (the direct path is faster)
+        return dtype.type(v)
+    return np.array(v).astype(dtype)[()]
 
 
 def _shaped(x: Any, like: Any) -> Any:
@@ -596,7 +600,7 @@ def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
     be = _backend(bridge)
     return {
         "cuda_alloc": be.alloc,
-        "cuda_op": lambda name, *args: be.call(name, args),
+        "cuda_op": be.call,
     }
 
 
