@@ -1,7 +1,7 @@
 -- The CUDA op table's products, marshalled to the array module (luabridge/backend/cuda.py's
 -- gemm, matmul there); the methods are math/blas.lua's, the one front end.
 local C = require 'torch.backend.cuda.core'
-local call, Methods, functions = C.call, C.Methods, C.functions
+local call, Methods = C.call, C.Methods
 
 require('torch.backend').register('cuda', {
   -- r = beta * m + alpha * a . b; two vectors make the outer product (a column times a row)
@@ -14,5 +14,4 @@ require('torch.backend').register('cuda', {
 
 for _, name in ipairs { 'addmm', 'addmv', 'addr', 'addbmm', 'baddbmm', 'mm', 'mv', 'bmm', 'ger', 'dot' } do
   Methods[name] = C.torch._TensorMethods[name]
-  functions[name] = nil
 end

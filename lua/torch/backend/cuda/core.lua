@@ -1,41 +1,44 @@
--- The CUDA backend's core: torch.CudaTensor (float, as in cutorch), torch.CudaDoubleTensor,
--- torch.CudaLongTensor, torch.CudaByteTensor, ... and their storages.
+-- The CUDA backend's core: the types torch.CudaTensor (float, as in cutorch), torch.CudaDoubleTensor,
+-- torch.CudaLongTensor, ... (one per row of elementtypes.lua), their storages, and `call`, the
+-- marshaller of every CUDA op.
 --
 -- A CUDA storage holds `_id`, the id of a device array that Python keeps (luabridge/backend/cuda.py:
 -- CuPy, or numpy standing in for it) and releases through the same handle as a CPU buffer; it
--- has no `_ptr`. CUDA tensors share the CPU structure methods (they only touch _st, _off, _sz,
--- _str) and answer `_device` with 'cuda'. Every math method checks its arguments here, with the
--- CPU messages, then calls one Python op by name; elements read one at a time go through a
--- host copy. Random numbers come from the array module's generator (torch.cudaManualSeed).
+-- has no `_ptr`. CUDA tensors answer `_device` with 'cuda' and take the front-end methods of
+-- math/ (one parser and one set of checks for every device), which reach the data through the
+-- ops of backend.cuda: the family files register them as marshallers over `call`. The structure
+-- methods are the CPU ones (they only touch _st, _off, _sz, _str); element access and host copies
+-- go through the op table too. Random numbers come from the array module's generator.
 local torch = require 'torch.env'
 local dtype = require 'torch.dtype'
 local check = require 'torch.check'
 local memory = require 'torch.memory'
-local apply = require 'torch.backend.cpu.apply'
 local object = require 'torch.object'
+local backend = require 'torch.backend'
 
 local py = memory.py
 local Tensor = torch._TensorMethods
 local make = torch._makeTensor
-local isTensor, isStorage = torch.isTensor, torch.isStorage
-local numel = apply.numel
-local sizestr = check.sizestr
+local isStorage = torch.isStorage
 
 -- Calls the Python op with each tensor argument flattened into numbers (Python then reads no
 -- Lua table): its kind, storage id (0: none), element offset, dtype name, dims, sizes, strides.
+-- The flat list is one table reused (Python ops never call back into Lua).
 local DEVICE, HOST = '\0device', '\0host'
+local out = {}
 local function call(op, ...)
-  local out, n = { op }, 1
+  local n = 1
+  out[1] = op
   for i = 1, select('#', ...) do
     local x = select(i, ...)
     local mt = getmetatable(x)
     if type(mt) == 'table' and rawget(mt, '__tensor') then
-      local st, sz, str = x._st, x._sz, x._str
+      local st, sz, str, onDevice = x._st, x._sz, x._str, rawget(mt, '_device')
       local nd = #sz
-      out[n + 1] = rawget(mt, '_device') and DEVICE or HOST
+      out[n + 1] = onDevice and DEVICE or HOST
       out[n + 2] = st and st._id or 0
       out[n + 3] = st and st._baseoff + x._off or 0
-      out[n + 4] = rawget(mt, '_device') and x._dt.np or x._dt.name
+      out[n + 4] = onDevice and x._dt.np or x._dt.name
       out[n + 5] = nd
       for d = 1, nd do out[n + 5 + d], out[n + 5 + nd + d] = sz[d], str[d] end
       n = n + 5 + 2 * nd
@@ -173,7 +176,7 @@ function torch._cudaStorageFromBuffer(typeName, id, n)
 end
 
 ------------------------------------------------------------------------------------------------
--- tensors: the CPU structure methods, element access through the host
+-- tensors: the CPU structure methods; element access and host copies through the op table
 
 local Methods = {}
 for _, name in ipairs {
@@ -196,20 +199,25 @@ end
 
 function Methods.data() check.error('data: a CUDA tensor has no host pointer') end
 function Methods.getDevice() return 1 end
-function Methods._readAt(t, o) return call('item', at(t, o)) end
-function Methods._writeAt(t, o, v) at(t, o):fill(v) end
+
+-- Tensor.lua's element access (t[i], t[{i, j}] = v): one element through the op table.
+backend.register('cuda', {
+  item = function(a) return call('item', a) end,   -- the value of a one-element tensor
+})
+function Methods._readAt(t, o) return backend.cuda.item(at(t, o)) end
+function Methods._writeAt(t, o, v) backend.cuda.fill(at(t, o), v) end
 
 -- The values in a new CPU tensor of the matching host type.
 function Methods._host(t)
-  local h = hostTensor(t._dt)
-  h:resize(copyArray(t._sz))
-  return h:copy(t)
+  local h = hostTensor(t._dt):resize(copyArray(t._sz))
+  backend.cuda.copy(h, t)
+  return h
 end
 
 -- copy.lua's hook: a CPU tensor dst copies from this one.
 function Methods._copyTo(t, dst)
   check.sameElements('copy', dst, t)
-  call('download', dst, t)
+  backend.cuda.copy(dst, t)
   return dst
 end
 
@@ -227,224 +235,8 @@ for _, name in ipairs { 'apply', 'map', 'map2' } do
   end
 end
 
-------------------------------------------------------------------------------------------------
--- argument forms, as torch7's wrappers declare them; each letter is one argument:
---   R  result of the operand type: optional in torch.f (a new one), self in the method
---   S  source: required in torch.f; in the method of a form with R, optional (self when absent)
---   r  optional result (new when absent)     T  tensor    n  number    b  boolean
---   x=v  optional, default v (nil: none)     =v  the constant v
-
-local accepts = {
-  R = isTensor, S = isTensor, r = isTensor, T = isTensor,
-  n = function(x) return type(x) == 'number' end,
-  b = function(x) return type(x) == 'boolean' end,
-}
-local shown = { R = '[result]', S = 'tensor', r = '[result]', T = 'tensor', n = 'number', b = 'boolean' }
-
-local function valueOf(s)
-  if s == 'nil' then return nil end
-  if s == 'true' or s == 'false' then return s == 'true' end
-  return tonumber(s)
-end
-
-local function parseForm(form, isMethod)
-  local specs = {}
-  local sourceDefaults = isMethod and form:find('R') ~= nil   -- S defaults to self only beside an R
-  for tok in form:gmatch('%S+') do
-    local kind, eq, def = tok:match('^(%a?)(=?)(.*)$')
-    local s = { kind = kind, default = valueOf(def) }
-    if kind == '' then s.fixed = true
-    elseif eq == '=' or kind == 'r' then s.optional = true
-    elseif kind == 'R' then s.optional = not isMethod
-    elseif kind == 'S' then s.optional, s.self = sourceDefaults, sourceDefaults end
-    specs[#specs + 1] = s
-  end
-  return specs
-end
-
--- Every way to call a form: each choice of present optional arguments, more of them first and
--- earlier ones before later ones (as torch7 tries them). A variant lists, per argument of the
--- body, the position of the caller's argument that fills it (or nil: the default).
-local function variants(form, isMethod)
-  local specs = parseForm(form, isMethod)
-  local opt = {}
-  for i, s in ipairs(specs) do if s.optional then opt[#opt + 1] = i end end
-  local masks = {}
-  for m = 0, 2 ^ #opt - 1 do masks[#masks + 1] = m end
-  local function count(m) local c = 0 while m > 0 do c = c + m % 2; m = math.floor(m / 2) end return c end
-  table.sort(masks, function(a, b)
-    if count(a) ~= count(b) then return count(a) > count(b) end
-    return a > b
-  end)
-  local out = {}
-  for _, m in ipairs(masks) do
-    local present = {}
-    for k = 1, #opt do present[opt[k]] = math.floor(m / 2 ^ (#opt - k)) % 2 == 1 end
-    local v, argc = { specs = specs, from = {} }, 0
-    for i, s in ipairs(specs) do
-      if not s.fixed and (not s.optional or present[i]) then
-        argc = argc + 1
-        v.from[i] = argc
-      end
-    end
-    v.argc = argc
-    out[#out + 1] = v
-  end
-  return out
-end
-
-local function describe(form)
-  local words = {}
-  for _, s in ipairs(parseForm(form, false)) do
-    if not s.fixed then
-      local w = shown[s.kind]
-      if s.optional and s.kind ~= 'r' and s.kind ~= 'R' then w = '[' .. w .. ']' end
-      words[#words + 1] = w
-    end
-  end
-  return table.concat(words, ' ')
-end
-
--- A function taking torch7's argument forms: forms is a list of { form, body }; the body gets
--- one value per letter of its form.
-local function dispatcher(name, forms, isMethod)
-  local byCount, usage = {}, {}
-  for _, f in ipairs(forms) do
-    for _, v in ipairs(variants(f[1], isMethod)) do
-      v.body = f[2]
-      byCount[v.argc] = byCount[v.argc] or {}
-      table.insert(byCount[v.argc], v)
-    end
-    usage[#usage + 1] = describe(f[1])
-  end
-  usage = table.concat(usage, ' | ')
-  return function(...)
-    local args = { ... }
-    local n = select('#', ...)
-    for _, v in ipairs(byCount[n] or {}) do
-      local fits = true
-      for i, s in ipairs(v.specs) do
-        local j = v.from[i]
-        if j and not accepts[s.kind](args[j]) then fits = false; break end
-      end
-      if fits then
-        local vals = {}
-        for i, s in ipairs(v.specs) do
-          local j = v.from[i]
-          if j then vals[i] = args[j] elseif s.self then vals[i] = args[1] else vals[i] = s.default end
-        end
-        return v.body(unpack(vals, 1, #v.specs))
-      end
-    end
-    local got = {}
-    for i = 1, n do got[i] = torch.type(args[i]) end
-    check.error(('%s: invalid arguments (%s); expected %s'):format(name, table.concat(got, ', '), usage))
-  end
-end
-
-local functions = {}   -- torch.f forms for CUDA tensors
-local function def(name, ...)
-  local forms = { ... }
-  Methods[name] = dispatcher(name, forms, true)
-  functions[name] = dispatcher(name, forms, false)
-end
-
-------------------------------------------------------------------------------------------------
--- checks
-
--- The ops torch7 has for floating-point types only.
-local function floatOnly(op, t)
-  if t._dt.integer then
-    check.error(('%s: expected a torch.CudaTensor, torch.CudaDoubleTensor or torch.CudaHalfTensor, got %s'):format(
-      op, torch.typename(t)))
-  end
-end
-
--- Integer types have no division by zero (C traps): refused before anything is written.
-local function divisor(op, t, v)
-  if t._dt.integer and (v < 0 and math.ceil(v) or math.floor(v)) == 0 then
-    check.error(('%s: integer division by zero (%s)'):format(op, torch.typename(t)))
-  end
-end
-
--- r (or a new tensor of src's type) resized as src, once src's partners are checked.
-local function result(op, r, src, ...)
-  r = r or src.new()
-  check.sameType(op, src, r)
-  for i = 1, select('#', ...) do
-    local x = select(i, ...)
-    check.sameType(op, src, x)
-    check.sameElements(op, src, x)
-  end
-  return r:resizeAs(src)
-end
-
--- r (or a new tensor of src's type) with sizes sz.
-local function sized(op, r, src, sz)
-  r = r or src.new()
-  check.sameType(op, src, r)
-  return r:resize(sz)
-end
-
--- An index tensor: a LongTensor or CudaLongTensor (on the host or the device: both are read).
-local function checkLong(op, idx)
-  check.tensorOf(op, idx, 'the index')
-  if idx._dt ~= dtype.Long and idx._dt ~= dtypes.Long then
-    check.error(('%s: the index must be a torch.LongTensor or torch.CudaLongTensor, got %s'):format(
-      op, torch.typename(idx)))
-  end
-end
-
--- Every index lies in [1, size of t's dimension d].
-local function checkRange(op, idx, t, d)
-  if numel(idx) == 0 then return end
-  local lo, hi = call('minmax', idx)
-  if lo < 1 or hi > t._sz[d] then
-    check.error(('%s: index %d out of range for dimension %d of size %d'):format(op, lo < 1 and lo or hi, d, t._sz[d]))
-  end
-end
-
--- A 1-D index into dimension d of t.
-local function checkIndexVector(op, idx, t, d)
-  check.dim(op, t, d)
-  checkLong(op, idx)
-  if #idx._sz ~= 1 then check.error(('%s: the index must be a vector (1D), got %s'):format(op, sizestr(idx))) end
-  checkRange(op, idx, t, d)
-end
-
--- A mask (ByteTensor or CudaByteTensor of 0 and 1) with t's element count.
-local function checkMask(op, mask, t)
-  check.tensorOf(op, mask, 'mask')
-  if mask._dt ~= dtype.Byte and mask._dt ~= dtypes.Byte then
-    check.error(('%s: the mask must be a torch.ByteTensor or torch.CudaByteTensor, got %s'):format(
-      op, torch.typename(mask)))
-  end
-  check.sameElements(op, t, mask)
-  if numel(mask) > 0 and select(2, call('minmax', mask)) > 1 then check.error(op .. ': the mask can hold 0 and 1 only') end
-end
-
--- t's sizes with dim d set to n.
-local function withSize(t, d, n)
-  local sz = copyArray(t._sz)
-  sz[d] = n
-  return sz
-end
-
-
--- Values (r, or new) and CudaLongTensor indices (idx, or new) with sizes sz.
-local function sortedOut(op, r, idx, s, sz)
-  if idx ~= nil and idx._dt ~= dtypes.Long then check.error(op .. ': indices must be a torch.CudaLongTensor') end
-  r = sized(op, r, s, sz)
-  return r, (idx or torch.CudaLongTensor()):resize(sz)
-end
-
--- What the family files (and init.lua) share while the CUDA types keep their own forms.
+-- What the family files (and init.lua) share.
 return {
-  torch = torch, dtype = dtype, check = check, memory = memory, apply = apply, object = object,
-  py = py, Tensor = Tensor, make = make, isTensor = isTensor, isStorage = isStorage, numel = numel,
-  sizestr = sizestr, call = call, copyArray = copyArray, dtypes = dtypes, tensorMts = tensorMts,
-  storageMts = storageMts, isCuda = isCuda, at = at, hostTensor = hostTensor, Methods = Methods,
-  functions = functions, def = def, dispatcher = dispatcher, floatOnly = floatOnly, divisor = divisor, result = result,
-  sized = sized, checkLong = checkLong, checkRange = checkRange,
-  checkIndexVector = checkIndexVector, checkMask = checkMask, withSize = withSize, sortedOut = sortedOut,
+  torch = torch, check = check, Tensor = Tensor, make = make, call = call, copyArray = copyArray,
+  dtypes = dtypes, tensorMts = tensorMts, storageMts = storageMts, isCuda = isCuda, Methods = Methods,
 }

@@ -22,5 +22,4 @@ backend.register('cuda', {
 for _, name in ipairs { 'index', 'indexCopy', 'indexAdd', 'indexFill', 'gather', 'scatter', 'maskedFill',
                         'maskedCopy', 'maskedSelect', 'nonzero' } do
   C.Methods[name] = C.Tensor[name]
-  C.functions[name] = nil
 end

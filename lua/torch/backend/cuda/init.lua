@@ -1,8 +1,8 @@
 -- The CUDA backend: the tensor types and conversions over core.lua, with the op families.
 local C = require 'torch.backend.cuda.core'
-local torch, check, py, Tensor, make, isTensor = C.torch, C.check, C.py, C.Tensor, C.make, C.isTensor
+local torch, check, Tensor, make, Methods = C.torch, C.check, C.Tensor, C.make, C.Methods
 local call, copyArray, dtypes, tensorMts, storageMts, isCuda = C.call, C.copyArray, C.dtypes, C.tensorMts, C.storageMts, C.isCuda
-local Methods, functions = C.Methods, C.functions
+local isTensor = torch.isTensor
 
 for _, family in ipairs { 'pointwise', 'reduce', 'blas', 'index', 'sort', 'random' } do
   require('torch.backend.cuda.' .. family)
@@ -62,22 +62,6 @@ end
 for name, fn in pairs(converters) do
   torch._method(name, fn)
   for _, mt in pairs(tensorMts) do mt[name] = fn end
-end
-
--- torch.f(...) routes to the CUDA forms when its tensor argument (first, second, or the first
--- of a table) is a CUDA tensor.
-local function onDevice(a, b)
-  return isCuda(a) or isCuda(b) or (type(a) == 'table' and not isTensor(a) and isCuda(a[1]))
-end
-local methodOnly = { copy = true, indexCopy = true, indexAdd = true, indexFill = true, scatter = true,
-                     maskedFill = true, maskedCopy = true }
-for name, fn in pairs(functions) do
-  local cpu = rawget(torch, name)
-  if cpu ~= nil or not methodOnly[name] then torch[name] = function(...)
-    if onDevice(...) then return fn(...) end
-    if cpu == nil then check.error(('torch.%s: no CPU implementation'):format(name)) end
-    return cpu(...)
-  end end
 end
 
 -- call: for the device passes of other libraries (nn; luabridge/backend/cuda_nn.py)

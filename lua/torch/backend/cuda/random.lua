@@ -14,7 +14,6 @@ backend.register('cuda', {
 for _, name in ipairs { 'uniform', 'normal', 'cauchy', 'logNormal', 'exponential', 'geometric', 'bernoulli',
                         'random' } do
   C.Methods[name] = C.Tensor[name]
-  C.functions[name] = nil
 end
 
 -- cudaManualSeed(seed): seeds the device's generator.

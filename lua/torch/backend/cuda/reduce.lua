@@ -31,5 +31,4 @@ require('torch.backend').register('cuda', {
 for _, name in ipairs { 'sum', 'prod', 'mean', 'var', 'std', 'norm', 'all', 'any', 'max', 'min', 'cumsum',
                         'cumprod', 'dist', 'renorm', 'equal', 'trace' } do
   C.Methods[name] = C.Tensor[name]
-  C.functions[name] = nil
 end

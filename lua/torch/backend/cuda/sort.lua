@@ -12,5 +12,4 @@ require('torch.backend').register('cuda', {
 
 for _, name in ipairs { 'sort', 'topk', 'kthvalue', 'median', 'mode' } do
   C.Methods[name] = C.Tensor[name]
-  C.functions[name] = nil
 end
