@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,examples]' --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e '.[test,examples,onednn]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 run: $(STAMP)
