@@ -679,6 +679,24 @@ def test_index_errors_read_alike_on_both_devices(xp, rng):
     ], luabridge.from_numpy(a))
 
 
+def test_cpu_only_families_name_the_missing_op(xp, rng):
+    """LAPACK, torch.conv2 and the like, cross: checked by the one front end, then the CUDA op
+    table names the op it lacks; the constructors made of fills and copies serve CUDA tensors."""
+    x = dev(f32(rng, 3, 3))
+    assert_lua_errors([
+        ("function(x) return torch.gesv(x, x) end", "gesv is not available for CUDA tensors"),
+        ("function(x) return torch.inverse(x) end", "inverse is not available for CUDA tensors"),
+        ("function(x) return torch.svd(x) end", "gesvd is not available for CUDA tensors"),
+        ("function(x) return torch.inverse(x:narrow(1, 1, 2)) end", "inverse: A should be square, but is 2x3"),
+        ("function(x) return torch.conv2(x, x:narrow(1, 1, 2)) end", "xcorr3 is not available for CUDA tensors"),
+        ("function(x) return torch.xcorr2(x, x:view(9)) end", "xcorr2: expected 2D input and 2D kernel"),
+        ("function(x) return torch.cross(x, x) end", "cross is not available for CUDA tensors"),
+    ], x)
+    eye, seq = L("function(x) return torch.eye(x.new(), 3), torch.linspace(x.new(), 0, 1, 5) end")(x)
+    close(eye, np.eye(3))
+    close(seq, np.linspace(0, 1, 5))
+
+
 # ----------------------------------------------------------------------------------------------
 # sorting and joining
 
