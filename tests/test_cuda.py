@@ -1,4 +1,4 @@
-"""The CUDA backend (lua/torch/backend/cuda.lua + luabridge/backend/cuda.py).
+"""The CUDA backend (lua/torch/backend/cuda/ + luabridge/backend/cuda.py).
 
 Every test runs twice: with numpy standing in for CuPy (forced for the test, so it runs on any
 machine) and with CuPy on a real device (`-k cupy`; skipped with the reason when CuPy or a device

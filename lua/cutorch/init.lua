@@ -1,6 +1,6 @@
 -- cutorch: the CUDA tensor types (torch.CudaTensor, ...) and device functions.
 -- With a device (CuPy sees a GPU, or LUABRIDGE_CUDA_ARRAY_MODULE=numpy) the types are those of
--- lua/torch/backend/cuda.lua. Without one, LUABRIDGE_CUDA_ON_CPU=1 runs CUDA code on the CPU:
+-- lua/torch/backend/cuda/. Without one, LUABRIDGE_CUDA_ON_CPU=1 runs CUDA code on the CPU:
 -- each CUDA type name stands for its CPU type (torch.CudaTensor is torch.FloatTensor,
 -- torch.CudaLongTensor torch.LongTensor, ...) and x:cuda() converts to FloatTensor (x itself when
 -- it is one). Without either, require 'cutorch' raises an error saying so.

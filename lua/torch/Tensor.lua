@@ -638,7 +638,7 @@ local function newindex(t, k, v)
   end
 end
 
--- Device tensor types (backend/cuda.lua) index through the same functions.
+-- Device tensor types (backend/cuda/init.lua) index through the same functions.
 torch._tensorIndex, torch._tensorNewIndex = index, newindex
 
 -- Calls fn(value) on every element in row-major order; a returned number replaces it.
