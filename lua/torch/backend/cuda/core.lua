@@ -214,13 +214,6 @@ function Methods._host(t)
   return h
 end
 
--- copy.lua's hook: a CPU tensor dst copies from this one.
-function Methods._copyTo(t, dst)
-  check.sameElements('copy', dst, t)
-  backend.cuda.copy(dst, t)
-  return dst
-end
-
 function Methods.totable(t) return t:_host():totable() end
 function Methods.__tostring__(t) return torch._tensorToString(t) end
 
