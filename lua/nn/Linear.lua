@@ -1,7 +1,6 @@
 -- y = W x + b for a vector x (inputSize) or each row of a matrix (nframe x inputSize).
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
-local blas = require 'torch.backend.cpu.blas'
+local backend = require 'torch.backend'
 local Linear, parent = torch.class('nn.Linear', 'nn.Module')
 
 function Linear:__init(inputSize, outputSize, bias)
@@ -51,44 +50,44 @@ local function ones(self, input, nframe)
   return self.addBuffer
 end
 
--- The batch passes call BLAS straight on the buffers (no tensor views or product checks per
--- call; column-major, so each row-major matrix is its transpose) when every operand is a
--- contiguous CPU Float / Double tensor of the result's type with the element count expected,
--- not 0, and the result shares no memory with the others: direct(result, n) and operand(result,
--- n, t) (t may be nil: no bias) for each, written out (a loop over the operands on every call
--- would abort LuaJIT's traces). Otherwise the tensor ops run (and raise what is wrong). The
--- products and the order of the bias terms are addmm's / addr's / addmv's.
-local function direct(result, n)
-  local name = result._dt.name
-  return not result._device and (name == 'Float' or name == 'Double') and n > 0
-    and apply.numel(result) == n and apply.isContiguous(result)
-end
+-- The batch passes call the gemm op of the tensors' backend straight (no product checks, no
+-- views but one transpose per call) when every operand is a contiguous tensor of the result's
+-- floating type with the element count expected, not 0, and none shares memory with the result
+-- (`fast`, written out per operand: a loop over them on every call would abort LuaJIT's traces).
+-- Otherwise the tensor ops run (and raise what is wrong). The products and the order of the
+-- bias terms are addmm's / addr's / addmv's.
+local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true,
+                   ['torch.CudaTensor'] = true, ['torch.CudaDoubleTensor'] = true }
 
--- t's n elements and result's lie apart (by address: one storage may hold both, as the
--- graph executor's arena does)
+local function whole(t, n) return n > 0 and t:nElement() == n and t:isContiguous() end
+
+-- t (n elements, contiguous) lies apart from result's elements: another storage, or another
+-- range of one storage (the graph executor's arena holds many tensors)
 local function apart(result, t, n)
-  local r, p = apply.ptr(result), apply.ptr(t)
-  return p + n <= r or r + apply.numel(result) <= p
+  if t:storage() ~= result:storage() then return true end
+  local r, p = result:storageOffset(), t:storageOffset()
+  return p + n <= r or r + result:nElement() <= p
 end
 
-local function operand(result, n, t)
-  return not t or (t._dt == result._dt and n > 0 and apply.numel(t) == n and apply.isContiguous(t)
-    and apart(result, t, n))
+local function fast(result, t, n)
+  if not t then return true end
+  return t:type() == result:type() and whole(t, n) and apart(result, t, n)
 end
 
-local ptr = apply.ptr
+local function fastResult(result, n) return floating[result:type()] and whole(result, n) end
 
 function Linear:updateOutput(input)
   local nd = checkInput(self, input)
   local out = self.output
   if nd == 2 then
     local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
-    if out._sz[1] ~= n or out._sz[2] ~= O or #out._sz ~= 2 then out:resize(n, O) end
+    if out:dim() ~= 2 or out:size(1) ~= n or out:size(2) ~= O then out:resize(n, O) end
     local bias, one = self.bias, self.bias and ones(self, input, n)
-    if direct(out, n * O) and operand(out, n * I, input) and operand(out, O * I, self.weight)
-        and operand(out, O, bias) and operand(out, n, one) then
-      blas.gemm(out._dt, true, false, O, n, I, 1, ptr(self.weight), I, ptr(input), I, 0, ptr(out), O)
-      if bias then blas.ger(out._dt, O, n, 1, ptr(bias), 1, ptr(one), 1, ptr(out), O) end
+    if fastResult(out, n * O) and fast(out, input, n * I) and fast(out, self.weight, O * I)
+        and fast(out, bias, O) and fast(out, one, n) then
+      local ops = backend.of(out)
+      ops.gemm(out, 0, out, 1, input, self.weight:t())
+      if bias then ops.gemm(out, 1, out, 1, one, bias) end
       return out
     end
   end
@@ -124,8 +123,8 @@ function Linear:updateGradInput(input, gradOutput)
   gi:resizeAs(input)
   if nd == 2 then
     local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
-    if direct(gi, n * I) and operand(gi, n * O, gradOutput) and operand(gi, O * I, self.weight) then
-      blas.gemm(gi._dt, false, false, I, n, O, 1, ptr(self.weight), I, ptr(gradOutput), O, 0, ptr(gi), I)
+    if fastResult(gi, n * I) and fast(gi, gradOutput, n * O) and fast(gi, self.weight, O * I) then
+      backend.of(gi).gemm(gi, 0, gi, 1, gradOutput, self.weight)
       return gi
     end
   end
@@ -147,11 +146,12 @@ function Linear:accGradParameters(input, gradOutput, scale)
   end
   local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
   local gw, gb, one = self.gradWeight, self.bias and self.gradBias, self.bias and ones(self, input, n)
-  if direct(gw, O * I) and operand(gw, n * O, gradOutput) and operand(gw, n * I, input)
-      and (not self.bias or (gb and direct(gb, O) and operand(gb, n * O, gradOutput)
-        and operand(gb, n, one))) then
-    blas.gemm(gw._dt, false, true, I, O, n, scale, ptr(input), I, ptr(gradOutput), O, 1, ptr(gw), I)
-    if gb then blas.gemv(gw._dt, false, O, n, scale, ptr(gradOutput), O, ptr(one), 1, 1, ptr(gb), 1) end
+  if fastResult(gw, O * I) and fast(gw, gradOutput, n * O) and fast(gw, input, n * I)
+      and (not self.bias or (gb and fastResult(gb, O) and fast(gb, gradOutput, n * O)
+        and fast(gb, one, n))) then
+    local ops, gradOutputT = backend.of(gw), gradOutput:t()
+    ops.gemm(gw, 1, gw, scale, gradOutputT, input)
+    if gb then ops.gemm(gb, 1, gb, scale, gradOutputT, one) end
   else
     self.gradWeight:addmm(scale, gradOutput:t(), input)
     if self.bias then
