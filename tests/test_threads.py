@@ -93,3 +93,14 @@ def test_idle_workers_sleep_soon(lua):
     needs_openblas()
     assert os.environ.get("OPENBLAS_THREAD_TIMEOUT") is not None
     assert blas().spinSeconds == pytest.approx(linalg.spin_seconds())
+
+
+def test_load_watch_can_be_turned_off(restore_threads):
+    """Without the free-CPU count, a product big enough gets every thread of the setting."""
+    set_threads(2)
+    watch = lua_fn("function(on) require('torch.backend.cpu.blas').watchLoad = on end")
+    watch(False)
+    try:
+        assert threads_for(10**12, 1000) == 2
+    finally:
+        watch(True)

@@ -140,13 +140,17 @@ if loadavg >= 0 then
   end
 end
 
+-- Whether calls count the free CPUs (a benchmark that has the machine to itself while other
+-- work waits, by priority, may turn it off).
+blas.watchLoad = true
+
 -- The thread count for a call of `work` units, at least `least` per thread: 1 .. blas.threads,
 -- and no more than the free CPUs.
 function blas.threadsFor(work, least)
   local n = blas.threads
   if n == 1 or work < 2 * least then return 1 end
   if work < n * least then n = floor(work / least) end
-  local free = freeCpus and freeCpus()
+  local free = blas.watchLoad and freeCpus and freeCpus()
   if free and free < n then n = free > 1 and free or 1 end
   return n
 end
