@@ -114,7 +114,8 @@ function R.indexResult(op, res, x)
   return res
 end
 
--- t's sizes with dimension dim set to n. (Loop-free up to 2 dims: see `times`.)
+-- t's sizes with dimension dim set to n. (Loop-free up to 2 dims: a short loop on every call
+-- makes traces abort; lua/torch/README.md, "Kernels".)
 function R.sizesWith(t, dim, n)
   local sz = t._sz
   local nd = #sz
