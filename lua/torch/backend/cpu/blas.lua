@@ -9,10 +9,10 @@
 -- Threads: blas.threads is torch.setnumthreads' count (default: the cores this process may use).
 -- Each call sets OpenBLAS's thread count first (a C store, about 2 ns), then puts the setting
 -- back: a product gets one more thread per blas.minWork multiply-adds, up to blas.threads, so
--- small ones stay on one thread; and no more threads than the machine has idle CPUs (one
+-- small ones stay on one thread; and no more threads than the machine has free CPUs (one
 -- pread of /proc/loadavg's count of runnable threads, only for calls large enough to split):
 -- OpenBLAS's threads wait on each other many times per product, so a split product stalls
--- whenever one of them is descheduled. LAPACK gets blas.threads. lua/torch/README.md, "Threads",
+-- whenever one of them is descheduled. LAPACK gets blas.threads. README.md (Performance, Threads)
 -- has the measurements (bench/gemm_threads.py).
 local ffi = require 'ffi'
 local memory = require 'torch.memory'
@@ -106,6 +106,9 @@ local function bindLibrary(path, prefix, suffix, intBits, hasLapack)
   end
   return fn, INT
 end
+
+------------------------------------------------------------------------------------------------
+-- threads per call
 
 -- Declared under private names (asm labels) so that other cdefs of these functions cannot clash.
 ffi.cdef [[
