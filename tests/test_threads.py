@@ -104,3 +104,18 @@ def test_load_watch_can_be_turned_off(restore_threads):
         assert threads_for(10**12, 1000) == 2
     finally:
         watch(True)
+
+
+def test_each_call_asks_the_rule_with_its_size(lua):
+    """mm, mv and ger ask blas.threadsFor with their multiply-adds (elements for mv and ger)."""
+    asked = lua_fn("""function(a, b, x, y)
+      local blas = require 'torch.backend.cpu.blas'
+      local rule, seen = blas.threadsFor, {}
+      blas.threadsFor = function(work, least) seen[#seen + 1] = { work, least }; return 1 end
+      local ok, err = pcall(function() torch.mm(a, b); torch.mv(a, x); torch.ger(x, y) end)
+      blas.threadsFor = rule
+      assert(ok, err)
+      return seen, blas.minWork.gemm, blas.minWork.gemv
+    end""")
+    seen, gemm, gemv = asked(np.ones((5, 7)), np.ones((7, 3)), np.ones(7), np.ones(4))
+    assert [tuple(seen[i].values()) for i in (1, 2, 3)] == [(5 * 3 * 7, gemm), (5 * 7, gemv), (7 * 4, gemv)]
