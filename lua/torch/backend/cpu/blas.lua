@@ -22,8 +22,11 @@ local py = memory.py
 local floor = math.floor
 local blas = {}
 
--- multiply-adds (elements for level 1 and 2) each thread of a call gets at least
-blas.minWork = { gemm = 4e6, gemv = 4e6 }
+-- The work each thread of a call gets at least: multiply-adds for gemm, matrix elements for gemv
+-- and ger, vector elements for dot and axpy. Measured on 2 idle cores (float32): 2 threads pay
+-- for gemm from about 10M multiply-adds (README.md, Threads), for gemv from 1M elements (138 ->
+-- 63 us at 1024^2; even at 512^2), never for dot (even from 1M to 16M elements).
+blas.minWork = { gemm = 4e6, gemv = 5e5, vector = math.huge }
 
 local ColMajor, NoTrans, Trans = 102, 111, 112
 
@@ -201,7 +204,7 @@ local function ffiBlas(fn)
   end
   function blas.dot(dt, n, x, incx, y, incy)
     local f = dt.name == 'Double' and ddot or sdot
-    local used = size(n, minWork.gemv)
+    local used = size(n, minWork.vector)
     local s = tonumber(f(n, x, incx, y, incy))
     restore(used)
     return s
@@ -211,7 +214,7 @@ local function ffiBlas(fn)
   if saxpy and daxpy then
     function blas.axpy(dt, n, alpha, x, incx, y, incy)
       local f = dt.name == 'Double' and daxpy or saxpy
-      local used = size(n, minWork.gemv)
+      local used = size(n, minWork.vector)
       f(n, alpha, x, incx, y, incy)
       restore(used)
     end
