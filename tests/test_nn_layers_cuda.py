@@ -25,7 +25,8 @@ _RUN = """function(m, x, g, onDevice)
   return y, gi, torch.type(m.output)
 end"""
 
-DEVICE_MODULES = ["nn.Linear(4, 3)", "nn.ReLU()", "nn.ReLU(true)", "nn.Threshold(0.2, -1)", "nn.HardTanh()",
+DEVICE_MODULES = ["nn.Linear(4, 3)", "nn.ReLU()", "nn.ReLU(true)", "nn.Threshold(0.2, -1)", "nn.Threshold(0.2, 0.2)",
+                  "nn.Threshold(0.5, -1, true)", "nn.HardTanh()",
                   "nn.ReLU6()", "nn.Tanh()", "nn.Sigmoid()", "nn.SoftMax()", "nn.LogSoftMax()", "nn.SoftMin()",
                   "nn.Max(2)", "nn.Min(1)", "nn.Sum(2)", "nn.Normalize(2)", "nn.Normalize(math.huge)",
                   "nn.CMul(4)", "nn.CAdd(4)", "nn.Add(4)", "nn.Mul()", "nn.Euclidean(4, 2)", "nn.Cosine(4, 2)",

@@ -1,13 +1,13 @@
 -- Concatenated ReLU (Shang et al. 2016): max(x, 0) and max(-x, 0) stacked along the feature
 -- dim (dim 1, or dim 2 for a batch: input:dim() == nInputDims + 1), doubling its size.
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local pointwise = require 'nn.kernels.pointwise'
 local CReLU, parent = torch.class('nn.CReLU', 'nn.Module')
 
-local positive = apply.kernel(2, 'local x = $2; $1 = x > 0 and x or 0')
-local negative = apply.kernel(2, 'local x = $2; $1 = x < 0 and -x or 0')
-local backward = apply.kernel(4, 'local x = $2; $1 = (x > 0 and $3 or 0) - (x < 0 and $4 or 0)')
+local positive = backend.cpu.kernel(2, 'local x = $2; $1 = x > 0 and x or 0')
+local negative = backend.cpu.kernel(2, 'local x = $2; $1 = x < 0 and -x or 0')
+local backward = backend.cpu.kernel(4, 'local x = $2; $1 = (x > 0 and $3 or 0) - (x < 0 and $4 or 0)')
 
 function CReLU:__init(nInputDims, inplace)
   parent.__init(self)

@@ -1,9 +1,10 @@
 -- Negative log-likelihood of 1-based class indices: input holds log-probabilities, one row per
 -- sample (1-D: one sample); loss = -sum_i w[t_i] x[i][t_i], divided by sum_i w[t_i] when
--- sizeAverage. Samples whose target is ignoreIndex count for nothing. CUDA input runs the array
--- module's passes (luabridge/backend/cuda_nn.py); its target is checked through a host copy.
+-- sizeAverage. Samples whose target is ignoreIndex count for nothing. The passes are ops of the
+-- input's backend (class_nll_forward / class_nll_backward: nn/kernels/targets.lua on CPU,
+-- backend/cuda/nn.lua on CUDA); a device target is checked through a host copy.
 local check = require 'torch.check'
-local cuda = require 'torch.backend.cuda'
+local backend = require 'torch.backend'
 local loss = require 'nn.kernels.loss'
 local targets = require 'nn.kernels.targets'
 local ClassNLLCriterion, parent = torch.class('nn.ClassNLLCriterion', 'nn.Criterion')
@@ -22,7 +23,7 @@ function ClassNLLCriterion:__len()
   return self.weights and self.weights:nElement() or 0
 end
 
--- Validates; returns the target tensor and the sample count.
+-- Validates; returns the target tensor.
 local function frames(self, input, target)
   local name = torch.type(self)
   local nframe, nclass = targets.frames(self, input)
@@ -38,55 +39,18 @@ local function frames(self, input, target)
       name, check.sizestr(t), check.sizestr(input), nframe))
   end
   targets.checkWeights(self, nclass)
-  targets.checkRange(self, t._device and t:double() or t, nframe, nclass, self.ignoreIndex)
-  return t, nframe
+  targets.checkRange(self, targets.host(t), nframe, nclass, self.ignoreIndex)
+  return t
 end
-
-local function totalWeight(self, t, nframe)
-  local total = 0
-  for i = 0, nframe - 1 do
-    local c = targets.at(t, i)
-    if c ~= self.ignoreIndex then total = total + targets.classWeight(self.weights, c) end
-  end
-  return total
-end
-
-local finish = targets.finish
 
 function ClassNLLCriterion:updateOutput(input, target)
-  local t, nframe = frames(self, input, target)
-  if input._device then
-    return finish(self, cuda.call('class_nll_forward', input, t, self.weights, self.ignoreIndex))
-  end
-  local p, off, si, sc = targets.rows(input)
-  local sum = 0
-  for i = 0, nframe - 1 do
-    local c = targets.at(t, i)
-    if c ~= self.ignoreIndex then
-      sum = sum - tonumber(p[off + i * si + (c - 1) * sc]) * targets.classWeight(self.weights, c)
-    end
-  end
-  return finish(self, sum, totalWeight(self, t, nframe))
+  local t = frames(self, input, target)
+  return targets.finish(self, backend.of(input).class_nll_forward(input, t, self.weights, self.ignoreIndex))
 end
 
 function ClassNLLCriterion:updateGradInput(input, target)
-  local t, nframe = frames(self, input, target)
-  if input._device then
-    self.gradInput:resizeAs(input)
-    cuda.call('class_nll_backward', self.gradInput, t, self.weights, self.ignoreIndex, self.sizeAverage)
-    return self.gradInput
-  end
-  self.gradInput:resizeAs(input):zero()
-  local total = totalWeight(self, t, nframe)
-  -- as torch7: no gradient unless the total weight is positive
-  if not (total > 0) then return self.gradInput end
-  local norm = self.sizeAverage and total or 1
-  local p, off, si, sc = targets.rows(self.gradInput)
-  for i = 0, nframe - 1 do
-    local c = targets.at(t, i)
-    if c ~= self.ignoreIndex then
-      p[off + i * si + (c - 1) * sc] = -targets.classWeight(self.weights, c) / norm
-    end
-  end
+  local t = frames(self, input, target)
+  self.gradInput:resizeAs(input)
+  backend.of(input).class_nll_backward(self.gradInput, t, self.weights, self.ignoreIndex, self.sizeAverage)
   return self.gradInput
 end

@@ -4,6 +4,8 @@
 local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
 local cosine = require 'nn.kernels.cosine'
+local targets = require 'nn.kernels.targets'
+local backend = require 'torch.backend'
 local CosineEmbeddingCriterion, parent = torch.class('nn.CosineEmbeddingCriterion', 'nn.Criterion')
 
 function CosineEmbeddingCriterion:__init(margin)
@@ -53,9 +55,7 @@ local function cosines(self, x1, x2)
   return cosine.forward(self, x1, x2, self._cos)
 end
 
-local function at(t, i)
-  return tonumber(t._st._ptr[t._off + i * t._str[1]])
-end
+local at = targets.at
 
 function CosineEmbeddingCriterion:updateOutput(input, y)
   local x1, x2, labels = prepare(self, input, y)
@@ -74,10 +74,11 @@ function CosineEmbeddingCriterion:updateGradInput(input, y)
   local coef = (self._coef or x1.new()):resize(n, 1)
   self._coef = coef
   local scale = self.sizeAverage and 1 / n or 1
+  local cp = backend.cpu.ptr(coef)
   for i = 0, n - 1 do
     local l, f = pairLoss(at(labels, i), at(cos, i), self.margin)
     -- as torch7's, a pair of zero loss gets no gradient
-    coef._st._ptr[coef._off + i] = l > 0 and f * scale or 0
+    cp[i] = l > 0 and f * scale or 0
   end
   local g1, g2 = self.gradInput[1], self.gradInput[2]
   cosine.backward(self, x1, x2, coef, g1, g2)

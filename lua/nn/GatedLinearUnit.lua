@@ -1,11 +1,11 @@
 -- a * sigmoid(b), where a and b are the two halves of the input along dim (default: the last).
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local pointwise = require 'nn.kernels.pointwise'
 local GatedLinearUnit, parent = torch.class('nn.GatedLinearUnit', 'nn.Module')
 
 -- d/db of a * sigmoid(b) times gradOutput, from s = sigmoid(b): gradOutput * a * s * (1 - s).
-local gateGrad = apply.kernel(4, 'local s = $4; $1 = $2 * $3 * s * (1 - s)')
+local gateGrad = backend.cpu.kernel(4, 'local s = $4; $1 = $2 * $3 * s * (1 - s)')
 
 function GatedLinearUnit:__init(dim)
   parent.__init(self)

@@ -28,30 +28,30 @@ local function frames(self, input, target)
       :format(name, dim, tostring(target:min()), tostring(target:max())))
   end
   self.isTarget = self.isTarget:typeAs(input):resize(target:size()):zero()
-  local ip, ioff, irs, ics = targets.rows(self.isTarget)
-  local tp, toff, trs, tcs = targets.rows(target)
+  local ip, irs, ics = targets.rows(self.isTarget)
+  local tp, trs, tcs = targets.rows(target)
   for i = 0, nframe - 1 do
     for k = 0, dim - 1 do
-      local c = math.floor(tonumber(tp[toff + i * trs + k * tcs]))
+      local c = math.floor(tonumber(tp[i * trs + k * tcs]))
       if c == 0 then break end
-      ip[ioff + i * irs + (c - 1) * ics] = 1
+      ip[i * irs + (c - 1) * ics] = 1
     end
   end
   return target, nframe, dim
 end
 
 -- The summed hinges max(0, 1 - x[j] + x[d]) over listed classes j and unlisted d of every
--- sample; with gp (gradInput's pointer, offset and steps), each active hinge also moves g
+-- sample; with gp (gradInput's pointer and steps), each active hinge also moves g
 -- from gradInput[j] to gradInput[d].
-local function hinges(self, input, target, nframe, dim, g, gp, goff, grs, gcs)
-  local p, off, rs, cs = targets.rows(input)
-  local ip, ioff, irs, ics = targets.rows(self.isTarget)
-  local tp, toff, trs, tcs = targets.rows(target)
+local function hinges(self, input, target, nframe, dim, g, gp, grs, gcs)
+  local p, rs, cs = targets.rows(input)
+  local ip, irs, ics = targets.rows(self.isTarget)
+  local tp, trs, tcs = targets.rows(target)
   local sum = 0
   for i = 0, nframe - 1 do
-    local row, irow = off + i * rs, ioff + i * irs
+    local row, irow = i * rs, i * irs
     for k = 0, dim - 1 do
-      local j = math.floor(tonumber(tp[toff + i * trs + k * tcs])) - 1
+      local j = math.floor(tonumber(tp[i * trs + k * tcs])) - 1
       if j < 0 then break end
       local xj = tonumber(p[row + j * cs])
       for d = 0, dim - 1 do
@@ -59,7 +59,7 @@ local function hinges(self, input, target, nframe, dim, g, gp, goff, grs, gcs)
         local h = math.max(0, 1 - xj + tonumber(p[row + d * cs])) * (1 - ip[irow + d * ics])
         sum = sum + h
         if gp and h > 0 then
-          local grow = goff + i * grs
+          local grow = i * grs
           gp[grow + j * gcs] = gp[grow + j * gcs] - g
           gp[grow + d * gcs] = gp[grow + d * gcs] + g
         end

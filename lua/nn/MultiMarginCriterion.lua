@@ -33,12 +33,12 @@ end
 
 function MultiMarginCriterion:updateOutput(input, target)
   local t, nframe, dim = frames(self, input, target)
-  local p, off, rs, cs = targets.rows(input)
+  local p, rs, cs = targets.rows(input)
   local margin, square = self.margin, self.p == 2
   local sum = 0
   for i = 0, nframe - 1 do
     local c = targets.at(t, i)
-    local row = off + i * rs
+    local row = i * rs
     local xc = tonumber(p[row + (c - 1) * cs])
     local rowSum = 0
     for d = 0, dim - 1 do
@@ -55,14 +55,14 @@ end
 
 function MultiMarginCriterion:updateGradInput(input, target)
   local t, nframe, dim = frames(self, input, target)
-  local p, off, rs, cs = targets.rows(input)
+  local p, rs, cs = targets.rows(input)
   self.gradInput:resizeAs(input)
-  local gp, goff, grs, gcs = targets.rows(self.gradInput)
+  local gp, grs, gcs = targets.rows(self.gradInput)
   local margin, square = self.margin, self.p == 2
   local g = self.sizeAverage and 1 / (nframe * dim) or 1 / dim
   for i = 0, nframe - 1 do
     local c = targets.at(t, i)
-    local row, grow = off + i * rs, goff + i * grs
+    local row, grow = i * rs, i * grs
     local xc = tonumber(p[row + (c - 1) * cs])
     local scale = g * targets.classWeight(self.weights, c)
     local gc = 0

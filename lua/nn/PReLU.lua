@@ -1,13 +1,13 @@
 -- x for x > 0, a * x otherwise, with a learned slope a per input plane (nOutputPlane; dim 1
 -- of a vector, dim 2 of a batch) or one shared slope (nOutputPlane 0 or nil). Slopes start at 0.25.
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local pointwise = require 'nn.kernels.pointwise'
 local PReLU, parent = torch.class('nn.PReLU', 'nn.Module')
 
-local forward = apply.kernel(3, '$1 = $2 > 0 and $2 or $3 * $2')
-local backward = apply.kernel(4, '$1 = $2 > 0 and $3 or $4 * $3')
-local slopeGrad = apply.kernel(3, '$1 = $2 > 0 and 0 or $2 * $3')
+local forward = backend.cpu.kernel(3, '$1 = $2 > 0 and $2 or $3 * $2')
+local backward = backend.cpu.kernel(4, '$1 = $2 > 0 and $3 or $4 * $3')
+local slopeGrad = backend.cpu.kernel(3, '$1 = $2 > 0 and 0 or $2 * $3')
 
 function PReLU:__init(nOutputPlane)
   parent.__init(self)

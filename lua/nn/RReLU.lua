@@ -2,13 +2,13 @@
 -- drawn uniformly from [lower, upper] (kept in noise for backward); at evaluation the slope
 -- is (lower + upper) / 2.
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local pointwise = require 'nn.kernels.pointwise'
 local RReLU, parent = torch.class('nn.RReLU', 'nn.Module')
 
-local keepPositive = apply.kernel(2, '$1 = $2 > 0 and 1 or $1')        -- noise, input
-local leaky = apply.kernel(2, 'local x = $2; $1 = x > 0 and x or x * v1')
-local leakyGrad = apply.kernel(3, '$1 = $2 > 0 and $3 or $3 * v1')     -- gradInput, input, gradOutput
+local keepPositive = backend.cpu.kernel(2, '$1 = $2 > 0 and 1 or $1')        -- noise, input
+local leaky = backend.cpu.kernel(2, 'local x = $2; $1 = x > 0 and x or x * v1')
+local leakyGrad = backend.cpu.kernel(3, '$1 = $2 > 0 and $3 or $3 * v1')     -- gradInput, input, gradOutput
 
 function RReLU:__init(l, u, ip)
   parent.__init(self)

@@ -55,7 +55,7 @@ function SparseLinear:_coords(input)
   end
   local nnz = 0
   for i, t in ipairs(samples) do
-    if t._dt ~= self.weight._dt then
+    if t:type() ~= self.weight:type() then
       check.error(('nn.SparseLinear: input[%d] is a %s but the weight is a %s'):format(
         i, torch.typename(t), torch.typename(self.weight)))
     end

@@ -4,6 +4,7 @@
 local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
 local targets = require 'nn.kernels.targets'
+local backend = require 'torch.backend'
 local SpatialClassNLLCriterion, parent = torch.class('nn.SpatialClassNLLCriterion', 'nn.Criterion')
 
 function SpatialClassNLLCriterion:__init(weights, sizeAverage)
@@ -49,18 +50,21 @@ end
 -- and zeroed), writes -w[t] at each pixel's target class.
 local function pass(self, input, target, grad)
   local n, h, w = target:size(1), target:size(2), target:size(3)
-  local tp, toff, ts = target._st._ptr, target._off, target._str
-  local xp, xoff, xs = input._st._ptr, input._off, input._str
-  local gp, goff, gs = grad and grad._st._ptr, grad and grad._off, grad and grad._str
+  local ptr = backend.cpu.ptr
+  local tp, ts1, ts2, ts3 = ptr(target), target:stride(1), target:stride(2), target:stride(3)
+  local xp, xs1, xs2, xs3, xs4 = ptr(input), input:stride(1), input:stride(2), input:stride(3), input:stride(4)
+  local gp = grad and ptr(grad)
+  local gs1, gs2, gs3, gs4 = grad and grad:stride(1), grad and grad:stride(2), grad and grad:stride(3),
+    grad and grad:stride(4)
   local sum, total = 0, 0
   for b = 0, n - 1 do
     for y = 0, h - 1 do
       for x = 0, w - 1 do
-        local c = math.floor(tonumber(tp[toff + b * ts[1] + y * ts[2] + x * ts[3]]))
+        local c = math.floor(tonumber(tp[b * ts1 + y * ts2 + x * ts3]))
         local wc = targets.classWeight(self.weights, c)
         total = total + wc
-        sum = sum - tonumber(xp[xoff + b * xs[1] + (c - 1) * xs[2] + y * xs[3] + x * xs[4]]) * wc
-        if gp then gp[goff + b * gs[1] + (c - 1) * gs[2] + y * gs[3] + x * gs[4]] = -wc end
+        sum = sum - tonumber(xp[b * xs1 + (c - 1) * xs2 + y * xs3 + x * xs4]) * wc
+        if gp then gp[b * gs1 + (c - 1) * gs2 + y * gs3 + x * gs4] = -wc end
       end
     end
   end

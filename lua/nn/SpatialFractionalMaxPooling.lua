@@ -75,7 +75,7 @@ end
 function Pooling:_samples(input, batch, planes)
   local n = #self.dims
   local s = self.randomSamples
-  if s == nil or s:size(1) ~= batch or s:size(2) ~= planes or s._dt ~= input._dt then
+  if s == nil or s:size(1) ~= batch or s:size(2) ~= planes or s:type() ~= input:type() then
     self.randomSamples = input.new(batch, planes, n):uniform()
   elseif not self.newRandomPool then
     s:uniform()

@@ -1,6 +1,6 @@
 -- y = x where x > threshold, else val.
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local pointwise = require 'nn.kernels.pointwise'
 local Threshold, parent = torch.class('nn.Threshold', 'nn.Module')
 
@@ -21,32 +21,15 @@ function Threshold:validateParameters()
   end
 end
 
--- max(x, threshold) when val == threshold (ReLU): one vectorized pass (on the bits when both
--- are 0). Otherwise a CPU loop, or on a device x * mask + val * (1 - mask).
-local keepAbove = apply.kernel(2, '$1 = $2 > v1 and $2 or v2')
-
+-- The passes are ops of the input's backend (threshold, threshold_backward: backend/cpu/nn.lua,
+-- backend/cuda/nn.lua).
 pointwise.define(Threshold, {
-  forwardOp = function(m, output, input, th, val)
-    if val == th then
-      if th ~= 0 or not pointwise.rectify(m, output, input) then output:cmax(input, th) end
-    elseif not input._device then
-      keepAbove(output, input, th, val)
-    else
-      local mask = pointwise.mask(m, input, th)
-      output:cmul(input, mask)
-      output:add(mask:mul(-val):add(val))
-    end
-  end,
-  backwardOp = function(m, gradInput, input, gradOutput, _, th)
-    if th == 0 and pointwise.rectifyBackward(m, gradInput, input, gradOutput) then return end
-    gradInput:cmul(gradOutput, pointwise.mask(m, input, th))
+  forwardOp = function(_, output, input, th, val) backend.of(input).threshold(output, input, th, val) end,
+  backwardOp = function(_, gradInput, input, gradOutput, _, th)
+    backend.of(input).threshold_backward(gradInput, input, gradOutput, th)
   end,
   params = function(self)
     self:validateParameters()
     return self.threshold, self.val
   end,
 })
-
-function Threshold:clearState()
-  return parent.clearState(self, '_mask', '_above', '_below', '_bits', '_zeros')
-end

@@ -1,12 +1,13 @@
 -- nn.Max and nn.Min: the max (min) over a dim, squeezed; the gradient goes to the position
 -- that won. Negative dims count from the end; with nInputDims the dim counts after a batch dim.
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 
 local extremum = {}
 
 -- An empty index tensor on t's device (max/min/gather take indices of the data's kind).
 function extremum.indexTensor(t)
-  return t._device and torch.CudaLongTensor() or torch.LongTensor()
+  return backend.of(t) == backend.cpu and torch.LongTensor() or torch.CudaLongTensor()
 end
 
 function extremum.define(cls, op)

@@ -1,5 +1,6 @@
 -- Elementwise criterions: loss = sum_i f(x_i, y_i [, w_i]) (divided by the element count when
--- sizeAverage) and gradInput_i = norm * f'(x_i, y_i [, w_i]), each compiled once by apply.kernel.
+-- sizeAverage) and gradInput_i = norm * f'(x_i, y_i [, w_i]), each compiled once by the CPU
+-- backend's kernel builder.
 -- Bodies name the input element X, the target element Y, the weight W, the gradInput element G,
 -- the running sum S (a double, whatever the element type), the norm N and the criterion's margin M.
 --   spec.loss:   statements adding f to S, e.g. 'local z = X - Y; S = S + z * z'
@@ -7,9 +8,12 @@
 --   spec.weighted: the criterion's weights (1-D, one per column of a 2-D target) enter as W
 --   spec.check(self, input, target): an extra check, run before any computing
 --   spec.target(self, input, target): the target as a tensor (for criterions taking numbers)
+--   spec.op: for a criterion with device passes, the op-table name: the passes call
+--     backend.of(input).<op>_loss(input, y, w, margin) -> the sum, and
+--     <op>_grad(gradInput, input, y, w, norm, margin); the kernels here are the CPU ops
 local ffi = require 'ffi'
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 
 local loss = {}
 
@@ -31,7 +35,7 @@ end
 -- The loops of these criterions read host memory: CUDA tensors get an error, not a crash
 -- (unless the criterion's own class sets _deviceKernel: it has a device path).
 function loss.checkHost(self, t)
-  if t._device and not rawget(getmetatable(self), '_deviceKernel') then
+  if backend.of(t) ~= backend.cpu and not rawget(getmetatable(self), '_deviceKernel') then
     check.error(('%s: %s is not supported yet (CPU tensors only)'):format(torch.type(self), t:type()))
   end
 end
@@ -79,16 +83,30 @@ function loss.define(cls, spec)
   local lossNames = { S = 'v1[0]', X = '$1', Y = '$2', W = '$3', M = 'v2' }
   local gradNames = { G = '$1', X = '$2', Y = '$3', W = '$4', N = 'v1', M = 'v2' }
   local function weightless(body) return (body:gsub('%f[%w_]W%f[^%w_]', '1')) end
-  local lossK = apply.kernel(2, substitute(weightless(spec.loss), lossNames))
-  local gradK = apply.kernel(3, substitute(weightless(spec.grad), gradNames))
-  local lossWK = spec.weighted and apply.kernel(3, substitute(spec.loss, lossNames))
-  local gradWK = spec.weighted and apply.kernel(4, substitute(spec.grad, gradNames))
+  local kernel = backend.cpu.kernel
+  local lossK = kernel(2, substitute(weightless(spec.loss), lossNames))
+  local gradK = kernel(3, substitute(weightless(spec.grad), gradNames))
+  local lossWK = spec.weighted and kernel(3, substitute(spec.loss, lossNames))
+  local gradWK = spec.weighted and kernel(4, substitute(spec.grad, gradNames))
+
+  local function lossSum(input, y, w, margin)
+    acc[0] = 0
+    if w then lossWK(input, y, w, acc, margin) else lossK(input, y, acc, margin) end
+    return acc[0]
+  end
+  local function grad(gradInput, input, y, w, norm, margin)
+    if w then gradWK(gradInput, input, y, w, norm, margin) else gradK(gradInput, input, y, norm, margin) end
+  end
+  if spec.op then
+    local lossName, gradName = spec.op .. '_loss', spec.op .. '_grad'
+    backend.register('cpu', { [lossName] = lossSum, [gradName] = grad })
+    lossSum = function(input, ...) return backend.of(input)[lossName](input, ...) end
+    grad = function(gradInput, ...) return backend.of(gradInput)[gradName](gradInput, ...) end
+  end
 
   function cls:updateOutput(input, target)
     local y, w = prepare(self, spec, input, target)
-    acc[0] = 0
-    if w then lossWK(input, y, w, acc, self.margin) else lossK(input, y, acc, self.margin) end
-    local sum = acc[0]
+    local sum = lossSum(input, y, w, self.margin)
     if self.sizeAverage then sum = sum / input:nElement() end
     self.output = sum
     return sum
@@ -98,8 +116,7 @@ function loss.define(cls, spec)
     local y, w = prepare(self, spec, input, target)
     local norm = self.sizeAverage and 1 / input:nElement() or 1
     self.gradInput:resizeAs(input)
-    if w then gradWK(self.gradInput, input, y, w, norm, self.margin)
-    else gradK(self.gradInput, input, y, norm, self.margin) end
+    grad(self.gradInput, input, y, w, norm, self.margin)
     return self.gradInput
   end
 end

@@ -1,10 +1,13 @@
 -- Argument checks shared by the convolution, pooling and padding modules: errors name the
 -- module and the sizes involved.
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 
 local shape = {}
 local sizestr = check.sizestr
 local layouts = { 'W', 'H x W', 'T x H x W' }
+local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true,
+                   ['torch.CudaTensor'] = true, ['torch.CudaDoubleTensor'] = true }
 
 local function fail(self, fmt, ...)
   check.error(torch.typename(self) .. ': ' .. fmt:format(...))
@@ -24,13 +27,13 @@ function shape.input(self, input, sdims, planes)
     fail(self, 'expected %dD (planes x %s) or %dD (batch x planes x %s) input, got %dD input of size %s',
       sdims + 1, layouts[sdims], sdims + 2, layouts[sdims], nd, sizestr(input))
   end
-  if input._device and not rawget(getmetatable(self), '_deviceKernel') then
+  if backend.of(input) ~= backend.cpu and not rawget(getmetatable(self), '_deviceKernel') then
     fail(self, 'CUDA tensors are not supported (input is a %s)', torch.typename(input))
   end
-  if input._dt.integer or input._dt.half then
+  if not floating[input:type()] then
     fail(self, 'expected a FloatTensor or DoubleTensor input, got %s', torch.typename(input))
   end
-  if self.weight and self.weight._dt ~= input._dt then
+  if self.weight and self.weight:type() ~= input:type() then
     fail(self, 'input is a %s but the weight is a %s (convert the module with :type())',
       torch.typename(input), torch.typename(self.weight))
   end
@@ -61,18 +64,19 @@ end
 
 -- Whether tensor t has the given sizes (a table), without a loop up to 5 dims.
 local function hasSizes(t, sizes)
-  local sz, n = t._sz, #sizes
-  if #sz ~= n then return false end
+  local n = #sizes
+  if t:dim() ~= n then return false end
   if n > 5 then
-    for d = 6, n do if sz[d] ~= sizes[d] then return false end end
+    for d = 6, n do if t:size(d) ~= sizes[d] then return false end end
   end
-  return sz[1] == sizes[1] and sz[2] == sizes[2] and sz[3] == sizes[3] and sz[4] == sizes[4]
-    and sz[5] == sizes[5]
+  return (n < 1 or t:size(1) == sizes[1]) and (n < 2 or t:size(2) == sizes[2])
+    and (n < 3 or t:size(3) == sizes[3]) and (n < 4 or t:size(4) == sizes[4])
+    and (n < 5 or t:size(5) == sizes[5])
 end
 
 -- Raises unless gradOutput is a tensor of the given sizes (the output's).
 function shape.gradOutput(self, gradOutput, sizes)
-  if torch.isTensor(gradOutput) and gradOutput._dt == self.output._dt and hasSizes(gradOutput, sizes) then
+  if torch.isTensor(gradOutput) and gradOutput:type() == self.output:type() and hasSizes(gradOutput, sizes) then
     return
   end
   if not torch.isTensor(gradOutput) then
@@ -84,7 +88,7 @@ function shape.gradOutput(self, gradOutput, sizes)
     fail(self, 'gradOutput of size %s does not match the output size %s',
       sizestr(gradOutput), table.concat(sizes, 'x'))
   end
-  if gradOutput._dt ~= (self.output._dt) then
+  if gradOutput:type() ~= self.output:type() then
     fail(self, 'gradOutput is a %s but the output is a %s', torch.typename(gradOutput),
       torch.typename(self.output))
   end
@@ -93,7 +97,7 @@ end
 -- t resized to sizes (a table) unless it has them already (then without the tables a resize
 -- makes).
 function shape.resize(t, sizes)
-  if not t._st or not hasSizes(t, sizes) then t:resize(sizes) end
+  if not t:storage() or not hasSizes(t, sizes) then t:resize(sizes) end
   return t
 end
 

@@ -1,6 +1,6 @@
 -- Checks shared by the table layers, and the CMaxTable / CMinTable kernels.
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
+local backend = require 'torch.backend'
 local loss = require 'nn.kernels.loss'
 
 local tables = {}
@@ -102,8 +102,8 @@ end
 -- elementwise extremum of the input tensors; each element's gradient goes to the first input
 -- holding the extremum. `indexField` names the tensor of winning input indices.
 function tables.extremum(cls, compare, indexField)
-  local update = apply.kernel(3, ('if $3 %s $1 then $1 = $3; $2 = v1 end'):format(compare))
-  local route = apply.kernel(3, '$1 = $2 == v1 and $3 or 0')
+  local update = backend.cpu.kernel(3, ('if $3 %s $1 then $1 = $3; $2 = v1 end'):format(compare))
+  local route = backend.cpu.kernel(3, '$1 = $2 == v1 and $3 or 0')
 
   function cls:updateOutput(input)
     tables.tensors(self, input)

@@ -1,9 +1,11 @@
 -- Class-index targets (1-based) of the classification criterions: a number or a tensor of any
 -- type, read element by element through its pointer.
 local check = require 'torch.check'
+local backend = require 'torch.backend'
 local loss = require 'nn.kernels.loss'
 
 local targets = {}
+local ptr = backend.cpu.ptr
 
 -- target as a tensor: a number goes into a 1-element buffer kept in self._targetNumber.
 function targets.tensor(self, target)
@@ -21,7 +23,7 @@ end
 
 -- The value at the 0-based position i of a 1-D tensor t.
 function targets.at(t, i)
-  return tonumber(t._st._ptr[t._off + i * t._str[1]])
+  return tonumber(ptr(t)[i * t:stride(1)])
 end
 
 -- Checks self.weights (a public field, also read from files) against nClasses: classWeight
@@ -37,7 +39,7 @@ end
 -- The weight of 1-based class c in the 1-D tensor w (1 when there are no weights).
 function targets.classWeight(w, c)
   if not w then return 1 end
-  return tonumber(w._st._ptr[w._off + (c - 1) * w._str[1]])
+  return tonumber(ptr(w)[(c - 1) * w:stride(1)])
 end
 
 -- Checks that every index read by at() is an integer in [1, nClasses] (or is `ignore`).
@@ -51,10 +53,11 @@ function targets.checkRange(self, t, count, nClasses, ignore)
   end
 end
 
--- The pointer, offset and steps between rows and between columns of a 1-D (one row) or 2-D tensor.
+-- The element pointer and the steps between rows and between columns of a 1-D (one row) or
+-- 2-D tensor.
 function targets.rows(t)
-  if #t._sz == 1 then return t._st._ptr, t._off, 0, t._str[1] end
-  return t._st._ptr, t._off, t._str[1], t._str[2]
+  if t:dim() == 1 then return ptr(t), 0, t:stride(1) end
+  return ptr(t), t:stride(1), t:stride(2)
 end
 
 -- Validates a 1-D or 2-D input of samples; returns the sample count and the row length.
@@ -68,6 +71,54 @@ function targets.frames(self, input)
   if input:dim() == 1 then return 1, input:size(1) end
   return input:size(1), input:size(2)
 end
+
+-- The target tensor t where the CPU can read it (a host copy of a device tensor), for checks.
+function targets.host(t)
+  if backend.of(t) == backend.cpu then return t end
+  return t:double()
+end
+
+-- The sum of the class weights of the samples not ignored (t's first count targets).
+local function totalWeight(t, count, weights, ignore)
+  local total = 0
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore then total = total + targets.classWeight(weights, c) end
+  end
+  return total
+end
+
+-- ClassNLLCriterion's passes on CPU tensors (the op table's class_nll_forward and
+-- class_nll_backward; backend/cuda/nn.lua has the CUDA ones). input: one sample (1-D) or a row
+-- per sample; t: its checked class indices (1-based); weights: one per class, or nil.
+-- Returns -sum_i w[t_i] x[i][t_i] over the samples not ignored, and the total weight.
+local function classNLLForward(input, t, weights, ignore)
+  local count = input:dim() == 1 and 1 or input:size(1)
+  local p, si, sc = targets.rows(input)
+  local sum = 0
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore then sum = sum - tonumber(p[i * si + (c - 1) * sc]) * targets.classWeight(weights, c) end
+  end
+  return sum, totalWeight(t, count, weights, ignore)
+end
+
+-- gradInput (sized as input) = -w[t_i] at each sample's target, over the total weight when
+-- sizeAverage; zero elsewhere, and everywhere unless the total weight is positive (torch7).
+local function classNLLBackward(gradInput, t, weights, ignore, sizeAverage)
+  gradInput:zero()
+  local count = gradInput:dim() == 1 and 1 or gradInput:size(1)
+  local total = totalWeight(t, count, weights, ignore)
+  if not (total > 0) then return end
+  local norm = sizeAverage and total or 1
+  local p, si, sc = targets.rows(gradInput)
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore then p[i * si + (c - 1) * sc] = -targets.classWeight(weights, c) / norm end
+  end
+end
+
+backend.register('cpu', { class_nll_forward = classNLLForward, class_nll_backward = classNLLBackward })
 
 -- Sets a class criterion's loss from the weighted sum and the total weight (averaged over the
 -- total weight with sizeAverage); returns the loss and the total weight, as torch7.

@@ -1,0 +1,57 @@
+-- The CUDA op table's nn ops: the device passes of the nn modules whose CPU passes are LuaJIT
+-- or numpy loops (the CPU ops: backend/cpu/nn.lua and lua/nn/kernels). They marshal to the array
+-- module's code (luabridge/backend/cuda.py, cuda_nn.py) by name; operands arrive checked by the
+-- modules, results sized.
+local backend = require 'torch.backend'
+local call = require('torch.backend.cuda.core').call
+
+-- A scratch tensor of t's type and size, one per type (the passes below run one at a time).
+local scratches = {}
+local function scratch(t)
+  local s = scratches[t:type()]
+  if not s then s = t.new(); scratches[t:type()] = s end
+  return s:resizeAs(t)
+end
+
+local ops = {}
+
+-- ClassNLLCriterion: returns (-sum of the weighted picked log-probabilities, the total weight);
+-- the backward zeroes gradInput first.
+function ops.class_nll_forward(input, target, weights, ignore)
+  return call('class_nll_forward', input, target, weights, ignore)
+end
+
+function ops.class_nll_backward(gradInput, target, weights, ignore, sizeAverage)
+  call('class_nll_backward', gradInput, target, weights, ignore, sizeAverage)
+end
+
+-- MSECriterion: the sum of (x - y)^2, and gradInput = 2 * norm * (x - y) (no weights, margin).
+function ops.mse_loss(input, target)
+  local d = scratch(input)
+  call('add', d, input, -1, target)
+  return call('dot', d, d)
+end
+
+function ops.mse_grad(gradInput, input, target, _, norm)
+  call('add', gradInput, input, -1, target)
+  call('binary', 'mul', gradInput, gradInput, 2 * norm)
+end
+
+-- Threshold: output = input where input > th, else val; output may be input.
+function ops.threshold(output, input, th, val)
+  if val == th then return call('binary', 'max', output, input, th) end
+  local above = scratch(input)
+  call('binary', 'gt', above, input, th)      -- 1 above, 0 elsewhere
+  call('binary', 'mul', output, input, above)
+  call('add', above, above, -1, nil)          -- 0 above, -1 elsewhere
+  call('add', output, output, -val, above)
+end
+
+-- gradInput = gradOutput where input > th, else 0; gradInput may be gradOutput.
+function ops.threshold_backward(gradInput, input, gradOutput, th)
+  local above = scratch(input)
+  call('binary', 'gt', above, input, th)
+  call('binary', 'mul', gradInput, gradOutput, above)
+end
+
+backend.register('cuda', ops)
