@@ -1,8 +1,9 @@
 -- Indexing by masks and index vectors, torch7 style: maskedFill maskedSelect maskedCopy (ByteTensor
 -- masks of 0 and 1), index indexCopy indexAdd indexFill (1-D LongTensor of 1-based indices),
--- gather scatter, nonzero. Every index and mask is checked before anything is written; then one
--- op of the tensor's backend does the work (backend/cpu/index.lua, backend/cuda/index.lua). A
--- CUDA tensor also takes indices and masks from the host.
+-- gather scatter, nonzero. Every index and mask is checked (through the reduction ops of their
+-- device) before anything is written; then one op of the tensor's backend does the work
+-- (backend/cpu/index.lua, backend/cuda/index.lua). A CUDA tensor also takes indices and masks
+-- from the host.
 local torch = require 'torch.env'
 local check = require 'torch.check'
 local backend = require 'torch.backend'
@@ -25,12 +26,19 @@ local function checkKind(op, t, x, name, what)
   check.error(('%s: %s must be a %s, got %s'):format(op, what, wanted, torch.typename(x)))
 end
 
+-- A mask for t: bytes (never negative) of 0 and 1, as many as t's elements.
 local function checkMask(op, t, mask)
   checkKind(op, t, mask, 'Byte', 'the mask')
   check.sameElements(op, t, mask)
-  if numel(mask) > 0 and select(2, backend.of(mask).minmax(mask)) > 1 then
+  if numel(mask) > 0 and backend.of(mask).reduce_all('max', mask) > 1 then
     check.error(op .. ': the mask can hold 0 and 1 only')
   end
+end
+
+-- The ones of a checked mask: its sum (one pass, as fast as a sum of bytes goes).
+local function ones(mask)
+  if numel(mask) == 0 then return 0 end
+  return backend.of(mask).reduce_all('sum', mask)
 end
 
 -- All elements of the index idx lie in [1, size] (size of dimension dim).
@@ -94,7 +102,7 @@ R.define('maskedSelect', function(a, b, c)
   checkMask('maskedSelect', src, mask)
   res = R.result('maskedSelect', res, src)
   src, mask = R.apart(res, src), R.apart(res, mask)
-  res:resize(numel(mask) > 0 and backend.of(mask).count_nonzero(mask) or 0)
+  res:resize(ones(mask))
   if numel(res) > 0 then backend.of(res).masked_select(res, src, mask) end
   return res
 end)
@@ -105,11 +113,11 @@ torch._method('maskedCopy', function(t, mask, src)
   checkMask('maskedCopy', t, mask)
   check.tensorOf('maskedCopy', src, 'source')
   check.sameType('maskedCopy', t, src)
-  local ones = numel(mask) > 0 and backend.of(mask).count_nonzero(mask) or 0
-  if ones > numel(src) then
-    check.error(('maskedCopy: the mask has %d ones but the source only %d elements'):format(ones, numel(src)))
+  local n = ones(mask)
+  if n > numel(src) then
+    check.error(('maskedCopy: the mask has %d ones but the source only %d elements'):format(n, numel(src)))
   end
-  if ones > 0 then backend.of(t).masked_copy(t, mask, src) end
+  if n > 0 then backend.of(t).masked_copy(t, mask, src) end
   return t
 end)
 
