@@ -74,12 +74,14 @@ def test_rule_stays_within_the_setting(restore_threads):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_products_right_at_every_thread_count(rng, restore_threads, dtype):
     a, b = draw(rng, (300, 200), dtype), draw(rng, (200, 310), dtype)
-    ref = a.astype(np.float64) @ b
+    mat, vec = draw(rng, (1100, 1000), dtype), draw(rng, 1000, dtype)   # big enough to split
+    ref, mv_ref = a.astype(np.float64) @ b, mat.astype(np.float64) @ vec
     rtol = 1e-4 if dtype == np.float32 else 1e-12
     for n in (1, 2, 3):
         set_threads(n)
         np.testing.assert_allclose(N(fixed_mm(n, T(a), T(b))), ref, rtol=rtol, atol=rtol * 100)
         np.testing.assert_allclose(N(call("mm", T(a), T(b))), ref, rtol=rtol, atol=rtol * 100)
+        np.testing.assert_allclose(N(call("mv", T(mat), T(vec))), mv_ref, rtol=rtol, atol=rtol * 1000)
 
 
 def test_setnumthreads_refuses_bad_counts(lua):
