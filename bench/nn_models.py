@@ -96,13 +96,17 @@ def blas_threads() -> int:
 
 
 def limit_blas_threads(n: int) -> int:
-    """Limits numpy's BLAS to n threads (needs threadpoolctl); returns the count in effect."""
+    """Limits numpy's BLAS to n threads (needs threadpoolctl) and luabridge's products to n
+    (torch.setnumthreads: each of its BLAS calls sets the library's count); returns the count
+    in effect."""
     try:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(n, user_api="blas")
     except ImportError:
         pass
+    luabridge.require("torch")
+    luabridge.execute(f"torch.setnumthreads({n})")
     return blas_threads()
 
 
