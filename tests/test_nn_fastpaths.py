@@ -281,3 +281,24 @@ def test_mlp_step_without_input_gradient(nn, rng):
     np.testing.assert_allclose(N(gi_full), dh @ w1, rtol=1e-12, atol=1e-12)
     assert gi_skipped is None
     np.testing.assert_array_equal(N(skipped), N(full))
+
+
+THRESHOLD_STEP = """function(th, v, x, g)
+  local m = nn.Threshold(th, v):type(torch.type(x))
+  return m:forward(x):clone(), m:backward(x, g):clone()
+end"""
+
+
+@pytest.mark.parametrize("type_name,dtype", TYPES)
+@pytest.mark.parametrize("th,v", [(0.25, 0.25), (0.25, -1.0), (-0.5, -0.5)])
+def test_threshold_nonzero(nn, rng, type_name, dtype, th, v):
+    """A nonzero threshold: max(x, th) or a fill, and the gradient where x > th (its passes run
+    on x - th); values at, just beside and far from the threshold, infinities included."""
+    x = signed_values(rng, (9, 40), dtype)
+    t = dtype(th)
+    flat = x.reshape(-1)
+    flat[6:10] = [t, np.nextafter(t, dtype(np.inf)), np.nextafter(t, dtype(-np.inf)), -t]
+    g = rng.standard_normal(x.shape).astype(dtype)
+    y, gi = nn.eval(THRESHOLD_STEP)(th, v, T(x), T(g))
+    np.testing.assert_array_equal(N(y), np.where(x > t, x, dtype(v)))
+    np.testing.assert_array_equal(N(gi), np.where(x > t, g, 0))

@@ -50,12 +50,12 @@ local function ones(self, input, nframe)
   return self.addBuffer
 end
 
--- The batch passes call the gemm op of the tensors' backend straight (no product checks, no
--- views but one transpose per call) when every operand is a contiguous tensor of the result's
--- floating type with the element count expected, not 0, and none shares memory with the result
--- (`fast`, written out per operand: a loop over them on every call would abort LuaJIT's traces).
--- Otherwise the tensor ops run (and raise what is wrong). The products and the order of the
--- bias terms are addmm's / addr's / addmv's.
+-- The batch passes are ops of the tensors' backend (linear_forward, linear_grad_input,
+-- linear_acc_grad: BLAS on the memory, no views or product checks per call) when every operand
+-- is a contiguous tensor of the result's floating type with the element count expected, not 0,
+-- and none shares memory with the result (`fast`, written out per operand: a loop over them on
+-- every call would abort LuaJIT's traces). Otherwise the tensor ops run (and raise what is
+-- wrong). The products and the order of the bias terms are addmm's / addr's / addmv's.
 local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true,
                    ['torch.CudaTensor'] = true, ['torch.CudaDoubleTensor'] = true }
 
@@ -71,10 +71,10 @@ end
 
 local function fast(result, t, n)
   if not t then return true end
-  return t:type() == result:type() and whole(t, n) and apart(result, t, n)
+  return getmetatable(t) == getmetatable(result) and whole(t, n) and apart(result, t, n)
 end
 
-local function fastResult(result, n) return floating[result:type()] and whole(result, n) end
+local function fastResult(result, n) return floating[torch.typename(result)] and whole(result, n) end
 
 function Linear:updateOutput(input)
   local nd = checkInput(self, input)
@@ -85,9 +85,7 @@ function Linear:updateOutput(input)
     local bias, one = self.bias, self.bias and ones(self, input, n)
     if fastResult(out, n * O) and fast(out, input, n * I) and fast(out, self.weight, O * I)
         and fast(out, bias, O) and fast(out, one, n) then
-      local ops = backend.of(out)
-      ops.gemm(out, 0, out, 1, input, self.weight:t())
-      if bias then ops.gemm(out, 1, out, 1, one, bias) end
+      backend.of(out).linear_forward(out, input, self.weight, bias, one)
       return out
     end
   end
@@ -124,7 +122,7 @@ function Linear:updateGradInput(input, gradOutput)
   if nd == 2 then
     local n, O, I = input:size(1), self.weight:size(1), self.weight:size(2)
     if fastResult(gi, n * I) and fast(gi, gradOutput, n * O) and fast(gi, self.weight, O * I) then
-      backend.of(gi).gemm(gi, 0, gi, 1, gradOutput, self.weight)
+      backend.of(gi).linear_grad_input(gi, gradOutput, self.weight)
       return gi
     end
   end
@@ -149,9 +147,7 @@ function Linear:accGradParameters(input, gradOutput, scale)
   if fastResult(gw, O * I) and fast(gw, gradOutput, n * O) and fast(gw, input, n * I)
       and (not self.bias or (gb and fastResult(gb, O) and fast(gb, gradOutput, n * O)
         and fast(gb, one, n))) then
-    local ops, gradOutputT = backend.of(gw), gradOutput:t()
-    ops.gemm(gw, 1, gw, scale, gradOutputT, input)
-    if gb then ops.gemm(gb, 1, gb, scale, gradOutputT, one) end
+    backend.of(gw).linear_acc_grad(gw, gb, input, gradOutput, one, scale)
   else
     self.gradWeight:addmm(scale, gradOutput:t(), input)
     if self.bias then

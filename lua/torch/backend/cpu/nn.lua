@@ -1,12 +1,14 @@
--- The CPU op table's nn ops that run numpy's loops: threshold(output, input, th, val) (output =
--- input where input > th, else val) and threshold_backward(gradInput, input, gradOutput, th)
--- (gradOutput where input > th, else 0), for nn.Threshold and nn.ReLU. Operands are checked by
--- the module, same element count; output may be input and gradInput gradOutput (in place).
--- backend/cuda/nn.lua has the CUDA ones; nn's other CPU kernels register from lua/nn/kernels.
+-- The CPU op table's nn ops that run numpy's loops or BLAS: threshold(output, input, th, val)
+-- (output = input where input > th, else val) and threshold_backward(gradInput, input,
+-- gradOutput, th) (gradOutput where input > th, else 0), for nn.Threshold and nn.ReLU; nn.Linear's
+-- batch products. Operands are checked by the modules; output may be input and gradInput
+-- gradOutput (in place). backend/cuda/nn.lua has the CUDA ones; nn's other CPU kernels
+-- register from lua/nn/kernels.
 local ffi = require 'ffi'
 local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local ufunc = require 'torch.backend.cpu.ufunc'
+local blas = require 'torch.backend.cpu.blas'
 
 local keepAbove = apply.kernel(2, '$1 = $2 > v1 and $2 or v2')
 local gateAbove = apply.kernel(3, '$1 = $2 > v1 and $3 or 0')
@@ -82,8 +84,14 @@ end
 local cpu = backend.cpu
 
 -- v as an element of type dt (the pointwise ops take numbers so cast)
+local elements = setmetatable({}, { __index = function(cache, dt)
+  local b = ffi.new(dt.ctype .. '[1]')
+  cache[dt] = b
+  return b
+end })
 local function asElement(dt, v)
-  local b = ffi.new(dt.ctype .. '[1]', v)
+  local b = elements[dt]
+  b[0] = v
   return tonumber(b[0])
 end
 
@@ -93,9 +101,51 @@ local function threshold(output, input, th, val)
   if th ~= 0 or not rectify(output, input) then cpu.binary('max', output, input, asElement(input._dt, th)) end
 end
 
+-- A scratch tensor of t's type and size, one per element type.
+local scratches = {}
+local function scratch(t)
+  local s = scratches[t._dt]
+  if not s then s = t.new(); scratches[t._dt] = s end
+  return s:resizeAs(t)
+end
+
+-- For th ~= 0 the bit-pattern passes run on input - th (a float difference has the sign of the
+-- exact one: x > th exactly when x - th > 0) where numpy's loops apply; otherwise one branching
+-- loop, far slower on data of either sign.
 local function thresholdBackward(gradInput, input, gradOutput, th)
   if th == 0 and rectifyBackward(gradInput, input, gradOutput) then return end
+  if th ~= 0 and loopsFor(input, gradInput, gradOutput) then
+    local shifted = scratch(input)
+    cpu.add(shifted, input, asElement(input._dt, -th), nil)
+    if rectifyBackward(gradInput, shifted, gradOutput) then return end
+  end
   gateAbove(gradInput, input, gradOutput, th)
 end
 
-backend.register('cpu', { threshold = threshold, threshold_backward = thresholdBackward })
+-- nn.Linear on a batch: input (n x I), weight (O x I), out (n x O), bias (O) and ones (n)
+-- contiguous Float or Double of one type, apart from the result. BLAS is column-major: each
+-- row-major matrix is its transpose.
+local ptr = apply.ptr
+
+local function linearForward(out, input, weight, bias, ones)
+  local n, O, I = input._sz[1], weight._sz[1], weight._sz[2]
+  blas.gemm(out._dt, true, false, O, n, I, 1, ptr(weight), I, ptr(input), I, 0, ptr(out), O)
+  if bias then blas.ger(out._dt, O, n, 1, ptr(bias), 1, ptr(ones), 1, ptr(out), O) end
+end
+
+-- gradInput (n x I) = gradOutput (n x O) . weight
+local function linearGradInput(gradInput, gradOutput, weight)
+  local n, O, I = gradOutput._sz[1], weight._sz[1], weight._sz[2]
+  blas.gemm(gradInput._dt, false, false, I, n, O, 1, ptr(weight), I, ptr(gradOutput), O, 0, ptr(gradInput), I)
+end
+
+-- gradWeight += scale * gradOutput^T . input; gradBias (or nil) += scale * gradOutput^T . ones
+local function linearAccGrad(gradWeight, gradBias, input, gradOutput, ones, scale)
+  local n, O, I = input._sz[1], gradWeight._sz[1], gradWeight._sz[2]
+  local dt = gradWeight._dt
+  blas.gemm(dt, false, true, I, O, n, scale, ptr(input), I, ptr(gradOutput), O, 1, ptr(gradWeight), I)
+  if gradBias then blas.gemv(dt, false, O, n, scale, ptr(gradOutput), O, ptr(ones), 1, 1, ptr(gradBias), 1) end
+end
+
+backend.register('cpu', { threshold = threshold, threshold_backward = thresholdBackward,
+  linear_forward = linearForward, linear_grad_input = linearGradInput, linear_acc_grad = linearAccGrad })

@@ -54,4 +54,21 @@ function ops.threshold_backward(gradInput, input, gradOutput, th)
   call('binary', 'mul', gradInput, gradOutput, above)
 end
 
+-- nn.Linear on a batch (the CPU ops' contract: backend/cpu/nn.lua), as the gemm op's products
+function ops.linear_forward(out, input, weight, bias, ones)
+  local gemm = backend.cuda.gemm
+  gemm(out, 0, out, 1, input, weight:t())
+  if bias then gemm(out, 1, out, 1, ones, bias) end
+end
+
+function ops.linear_grad_input(gradInput, gradOutput, weight)
+  backend.cuda.gemm(gradInput, 0, gradInput, 1, gradOutput, weight)
+end
+
+function ops.linear_acc_grad(gradWeight, gradBias, input, gradOutput, ones, scale)
+  local gemm, gradOutputT = backend.cuda.gemm, gradOutput:t()
+  gemm(gradWeight, 1, gradWeight, scale, gradOutputT, input)
+  if gradBias then gemm(gradBias, 1, gradBias, scale, gradOutputT, ones) end
+end
+
 backend.register('cuda', ops)
