@@ -353,7 +353,7 @@ def test_comparisons(xp, rng, name, op):
 
 POINTWISE_METHODS = ["fill", "zero", "copy", "exp", "sigmoid", "abs", "neg", "mul", "div", "fmod", "mod", "remainder",
                      "cmul", "cdiv", "cpow", "cmod", "cremainder", "atan2", "cmax", "cmin", "pow", "add", "csub",
-                     "addcmul", "addcdiv", "clamp", "lerp", "lt", "ge", "ne"]
+                     "addcmul", "addcdiv", "clamp", "lerp", "lt", "ge", "ne", "lshift", "cbitand"]
 # the same calls on either device: (Lua expression over x, y, p, numpy float64 reference)
 POINTWISE_CALLS = [
     ("x:clone():fill(2.5)", lambda x, y, p: np.full_like(x, 2.5)),
@@ -402,7 +402,13 @@ def test_pointwise_one_front_end(xp, rng):
          "torch.CudaDoubleTensor and torch.CudaHalfTensor only"),
         ("function() return torch.CudaTensor(2):copy(torch.FloatTensor(3)) end",
          r"copy: inconsistent tensor size, 2 \(2 elements\) and 3 \(3 elements\)"),
+        ("function() return torch.CudaLongTensor(2):bitand(1) end", "bitand is not available for CUDA tensors"),
+        ("function() return torch.clshift(torch.CudaTensor(2), torch.CudaTensor(2)) end",
+         "lshift is not available for CUDA tensors"),
     ])
+    shifted = L("function() return torch.CudaTensor({1, 3}):lshift(2), torch.CudaDoubleTensor({8, 2}):rshift(1) end")()
+    np.testing.assert_array_equal(host(shifted[0]), [4, 12])   # Float and Double shifts scale by 2^v
+    np.testing.assert_array_equal(host(shifted[1]), [4, 1])
 
 
 # ----------------------------------------------------------------------------------------------

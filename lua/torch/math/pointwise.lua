@@ -24,10 +24,12 @@ local ABS = { Int = true, Long = true, Float = true, Double = true }
 local typesText = {
   [FLOATS] = { 'torch.FloatTensor and torch.DoubleTensor only',
                'torch.CudaTensor, torch.CudaDoubleTensor and torch.CudaHalfTensor only' },
-  [INTEGERS] = { 'the integer types only (Byte, Char, Short, Int and Long)' },
+  [INTEGERS] = { 'the integer types only (Byte, Char, Short, Int and Long)',
+                 'the integer types only (CudaByte, CudaChar, CudaShort, CudaInt and CudaLong)' },
   [ALL] = { 'every tensor type but torch.HalfTensor', 'every CUDA tensor type' },
   [ABS] = { 'torch.IntTensor, torch.LongTensor, torch.FloatTensor and torch.DoubleTensor only',
-            'torch.CudaIntTensor, torch.CudaLongTensor, torch.CudaTensor, torch.CudaDoubleTensor and torch.CudaHalfTensor only' },
+            'torch.CudaIntTensor, torch.CudaLongTensor, torch.CudaTensor, torch.CudaDoubleTensor and '
+              .. 'torch.CudaHalfTensor only' },
 }
 P.INTEGERS, P.ALL = INTEGERS, ALL
 

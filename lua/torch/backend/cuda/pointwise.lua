@@ -8,6 +8,10 @@ local call, Methods = C.call, C.Methods
 
 local function op(name) return function(...) call(name, ...) end end
 
+-- The binary ops the Python side lacks: the shifts of integer types (the front end makes those
+-- of Float and Double products) and the bitwise family.
+local cpuOnly = { lshift = true, rshift = true, bitand = true, bitor = true, bitxor = true }
+
 backend.register('cuda', {
   fill = op('fill'),
   -- either side may be on the host
@@ -15,12 +19,15 @@ backend.register('cuda', {
     if not r._device then return call('download', r, a) end
     call(a._device and 'copy' or 'upload', r, a)
   end,
-  unary = op('unary'), binary = op('binary'), add = op('add'), addcmul = op('addcmul'),
+  binary = function(name, r, a, b)
+    if cpuOnly[name] then C.check.error(name .. ' is not available for CUDA tensors') end
+    call('binary', name, r, a, b)
+  end,
+  unary = op('unary'), add = op('add'), addcmul = op('addcmul'),
   addcdiv = op('addcdiv'), clamp = op('clamp'), lerp = op('lerp'),
 })
 
--- The methods (and so torch.<name>) that reach these ops; the integer-only bitwise family and
--- the shifts have no Python op.
+-- The front-end methods, for the CUDA types (torch.<name> is the front end's for both devices).
 for _, name in ipairs {
   'fill', 'zero', 'copy',
   'exp', 'log', 'log1p', 'sqrt', 'rsqrt', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh',
@@ -28,6 +35,7 @@ for _, name in ipairs {
   'mul', 'div', 'fmod', 'mod', 'remainder', 'cmul', 'cdiv', 'cpow', 'cfmod', 'cmod', 'cremainder', 'atan2',
   'cmax', 'cmin', 'pow', 'add', 'csub', 'addcmul', 'addcdiv', 'clamp', 'lerp',
   'lt', 'le', 'gt', 'ge', 'eq', 'ne',
+  'lshift', 'rshift', 'clshift', 'crshift', 'bitand', 'bitor', 'bitxor', 'cbitand', 'cbitor', 'cbitxor',
 } do
   Methods[name] = C.Tensor[name]
 end
