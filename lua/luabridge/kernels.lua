@@ -1,30 +1,30 @@
 -- Compute closures for the graph executor's tensor ops (luabridge/graph/ops/*.py).
 --
--- A factory runs once per executor build and captures the planned buffers' element pointers and
--- counts, so a run costs a few FFI loads and stores: straight-line code for tiny tensors (no loop
--- to trace), else one call of numpy's SIMD loop through the FFI with its arguments prepared (about
--- 5 ns plus the work; a LuaJIT loop where numpy has none), BLAS for matrix products. Generated
--- code is cached by its text, so every node of one kind and size shares one prototype (LuaJIT
--- traces a run loop over such closures as one). Operands on a device or not contiguous take torch
--- methods.
+-- A factory runs once per executor build and captures the planned buffers (and for tiny ones
+-- their element pointers), so a run costs little: straight-line code for tiny tensors (no loop
+-- to trace, no call), else one call of the CPU backend's op (torch.backend: the tensor library's
+-- own elementwise path, numpy's SIMD loops or LuaJIT kernels; gemm for matrix products).
+-- Generated code is cached by its text, so every node of one kind and size shares one prototype
+-- (LuaJIT traces a run loop over such closures as one). Operands on a device or not contiguous
+-- take torch methods.
 local ffi = require 'ffi'
 local torch = require 'torch'
-local apply = require 'torch.backend.cpu.apply'
-local ufunc = require 'torch.backend.cpu.ufunc'
-local blas = require 'torch.backend.cpu.blas'
+local backend = require 'torch.backend'
+local loops = require 'nn.kernels.loops'
 
 local K = {}
--- Straight-line code up to these sizes (measured against numpy's loops and BLAS called as here):
-K.UNROLL = 8           -- elements of an elementwise op (16 where numpy has no loop)
+-- Straight-line code up to these sizes (measured against the backend's ops called as here):
+K.UNROLL = 8           -- elements of an elementwise op
 K.REDUCE_UNROLL = 16   -- elements of a full reduction
 K.MATMUL_UNROLL = 64   -- multiply-adds of a matrix product
 
-local isContiguous, numel = apply.isContiguous, apply.numel
+local cpu = backend.cpu
+local isContiguous, numel, ptr = cpu.isContiguous, cpu.numel, cpu.ptr
 
-local function ptr(t) return t._st._ptr + t._off end
-
--- Whether generated loops may address t directly.
-local function direct(t) return t._device == nil and t._st ~= false and isContiguous(t) end
+-- Whether generated loops and the CPU ops may address t directly.
+local function direct(t)
+  return backend.of(t) == cpu and t:storage() ~= nil and isContiguous(t)
+end
 
 local function noop() end
 
@@ -50,82 +50,99 @@ end
 -- elementwise ops: y = f(x1, x2, v); an input of one element broadcasts over y ([1]-shaped
 -- operands, tinyflow's scalars)
 
--- name -> { expression over $1, $2 and the scalar v; numpy ufunc; where v goes in the ufunc's
--- arguments; torch form (y, a, b, v) for device or strided operands }
+-- a broadcast operand as a number (a or b, never both) for the backend's number forms
+local function commute(run)
+  return function(o, y, a, b) if type(a) == 'number' then a, b = b, a end run(o, y, a, b) end
+end
+
+-- name -> { expression over $1, $2 and the scalar v (straight-line code);
+--           ops form (o, y, a, b, v): the backend's ops o, a / b a tensor or, broadcast, a number;
+--           torch form (y, a, b, v) for device or strided operands }
 local EWISE = {
-  add = { '$1 + $2', 'add', nil, function(y, a, b) y:add(a, b) end },
-  sub = { '$1 - $2', 'subtract', nil, function(y, a, b) torch.add(y, a, -1, b) end },
-  mul = { '$1 * $2', 'multiply', nil, function(y, a, b) y:cmul(a, b) end },
-  div = { '$1 / $2', 'divide', nil, function(y, a, b) y:cdiv(a, b) end },
-  pow = { '$1 ^ $2', 'power', nil, function(y, a, b) y:cpow(a, b) end },
-  equal = { '($1 == $2) and 1 or 0', nil, nil, function(y, a, b) y:copy(torch.eq(a, b)) end },
-  add_scalar = { '$1 + v', 'add', 'after', function(y, a, _, v) y:add(a, v) end },
-  sub_scalar = { '$1 - v', 'subtract', 'after', function(y, a, _, v) y:add(a, -v) end },
-  rsub_scalar = { 'v - $1', 'subtract', 'before', function(y, a, _, v) y:mul(a, -1):add(v) end },
-  mul_scalar = { '$1 * v', 'multiply', 'after', function(y, a, _, v) y:mul(a, v) end },
-  div_scalar = { '$1 / v', 'divide', 'after', function(y, a, _, v) y:div(a, v) end },
-  rdiv_scalar = { 'v / $1', 'divide', 'before', function(y, a, _, v) y:pow(a, -1):mul(v) end },
-  pow_scalar = { '$1 ^ v', 'power', 'after', function(y, a, _, v) y:pow(a, v) end },
-  rpow_scalar = { 'v ^ $1', 'power', 'before', function(y, a, _, v) torch.pow(y, v, a) end },
-  square = { '$1 * $1', 'square', nil, function(y, a) y:cmul(a, a) end },
-  exp = { 'exp($1)', 'exp', nil, function(y, a) y:exp(a) end },
-  log = { 'log($1)', 'log', nil, function(y, a) y:log(a) end },
-  sqrt = { 'sqrt($1)', 'sqrt', nil, function(y, a) y:sqrt(a) end },
-  copy = { '$1', nil, nil, function(y, a) y:copy(a) end },
-  fill = { 'v', nil, nil, function(y, _, _, v) y:fill(v) end },
+  add = { '$1 + $2', commute(function(o, y, a, b) o.binary('add', y, a, b) end),
+          function(y, a, b) y:add(a, b) end },
+  sub = { '$1 - $2', function(o, y, a, b)
+            if type(a) == 'number' then o.unary('neg', y, b); o.binary('add', y, y, a)
+            elseif type(b) == 'number' then o.binary('add', y, a, -b)
+            else o.binary('sub', y, a, b) end
+          end, function(y, a, b) torch.add(y, a, -1, b) end },
+  mul = { '$1 * $2', commute(function(o, y, a, b) o.binary('mul', y, a, b) end),
+          function(y, a, b) y:cmul(a, b) end },
+  div = { '$1 / $2', function(o, y, a, b)
+            if type(a) == 'number' then o.unary('cinv', y, b); o.binary('mul', y, y, a)
+            else o.binary('div', y, a, b) end
+          end, function(y, a, b) y:cdiv(a, b) end },
+  pow = { '$1 ^ $2', function(o, y, a, b)
+            if type(a) == 'number' then o.binary('tpow', y, b, a) else o.binary('pow', y, a, b) end
+          end, function(y, a, b) y:cpow(a, b) end },
+  equal = { '($1 == $2) and 1 or 0', commute(function(o, y, a, b) o.binary('eq', y, a, b) end),
+            function(y, a, b) y:copy(torch.eq(a, b)) end },
+  add_scalar = { '$1 + v', function(o, y, a, _, v) o.binary('add', y, a, v) end,
+                 function(y, a, _, v) y:add(a, v) end },
+  sub_scalar = { '$1 - v', function(o, y, a, _, v) o.binary('add', y, a, -v) end,
+                 function(y, a, _, v) y:add(a, -v) end },
+  rsub_scalar = { 'v - $1', function(o, y, a, _, v) o.unary('neg', y, a); o.binary('add', y, y, v) end,
+                  function(y, a, _, v) y:mul(a, -1):add(v) end },
+  mul_scalar = { '$1 * v', function(o, y, a, _, v) o.binary('mul', y, a, v) end,
+                 function(y, a, _, v) y:mul(a, v) end },
+  div_scalar = { '$1 / v', function(o, y, a, _, v) o.binary('div', y, a, v) end,
+                 function(y, a, _, v) y:div(a, v) end },
+  rdiv_scalar = { 'v / $1', function(o, y, a, _, v) o.unary('cinv', y, a); o.binary('mul', y, y, v) end,
+                  function(y, a, _, v) y:pow(a, -1):mul(v) end },
+  pow_scalar = { '$1 ^ v', function(o, y, a, _, v) o.binary('pow', y, a, v) end,
+                 function(y, a, _, v) y:pow(a, v) end },
+  rpow_scalar = { 'v ^ $1', function(o, y, a, _, v) o.binary('tpow', y, a, v) end,
+                  function(y, a, _, v) torch.pow(y, v, a) end },
+  square = { '$1 * $1', function(o, y, a) o.binary('pow', y, a, 2) end, function(y, a) y:cmul(a, a) end },
+  exp = { 'exp($1)', function(o, y, a) o.unary('exp', y, a) end, function(y, a) y:exp(a) end },
+  log = { 'log($1)', function(o, y, a) o.unary('log', y, a) end, function(y, a) y:log(a) end },
+  sqrt = { 'sqrt($1)', function(o, y, a) o.unary('sqrt', y, a) end, function(y, a) y:sqrt(a) end },
+  copy = { '$1', function(o, y, a) o.copy(y, a) end, function(y, a) y:copy(a) end },
+  fill = { 'v', function(o, y, _, _, v) o.fill(y, v) end, function(y, _, _, v) y:fill(v) end },
 }
 K.EWISE = EWISE
 
--- Source of a factory (py, p1, p2, n, v) -> closure; bcast[k]: input k broadcasts (index 0).
+-- Source of a factory (py, p1, p2, v) -> closure over n elements, written out;
+-- bcast[k]: input k broadcasts (index 0).
 local function ewiseSource(expr, bcast, n)
-  local function at(i)
-    return (expr:gsub('%$(%d)', function(k)
-      return ('p%s[%s]'):format(k, bcast[tonumber(k)] and '0' or i)
-    end))
-  end
-  local body
-  if n <= 2 * K.UNROLL then
-    local lines = {}
-    for i = 0, n - 1 do lines[#lines + 1] = ('py[%d] = %s'):format(i, at(tostring(i))) end
-    body = table.concat(lines, '\n')
-  else
-    body = ('for i = 0, n - 1 do py[i] = %s end'):format(at('i'))
+  local lines = {}
+  for i = 0, n - 1 do
+    lines[#lines + 1] = ('py[%d] = %s'):format(i, (expr:gsub('%$(%d)', function(k)
+      return ('p%s[%d]'):format(k, bcast[tonumber(k)] and 0 or i)
+    end)))
   end
   return ([[
 local exp, log, sqrt = math.exp, math.log, math.sqrt
-return function(py, p1, p2, n, v)
+return function(py, p1, p2, v)
   return function()
 %s
   end
-end]]):format(body)
+end]]):format(table.concat(lines, '\n'))
 end
 
--- numpy's loop over captured operands, or nil where numpy has none.
-local function numpyClosure(op, y, xs, v, n)
-  local name, where = op[2], op[3]
-  local sig = ({ Float = 'f', Double = 'd' })[y._dt.name]
-  if not name or not sig then return nil end
-  local nargs = (#xs == 2 or where) and 3 or 2
-  local loop = ufunc.loop(name, sig:rep(nargs - 1) .. '->' .. sig)
-  if not loop then return nil end
-  local size = y._dt.size
-  local scalar = ffi.new(y._dt.ctype .. '[1]', v or 0)
-  local args = ffi.new('char *[3]')
-  local dims = ffi.new('intptr_t[1]', n)
-  local steps = ffi.new('intptr_t[3]')
-  local operands, strides = {}, {}
-  for k, x in ipairs(xs) do
-    operands[k], strides[k] = ptr(x), numel(x) == 1 and n > 1 and 0 or size
+-- v as an element of t's type holds it (the ops take numbers so cast, as torch7's `real`s)
+local function asElement(t, v)
+  if v == nil then return nil end
+  return tonumber(ffi.new(loops.dtype(t).ctype .. '[1]', v)[0])
+end
+
+-- The closure running the ops form of op over direct operands; a broadcast input is read as
+-- a number (an element already) on every run.
+local function opsClosure(op, y, xs, v, n)
+  local run, a, b = op[2], xs[1], xs[2]
+  v = asElement(y, v)
+  local pa = a and numel(a) == 1 and n > 1 and ptr(a)
+  local pb = b and numel(b) == 1 and n > 1 and ptr(b)
+  if pa and (pb or not b) then
+    -- nothing but numbers in: y takes the first, then the op runs on y in place
+    return function()
+      cpu.fill(y, tonumber(pa[0]))
+      run(cpu, y, y, pb and tonumber(pb[0]) or nil, v)
+    end
   end
-  if where == 'after' then operands[2], strides[2] = scalar, 0
-  elseif where == 'before' then operands[1], operands[2], strides[1], strides[2] = scalar, operands[1], 0, strides[1] end
-  for k = 1, nargs - 1 do
-    args[k - 1] = ffi.cast('char *', operands[k])
-    steps[k - 1] = strides[k]
-  end
-  args[nargs - 1], steps[nargs - 1] = ffi.cast('char *', ptr(y)), size
-  local fn, data = loop.fn, loop.data
-  return anchored(function() fn(args, dims, steps, data) end, scalar)
+  if pa then return function() run(cpu, y, tonumber(pa[0]), b, v) end end
+  if pb then return function() run(cpu, y, a, tonumber(pb[0]), v) end end
+  return function() run(cpu, y, a, b, v) end
 end
 
 -- The closure computing y = op(xs[1], xs[2], v) (op: a name of EWISE).
@@ -146,24 +163,15 @@ function K.ewise(name, y, xs, v)
     local a, b = xs[1], xs[2]
     if a and numel(a) ~= n then a = a:view(ones):expandAs(y) end
     if b and numel(b) ~= n then b = b:view(ones):expandAs(y) end
-    local f = op[4]
+    local f = op[3]
     return function() f(y, a, b, v) end
   end
-  if name == 'copy' then
-    if ptr(y) == ptr(xs[1]) then return noop end
-    if n > 2 * K.UNROLL and numel(xs[1]) == n then
-      local py, px, bytes = ptr(y), ptr(xs[1]), n * y._dt.size
-      return function() ffi.copy(py, px, bytes) end
-    end
-  end
-  if n > K.UNROLL then
-    local f = numpyClosure(op, y, xs, v, n)
-    if f then return f end
-  end
+  if name == 'copy' and ptr(y) == ptr(xs[1]) then return noop end
+  if n > K.UNROLL then return opsClosure(op, y, xs, v, n) end
   local bcast = {}
   for k, x in ipairs(xs) do bcast[k] = n > 1 and numel(x) == 1 end
   local factory = compile(ewiseSource(op[1], bcast, n), 'graph ' .. name)
-  return factory(ptr(y), xs[1] and ptr(xs[1]), xs[2] and ptr(xs[2]), n, v)
+  return factory(ptr(y), xs[1] and ptr(xs[1]), xs[2] and ptr(xs[2]), v)
 end
 
 -- y = x1 + ... + xk (the sum of gradients)
@@ -432,24 +440,22 @@ local function gemmSource(m, n, k, ta, tb)
   return ('return function(pc, pa, pb) return function()\n%s\nend end'):format(table.concat(lines, '\n'))
 end
 
+local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
+
 function K.matmul(c, a, b, ta, tb)
   local m, n = c:size(1), c:size(2)
   local k = ta and a:size(1) or a:size(2)
   if m * n == 0 then return noop end
   if k == 0 then return K.ewise('fill', c, {}, 0) end
-  if c._dt.integer or not (direct(a) and direct(b) and direct(c)) then
-    local a_ = ta and a:t() or a
-    local b_ = tb and b:t() or b
+  local a_ = ta and a:t() or a
+  local b_ = tb and b:t() or b
+  if not (floating[c:type()] and direct(a) and direct(b) and direct(c)) then
     return function() torch.mm(c, a_, b_) end
   end
-  local pc, pa, pb = ptr(c), ptr(a), ptr(b)
   if m * n * k <= K.MATMUL_UNROLL then
-    return compile(gemmSource(m, n, k, ta, tb), 'graph matmul')(pc, pa, pb)
+    return compile(gemmSource(m, n, k, ta, tb), 'graph matmul')(ptr(c), ptr(a), ptr(b))
   end
-  -- BLAS is column-major: it computes c^T (n x m) = op(b)^T op(a)^T
-  local dt = c._dt
-  local lda, ldb = ta and m or k, tb and k or n
-  return function() blas.gemm(dt, tb, ta, n, m, k, 1, pb, ldb, pa, lda, 0, pc, n) end
+  return function() cpu.gemm(c, 0, c, 1, a_, b_) end
 end
 
 -- The gradients ga, gb of c = op(a) op(b) (ta, tb: a, b transposed) from gc.

@@ -2,8 +2,7 @@
 -- 3D (classes x h x w) or 4D (batch x classes x h x w) input, with tensor ops: a max, a sum
 -- and a few elementwise passes. `m` is the module (its buffers _max, _idx, _sum, _buf).
 local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
-local ufunc = require 'torch.backend.cpu.ufunc'
+local backend = require 'torch.backend'
 local extremum = require 'nn.kernels.extremum'
 
 local softmax = {}
@@ -67,43 +66,38 @@ end
 
 ------------------------------------------------------------------------------------------------
 -- Rows of contiguous 1-D / 2-D Float and Double tensors: direct loops over the memory, exp as
--- numpy's SIMD loop over the whole block (in double here where numpy lends none).
+-- the CPU backend's unary op over the whole block (numpy's SIMD loop).
 
-local expChar = { Float = 'f', Double = 'd' }
-
--- out[i] = exp(src[i]) for i < n
-local function expInto(dt, n, src, out)
-  local l = ufunc.loop('exp', expChar[dt.name] .. '->' .. expChar[dt.name])
-  if l then return ufunc.unary(l, n, src, dt.size, out, dt.size) end
-  for i = 0, n - 1 do out[i] = math.exp(src[i]) end
-end
+local cpu = backend.cpu
+local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
 
 -- Row count and length of t when every tensor in `others` and t are contiguous CPU Float / Double
 -- of t's type, 1-D or 2-D; else nil.
 local function rows(t, others)
-  if t._device or not expChar[t._dt.name] or #t._sz > 2 or not apply.isContiguous(t) then return nil end
+  local typename = t:type()
+  if not floating[typename] or t:dim() > 2 or not cpu.isContiguous(t) then return nil end
   for _, x in ipairs(others) do
-    if x._dt ~= t._dt or not apply.isContiguous(x) then return nil end
+    if x:type() ~= typename or not cpu.isContiguous(x) then return nil end
   end
-  if #t._sz == 1 then return 1, t._sz[1] end
-  return t._sz[1], t._sz[2]
+  if t:dim() == 1 then return 1, t:size(1) end
+  return t:size(1), t:size(2)
 end
 
 -- y = x - max(x) - log(sum(exp(x - max(x)))) per row; false where rows() does not apply.
 local function logForwardRows(m, output, input)
   output:resizeAs(input)
-  if not (m._buf and m._buf._dt == input._dt) then m._buf = input.new() end
+  if not (m._buf and m._buf:type() == input:type()) then m._buf = input.new() end
   local buf = m._buf:resizeAs(input)
   local n, c = rows(input, { output, buf })
   if not n then return false end
   if n * c == 0 then return true end
-  local x, y, e = apply.ptr(input), apply.ptr(output), apply.ptr(buf)
+  local x, y, e = cpu.ptr(input), cpu.ptr(output), cpu.ptr(buf)
   for i = 0, n * c - 1, c do
     local mx = -math.huge
     for j = i, i + c - 1 do mx = math.max(mx, x[j]) end
     for j = i, i + c - 1 do y[j] = x[j] - mx end
   end
-  expInto(input._dt, n * c, y, e)
+  cpu.unary('exp', buf, output)
   for i = 0, n * c - 1, c do
     local s = 0
     for j = i, i + c - 1 do s = s + e[j] end
@@ -117,13 +111,13 @@ end
 -- be gradOutput); false where rows() does not apply.
 local function logBackwardRows(m, gradInput, gradOutput, output)
   gradInput:resizeAs(output)
-  if not (m._buf and m._buf._dt == output._dt) then m._buf = output.new() end
+  if not (m._buf and m._buf:type() == output:type()) then m._buf = output.new() end
   local buf = m._buf:resizeAs(output)
   local n, c = rows(output, { gradInput, gradOutput, buf })
   if not n then return false end
   if n * c == 0 then return true end
-  local g, gi, e = apply.ptr(gradOutput), apply.ptr(gradInput), apply.ptr(buf)
-  expInto(output._dt, n * c, apply.ptr(output), e)
+  local g, gi, e = cpu.ptr(gradOutput), cpu.ptr(gradInput), cpu.ptr(buf)
+  cpu.unary('exp', buf, output)
   for i = 0, n * c - 1, c do
     local s = 0
     for j = i, i + c - 1 do s = s + g[j] end
