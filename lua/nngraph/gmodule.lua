@@ -2,6 +2,7 @@
 -- first) and backwardnodes (outputs first) are the topological orders of the graph; each node's
 -- data holds the inputs it received in the last forward and the gradients in the last backward.
 local utils = require 'nngraph.utils'
+local clearTable = require 'table.clear'
 
 local gModule, parent = torch.class('nn.gModule', 'nn.Container')
 
@@ -80,34 +81,85 @@ function gModule:_checkGraph()
 end
 
 -- The input a node's module sees: its single input, or the table of its inputs.
-local function nodeInput(node)
-  local input = node.data.input or {}
+local function nodeInput(data)
+  local input = data.input or {}
   if #input == 1 then return input[1] end
   return input
 end
 
--- Sends x to the nodes that take node's output, each at its input position.
-local function propagate(node, x)
-  for _, user in ipairs(node.children) do
-    user.data.input = user.data.input or {}
-    user.data.input[user.data.mapindex[node.data]] = x
+-- The wiring the run loops follow, worked out once per gModule (kept beside it, not in it, so
+-- that saved files stay as torch7's; a loaded or cloned gModule works it out again): users[k]
+-- lists, for the node at position k of forwardnodes, the data of each node taking its output
+-- and the input position there; inputs[k] lists, for the node at position k of backwardnodes,
+-- the data of each node it takes input from and the position of that input in its gradInput
+-- (0: its only input, the gradInput itself). backward[k] is the data of that node.
+local wirings = setmetatable({}, { __mode = 'k' })
+
+local function wiring(self)
+  local w = wirings[self]
+  if w then return w end
+  w = { users = {}, inputs = {}, backward = {} }
+  for k, node in ipairs(self.forwardnodes) do
+    local list = {}
+    for _, user in ipairs(node.children) do
+      list[#list + 1] = user.data
+      list[#list + 1] = user.data.mapindex[node.data]
+    end
+    w.users[k] = list
   end
+  for k, node in ipairs(self.backwardnodes) do
+    local list = {}
+    for _, child in ipairs(node.children) do
+      list[#list + 1] = child.data
+      list[#list + 1] = #node.children == 1 and 0 or node.data.mapindex[child.data]
+    end
+    w.inputs[k], w.backward[k] = list, node.data
+  end
+  wirings[self] = w
+  return w
 end
 
--- Runs step(node) over nodes in order, printing each node after its step when self.verbose
--- (nngraph.setDebug replaces it by a version that draws the graph when a step fails).
-function gModule:_eachNode(nodes, step)
-  for _, node in ipairs(nodes) do
-    step(node)
+-- Runs step(node, k, a, b) over nodes in order (k: the position in nodes), printing each node
+-- after its step when self.verbose (nngraph.setDebug replaces it by a version that draws the
+-- graph when a step fails). The steps are made once, not per call: a, b carry the call's values.
+function gModule:_eachNode(nodes, step, a, b)
+  for k, node in ipairs(nodes) do
+    step(node, k, a, b)
     if self.verbose then print(' V : ' .. node:label()) end
   end
 end
 
-function gModule:runForwardFunction(func, input)
-  if type(func) == 'string' then
-    local name = func
-    func = function(module, x) return module[name](module, x) end
+-- Forward: runs the node's module (func: a method name, or a function(module, x)) and hands its
+-- output to the nodes using it.
+local function forwardStep(node, k, func, users)
+  local data = node.data
+  local output
+  if data.selectindex then
+    output = data.input[1][data.selectindex]
+  else
+    output = nodeInput(data)
+    local module = data.module
+    if module then
+      if type(func) == 'string' then output = module[func](module, output) else output = func(module, output) end
+    end
+    if data.nSplitOutputs and (not utils.istable(output) or #output ~= data.nSplitOutputs) then
+      error(('nn.gModule: split(%d) at %s cannot split %s'):format(data.nSplitOutputs, where(node),
+        utils.istable(output) and (#output .. ' outputs') or torch.type(output)), 0)
+    end
   end
+  local list = users[k]
+  for j = 1, #list, 2 do
+    local user = list[j]
+    local into = user.input
+    if not into then
+      into = {}
+      user.input = into
+    end
+    into[list[j + 1]] = output
+  end
+end
+
+function gModule:runForwardFunction(func, input)
   if self.nInputs <= 1 then
     input = { input }
   elseif not utils.istable(input) then
@@ -116,28 +168,13 @@ function gModule:runForwardFunction(func, input)
   if #input ~= self.nInputs then
     error(('nn.gModule: got %d inputs instead of %d'):format(#input, self.nInputs), 3)
   end
-  for _, node in ipairs(self.forwardnodes) do
-    if node.data.input then for i = #node.data.input, 1, -1 do node.data.input[i] = nil end end
-  end
   local inData = self.innode.data
   inData.input = inData.input or {}
   for i, x in ipairs(input) do inData.input[i] = x end
 
-  self:_eachNode(self.forwardnodes, function(node)
-    local data = node.data
-    local output
-    if data.selectindex then
-      output = data.input[1][data.selectindex]
-    else
-      output = nodeInput(node)
-      if data.module then output = func(data.module, output) end
-      if data.nSplitOutputs and (not utils.istable(output) or #output ~= data.nSplitOutputs) then
-        error(('nn.gModule: split(%d) at %s cannot split %s'):format(data.nSplitOutputs, where(node),
-          utils.istable(output) and (#output .. ' outputs') or torch.type(output)), 0)
-      end
-    end
-    propagate(node, output)
-  end)
+  -- every node's inputs are all written again below (every node depends on the inputs), so
+  -- those of the last call need no clearing
+  self:_eachNode(self.forwardnodes, forwardStep, func, wiring(self).users)
   local out = self.outnode.data.input
   self.output = #self.outnode.children == 1 and out[1] or out
   return self.output
@@ -147,14 +184,24 @@ function gModule:updateOutput(input)
   return self:runForwardFunction('updateOutput', input)
 end
 
--- The gradient reaching a node: the sum over the nodes that used its output.
-local function totalGradOutput(node)
-  local grads = node.data.gradOutput
-  if #grads == 1 then return grads[1] end
-  local buf = nn.utils.recursiveResizeAs(node.data.gradOutputBuffer, grads[1])   -- drops stale keys
-  buf = nn.utils.recursiveCopy(buf, grads[1])
-  for i = 2, #grads do nn.utils.recursiveAdd(buf, grads[i]) end
-  node.data.gradOutputBuffer = buf
+-- The gradient reaching a node: the sum over the nodes that used its output. Tensors (the
+-- common case: an LSTM's state feeding two nodes) are summed in one pass, resized with
+-- resizeAs (a size() would allocate a LongStorage every call).
+local function totalGradOutput(data)
+  local grads = data.gradOutput
+  local n = #grads
+  if n <= 1 then return grads[1] end
+  local first, buf = grads[1], data.gradOutputBuffer
+  if torch.isTensor(first) and torch.isTensor(grads[2]) then
+    if not torch.isTensor(buf) or buf:type() ~= first:type() then buf = first.new() end
+    buf:resizeAs(first):add(first, grads[2])
+    for i = 3, n do nn.utils.recursiveAdd(buf, grads[i]) end
+  else
+    buf = nn.utils.recursiveResizeAs(buf, first)   -- drops stale keys
+    buf = nn.utils.recursiveCopy(buf, first)
+    for i = 2, n do nn.utils.recursiveAdd(buf, grads[i]) end
+  end
+  data.gradOutputBuffer = buf
   return buf
 end
 
@@ -166,45 +213,51 @@ local function checkGradOutput(self, gradOutput)
   end
 end
 
+-- Backward: the node's gradInput, handed to the nodes it took its inputs from.
+local function backwardStep(node, k, inputs)
+  local data = node.data
+  local grad = totalGradOutput(data)
+  local list = inputs[k]
+  if data.selectindex then   -- element selectindex of the split node's gradient table
+    local splitter = list[1].gradOutput
+    splitter[1] = splitter[1] or {}
+    splitter[1][data.selectindex] = grad
+  else
+    local gradInput = grad
+    if data.module then gradInput = data.module:updateGradInput(nodeInput(data), grad) end
+    for j = 1, #list, 2 do
+      local position = list[j + 1]
+      local into = list[j].gradOutput
+      into[#into + 1] = position == 0 and gradInput or gradInput[position]
+    end
+  end
+end
+
+local function accStep(node, _, scale)
+  local data = node.data
+  if data.module then
+    local grad = #data.gradOutput > 1 and data.gradOutputBuffer or data.gradOutput[1]
+    data.module:accGradParameters(nodeInput(data), grad, scale)
+  end
+end
+
 function gModule:updateGradInput(input, gradOutput)
   checkGradOutput(self, gradOutput)
-  for _, node in ipairs(self.backwardnodes) do
-    local g = node.data.gradOutput
-    if g then for i = #g, 1, -1 do g[i] = nil end end
+  local w = wiring(self)
+  for _, data in ipairs(w.backward) do   -- the lists of the last call stay until now
+    local list = data.gradOutput
+    if list then clearTable(list) else data.gradOutput = {} end
   end
-  self.outnode.data.gradOutput = { gradOutput }
+  self.outnode.data.gradOutput[1] = gradOutput
 
-  self:_eachNode(self.backwardnodes, function(node)
-    local data = node.data
-    local grad = totalGradOutput(node)
-    if data.selectindex then   -- element selectindex of the split node's gradient table
-      local splitter = node.children[1]
-      splitter.data.gradOutput = splitter.data.gradOutput or {}
-      splitter.data.gradOutput[1] = splitter.data.gradOutput[1] or {}
-      splitter.data.gradOutput[1][data.selectindex] = grad
-    else
-      local gradInput = grad
-      if data.module then gradInput = data.module:updateGradInput(nodeInput(node), grad) end
-      for _, child in ipairs(node.children) do
-        child.data.gradOutput = child.data.gradOutput or {}
-        local gi = #node.children == 1 and gradInput or gradInput[data.mapindex[child.data]]
-        table.insert(child.data.gradOutput, gi)
-      end
-    end
-  end)
+  self:_eachNode(self.backwardnodes, backwardStep, w.inputs)
   self.gradInput = self.innode.data.gradOutput[1]
   return self.gradInput
 end
 
 function gModule:accGradParameters(input, gradOutput, scale)
   checkGradOutput(self, gradOutput)
-  self:_eachNode(self.backwardnodes, function(node)
-    local data = node.data
-    if data.module then
-      local grad = #data.gradOutput > 1 and data.gradOutputBuffer or data.gradOutput[1]
-      data.module:accGradParameters(nodeInput(node), grad, scale)
-    end
-  end)
+  self:_eachNode(self.backwardnodes, accStep, scale)
 end
 
 -- Forgets the inputs and gradients kept in the nodes.

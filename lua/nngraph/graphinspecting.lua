@@ -29,9 +29,9 @@ local function drawFailure(gmodule, failedNode)
   if not ok then io.stderr:write(tostring(err) .. '\n') end
 end
 
-local function checkedEachNode(self, nodes, step)
-  for _, node in ipairs(nodes) do
-    local ok, err = xpcall(function() step(node) end, withTraceback)
+local function checkedEachNode(self, nodes, step, a, b)
+  for k, node in ipairs(nodes) do
+    local ok, err = xpcall(function() step(node, k, a, b) end, withTraceback)
     if not ok then
       drawFailure(self, node)
       error(err, 0)
