@@ -144,3 +144,148 @@ end""")
 def test_onednn_runs_on_setnumthreads_threads(n):
     seen, _ = threads_seen(n)
     assert seen == n
+
+
+# Batch normalization (Float) on the path named `path`, training or not: output, gradInput,
+# gradWeight, gradBias (accumulated with scale 0.5 onto gradients of 1), running_mean, running_var.
+run_bn = lua_fn("""function(path, cls, train, affine, x, go, w, b, rm, rv)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local was = dnnl.enabled
+  dnnl.enabled = path == 'onednn'
+  local threads = torch.getnumthreads()
+  torch.setnumthreads(2)   -- oneDNN's forward serves 2 threads or more
+  local ok, r = pcall(function()
+    local m = nn[cls](x:size(2), 1e-5, 0.1, affine):float()
+    if affine then m.weight:copy(w); m.bias:copy(b); m.gradWeight:fill(1); m.gradBias:fill(1) end
+    m.running_mean:copy(rm); m.running_var:copy(rv)
+    if not train then m:evaluate() end
+    local out = m:forward(x):clone()
+    local gi = m:backward(x, go, 0.5):clone()
+    return { out, gi, m.gradWeight or false, m.gradBias or false, m.running_mean, m.running_var }
+  end)
+  dnnl.enabled = was
+  torch.setnumthreads(threads)
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+
+def bn_ref(x, go, w, b, rm, rv, train, eps=1e-5, momentum=0.1):
+    """torch7's batch normalization over dim 1 in float64: output, gradInput, the parameter
+    gradients, and the running statistics after the step (unbiased variance)."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = [1, -1] + [1] * (x.ndim - 2)
+    n = x.size // x.shape[1]
+    if train:
+        mean, var = x.mean(axis=axes), x.var(axis=axes)
+        rm, rv = momentum * mean + (1 - momentum) * rm, momentum * var * n / (n - 1) + (1 - momentum) * rv
+    else:
+        mean, var = rm, rv
+    invstd = 1 / np.sqrt(var + eps)
+    xhat = (x - mean.reshape(shape)) * invstd.reshape(shape)
+    out = xhat * w.reshape(shape) + b.reshape(shape)
+    gw, gb = (go * xhat).sum(axis=axes), go.sum(axis=axes)
+    if train:
+        gi = (go - (gb / n).reshape(shape) - xhat * (gw / n).reshape(shape)) * (invstd * w).reshape(shape)
+    else:
+        gi = go * (invstd * w).reshape(shape)
+    return out, gi, gw, gb, rm, rv
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("cls, shape, affine", [
+    ("SpatialBatchNormalization", (4, 3, 5, 6), True),
+    ("SpatialBatchNormalization", (2, 16, 7, 7), False),
+    ("BatchNormalization", (8, 5), True),
+])
+def test_batchnorm_against_numpy(path, train, cls, shape, affine):
+    rng = np.random.default_rng(shape[1])
+    C = shape[1]
+    x = (rng.standard_normal(shape) * 2 + 1).astype(np.float32)
+    go = rng.standard_normal(shape).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, C).astype(np.float32) if affine else np.ones(C, np.float32)
+    b = rng.standard_normal(C).astype(np.float32) if affine else np.zeros(C, np.float32)
+    rm, rv = rng.standard_normal(C).astype(np.float32), rng.uniform(0.5, 2, C).astype(np.float32)
+    got = run_bn(path, cls, train, affine, x, go, w, b, rm, rv)
+    want = bn_ref(*(a.astype(np.float64) for a in (x, go, w, b, rm, rv)), train)
+    names = ("output", "gradInput", "gradWeight", "gradBias", "running_mean", "running_var")
+    for name, g, r in zip(names, got, want):
+        if name.startswith("grad") and name != "gradInput":
+            if not affine:
+                continue
+            r = 1 + 0.5 * r
+        np.testing.assert_allclose(N(g), r, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(r).max()), err_msg=name)
+
+
+# Max pooling (Float) on the path named `path`: output, indices, gradInput.
+run_pool = lua_fn("""function(path, cls, ceil, x, go, ...)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local was = dnnl.enabled
+  dnnl.enabled = path == 'onednn'
+  local args = { ... }
+  local ok, r = pcall(function()
+    local m = nn[cls](unpack(args)):float()
+    if ceil then m:ceil() end
+    local out = m:forward(x):clone()
+    return { out, m.indices:clone(), m:backward(x, go):clone() }
+  end)
+  dnnl.enabled = was
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+
+def max_pool_ref(x, k, d, pad, dil, oH, oW):
+    """Max of each window (padding excluded) and the 1-based plane offset of its first maximum."""
+    B, C, H, W = x.shape
+    out, idx = np.zeros((B, C, oH, oW)), np.zeros((B, C, oH, oW), np.int64)
+    for oy in range(oH):
+        for ox in range(oW):
+            taps = [(oy * d[0] - pad[0] + i * dil[0], ox * d[1] - pad[1] + j * dil[1])
+                    for i in range(k[0]) for j in range(k[1])]
+            taps = [(y, xx) for y, xx in taps if 0 <= y < H and 0 <= xx < W]
+            vals = np.stack([x[:, :, y, xx] for y, xx in taps], axis=-1)
+            first = vals.argmax(axis=-1)   # numpy keeps the first maximum too
+            out[:, :, oy, ox] = vals.max(axis=-1)
+            offs = np.array([y * W + xx + 1 for y, xx in taps])
+            idx[:, :, oy, ox] = offs[first]
+    return out, idx
+
+
+POOL_CASES = [  # class, constructor arguments (kW, kH, dW, dH, padW, padH[, dilW, dilH]), ceil, input shape
+    ("SpatialMaxPooling", (3, 3, 2, 2, 1, 1), False, (2, 4, 12, 11)),   # ResNet's, small
+    ("SpatialMaxPooling", (2, 2, 2, 2, 0, 0), False, (3, 2, 8, 8)),
+    ("SpatialMaxPooling", (2, 2, 2, 2, 0, 0), True, (1, 3, 7, 9)),     # ceil: the last windows hang over
+    ("SpatialMaxPooling", (3, 2, 1, 2, 1, 0), False, (2, 2, 5, 6)),
+    ("SpatialDilatedMaxPooling", (3, 3, 1, 1, 1, 1, 2, 2), False, (1, 2, 9, 8)),
+]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool_against_numpy(path, case):
+    cls, args, ceil, shape = case
+    kW, kH, dW, dH, pW, pH = args[:6]
+    lW, lH = args[6:] if len(args) > 6 else (1, 1)
+    rng = np.random.default_rng(sum(shape))
+    # rounded values after a ReLU: ties within windows, zeros among them
+    x = np.maximum(np.round(rng.standard_normal(shape) * 2), 0).astype(np.float32)
+    rnd = np.ceil if ceil else np.floor
+    H, W = shape[2:]
+    oH = int(rnd((H + 2 * pH - lH * (kH - 1) - 1) / dH)) + 1
+    oW = int(rnd((W + 2 * pW - lW * (kW - 1) - 1) / dW)) + 1
+    oH -= (oH - 1) * dH >= H + pH
+    oW -= (oW - 1) * dW >= W + pW
+    go = rng.standard_normal((shape[0], shape[1], oH, oW)).astype(np.float32)
+    out, idx = max_pool_ref(x.astype(np.float64), (kH, kW), (dH, dW), (pH, pW), (lH, lW), oH, oW)
+    got_out, got_idx, got_gi = run_pool(path, cls, ceil, x, go, *args)
+    np.testing.assert_array_equal(N(got_out), out)
+    np.testing.assert_array_equal(N(got_idx), idx)
+    gi = np.zeros(x.shape).reshape(shape[0], shape[1], -1)
+    for b in range(shape[0]):
+        for c in range(shape[1]):
+            np.add.at(gi[b, c], idx[b, c].ravel() - 1, go[b, c].ravel())
+    np.testing.assert_allclose(N(got_gi), gi.reshape(x.shape), rtol=1e-6, atol=1e-6)

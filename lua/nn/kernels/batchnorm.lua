@@ -2,7 +2,9 @@
 -- feature and batch item), as torch7's THNN kernel: batch statistics in training (biased
 -- variance to normalize, unbiased for the running average), running statistics otherwise.
 -- Per-feature vectors are (pointer, offset, stride) triples; nil pointers mean absent.
+-- Float data runs on oneDNN where it is installed (kernels/dnnl.lua), on all threads.
 local apply = require 'torch.backend.cpu.apply'
+local convdnnl = require 'nn.kernels.dnnl'
 
 local batchnorm = {}
 
@@ -84,6 +86,7 @@ end
 -- out = normalized x (B x C x N, contiguous); s: { running_mean, running_var, save_mean,
 -- save_std, weight, bias, train, momentum, eps }
 function batchnorm.forward(x, out, B, C, N, s)
+  if convdnnl.bnForward(x, out, B, C, N, s) then return end
   local rm, rmo, rms = vec(s.running_mean)
   local rv, rvo, rvs = vec(s.running_var)
   local sm, smo = vec(s.save_mean)
@@ -97,6 +100,7 @@ end
 -- gradInput (when given) = the input gradient; gradWeight, gradBias (when given) += scale *
 -- theirs
 function batchnorm.backward(x, gradOutput, gradInput, B, C, N, s, gradWeight, gradBias, scale)
+  if convdnnl.bnBackward(x, gradOutput, gradInput, B, C, N, s, gradWeight, gradBias, scale) then return end
   local rm, rmo, rms = vec(s.running_mean)
   local rv, rvo, rvs = vec(s.running_var)
   local sm, smo = vec(s.save_mean)

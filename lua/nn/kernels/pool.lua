@@ -5,6 +5,7 @@ local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
+local convdnnl = require 'nn.kernels.dnnl'
 require 'torch.backend.cuda.nn_spatial'
 
 local pool = {}
@@ -436,9 +437,11 @@ function pool.avgBackward(self, input, gradOutput, g, countPad, divide)
 end
 
 -- The op table's pooling passes on the CPU (the CUDA ones: backend/cuda/nn_spatial.lua), over
--- the P planes of pool.geometry's g; operands contiguous and checked, results sized.
+-- the P planes of pool.geometry's g; operands contiguous and checked, results sized. 2D max
+-- pooling of Float data runs on oneDNN where it is installed (kernels/dnnl.lua).
 backend.register('cpu', {
   pool_max_forward = function(g, output, indices, input)
+    if convdnnl.maxPool(g, output, indices, input) then return end
     if unrolls(g) then
       unrolledMax(input._dt, g, false)(input._st._ptr, input._off, output._st._ptr, output._off,
         indices._st._ptr, indices._off, g.P)

@@ -63,6 +63,19 @@ dnnl_status_t dnnl_convolution_backward_weights_primitive_desc_create(dnnl_primi
   const dnnl_memory_desc_t diff_dst, const dnnl_dims_t strides, const dnnl_dims_t dilates,
   const dnnl_dims_t padding_l, const dnnl_dims_t padding_r, const dnnl_primitive_desc_t hint_fwd_pd,
   const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_batch_normalization_forward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int prop_kind, const dnnl_memory_desc_t src, const dnnl_memory_desc_t dst,
+  float epsilon, unsigned flags, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_batch_normalization_backward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int prop_kind, const dnnl_memory_desc_t diff_src,
+  const dnnl_memory_desc_t diff_dst, const dnnl_memory_desc_t src, float epsilon, unsigned flags,
+  const dnnl_primitive_desc_t hint_fwd_pd, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_pooling_forward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int prop_kind, int alg_kind, const dnnl_memory_desc_t src,
+  const dnnl_memory_desc_t dst, const dnnl_dims_t strides, const dnnl_dims_t kernel,
+  const dnnl_dims_t dilation, const dnnl_dims_t padding_l, const dnnl_dims_t padding_r,
+  const dnnl_primitive_attr_t attr);
+size_t dnnl_memory_desc_get_size(const dnnl_memory_desc_t md);
 int omp_get_max_threads(void);
 void omp_set_num_threads(int n);
 int setenv(const char *name, const char *value, int overwrite);
@@ -70,10 +83,13 @@ int setenv(const char *name, const char *value, int overwrite);
 
 -- dnnl_types.h's values
 dnnl.F32, dnnl.ANY = 3, 1                    -- data type f32, format tag any
-dnnl.FORWARD_TRAINING, dnnl.CONVOLUTION_DIRECT = 64, 1
-dnnl.ARG = { SRC = 1, DST = 17, WEIGHTS = 33, BIAS = 41, DIFF_SRC = 129, DIFF_DST = 145,
-  DIFF_WEIGHTS = 161, DIFF_BIAS = 169 }
-dnnl.QUERY = { SRC = 129, DIFF_SRC = 130, WEIGHTS = 131, DIFF_WEIGHTS = 132, DST = 133, DIFF_DST = 134 }
+dnnl.FORWARD_TRAINING, dnnl.CONVOLUTION_DIRECT, dnnl.POOLING_MAX = 64, 1, 0x1ff
+dnnl.FORWARD_INFERENCE, dnnl.BACKWARD, dnnl.BACKWARD_DATA = 96, 128, 160
+dnnl.USE_GLOBAL_STATS, dnnl.USE_SCALE, dnnl.USE_SHIFT = 1, 2, 4
+dnnl.ARG = { SRC = 1, DST = 17, WEIGHTS = 33, BIAS = 41, MEAN = 49, VARIANCE = 50, SCALE = 51,
+  SHIFT = 52, WORKSPACE = 64, DIFF_SRC = 129, DIFF_DST = 145, DIFF_WEIGHTS = 161, DIFF_BIAS = 169,
+  DIFF_SCALE = 255, DIFF_SHIFT = 256 }
+local QUERY_EXEC_ARG_MD = 255
 local ARG_FROM, ARG_TO = 1, 17
 local ALLOCATE = ffi.cast('void *', -1)   -- DNNL_MEMORY_ALLOCATE: the library owns the buffer
 
@@ -172,16 +188,18 @@ local function step(prim, n)
   return { prim = prim, n = n, args = ffi.new('dnnl_exec_arg_t[?]', n) }
 end
 
--- A plan runs the primitive of pd on plain row-major buffers. specs[i] = { arg, query, index,
--- sizes, out }: the argument's id, the query (and its index, default 0) giving its memory
--- descriptor in pd, its sizes, and whether the primitive writes it. Where pd's layout is not the plain one, the plan holds a
--- buffer in pd's layout and reorders into it (inputs) or out of it (outputs).
+-- A plan runs the primitive of pd on plain row-major buffers. specs[i] = { arg, sizes, out }:
+-- the argument's id, its sizes (nil: the caller's buffer takes pd's own layout, of
+-- plan.bytes[i] bytes), and whether the primitive writes it. Where pd's layout is not the
+-- plain one, the plan holds a buffer in pd's layout and reorders into it (inputs) or out of it
+-- (outputs).
 function dnnl.plan(pd, specs)
   local plan = { main = step(primitive(pd, 'primitive_create'), #specs), before = {}, after = {},
-    user = {}, keep = {} }
+    user = {}, keep = {}, bytes = {} }
   for i, s in ipairs(specs) do
-    local want = lib.dnnl_primitive_desc_query_md(pd, s.query, s.index or 0)
-    local user = dnnl.md(s.sizes)
+    local want = lib.dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, s.arg)
+    plan.bytes[i] = tonumber(lib.dnnl_memory_desc_get_size(want))
+    local user = s.sizes and dnnl.md(s.sizes) or want
     local umem = memory(user, nil)
     plan.user[i], plan.keep[#plan.keep + 1] = umem, user
     local mem = umem
