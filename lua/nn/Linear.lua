@@ -59,14 +59,18 @@ end
 local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true,
                    ['torch.CudaTensor'] = true, ['torch.CudaDoubleTensor'] = true }
 
-local function whole(t, n) return n > 0 and t:nElement() == n and t:isContiguous() end
+-- The table's structure readers serve tensors of every device (sizes and strides only); the
+-- methods t:nElement() and t:isContiguous() are tail calls, which abort traces when many.
+local numel, isContiguous = backend.cpu.numel, backend.cpu.isContiguous
+
+local function whole(t, n) return n > 0 and numel(t) == n and isContiguous(t) end
 
 -- t (n elements, contiguous) lies apart from result's elements: another storage, or another
 -- range of one storage (the graph executor's arena holds many tensors)
 local function apart(result, t, n)
   if t:storage() ~= result:storage() then return true end
   local r, p = result:storageOffset(), t:storageOffset()
-  return p + n <= r or r + result:nElement() <= p
+  return p + n <= r or r + numel(result) <= p
 end
 
 local function fast(result, t, n)
