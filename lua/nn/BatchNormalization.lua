@@ -3,9 +3,11 @@
 -- planes). Training normalizes with the batch statistics and updates running_mean /
 -- running_var (unbiased) with momentum; evaluation, and as in torch7 a training batch of one,
 -- use the running ones. Evaluation also takes a single sample (nDim - 1 dims).
--- CPU tensors run the loops of kernels/batchnorm.lua; CUDA ones the tensor ops below.
+-- The passes are the op table's (batchnorm_forward, batchnorm_backward): CPU tensors run the
+-- loops of kernels/batchnorm.lua (or oneDNN), CUDA ones tensor ops (backend/cuda/nn_spatial.lua).
 local check = require 'torch.check'
-local batchnorm = require 'nn.kernels.batchnorm'
+local backend = require 'torch.backend'
+require 'nn.kernels.batchnorm'
 local BN, parent = torch.class('nn.BatchNormalization', 'nn.Module')
 
 BN.__version = 2
@@ -72,78 +74,10 @@ local function threeD(self, name, t, input)
   return t:view(n, c, t:nElement() / math.max(1, n * c))
 end
 
--- Per-feature sums of t (n x c x s), as 1 x c x 1, into the buffer m[name].
-local function featureSum(self, name, t)
-  self[name] = self[name] or t.new()
-  self._tmp = self._tmp or t.new()
-  return torch.sum(self[name], torch.sum(self._tmp, t, 3), 1)
-end
-
-local function perFeature(t) return t:view(1, t:nElement(), 1) end
-
 -- Whether this batch normalizes with its own statistics (a batch of one cannot).
 local function batchStats(self, x) return self.train ~= false and x:size(1) > 1 end
 
--- Tensor-op versions for CUDA tensors: x, g, out, gi are n x c x s views.
-local device = {}
-
-function device.forward(self, x, out)
-  local m = x:size(1) * x:size(3)
-  self._centered = self._centered or x.new()
-  if batchStats(self, x) then
-    local mean = featureSum(self, '_sum', x):div(m)
-    local centered = self._centered:resizeAs(x):add(x, -1, mean:expandAs(x))
-    self._tmp2 = self._tmp2 or x.new()
-    local var = featureSum(self, '_var', self._tmp2:resizeAs(x):cmul(centered, centered)):div(m)
-    self.running_mean:mul(1 - self.momentum):add(self.momentum, mean:view(-1))
-    self.running_var:mul(1 - self.momentum):add(self.momentum * m / (m - 1), var:view(-1))
-    self.save_mean:copy(mean)
-    self.save_std:copy(var):add(self.eps):sqrt():pow(-1)
-  else
-    self.save_mean:copy(self.running_mean)
-    self.save_std:copy(self.running_var):add(self.eps):sqrt():pow(-1)
-  end
-  -- out = (x - mean) * invstd * weight + bias
-  out:add(x, -1, perFeature(self.save_mean):expandAs(x)):cmul(perFeature(self.save_std):expandAs(x))
-  if self.weight then
-    out:cmul(perFeature(self.weight):expandAs(x)):add(perFeature(self.bias):expandAs(x))
-  end
-end
-
--- The normalized input xhat = (x - save_mean) * save_std, into _centered.
-local function normalized(self, x)
-  return self._centered:resizeAs(x):add(x, -1, perFeature(self.save_mean):expandAs(x))
-    :cmul(perFeature(self.save_std):expandAs(x))
-end
-
-function device.gradInput(self, x, g, gi)
-  local m = x:size(1) * x:size(3)
-  local scale = perFeature(self.save_std)
-  if self.weight then
-    self._scale = self._scale or x.new()
-    scale = self._scale:resizeAs(scale):cmul(scale, perFeature(self.weight))
-  end
-  if batchStats(self, x) then
-    -- (g - mean(g) - xhat * mean(g * xhat)) * invstd * weight
-    local xhat = normalized(self, x)
-    local meanG = featureSum(self, '_sum', g):div(m)
-    self._tmp2 = self._tmp2 or x.new()
-    local meanGX = featureSum(self, '_var', self._tmp2:resizeAs(x):cmul(g, xhat)):div(m)
-    gi:cmul(xhat, meanGX:expandAs(x)):mul(-1):add(g):add(-1, meanG:expandAs(x))
-    gi:cmul(scale:expandAs(x))
-  else
-    gi:cmul(g, scale:expandAs(x))
-  end
-end
-
-function device.accGradParameters(self, x, g, scale)
-  local xhat = normalized(self, x)
-  self._tmp2 = self._tmp2 or x.new()
-  self.gradWeight:add(scale, featureSum(self, '_var', self._tmp2:resizeAs(x):cmul(g, xhat)):view(-1))
-  self.gradBias:add(scale, featureSum(self, '_sum', g):view(-1))
-end
-
--- The fields the CPU kernel reads.
+-- The fields the passes read; train: whether the batch's own statistics normalize it.
 function BN:kernelState(x)
   return { running_mean = self.running_mean, running_var = self.running_var,
     save_mean = self.save_mean, save_std = self.save_std, weight = self.weight, bias = self.bias,
@@ -156,12 +90,7 @@ function BN:updateOutput(input)
   self.save_mean = (self.save_mean or x.new()):resizeAs(self.running_mean)
   self.save_std = (self.save_std or x.new()):resizeAs(self.running_var)  -- 1 / sqrt(var + eps)
   self.output:resizeAs(input)
-  local out = self.output:view(x:size())
-  if x._device then
-    device.forward(self, x, out)
-  else
-    batchnorm.forward(x, out, x:size(1), x:size(2), x:size(3), self:kernelState(x))
-  end
+  backend.of(x).batchnorm_forward(self, x, self.output:view(x:size()))
   return self.output
 end
 
@@ -182,33 +111,22 @@ end
 function BN:updateGradInput(input, gradOutput)
   local x, g = self:gradViews(input, gradOutput)
   self.gradInput:resizeAs(input)
-  local gi = self.gradInput:view(x:size())
-  if x._device then
-    device.gradInput(self, x, g, gi)
-  else
-    batchnorm.backward(x, g, gi, x:size(1), x:size(2), x:size(3), self:kernelState(x), nil, nil, 1)
-  end
+  backend.of(x).batchnorm_backward(self, x, g, self.gradInput:view(x:size()), nil, nil, 1)
   return self.gradInput
 end
 
 function BN:accGradParameters(input, gradOutput, scale)
   if not self.weight then return end
   local x, g = self:gradViews(input, gradOutput)
-  if x._device then
-    device.accGradParameters(self, x, g, scale or 1)
-  else
-    batchnorm.backward(x, g, nil, x:size(1), x:size(2), x:size(3), self:kernelState(x),
-      self.gradWeight, self.gradBias, scale or 1)
-  end
+  backend.of(x).batchnorm_backward(self, x, g, nil, self.gradWeight, self.gradBias, scale or 1)
 end
 
--- On CPU tensors one kernel pass computes gradInput and the parameter gradients together.
+-- One pass computes gradInput and the parameter gradients together.
 function BN:backward(input, gradOutput, scale)
   local x, g = self:gradViews(input, gradOutput)
-  if x._device then return parent.backward(self, input, gradOutput, scale) end
   self.gradInput:resizeAs(input)
-  batchnorm.backward(x, g, self.gradInput:view(x:size()), x:size(1), x:size(2), x:size(3),
-    self:kernelState(x), self.gradWeight, self.gradBias, scale or 1)
+  backend.of(x).batchnorm_backward(self, x, g, self.gradInput:view(x:size()), self.gradWeight,
+    self.gradBias, scale or 1)
   return self.gradInput
 end
 

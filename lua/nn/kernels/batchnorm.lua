@@ -3,8 +3,10 @@
 -- variance to normalize, unbiased for the running average), running statistics otherwise.
 -- Per-feature vectors are (pointer, offset, stride) triples; nil pointers mean absent.
 -- Float data runs on oneDNN where it is installed (kernels/dnnl.lua), on all threads.
+local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local convdnnl = require 'nn.kernels.dnnl'
+require 'torch.backend.cuda.nn_spatial'
 
 local batchnorm = {}
 
@@ -113,5 +115,18 @@ function batchnorm.backward(x, gradOutput, gradInput, B, C, N, s, gradWeight, gr
     B, C, N, s.train, s.eps, scale, rm, rmo, rms, rv, rvo, rvs, sm, smo, ss, sso, w, wo, ws,
     gw, gwo, gws, gb, gbo, gbs)
 end
+
+-- The op table's passes on the CPU (the CUDA ones: backend/cuda/nn_spatial.lua): self is the
+-- module (its kernelState), x, g, out, gi contiguous B x C x N views.
+backend.register('cpu', {
+  batchnorm_forward = function(self, x, out)
+    local sz = x._sz
+    batchnorm.forward(x, out, sz[1], sz[2], sz[3], self:kernelState(x))
+  end,
+  batchnorm_backward = function(self, x, g, gi, gw, gb, scale)
+    local sz = x._sz
+    batchnorm.backward(x, g, gi, sz[1], sz[2], sz[3], self:kernelState(x), gw, gb, scale)
+  end,
+})
 
 return batchnorm
