@@ -76,7 +76,7 @@ end
 
 -- Raises unless gradOutput is a tensor of the given sizes (the output's).
 function shape.gradOutput(self, gradOutput, sizes)
-  if torch.isTensor(gradOutput) and gradOutput:type() == self.output:type() and hasSizes(gradOutput, sizes) then
+  if torch.isTensor(gradOutput) and getmetatable(gradOutput) == getmetatable(self.output) and hasSizes(gradOutput, sizes) then
     return
   end
   if not torch.isTensor(gradOutput) then

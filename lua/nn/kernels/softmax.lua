@@ -72,12 +72,13 @@ local cpu = backend.cpu
 local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
 
 -- Row count and length of t when every tensor in `others` and t are contiguous CPU Float / Double
--- of t's type, 1-D or 2-D; else nil.
+-- of t's type, 1-D or 2-D; else nil. (Types by name and metatable: t:type() is a tail call,
+-- and many in one trace abort it.)
 local function rows(t, others)
-  local typename = t:type()
-  if not floating[typename] or t:dim() > 2 or not cpu.isContiguous(t) then return nil end
+  if not floating[torch.typename(t)] or t:dim() > 2 or not cpu.isContiguous(t) then return nil end
+  local mt = getmetatable(t)
   for _, x in ipairs(others) do
-    if x:type() ~= typename or not cpu.isContiguous(x) then return nil end
+    if getmetatable(x) ~= mt or not cpu.isContiguous(x) then return nil end
   end
   if t:dim() == 1 then return 1, t:size(1) end
   return t:size(1), t:size(2)
@@ -86,7 +87,7 @@ end
 -- y = x - max(x) - log(sum(exp(x - max(x)))) per row; false where rows() does not apply.
 local function logForwardRows(m, output, input)
   output:resizeAs(input)
-  if not (m._buf and m._buf:type() == input:type()) then m._buf = input.new() end
+  if not (m._buf and getmetatable(m._buf) == getmetatable(input)) then m._buf = input.new() end
   local buf = m._buf:resizeAs(input)
   local n, c = rows(input, { output, buf })
   if not n then return false end
@@ -111,7 +112,7 @@ end
 -- be gradOutput); false where rows() does not apply.
 local function logBackwardRows(m, gradInput, gradOutput, output)
   gradInput:resizeAs(output)
-  if not (m._buf and m._buf:type() == output:type()) then m._buf = output.new() end
+  if not (m._buf and getmetatable(m._buf) == getmetatable(output)) then m._buf = output.new() end
   local buf = m._buf:resizeAs(output)
   local n, c = rows(output, { gradInput, gradOutput, buf })
   if not n then return false end
