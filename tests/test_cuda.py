@@ -203,6 +203,24 @@ def test_element_access_and_host_copies_go_through_the_op_table(xp, rng):
     assert dict(counts.items()) == {"item": 1, "fill": 1, "copy": 3}
 
 
+def test_tensor_keys_index_as_on_the_cpu(xp, rng):
+    """t[mask], t[idx] and their assignments with CUDA keys take the CPU's indexing code."""
+    a = f32(rng, 4, 3)
+    picked, rows, zeroed, sevens = L("""function(t)
+      local m, i = t:gt(0), torch.LongTensor({3, 1}):cudaLong()
+      local c, d = t:clone(), t:clone()
+      c[m] = 0
+      d[i] = torch.CudaTensor(2, 3):fill(7)
+      return t[m], t[i], c, d
+    end""")(dev(a))
+    np.testing.assert_array_equal(host(picked), a[a > 0])
+    np.testing.assert_array_equal(host(rows), a[[2, 0]])
+    np.testing.assert_array_equal(host(zeroed), np.where(a > 0, 0, a))
+    ref = a.copy()
+    ref[[2, 0]] = 7
+    np.testing.assert_array_equal(host(sevens), ref)
+
+
 def test_printing_matches_the_cpu(xp, rng):
     for a in [f32(rng, 3, 4) * 100, np.arange(6, dtype=np.float32), f32(rng, 2, 2, 3)]:
         cpu = L("function(t) return tostring(t) end")(luabridge.from_numpy(a))

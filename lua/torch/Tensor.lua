@@ -601,8 +601,9 @@ local function index(t, k)
   elseif torch.isStorage(k) then
     return readAt(t, storageKeyOffset(t, k))
   elseif isTensor(k) then
-    if k._dt.name == 'Byte' then return t:maskedSelect(k) end
-    if k._dt.name == 'Long' then return t:index(1, k) end
+    local kind = (k._dt.host or k._dt).name   -- a CUDA index holds its host type's elements
+    if kind == 'Byte' then return t:maskedSelect(k) end
+    if kind == 'Long' then return t:index(1, k) end
     check.error('index: tensor indices must be a ByteTensor mask or a LongTensor')
   elseif type(k) == 'table' then
     local r, o = indexTable(t, k)
@@ -626,9 +627,10 @@ local function newindex(t, k, v)
   elseif torch.isStorage(k) then
     assignAt(t, storageKeyOffset(t, k), v)
   elseif isTensor(k) then
-    if k._dt.name == 'Byte' then
+    local kind = (k._dt.host or k._dt).name
+    if kind == 'Byte' then
       if isTensor(v) then t:maskedCopy(k, v) else t:maskedFill(k, v) end
-    elseif k._dt.name == 'Long' then
+    elseif kind == 'Long' then
       if isTensor(v) then t:indexCopy(1, k, v) else t:indexFill(1, k, v) end
     else
       check.error('index: tensor indices must be a ByteTensor mask or a LongTensor')

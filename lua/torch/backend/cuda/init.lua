@@ -1,8 +1,7 @@
 -- The CUDA backend: the tensor types and conversions over core.lua, with the op families.
 local C = require 'torch.backend.cuda.core'
 local torch, check, Tensor, make, Methods = C.torch, C.check, C.Tensor, C.make, C.Methods
-local call, copyArray, dtypes, tensorMts, storageMts, isCuda = C.call, C.copyArray, C.dtypes, C.tensorMts, C.storageMts, C.isCuda
-local isTensor = torch.isTensor
+local call, copyArray, dtypes, tensorMts, storageMts = C.call, C.copyArray, C.dtypes, C.tensorMts, C.storageMts
 
 for _, family in ipairs { 'pointwise', 'reduce', 'blas', 'index', 'sort', 'random' } do
   require('torch.backend.cuda.' .. family)
@@ -17,35 +16,16 @@ local function fromTable(mt, tbl)
   return make(mt):resize(copyArray(h._sz)):copy(h)
 end
 
--- t[k] with a CUDA mask or index tensor; the rest as on the CPU.
+-- t[k] as on the CPU (CUDA masks and indices too); CPU methods the CUDA types lack say so.
 local function index(t, k)
-  if isCuda(k) then
-    if k._dt == dtypes.Byte then return t:maskedSelect(k) end
-    if k._dt == dtypes.Long then return t:index(1, k) end
-    check.error('index: tensor indices must be a ByteTensor mask or a LongTensor')
-  end
   if type(k) == 'string' and Tensor[k] ~= nil and k:sub(1, 1) ~= '_' then
     return function() check.error(('%s: not supported for CUDA tensors'):format(k)) end
   end
   return torch._tensorIndex(t, k)
 end
 
-local function newindex(t, k, v)
-  if isCuda(k) then
-    if k._dt == dtypes.Byte then
-      if isTensor(v) then t:maskedCopy(k, v) else t:maskedFill(k, v) end
-    elseif k._dt == dtypes.Long then
-      if isTensor(v) then t:indexCopy(1, k, v) else t:indexFill(1, k, v) end
-    else
-      check.error('index: tensor indices must be a ByteTensor mask or a LongTensor')
-    end
-    return
-  end
-  torch._tensorNewIndex(t, k, v)
-end
-
 for _, dt in pairs(dtypes) do
-  tensorMts[dt.name] = torch._newTensorClass(dt, Methods, index, newindex,
+  tensorMts[dt.name] = torch._newTensorClass(dt, Methods, index, torch._tensorNewIndex,
                                              { _device = 'cuda', __fromTable = fromTable })
 end
 
