@@ -449,7 +449,7 @@ function K.matmul(c, a, b, ta, tb)
   if k == 0 then return K.ewise('fill', c, {}, 0) end
   local a_ = ta and a:t() or a
   local b_ = tb and b:t() or b
-  if not (floating[c:type()] and direct(a) and direct(b) and direct(c)) then
+  if not (floating[torch.typename(c)] and direct(a) and direct(b) and direct(c)) then
     return function() torch.mm(c, a_, b_) end
   end
   if m * n * k <= K.MATMUL_UNROLL then

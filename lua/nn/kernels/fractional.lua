@@ -60,7 +60,7 @@ function fractional.forward(input, output, indices, samples, dims, out, pool)
   local P, A, B, C = input:size(1), input:size(2), input:size(3), input:size(4)
   local sizes = { A, B, C }
   local starts = { {}, {}, {} }
-  local run, ptr = forward[input:type()], backend.cpu.ptr
+  local run, ptr = forward[torch.typename(input)], backend.cpu.ptr
   local planeIn, planeOut = A * B * C, out[1] * out[2] * out[3]
   for p = 1, P do
     for d = 1, 3 do
@@ -77,7 +77,7 @@ end
 function fractional.backward(gradInput, gradOutput, indices)
   local P, planeIn = gradInput:size(1), gradInput:nElement() / math.max(gradInput:size(1), 1)
   local planeOut = gradOutput:nElement() / math.max(P, 1)
-  local run, ptr = backward[gradInput:type()], backend.cpu.ptr
+  local run, ptr = backward[torch.typename(gradInput)], backend.cpu.ptr
   for p = 1, P do
     run(ptr(gradInput) + (p - 1) * planeIn, ptr(gradOutput) + (p - 1) * planeOut,
       ptr(indices) + (p - 1) * planeOut, planeOut)

@@ -56,11 +56,11 @@ end]])
 local ptr = backend.cpu.ptr
 
 function lrn.forward(x, scale, out, B, C, N, size, alpha, beta, k)
-  forwardLoops[x:type()](ptr(x), ptr(scale), ptr(out), B, C, N, size, alpha, beta, k)
+  forwardLoops[torch.typename(x)](ptr(x), ptr(scale), ptr(out), B, C, N, size, alpha, beta, k)
 end
 
 function lrn.backward(x, g, scale, out, ratio, gi, B, C, N, size, alpha, beta)
-  backwardLoops[x:type()](ptr(x), ptr(g), ptr(scale), ptr(out), ptr(ratio), ptr(gi), B, C, N, size, alpha, beta)
+  backwardLoops[torch.typename(x)](ptr(x), ptr(g), ptr(scale), ptr(out), ptr(ratio), ptr(gi), B, C, N, size, alpha, beta)
 end
 
 return lrn

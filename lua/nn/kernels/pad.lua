@@ -90,7 +90,7 @@ end
 local function run(mode, inp, out, g, backward)
   local I, O, p = g.I, g.O, g.pads
   local ptr = backend.cpu.ptr
-  loops[inp:type()](ptr(inp), ptr(out), g.P, I[1], I[2], I[3], O[1], O[2], O[3],
+  loops[torch.typename(inp)](ptr(inp), ptr(out), g.P, I[1], I[2], I[3], O[1], O[2], O[3],
     indexMap(mode, I[1], p[1][1], O[1]), indexMap(mode, I[2], p[2][1], O[2]),
     indexMap(mode, I[3], p[3][1], O[3]), backward)
 end

@@ -27,7 +27,7 @@ end]])
 
 -- dst[c] += scale * (the sum of plane c over the batch); src contiguous, dst a 1-D tensor
 function planes.accSum(dst, src, B, C, N, scale)
-  sumLoops[src:type()](ptr(dst), dst:stride(1), ptr(src), B, C, N, scale)
+  sumLoops[torch.typename(src)](ptr(dst), dst:stride(1), ptr(src), B, C, N, scale)
 end
 
 local fillLoops = loopsFor.perType('planeFill', [[
@@ -43,7 +43,7 @@ end]])
 
 -- plane c of every batch item of dst (contiguous) = v[c] (a 1-D tensor)
 function planes.fill(dst, v, B, C, N)
-  fillLoops[dst:type()](ptr(dst), ptr(v), v:stride(1), B, C, N)
+  fillLoops[torch.typename(dst)](ptr(dst), ptr(v), v:stride(1), B, C, N)
 end
 
 -- per-plane maps: 'affine' a = a * w[c] + b[c]; 'scale' a = x * w[c];
@@ -68,7 +68,7 @@ return function(mode, ap, xp, wp, ws, bp, bs, B, C, N, scale)
 end]])
 
 function planes.map(mode, a, x, w, b, B, C, N, scale)
-  mapLoops[a:type()](mode, ptr(a), x and ptr(x), ptr(w), w:stride(1), b and ptr(b), b and b:stride(1) or 0,
+  mapLoops[torch.typename(a)](mode, ptr(a), x and ptr(x), ptr(w), w:stride(1), b and ptr(b), b and b:stride(1) or 0,
     B, C, N, scale or 1)
 end
 

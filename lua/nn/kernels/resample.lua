@@ -59,9 +59,9 @@ function resample.run(mode, small, big, P, H, W, oH, oW, scale, backward)
   local ptr = backend.cpu.ptr
   unfold.zero(backward and small or big)
   if mode == 'nearest' then
-    nearest[small:type()](ptr(small), ptr(big), P, H, W, oH, oW, scale, backward)
+    nearest[torch.typename(small)](ptr(small), ptr(big), P, H, W, oH, oW, scale, backward)
   else
-    bilinear[small:type()](ptr(small), ptr(big), P, H, W, oH, oW, backward)
+    bilinear[torch.typename(small)](ptr(small), ptr(big), P, H, W, oH, oW, backward)
   end
 end
 

@@ -30,7 +30,7 @@ function shape.input(self, input, sdims, planes)
   if backend.of(input) ~= backend.cpu and not rawget(getmetatable(self), '_deviceKernel') then
     fail(self, 'CUDA tensors are not supported (input is a %s)', torch.typename(input))
   end
-  if not floating[input:type()] then
+  if not floating[torch.typename(input)] then
     fail(self, 'expected a FloatTensor or DoubleTensor input, got %s', torch.typename(input))
   end
   if self.weight and self.weight:type() ~= input:type() then

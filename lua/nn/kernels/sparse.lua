@@ -22,7 +22,7 @@ end]])
 
 local function run(coo, fa, fb, dst, dA, dJ, src, sB, sJ, n, scale)
   local ptr = backend.cpu.ptr
-  axpy[dst:type()](ptr(coo), coo:size(1), fa, fb, ptr(dst), dst:stride(dA), dst:stride(dJ), ptr(src),
+  axpy[torch.typename(dst)](ptr(coo), coo:size(1), fa, fb, ptr(dst), dst:stride(dA), dst:stride(dJ), ptr(src),
     src:stride(sB), src:stride(sJ), n, scale)
 end
 

@@ -19,7 +19,7 @@ return function(bp, gp, B, nIF, nOF, F, K, dW)
 end]])
 
 function temporal.addFrames(buf, gi, B, nIF, nOF, F, K, dW)
-  addFrames[buf:type()](ptr(buf), ptr(gi), B, nIF, nOF, F, K, dW)
+  addFrames[torch.typename(buf)](ptr(buf), ptr(gi), B, nIF, nOF, F, K, dW)
 end
 
 -- TemporalSubSampling: out[t, f] = bias[f] + weight[f] * (the sum of x[t*dW + k, f], k < kW);
@@ -49,7 +49,7 @@ end]])
 
 -- x, o contiguous (nIF x F, nOF x F); w, b 1-D (weight and bias, or their gradients)
 function temporal.subsample(mode, x, o, w, b, nIF, nOF, F, kW, dW, scale)
-  subsample[x:type()](mode, ptr(x), ptr(o), ptr(w), w:stride(1), b and ptr(b), b and b:stride(1) or 0,
+  subsample[torch.typename(x)](mode, ptr(x), ptr(o), ptr(w), w:stride(1), b and ptr(b), b and b:stride(1) or 0,
     nIF, nOF, F, kW, dW, scale or 1)
 end
 
