@@ -1,7 +1,7 @@
 """Zero-copy exchange between numpy / DLPack producers and Lua tensors."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -81,6 +81,16 @@ def from_array(b: Any, constructor: Any, storage: Any, offset: int, shape: tuple
     return b.call(constructor, storage, offset + 1, *args)
 
 
+class ArrayProvider(Protocol):
+    """How Python sees the tensors of one device (an entry of DEVICES)."""
+
+    dlpack_types: tuple[int, ...]           # the DLPack device types whose arrays it shares
+
+    def view(self, t: Any) -> Any: ...      # a Lua tensor -> an array over its memory
+    def to_host(self, x: Any) -> np.ndarray: ...   # an array of the device -> numpy
+    def share(self, x: Any) -> Any: ...     # an array of the device -> a Lua tensor on its memory
+
+
 class HostArrays:
     """CPU tensors seen from Python (DEVICES["cpu"]): numpy arrays over their memory, and numpy
     arrays (or CPU DLPack producers) shared in."""
@@ -97,13 +107,11 @@ class HostArrays:
         return from_numpy(x if isinstance(x, np.ndarray) else np.from_dlpack(x))
 
 
-# How Python sees the tensors of each device, by the device name Lua tensors answer (_device;
-# none for the CPU): each provider views a tensor as an array, copies an array to the host,
-# and shares an array of its device as a tensor.
-DEVICES: dict[str, Any] = {"cpu": HostArrays(), "cuda": cuda.ARRAYS}
+# The provider of each device, by the name Lua tensors answer as _device (none for the CPU).
+DEVICES: dict[str, ArrayProvider] = {"cpu": HostArrays(), "cuda": cuda.ARRAYS}
 
 
-def arrays_of(t: Any) -> Any:
+def arrays_of(t: Any) -> ArrayProvider:
     """The provider serving Lua tensor t (its device's entry of DEVICES)."""
     return DEVICES[t._device or "cpu"]
 
