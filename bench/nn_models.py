@@ -46,10 +46,11 @@ import luabridge
 
 ROOT = Path(__file__).resolve().parent.parent
 LENET = ROOT / "examples" / "models" / "lenet.lua"
+STEPS = ROOT / "bench" / "real_models.lua"
 
-# a function running reps training steps of the model named `name` on (x, y)
+# a function running reps training steps of the model named `name` on (x, y): bench/real_models.lua's
 LUA_STEPS = r"""
-local lenetFile, name, x, y, lr, inputGrad = ...
+local lenetFile, stepsFile, name, x, y, lr, inputGrad = ...
 local models = {
   mlp = function()
     return nn.Sequential()
@@ -59,20 +60,7 @@ local models = {
   end,
   lenet = function() return dofile(lenetFile){ size = 28 } end,
 }
-local model = models[name]():float()
--- as in torch7, a module whose gradInput is nil computes none (nn.Linear, nn.SpatialConvolution)
-if not inputGrad then model.modules[1].gradInput = nil end
-local criterion = nn.ClassNLLCriterion():float()
-local params, grads = model:getParameters()
-return function(reps)
-  for _ = 1, reps do
-    grads:zero()
-    local output = model:forward(x)
-    criterion:forward(output, y)
-    model:backward(x, criterion:backward(output, y))
-    params:add(-lr, grads)
-  end
-end
+return dofile(stepsFile).trainer(models[name]():float(), nn.ClassNLLCriterion():float(), x, y, lr, inputGrad)
 """
 
 SHAPES = {"mlp": (784,), "lenet": (1, 28, 28)}
@@ -129,7 +117,7 @@ def best_time(step: Callable[[int], Any], reps: int, repeats: int, threads: int 
 
 def luabridge_step(name: str, x: np.ndarray, y: np.ndarray, input_grad: bool) -> Callable[[int], Any]:
     luabridge.require("nn")
-    return luabridge.runtime().execute(LUA_STEPS, str(LENET), name, luabridge.from_numpy(x),
+    return luabridge.runtime().execute(LUA_STEPS, str(LENET), str(STEPS), name, luabridge.from_numpy(x),
                                        luabridge.from_numpy(y), 0.01, input_grad)
 
 
@@ -145,14 +133,21 @@ def torch_step(name: str, x: np.ndarray, y: np.ndarray, input_grad: bool) -> Cal
                               nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                               nn.Linear(256, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
                               nn.Linear(84, 10), nn.LogSoftmax(dim=1))
-    criterion = nn.NLLLoss()
-    sgd = torch.optim.SGD(model.parameters(), lr=0.01)
     tx, ty = torch.from_numpy(x).requires_grad_(input_grad), torch.from_numpy(y - 1)
+    return torch_train_steps(model, nn.NLLLoss(), tx, ty)
+
+
+def torch_train_steps(model: Any, criterion: Any, x: Any, y: Any, lr: float = 0.01) -> Callable[[int], Any]:
+    """A function running reps PyTorch training steps (SGD) of model on (x, y)."""
+    import torch
+
+    model.train()
+    sgd = torch.optim.SGD(model.parameters(), lr=lr)
 
     def steps(reps: int) -> None:
         for _ in range(reps):
             sgd.zero_grad()
-            criterion(model(tx), ty).backward()
+            criterion(model(x), y).backward()
             sgd.step()
 
     return steps

@@ -25,6 +25,25 @@ needs_t7_fixtures = pytest.mark.skipif(
     not T7_FIXTURES.is_dir(), reason="needs the Torch7-written files of ../shared/fixtures/t7 (not beside this checkout)")
 
 
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def load_bench(file: str, name: str) -> Any:
+    """bench/<file> loaded as the module `name` (the benches import their neighbours, such as
+    machine and nn_models, so bench/ is on sys.path while it loads)."""
+    import importlib.util
+
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location(name, BENCH / file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module   # dataclasses look their module up
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCH))
+    return module
+
+
 def T(a: np.ndarray) -> Any:  # noqa: N802 - reads like torch.Tensor
     """A tensor viewing a's memory."""
     return luabridge.from_numpy(a)

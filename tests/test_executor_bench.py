@@ -1,25 +1,14 @@
 """Smoke tests of bench/executor.py's helpers: what it times computes the right values (no
 timing asserts)."""
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+from helpers import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))  # the bench imports its neighbours (machine, nn_models)
-    try:
-        spec = importlib.util.spec_from_file_location("bench_executor", BENCH / "executor.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return load_bench("executor.py", "bench_executor")
 
 
 def _chain_numpy(x: np.ndarray, n: int) -> np.ndarray:

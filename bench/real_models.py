@@ -1,0 +1,456 @@
+"""Real models, luabridge against PyTorch CPU eager in one process, float32, at 1 thread and at
+the default thread count (every core).
+
+    python bench/real_models.py [--quick] [--threads 1,2] [--only ROW[,ROW...]] [--no-contended]
+
+The models (bench/real_models.lua builds ours the way their Torch7 projects did; the PyTorch
+twins here copy our weights, so the outputs agree):
+- ResNet-18 at 224x224 (fb.resnet.torch's models/resnet.lua): forward in evaluation at batch 1
+  and 8, a training step at batch 8;
+- szagoruyko/cifar.torch's vgg_bn_drop (32x32, batch norm, dropout): a training step at batch 64;
+- Caffe's LeNet (conv 20, conv 50, fc 500, tanh) and the 784-512-512-10 MLP (bench/nn_models.py's):
+  training steps at batch 64 and 256;
+- karpathy/char-rnn's 2-layer LSTM built with nngraph (128 hidden, 50 steps, batch 32, 65 symbols,
+  one clone of the step graph per time step): a training step (through time and back) and the
+  forward in evaluation;
+- soumith/dcgan.torch's generator netG (full convolutions) forward at batch 64, in training mode as
+  dcgan's main.lua and generate.lua run it.
+A training step is: zero the gradients, forward, criterion, backward, SGD update; neither side
+computes the gradient of the input batch. A PyTorch forward runs under torch.no_grad().
+
+Threads: ours are set with torch.setnumthreads(n) in Lua, PyTorch's with torch.set_num_threads(n).
+Each figure is the best per step over several repeats, after a warm-up. Columns: ours/PyTorch
+(the time ratio: below 1 we are faster), Nt/1t (the time at N threads over the time at 1), GFLOP/s
+(the model's floating-point work, counted by PyTorch's FlopCounterMode on the twin, over the time)
+and the share of the machine's GEMM peak that is (the best of our float32 GEMM and PyTorch's at
+that thread count, 2048x2048 products). The contended rows rerun the LeNet and ResNet-18 rows at the
+default thread count while a CPU-bound process (a Python busy loop) runs beside them; growth is
+the contended time over the idle one.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import numpy as np
+
+import luabridge
+import nn_models
+from machine import cores, cpu_name, gemm_gflops
+
+ROOT = Path(__file__).resolve().parent
+MODELS = ROOT / "real_models.lua"
+LR = 0.01
+VOCAB, HIDDEN, LAYERS, STEPS = 65, 128, 2, 50
+
+LUA_HELPERS = r"""
+local path, lr = ...
+local models = dofile(path)
+local helpers = { models = models }
+function helpers.build(name, ...) return models[name](...):float() end
+-- name -> module, for the annotated nodes of a gModule
+function helpers.named(g)
+  local found = {}
+  for _, node in ipairs(g.forwardnodes) do
+    local name = node.data.annotations.name
+    if name then found[name] = node.data.module end
+  end
+  return found
+end
+function helpers.trainer(model, criterion, x, y)
+  return models.trainer(model, nn[criterion]():float(), x, y, lr)
+end
+function helpers.forwarder(model, x, train)
+  if train then model:training() else model:evaluate() end
+  return function(reps) for _ = 1, reps do model:forward(x) end end
+end
+function helpers.lstmLoop(proto, layers, hidden, x, y, train)
+  return models.lstmLoop(proto, layers, hidden, x, y, lr, train)
+end
+function helpers.product(n)
+  local a, b = torch.FloatTensor(n, n):normal(), torch.FloatTensor(n, n):normal()
+  local r = torch.FloatTensor(n, n)
+  return function() r:mm(a, b) end
+end
+helpers.setThreads = torch.setnumthreads
+return helpers
+"""
+
+
+_helpers: dict[int, Any] = {}  # id of the runtime -> its Lua helpers
+
+
+def lua() -> Any:
+    """The Lua helpers (built once per runtime)."""
+    runtime = luabridge.runtime()
+    if id(runtime) not in _helpers:
+        luabridge.require("nn")
+        _helpers[id(runtime)] = runtime.execute(LUA_HELPERS, str(MODELS), LR)
+    return _helpers[id(runtime)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The PyTorch twins
+
+def torch_twin(name: str, **sizes: int) -> Any:
+    """The PyTorch model of the same structure as bench/real_models.lua's `name`."""
+    import torch
+    from torch import nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self, inp: int, out: int, stride: int) -> None:
+            super().__init__()
+            self.body = nn.Sequential(
+                nn.Conv2d(inp, out, 3, stride, 1, bias=False), nn.BatchNorm2d(out), nn.ReLU(True),
+                nn.Conv2d(out, out, 3, 1, 1, bias=False), nn.BatchNorm2d(out))
+            self.shortcut = nn.Identity() if inp == out else nn.Sequential(
+                nn.Conv2d(inp, out, 1, stride, bias=False), nn.BatchNorm2d(out))
+
+        def forward(self, x: Any) -> Any:
+            return torch.relu(self.body(x) + self.shortcut(x))
+
+    def resnet18(classes: int = 1000) -> Any:
+        widths = [64, 64, 128, 128, 256, 256, 512, 512]
+        blocks = [BasicBlock(w if i == 0 else widths[i - 1], w, 2 if i in (2, 4, 6) else 1)
+                  for i, w in enumerate(widths)]
+        return nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64),
+                             nn.ReLU(True), nn.MaxPool2d(3, 2, 1), *blocks, nn.AvgPool2d(7, 1),
+                             nn.Flatten(), nn.Linear(512, classes))
+
+    def vgg(classes: int = 10) -> Any:
+        layers: list = []
+        plan = [(3, 64, .3), (64, 64, 0), "M", (64, 128, .4), (128, 128, 0), "M",
+                (128, 256, .4), (256, 256, .4), (256, 256, 0), "M",
+                (256, 512, .4), (512, 512, .4), (512, 512, 0), "M",
+                (512, 512, .4), (512, 512, .4), (512, 512, 0), "M"]
+        for step in plan:
+            if step == "M":
+                layers.append(nn.MaxPool2d(2, 2, ceil_mode=True))
+                continue
+            inp, out, dropout = step
+            layers += [nn.Conv2d(inp, out, 3, 1, 1), nn.BatchNorm2d(out, eps=1e-3), nn.ReLU(True)]
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+        return nn.Sequential(*layers, nn.Flatten(), nn.Dropout(.5), nn.Linear(512, 512),
+                             nn.BatchNorm1d(512), nn.ReLU(True), nn.Dropout(.5),
+                             nn.Linear(512, classes))
+
+    def lenet() -> Any:
+        return nn.Sequential(nn.Conv2d(1, 20, 5), nn.MaxPool2d(2), nn.Conv2d(20, 50, 5),
+                             nn.MaxPool2d(2), nn.Flatten(), nn.Linear(800, 500), nn.Tanh(),
+                             nn.Linear(500, 10), nn.LogSoftmax(1))
+
+    def dcgan(nz: int = 100, ngf: int = 64) -> Any:
+        layers: list = []
+        widths = [ngf * 8, ngf * 4, ngf * 2, ngf]
+        for i, w in enumerate(widths):
+            layers += [nn.ConvTranspose2d(nz, w, 4, bias=False) if i == 0 else
+                       nn.ConvTranspose2d(widths[i - 1], w, 4, 2, 1, bias=False),
+                       nn.BatchNorm2d(w), nn.ReLU(True)]
+        return nn.Sequential(*layers, nn.ConvTranspose2d(ngf, 3, 4, 2, 1, bias=False), nn.Tanh())
+
+    class LSTM(nn.Module):
+        """char-rnn's LSTM, one step per call of forward, the names of our annotated nodes."""
+
+        def __init__(self, vocab: int, hidden: int, layers: int) -> None:
+            super().__init__()
+            self.vocab, self.hidden, self.layers = vocab, hidden, layers
+            for layer in range(1, layers + 1):
+                setattr(self, f"i2h_{layer}", nn.Linear(vocab if layer == 1 else hidden, 4 * hidden))
+                setattr(self, f"h2h_{layer}", nn.Linear(hidden, 4 * hidden))
+            self.decoder = nn.Linear(hidden, vocab)
+
+        def forward(self, x: Any, state: list) -> tuple[list, Any]:
+            x = torch.nn.functional.one_hot(x, self.vocab).float()
+            new = []
+            for layer in range(1, self.layers + 1):
+                c, h = state[2 * layer - 2], state[2 * layer - 1]
+                sums = getattr(self, f"i2h_{layer}")(x) + getattr(self, f"h2h_{layer}")(h)
+                i, f, o, w = sums.view(-1, 4, self.hidden).unbind(1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(w)
+                x = torch.sigmoid(o) * torch.tanh(c)
+                new += [c, x]
+            return new, torch.log_softmax(self.decoder(x), 1)
+
+    builders = {"resnet18": resnet18, "vgg": vgg, "lenet": lenet, "dcgan": dcgan, "lstm": LSTM}
+    return builders[name](**sizes)
+
+
+LUA_ARGS = {  # bench/real_models.lua's positional arguments, from the twin's keyword ones
+    "resnet18": ("classes",), "vgg": ("classes",), "lenet": (), "dcgan": ("nz", "ngf"),
+    "lstm": ("vocab", "hidden", "layers"),
+}
+
+
+def lua_model(name: str, **sizes: int) -> Any:
+    """Our model `name` (float), built by bench/real_models.lua."""
+    args = [sizes.get(k) for k in LUA_ARGS[name]]  # None is nil: the default
+    return lua().build(name, *args)
+
+
+def copy_weights(ours: Any, twin: Any, name: str) -> None:
+    """Copies our parameters into the twin: in order (shapes checked), or by annotation name for
+    the LSTM's gModule."""
+    import torch
+
+    if name == "lstm":
+        named = lua().named(ours)
+        pairs = [(named[key].weight, mod.weight) for key, mod in twin.named_children()]
+        pairs += [(named[key].bias, mod.bias) for key, mod in twin.named_children()]
+    else:
+        params = ours.parameters(ours)[0]
+        pairs = list(zip((params[i + 1] for i in range(len(params))), twin.parameters(), strict=True))
+    with torch.no_grad():
+        for src, dst in pairs:
+            value = torch.from_numpy(np.array(luabridge.to_numpy(src)))
+            if value.shape != dst.shape:
+                raise ValueError(f"{name}: parameter of shape {tuple(value.shape)} for one of {tuple(dst.shape)}")
+            dst.copy_(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The rows
+
+@dataclass
+class Row:
+    key: str          # for --only
+    label: str
+    model: str        # bench/real_models.lua's name, or "mlp" (bench/nn_models.py's)
+    batch: int
+    mode: str         # "train", "eval" (a forward in evaluation) or "forward" (in training mode)
+
+
+ROWS = [
+    Row("resnet18-eval-1", "ResNet-18 224x224 forward (eval)", "resnet18", 1, "eval"),
+    Row("resnet18-eval-8", "ResNet-18 224x224 forward (eval)", "resnet18", 8, "eval"),
+    Row("resnet18-train-8", "ResNet-18 224x224 training step", "resnet18", 8, "train"),
+    Row("vgg-train-64", "VGG (cifar.torch) 32x32 training step", "vgg", 64, "train"),
+    Row("lenet-train-64", "Caffe LeNet training step", "lenet", 64, "train"),
+    Row("lenet-train-256", "Caffe LeNet training step", "lenet", 256, "train"),
+    Row("mlp-train-64", "MLP 784-512-512-10 training step", "mlp", 64, "train"),
+    Row("mlp-train-256", "MLP 784-512-512-10 training step", "mlp", 256, "train"),
+    Row("lstm-train-32", "char-rnn LSTM (nngraph) 50 steps, training", "lstm", 32, "train"),
+    Row("lstm-eval-32", "char-rnn LSTM (nngraph) 50 steps, forward (eval)", "lstm", 32, "eval"),
+    Row("dcgan-forward-64", "DCGAN generator forward", "dcgan", 64, "forward"),
+]
+CONTENDED = ["lenet-train-64", "lenet-train-256", "resnet18-eval-8", "resnet18-train-8"]
+INPUTS = {"resnet18": (3, 224, 224), "vgg": (3, 32, 32), "lenet": (1, 28, 28), "dcgan": (100, 1, 1),
+          "mlp": (784,)}
+CLASSES = {"resnet18": 1000, "vgg": 10, "lenet": 10, "mlp": 10}
+CRITERIA = {  # ours and PyTorch's
+    "resnet18": ("CrossEntropyCriterion", "CrossEntropyLoss"),
+    "vgg": ("CrossEntropyCriterion", "CrossEntropyLoss"),
+    "lenet": ("ClassNLLCriterion", "NLLLoss"),
+}
+
+
+def row_data(row: Row, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """The input batch and the 1-based targets of a row."""
+    if row.model == "lstm":
+        return (rng.integers(1, VOCAB + 1, (STEPS, row.batch)),
+                rng.integers(1, VOCAB + 1, (STEPS, row.batch)))
+    x = rng.standard_normal((row.batch, *INPUTS[row.model])).astype(np.float32)
+    return x, rng.integers(1, CLASSES.get(row.model, 1) + 1, row.batch).astype(np.int64)
+
+
+def pair(name: str, sizes: Optional[dict] = None) -> tuple[Any, Any]:
+    """Our model `name` and its PyTorch twin with our weights (sizes: the builders' keyword
+    arguments; the bench's LSTM sizes by default)."""
+    if sizes is None:
+        sizes = {"vocab": VOCAB, "hidden": HIDDEN, "layers": LAYERS} if name == "lstm" else {}
+    ours, twin = lua_model(name, **sizes), torch_twin(name, **sizes)
+    copy_weights(ours, twin, name)
+    return ours, twin
+
+
+def steps_pair(row: Row, x: np.ndarray, y: np.ndarray,
+               models: Optional[tuple[Any, Any]] = None) -> tuple[Callable[[int], Any], Callable[[int], Any]]:
+    """Our step function and PyTorch's for a row, each running `reps` steps per call, on
+    `models` (ours, twin) or a fresh pair (the MLP's come from bench/nn_models.py, each with its
+    own initial weights)."""
+    if row.model == "mlp":
+        return (nn_models.luabridge_step("mlp", x, y, False), nn_models.torch_step("mlp", x, y, False))
+    import torch
+
+    ours, twin = models or pair(row.model)
+    lx, ly = luabridge.from_numpy(x), luabridge.from_numpy(y)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y - 1)
+    if row.model == "lstm":   # the characters too are indices
+        tx = torch.from_numpy(x - 1)
+        return (lua().lstmLoop(ours, twin.layers, twin.hidden, lx, ly, row.mode == "train"),
+                torch_lstm_steps(twin, tx, ty, row.mode == "train"))
+    if row.mode == "train":
+        lua_criterion, torch_criterion = CRITERIA[row.model]
+        return (lua().trainer(ours, lua_criterion, lx, ly),
+                nn_models.torch_train_steps(twin, getattr(torch.nn, torch_criterion)(), tx, ty, LR))
+    twin.train(row.mode == "forward")
+    return lua().forwarder(ours, lx, row.mode == "forward"), torch_forward_steps(twin, tx)
+
+
+def torch_forward_steps(model: Any, x: Any) -> Callable[[int], Any]:
+    import torch
+
+    def steps(reps: int) -> None:
+        with torch.no_grad():
+            for _ in range(reps):
+                model(x)
+    return steps
+
+
+def torch_lstm_run(model: Any, x: Any, y: Any) -> Any:
+    """The summed per-step NLL losses of char-rnn's forward through time from a zero state."""
+    import torch
+
+    state = [torch.zeros(x.shape[1], model.hidden)] * (2 * model.layers)
+    loss = 0
+    for t in range(x.shape[0]):
+        state, logp = model(x[t], state)
+        loss = loss + torch.nn.functional.nll_loss(logp, y[t])
+    return loss
+
+
+def torch_lstm_steps(model: Any, x: Any, y: Any, train: bool) -> Callable[[int], Any]:
+    import torch
+
+    sgd = torch.optim.SGD(model.parameters(), lr=LR)
+
+    def steps(reps: int) -> None:
+        for _ in range(reps):
+            if train:
+                sgd.zero_grad()
+                torch_lstm_run(model, x, y).backward()
+                sgd.step()
+            else:
+                with torch.no_grad():
+                    torch_lstm_run(model, x, y)
+    return steps
+
+
+def flops(step: Callable[[int], Any]) -> float:
+    """The floating-point operations of one step, as PyTorch's FlopCounterMode counts them."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter:
+        step(1)
+    return float(counter.get_total_flops())
+
+
+def time_step(step: Callable[[int], Any], threads: int, quick: bool) -> float:
+    """Best seconds per step: about 0.3 s (quick) or 1 s of steps per repeat."""
+    t0 = time.perf_counter()
+    step(1)
+    once = time.perf_counter() - t0
+    reps = max(1, int((0.3 if quick else 1.0) / max(once, 1e-6)))
+    return nn_models.best_time(step, reps, 2 if quick else 4, threads)
+
+
+def set_threads(n: int) -> None:
+    import torch
+
+    lua().setThreads(n)
+    torch.set_num_threads(n)
+
+
+@contextlib.contextmanager
+def cpu_hog() -> Iterator[None]:
+    """A CPU-bound process beside the bench while the block runs."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+@dataclass
+class Result:
+    ours: float
+    theirs: float
+    flop: float
+
+
+def measure(row: Row, threads: int, quick: bool, rng: np.random.Generator) -> Result:
+    set_threads(threads)
+    x, y = row_data(row, rng)
+    ours, theirs = steps_pair(row, x, y)
+    return Result(time_step(ours, threads, quick), time_step(theirs, threads, quick), flops(theirs))
+
+
+def gemm_peak(threads: int) -> float:
+    """The machine's float32 GEMM peak at `threads` threads: the best of ours and PyTorch's."""
+    import torch
+
+    set_threads(threads)
+    n = 2048
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    return max(gemm_gflops(lua().product(n), n, 3), gemm_gflops(lambda: torch.mm(a, b), n, 3))
+
+
+def ms(seconds: float) -> str:
+    return f"{1e3 * seconds:.2f}" if seconds < 1 else f"{1e3 * seconds:.0f}"
+
+
+def print_table(rows: list[Row], results: dict, counts: list[int], peaks: dict[int, float]) -> None:
+    one = counts[0]
+    print("| row | batch | threads | ours ms | PyTorch ms | ours/PyTorch | ours Nt/1t | PyTorch Nt/1t "
+          "| GFLOP/s ours | GFLOP/s PyTorch | ours % of peak |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        for n in counts:
+            r = results[row.key, n]
+            base = results.get((row.key, one))
+            scale = (f"{r.ours / base.ours:.2f} | {r.theirs / base.theirs:.2f}"
+                     if n != one and base else "- | -")
+            print(f"| {row.label} | {row.batch} | {n} | {ms(r.ours)} | {ms(r.theirs)} | "
+                  f"{r.ours / r.theirs:.2f} | {scale} | {r.flop / r.ours / 1e9:.1f} | "
+                  f"{r.flop / r.theirs / 1e9:.1f} | {100 * r.flop / r.ours / 1e9 / peaks[n]:.0f}% |",
+                  flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer and shorter repeats")
+    parser.add_argument("--threads", default=f"1,{cores()}",
+                        help=f"comma-separated thread counts (default 1,{cores()})")
+    parser.add_argument("--only", default="",
+                        help="comma-separated rows or prefixes of rows (" + ", ".join(r.key for r in ROWS) + ")")
+    parser.add_argument("--no-contended", action="store_true", help="skip the contended rows")
+    args = parser.parse_args()
+    wanted = [w for w in args.only.split(",") if w]
+    rows = [r for r in ROWS if not wanted or any(r.key.startswith(w) for w in wanted)]
+    if not rows:
+        parser.error(f"--only {args.only}: no such row")
+    counts = sorted({int(n) for n in args.threads.split(",")})
+    import torch
+
+    print(f"{cpu_name()}, {cores()} cores; PyTorch {torch.__version__}; float32; best ms per step")
+    peaks = {n: gemm_peak(n) for n in counts}
+    print("GEMM peak (2048x2048, best of ours and PyTorch's): "
+          + ", ".join(f"{peaks[n]:.0f} GFLOP/s at {n} thread{'s' * (n > 1)}" for n in counts))
+    rng = np.random.default_rng(0)
+    results = {(row.key, n): measure(row, n, args.quick, rng) for row in rows for n in counts}
+    print_table(rows, results, counts, peaks)
+    contended = [r for r in rows if r.key in CONTENDED]
+    if args.no_contended or not contended:
+        return
+    n = counts[-1]
+    print(f"\ncontended: a CPU-bound process beside the bench, {n} threads; growth = contended / idle")
+    print("| row | batch | ours ms | growth | PyTorch ms | growth |")
+    print("|---|---|---|---|---|---|")
+    with cpu_hog():
+        for row in contended:
+            r, idle = measure(row, n, args.quick, rng), results[row.key, n]
+            print(f"| {row.label} | {row.batch} | {ms(r.ours)} | {r.ours / idle.ours:.2f} | "
+                  f"{ms(r.theirs)} | {r.theirs / idle.theirs:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
