@@ -185,3 +185,12 @@ def test_fractional_sizes_truncate_as_torch7(lua):
     sizes = lua.execute("""return torch.rand(2, 3.7):size(2), torch.Tensor(2.5):size(1), torch.linspace(0, 1, 4.9):size(1),
                            torch.zeros({1.2, 2.9}):size(2), torch.FloatTensor(3, 0.4):nElement()""")
     assert sizes == (3, 2, 4, 2, 0)
+
+
+def test_half_storage_from_a_table_holds_the_numbers():
+    """Half elements are IEEE binary16 bit patterns: a table's numbers convert, as numpy's float16."""
+    values = [1.0, -2.5, 65504.0, 1e-3]
+    got = lua_fn("function(v) local s = torch.HalfStorage(v) return torch.FloatStorage(#s):copy(s):totable() end")(
+        luabridge.eval("{1, -2.5, 65504, 1e-3}"))
+    want = np.asarray(values, dtype=np.float16).astype(np.float64)
+    np.testing.assert_array_equal([got[i] for i in range(1, len(values) + 1)], want)

@@ -96,6 +96,8 @@ function Storage.copy(s, src)
     if #src ~= s._n then check.error(('copy: size mismatch, storage %d vs table %d'):format(s._n, #src)) end
     -- checked before the first write: a failed copy leaves the storage as it was
     for i = 1, #src do check.number('copy', src[i], 'table entry ' .. i) end
+    -- Half elements are bit patterns: the numbers convert through a float storage
+    if s._dt.half then return s:copy(torch.FloatStorage(src)) end
     for i = 1, #src do s._ptr[i - 1] = src[i] end
     return s
   end
