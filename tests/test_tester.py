@@ -240,15 +240,18 @@ def test_test_suite(lua):
 
 
 def test_timer_measures_real_and_cpu_time(lua):
-    timer = luabridge.eval("torch.Timer()")
-    t0 = time.perf_counter()
-    time.sleep(0.05)
+    # The timer's readings lie within Python's own clocks read around it (process CPU time: the
+    # timer counts every thread of the process, as getrusage does), whatever the machine's load.
+    read = lua_fn("function(t) return t:time() end")
     busy = luabridge.eval("function(s) local t = os.clock(); while os.clock() - t < s do end end")
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    timer = luabridge.eval("torch.Timer()")
+    time.sleep(0.05)
     busy(0.05)
-    elapsed = time.perf_counter() - t0
-    r = lua_fn("function(t) return t:time() end")(timer)
-    assert 0.09 <= r["real"] <= elapsed + 0.01
-    assert 0.04 <= r["user"] + r["sys"] <= elapsed + 0.05
+    r = read(timer)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    assert 0.1 - 0.005 <= r["real"] <= wall
+    assert 0.05 - 0.005 <= r["user"] + r["sys"] <= cpu + 0.01
     assert r["sys"] >= 0
 
 
@@ -271,8 +274,8 @@ def test_timer_stop_resume_reset(lua):
       return stopped.real, still.real, still.user == stopped.user, resumed, after, t:time().real, s1, tostring(t)""")
     stopped, still, same_user, resumed, after, reset_stopped, s1, s2 = out
     assert stopped >= 0.02 and still == stopped and same_user
-    assert resumed >= stopped + 0.02 and resumed < stopped + 0.5
-    assert 0 <= after < 0.01 and reset_stopped == 0
+    assert resumed >= stopped + 0.02          # (upper bounds on wall time fail on a loaded machine)
+    assert 0 <= after < 0.5 and reset_stopped == 0
     assert s1 == "torch.Timer [status: stopped]" and s2 == "torch.Timer [status: stopped]"
     assert luabridge.eval("tostring(torch.Timer())") == "torch.Timer [status: running]"
 
