@@ -79,6 +79,7 @@ size_t dnnl_memory_desc_get_size(const dnnl_memory_desc_t md);
 int omp_get_max_threads(void);
 void omp_set_num_threads(int n);
 int setenv(const char *name, const char *value, int overwrite);
+void *dlopen(const char *path, int flags);
 ]]
 
 -- dnnl_types.h's values
@@ -114,13 +115,19 @@ local function load()
   if not os.getenv('OMP_WAIT_POLICY') and not os.getenv('GOMP_SPINCOUNT') then
     ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0)
   end
-  for _, path in ipairs(candidates()) do
-    local ok, l = pcall(ffi.load, path)
-    if ok then lib = l; break end
+  local path
+  for _, p in ipairs(candidates()) do
+    local ok, l = pcall(ffi.load, p)
+    if ok then lib, path = l, p; break end
   end
   if not lib then return end
   local ok = pcall(function() gomp = ffi.load('libgomp.so.1'); return gomp.omp_get_max_threads end)
   if not ok then lib = nil; return end
+  -- Never unloaded (RTLD_NOLOAD | RTLD_NODELETE | RTLD_LAZY): OpenMP's idle workers live in
+  -- libgomp, and a runtime closing (which unloads its FFI libraries) must not pull the code
+  -- from under them.
+  ffi.C.dlopen(path, 0x1005)
+  ffi.C.dlopen('libgomp.so.1', 0x1005)
   local e, s = ffi.new('dnnl_engine_t[1]'), ffi.new('dnnl_stream_t[1]')
   check(lib.dnnl_engine_create(e, 1, 0), 'engine_create')
   check(lib.dnnl_stream_create(s, e[0], 1), 'stream_create')
