@@ -97,7 +97,7 @@ FULL_CASES = [  # nIn, nOut, k, stride, pad, adj, H, W, batch
     (8, 4, 4, 2, 1, 0, 5, 4, 2),    # DCGAN's up-sampling layers, small
     (3, 5, 3, 1, 1, 0, 6, 6, 1),
     (4, 3, 5, 3, 2, 1, 4, 3, 2),
-    (6, 2, 3, 2, 0, 1, 5, 5, 3),    # adj > pad: the im2col path serves it on either setting
+    (6, 2, 3, 2, 0, 1, 5, 5, 3),    # adj > pad: the last output row and column take no window
 ]
 
 

@@ -23,13 +23,14 @@ local plans, count = {}, 0
 
 -- The oneDNN description of a convolution of image (B x C x H x W) with kernel
 -- (O x C x kH x kW) to the output (B x O x oH x oW): nil when oneDNN cannot run it (another
--- element type, or a geometry whose last windows leave input rows or columns unread).
+-- element type, a volume).
 local function describe(g, dt)
   if dt.name ~= 'Float' or g.T or g.kT then return nil end
   local lH, lW = g.dilationH or 1, g.dilationW or 1
+  -- negative where the last windows leave input rows or columns unread (a 1x1 kernel of
+  -- stride 2 on an even size): oneDNN takes that as PyTorch gives it
   local padBottom = (g.oH - 1) * g.dH + (g.kH - 1) * lH + 1 - g.H - g.padH
   local padRight = (g.oW - 1) * g.dW + (g.kW - 1) * lW + 1 - g.W - g.padW
-  if padBottom < 0 or padRight < 0 then return nil end
   return {
     key = table.concat({ g.B, g.C, g.H, g.W, g.O, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, lH, lW }, ' '),
     src = { g.B, g.C, g.H, g.W }, weights = { g.O, g.C, g.kH, g.kW }, dst = { g.B, g.O, g.oH, g.oW },
