@@ -5,7 +5,5 @@ local Sigmoid = torch.class('nn.Sigmoid', 'nn.Module')
 pointwise.define(Sigmoid, {
   forwardOp = function(_, output, input) output:sigmoid(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y) * y',
-  deviceBackward = function(_, gradInput, _, gradOutput, output)
-    gradInput:mul(output, -1):add(1):cmul(output):cmul(gradOutput)
-  end,
+  op = 'sigmoid',
 })

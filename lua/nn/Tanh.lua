@@ -5,7 +5,5 @@ local Tanh = torch.class('nn.Tanh', 'nn.Module')
 pointwise.define(Tanh, {
   forwardOp = function(_, output, input) output:tanh(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y * y)',
-  deviceBackward = function(_, gradInput, _, gradOutput, output)
-    gradInput:cmul(output, output):mul(-1):add(1):cmul(gradOutput)
-  end,
+  op = 'tanh',
 })

@@ -6,8 +6,11 @@
 --   backward: '$1 = g($2, $3, $4)'   $1 gradInput, $2 input, $3 gradOutput, $4 output; or
 --   backwardOp(m, gradInput, input, gradOutput, output, ...)
 --   params(self) gives the scalars (v1..v3 in the bodies, ... above).
--- Tensors of other devices use the tensor-op forms, or deviceForward / deviceBackward (same
--- arguments) where the CPU form is a loop; without either the module is CPU only.
+--   op: with a backward body, the op-table name of the backward pass: the body is the CPU op
+--     <op>_backward(gradInput, input, gradOutput, output, ...) and the pass calls the input's
+--     backend (backend/cuda/nn.lua has the CUDA ones).
+-- A module whose passes are tensor ops or backend ops runs on every device; one with a CPU
+-- loop is CPU only.
 local check = require 'torch.check'
 local backend = require 'torch.backend'
 
@@ -65,35 +68,36 @@ function pointwise.define(cls, spec)
   if not backward then
     local loop = backend.cpu.kernel(4, spec.backward)
     backward = function(_, ...) loop(...) end
+    if spec.op then
+      local name = spec.op .. '_backward'
+      backend.register('cpu', { [name] = loop })
+      backward = function(_, gradInput, ...) backend.of(gradInput)[name](gradInput, ...) end
+    end
   end
-  local deviceForward = spec.forwardOp or spec.deviceForward
-  local deviceBackward = spec.backwardOp or spec.deviceBackward
-  local deviceOk = deviceForward ~= nil and deviceBackward ~= nil
+  local deviceOk = spec.forwardOp ~= nil and (spec.backwardOp ~= nil or spec.op ~= nil)
 
   function cls:updateOutput(input)
     pointwise.checkInput(self, input, deviceOk)
-    local run = onDevice(input) and deviceForward or forward
     if self.inplace then
-      run(self, input, input, params(self))
+      forward(self, input, input, params(self))
       self.output:set(input)
     else
       self.output:resizeAs(input)
-      run(self, self.output, input, params(self))
+      forward(self, self.output, input, params(self))
     end
     return self.output
   end
 
   function cls:updateGradInput(input, gradOutput)
     pointwise.checkGradOutput(self, input, gradOutput, deviceOk)
-    local run = onDevice(input) and deviceBackward or backward
     if self.inplace then
       -- gradOutput becomes gradInput: it must have the input's type before it is written
       check.sameType(torch.type(self), input, gradOutput)
-      run(self, gradOutput, input, gradOutput, input, params(self))  -- input holds the output
+      backward(self, gradOutput, input, gradOutput, input, params(self))  -- input holds the output
       self.gradInput:set(gradOutput)
     else
       self.gradInput:resizeAs(input)
-      run(self, self.gradInput, input, gradOutput, self.output, params(self))
+      backward(self, self.gradInput, input, gradOutput, self.output, params(self))
     end
     return self.gradInput
   end

@@ -54,6 +54,24 @@ function ops.threshold_backward(gradInput, input, gradOutput, th)
   call('binary', 'mul', gradInput, gradOutput, above)
 end
 
+-- Sigmoid's and Tanh's gradients from their output y: gradInput = gradOutput * y * (1 - y),
+-- gradOutput * (1 - y^2) (the CPU ops are nn's loops: nn/kernels/pointwise.lua)
+function ops.sigmoid_backward(gradInput, _, gradOutput, output)
+  local slope = scratch(output)
+  call('binary', 'mul', slope, output, -1)
+  call('add', slope, slope, 1, nil)
+  call('binary', 'mul', slope, slope, output)
+  call('binary', 'mul', gradInput, gradOutput, slope)
+end
+
+function ops.tanh_backward(gradInput, _, gradOutput, output)
+  local slope = scratch(output)
+  call('binary', 'mul', slope, output, output)
+  call('binary', 'mul', slope, slope, -1)
+  call('add', slope, slope, 1, nil)
+  call('binary', 'mul', gradInput, gradOutput, slope)
+end
+
 -- nn.Linear on a batch (the CPU ops' contract: backend/cpu/nn.lua), as the gemm op's products
 function ops.linear_forward(out, input, weight, bias, ones)
   local gemm = backend.cuda.gemm
