@@ -143,6 +143,26 @@ def test_index_family(m, rng, dtype, shape):
             np.testing.assert_array_equal(y, want)
 
 
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8])
+def test_index_add_and_fill_whole_rows(m, rng, dtype):
+    """indexAdd and indexFill along dim 1 of contiguous tensors (one loop over whole rows, as
+    LookupTable's backward uses it): repeated rows add up; a strided source takes the views."""
+    a = rng.integers(0, 50, (7, 2, 3)).astype(dtype)
+    idx = np.array([3, 0, 3, 6, 3])
+    add = rng.integers(0, 5, (5, 2, 3)).astype(dtype)
+    want = a.copy()
+    np.add.at(want, idx, add)
+    for src in (add, strided(add)):
+        y = a.copy()
+        m["m"](T(y), "indexAdd", 1, T(idx + 1), T(src))
+        np.testing.assert_array_equal(y, want)
+    y = a.copy()
+    m["m"](T(y), "indexFill", 1, T(idx + 1), 9)
+    want = a.copy()
+    want[idx] = 9
+    np.testing.assert_array_equal(y, want)
+
 def test_index_result_forms_and_indexing_syntax(m, rng):
     a = rng.standard_normal((5, 3))
     idx = np.array([5, 1, 1])

@@ -50,6 +50,24 @@ local function eachIndex(idx, fn)
   end
 end
 
+-- Rows idx[i] of dst (contiguous, rows of m elements) += row i of src (contiguous), or = v (a
+-- number, src nil); idx: n indices from ip at stride is. One loop for all rows: a view and a
+-- kernel call per row cost more than a short row's elements.
+local addRows = apply.perType('index_add rows', [[
+return function(dp, sp, ip, is, n, m)
+  for i = 0, n - 1 do
+    local d, s = dp + (ip[i * is] - 1) * m, sp + i * m
+    for j = 0, m - 1 do d[j] = d[j] + s[j] end
+  end
+end]])
+local fillRows = apply.perType('index_fill rows', [[
+return function(dp, v, ip, is, n, m)
+  for i = 0, n - 1 do
+    local d = dp + (ip[i * is] - 1) * m
+    for j = 0, m - 1 do d[j] = v end
+  end
+end]])
+
 -- Rows of dim 1 as whole blocks of memory, when both sides are contiguous.
 local function rowCopy(dst, src)
   return isContiguous(dst) and isContiguous(src) and dst._st and src._st
@@ -66,10 +84,15 @@ local function moveSlices(dst, src, dim, idx, gather, add)
     local dp, ds, sp, ss = dst._st._ptr + dst._off, dst._str[1], src._st._ptr + src._off, src._str[dim]
     if add then each(function(a, b) local q = (a - 1) * ds; dp[q] = dp[q] + sp[(b - 1) * ss] end)
     else each(function(a, b) dp[(a - 1) * ds] = sp[(b - 1) * ss] end) end
-  elseif dim == 1 and not add and rowCopy(dst, src) then
+  elseif dim == 1 and rowCopy(dst, src) then
     local row = numel(dst) / dst._sz[1]
-    local bytes, dp, sp = row * dst._dt.size, dst._st._ptr + dst._off, src._st._ptr + src._off
-    each(function(a, b) ffi.copy(dp + (a - 1) * row, sp + (b - 1) * row, bytes) end)
+    local dp, sp = dst._st._ptr + dst._off, src._st._ptr + src._off
+    if add then
+      addRows[dst._dt](dp, sp, idx._st._ptr + idx._off, idx._str[1], idx._sz[1], row)
+    else
+      local bytes = row * dst._dt.size
+      each(function(a, b) ffi.copy(dp + (a - 1) * row, sp + (b - 1) * row, bytes) end)
+    end
   else
     each(function(a, b)
       local to, from = dst:narrow(dim, a, 1), src:narrow(dim, b, 1)
@@ -123,6 +146,8 @@ backend.register('cpu', {
     if #r._sz == 1 then
       local rp, rs = r._st._ptr + r._off, r._str[1]
       eachIndex(idx, function(_, k) rp[(k - 1) * rs] = v end)
+    elseif dim == 1 and isContiguous(r) then
+      fillRows[r._dt](r._st._ptr + r._off, v, idx._st._ptr + idx._off, idx._str[1], idx._sz[1], numel(r) / r._sz[1])
     else
       eachIndex(idx, function(_, k) r:narrow(dim, k, 1):fill(v) end)
     end
