@@ -3,18 +3,15 @@
 -- indices). sum prod mean max min trace cumsum cumprod norm renorm dist std var all any equal.
 -- The one front end for every device: arguments are parsed and checked here, results sized,
 -- then one op of the tensor's backend computes (backend/cpu/reduce.lua, backend/cuda/reduce.lua).
--- The module also returns the helpers the other math files share (argument parsing, results)
--- and, for the CPU code that still reaches them, backend/cpu/reduce.lua's folds and runners.
+-- The module also returns the helpers the other math files share (argument parsing, results).
 local torch = require 'torch.env'
 local check = require 'torch.check'
 local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
-local kernels = require 'torch.backend.cpu.reduce'
+require 'torch.backend.cpu.reduce'
 
 local isTensor, numel, sameSizes = torch.isTensor, apply.numel, apply.sameSizes
 local R = {}
-R.kernel, R.foldRuns, R.foldAll, R.extremeAll = kernels.kernel, kernels.foldRuns, kernels.foldAll, kernels.extremeAll
-R.SUM, R.NONZERO = kernels.SUM, kernels.NONZERO
 
 local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
 

@@ -3,10 +3,10 @@
 -- "The front end and the op table"). Operands arrive checked and results sized.
 -- Runs of Float/Double elements (of any type for max/min) from NUMPY_FROM elements reduce in
 -- numpy's compiled loops (backend/cpu/ufunc.lua); the rest in LuaJIT loops made per element type.
--- The module returns the folds and runners the other CPU math code still reaches (index, join).
+-- The module returns foldRuns (backend/cpu/join.lua's histograms walk runs with it) and
+-- NUMPY_FROM (tests set it to cover both paths).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
 local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local ufunc = require 'torch.backend.cpu.ufunc'
@@ -62,7 +62,7 @@ end
 
 -- apply.kernel runners by body, made on first use.
 local runners = {}
-function K.kernel(n, body)
+local function kernel(n, body)
   local key = n .. body
   local k = runners[key]
   if not k then k = apply.kernel(n, body); runners[key] = k end
@@ -239,11 +239,9 @@ local NONZERO = fold('+', 0, '(X ~= 0 and 1 or 0)')
 local ABS = fold('+', 0, 'math.abs(X)')
 local POWABS = fold('+', 0, 'math.abs(X) ^ C')
 SUM.numpy = byType(function(dt) return numpySum(dt, SUM.lua[dt]) end)
-K.SUM, K.NONZERO = SUM, NONZERO
 
 -- The fold over all of x, as a Lua number.
-function K.foldAll(x, f, c) return reduceAll(x, f, f.unit, c) end
-local foldAll = K.foldAll
+local function foldAll(x, f, c) return reduceAll(x, f, f.unit, c) end
 
 -- max and min: torch7 keeps the first extreme and lets a NaN win (the first NaN). `keep`: the
 -- running extreme m stays when `v keep m`.
@@ -350,12 +348,10 @@ return function(src, n, inner, m, k)
   for j = 0, inner - 1 do m[j] = src[(k[j] - 1) * inner + j] end
 end]])
 
--- The max or min (which) of all of x.
-local function extremeAll(op, x, which)
-  if numel(x) == 0 then check.error(op .. ': the tensor has no elements') end
+-- The max or min (which) of all of x (not empty).
+local function extremeAll(x, which)
   return reduceAll(x, EXTREMES[which], x._st._ptr[x._off])
 end
-K.extremeAll = extremeAll
 
 ------------------------------------------------------------------------------------------------
 -- along a dimension
@@ -474,8 +470,8 @@ local function foldSpread(x, dim, acc, f, c)
   if n == 0 or numel(x) == 0 then return end
   local expr = f.expr:gsub('X', '$2'):gsub('C', isTensor(c) and '$3' or 'v1')
   local body = ('$1 = $1 %s %s'):format(f.op, expr)
-  if isTensor(c) then K.kernel(3, body)(spread(acc, dim, n), x, spread(c, dim, n))
-  else K.kernel(2, body)(spread(acc, dim, n), x, c) end
+  if isTensor(c) then kernel(3, body)(spread(acc, dim, n), x, spread(c, dim, n))
+  else kernel(2, body)(spread(acc, dim, n), x, c) end
 end
 
 -- r (sizes of x with 1 at dim) = finish(fold f of x along dim), accumulated in accreal.
@@ -494,7 +490,7 @@ local function foldDim(x, dim, r, f, c, finish, finishArg)
   local acc = r
   if finish ~= 'A' or r._dt.name ~= accName(x._dt) then acc = newTensor(accName(x._dt), r._sz) end
   foldSpread(x, dim, acc, f, c)
-  if acc ~= r then K.kernel(2, '$1 = ' .. finish:gsub('A', '$2'):gsub('V', 'v1'))(r, acc, finishArg) end
+  if acc ~= r then kernel(2, '$1 = ' .. finish:gsub('A', '$2'):gsub('V', 'v1'))(r, acc, finishArg) end
 end
 
 -- A LongTensor view with x's sizes whose elements hold their 1-based position along dim.
@@ -551,7 +547,7 @@ local function extremeDim(x, dim, vals, inds, which)
     -- slab by slab into the results spread along dim
     vals:copy(x:narrow(dim, 1, 1))
     inds:fill(1)
-    K.kernel(4, e.spreadBody)(spread(vals, dim, n), spread(inds, dim, n), x, positions(x, dim))
+    kernel(4, e.spreadBody)(spread(vals, dim, n), spread(inds, dim, n), x, positions(x, dim))
   end
 end
 
@@ -588,7 +584,7 @@ local function scan(name, r, x, dim)
   local sz = copyArray(x._sz)
   sz[dim] = 1
   local acc = newTensor(accName(x._dt), sz):fill(f.unit)
-  local step = K.kernel(2, ('$1 = $1 %s $2'):format(f.op))
+  local step = kernel(2, ('$1 = $1 %s $2'):format(f.op))
   for i = 1, n do
     step(acc, x:narrow(dim, i, 1))
     r:narrow(dim, i, 1):copy(acc)
@@ -639,8 +635,8 @@ local WHOLE = {
   var = function(x, biased) return spreadAll(x, biased, SPREAD.var) end,
   std = function(x, biased) return spreadAll(x, biased, SPREAD.std) end,
   norm = normAll,
-  max = function(x) return extremeAll('max', x, 'max') end,
-  min = function(x) return extremeAll('min', x, 'min') end,
+  max = function(x) return extremeAll(x, 'max') end,
+  min = function(x) return extremeAll(x, 'min') end,
   all = function(x) return foldAll(x, NONZERO) == numel(x) end,
   any = function(x) return foldAll(x, NONZERO) > 0 end,
 }
@@ -668,19 +664,19 @@ backend.register('cpu', {
   -- whether a and b (same sizes) hold the same elements
   equal = function(a, b)
     differ[0] = 0
-    K.kernel(2, 'if $1 ~= $2 then v1[0] = 1 end')(a, b, differ)
+    kernel(2, 'if $1 ~= $2 then v1[0] = 1 end')(a, b, differ)
     return differ[0] == 0
   end,
-  minmax = function(x) return extremeAll('minmax', x, 'min'), extremeAll('minmax', x, 'max') end,
+  minmax = function(x) return extremeAll(x, 'min'), extremeAll(x, 'max') end,
   -- the p-norm of a - b (same element counts), computed in double
   dist = function(a, b, p)
     local d = newTensor('Double', a._sz)
-    K.kernel(3, '$1 = $2 - $3')(d, a, b)
+    kernel(3, '$1 = $2 - $3')(d, a, b)
     return normAll(d, p)
   end,
   -- r (x's sizes) = x with each slice along dim whose p-norm exceeds maxnorm scaled to that norm
   renorm = function(r, x, p, dim, maxnorm)
-    local scale = K.kernel(2, '$1 = $2 * v1')
+    local scale = kernel(2, '$1 = $2 * v1')
     for i = 1, x._sz[dim] do
       local row, out = x:select(dim, i), r:select(dim, i)
       local norm = normAll(row, p)
