@@ -34,3 +34,14 @@ def gemm_gflops(product: Callable[[], Any], n: int, repeats: int = 5) -> float:
         product()
         best = min(best, time.perf_counter() - t0)
     return 2 * n ** 3 / best / 1e9
+
+
+def vector_extension() -> str:
+    """The widest x86 vector extension the CPU has (AVX-512, AVX2, ...), or ''."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return ""
+    return next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
+                                         ("sse4_2", "SSE4.2")) if flag in flags), "")

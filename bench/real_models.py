@@ -42,7 +42,7 @@ import numpy as np
 
 import luabridge
 import nn_models
-from machine import cores, cpu_name, gemm_gflops
+from machine import cores, cpu_name, gemm_gflops, vector_extension
 
 ROOT = Path(__file__).resolve().parent
 MODELS = ROOT / "real_models.lua"
@@ -398,21 +398,20 @@ def ms(seconds: float) -> str:
     return f"{1e3 * seconds:.2f}" if seconds < 1 else f"{1e3 * seconds:.0f}"
 
 
-def print_table(rows: list[Row], results: dict, counts: list[int], peaks: dict[int, float]) -> None:
-    one = counts[0]
-    print("| row | batch | threads | ours ms | PyTorch ms | ours/PyTorch | ours Nt/1t | PyTorch Nt/1t "
-          "| GFLOP/s ours | GFLOP/s PyTorch | ours % of peak |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for row in rows:
-        for n in counts:
-            r = results[row.key, n]
-            base = results.get((row.key, one))
-            scale = (f"{r.ours / base.ours:.2f} | {r.theirs / base.theirs:.2f}"
-                     if n != one and base else "- | -")
-            print(f"| {row.label} | {row.batch} | {n} | {ms(r.ours)} | {ms(r.theirs)} | "
-                  f"{r.ours / r.theirs:.2f} | {scale} | {r.flop / r.ours / 1e9:.1f} | "
-                  f"{r.flop / r.theirs / 1e9:.1f} | {100 * r.flop / r.ours / 1e9 / peaks[n]:.0f}% |",
-                  flush=True)
+HEADER = ("| row | batch | threads | ours ms | PyTorch ms | ours/PyTorch | ours Nt/1t | PyTorch Nt/1t "
+          "| GFLOP/s ours | GFLOP/s PyTorch | ours % of peak |\n|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def table_rows(row: Row, results: dict[int, Result], peaks: dict[int, float]) -> Iterator[str]:
+    """The table's lines of one row, a line per thread count (Nt/1t against the first count)."""
+    counts = sorted(results)
+    base = results[counts[0]]
+    for n in counts:
+        r = results[n]
+        scale = f"{r.ours / base.ours:.2f} | {r.theirs / base.theirs:.2f}" if n != counts[0] else "- | -"
+        yield (f"| {row.label} | {row.batch} | {n} | {ms(r.ours)} | {ms(r.theirs)} | "
+               f"{r.ours / r.theirs:.2f} | {scale} | {r.flop / r.ours / 1e9:.1f} | "
+               f"{r.flop / r.theirs / 1e9:.1f} | {100 * r.flop / r.ours / 1e9 / peaks[n]:.0f}% |")
 
 
 def main() -> None:
@@ -431,13 +430,17 @@ def main() -> None:
     counts = sorted({int(n) for n in args.threads.split(",")})
     import torch
 
-    print(f"{cpu_name()}, {cores()} cores; PyTorch {torch.__version__}; float32; best ms per step")
+    print(f"{cpu_name()} ({vector_extension() or 'no vector extension found'}), {cores()} cores; "
+          f"PyTorch {torch.__version__}; float32; best ms per step")
     peaks = {n: gemm_peak(n) for n in counts}
     print("GEMM peak (2048x2048, best of ours and PyTorch's): "
           + ", ".join(f"{peaks[n]:.0f} GFLOP/s at {n} thread{'s' * (n > 1)}" for n in counts))
     rng = np.random.default_rng(0)
-    results = {(row.key, n): measure(row, n, args.quick, rng) for row in rows for n in counts}
-    print_table(rows, results, counts, peaks)
+    print(HEADER)
+    results = {}
+    for row in rows:
+        results[row.key] = {n: measure(row, n, args.quick, rng) for n in counts}
+        print("\n".join(table_rows(row, results[row.key], peaks)), flush=True)
     contended = [r for r in rows if r.key in CONTENDED]
     if args.no_contended or not contended:
         return
@@ -447,7 +450,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     with cpu_hog():
         for row in contended:
-            r, idle = measure(row, n, args.quick, rng), results[row.key, n]
+            r, idle = measure(row, n, args.quick, rng), results[row.key][n]
             print(f"| {row.label} | {row.batch} | {ms(r.ours)} | {r.ours / idle.ours:.2f} | "
                   f"{ms(r.theirs)} | {r.theirs / idle.theirs:.2f} |", flush=True)
 
