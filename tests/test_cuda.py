@@ -710,7 +710,7 @@ def test_cpu_only_families_name_the_missing_op(xp, rng):
     assert_lua_errors([
         ("function(x) return torch.gesv(x, x) end", "gesv is not available for CUDA tensors"),
         ("function(x) return torch.inverse(x) end", "inverse is not available for CUDA tensors"),
-        ("function(x) return torch.svd(x) end", "gesvd is not available for CUDA tensors"),
+        ("function(x) return torch.svd(x) end", "svd is not available for CUDA tensors"),
         ("function(x) return torch.inverse(x:narrow(1, 1, 2)) end", "inverse: A should be square, but is 2x3"),
         ("function(x) return torch.conv2(x, x:narrow(1, 1, 2)) end", "xcorr3 is not available for CUDA tensors"),
         ("function(x) return torch.xcorr2(x, x:view(9)) end", "xcorr2: expected 2D input and 2D kernel"),

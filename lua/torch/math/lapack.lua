@@ -186,7 +186,7 @@ local function eig(...)
     rv = rv or a.new()
     V = columnMajorResult(rv, a, n, n)
   end
-  failed('eig', backend.of(A).geev(A, wr, wi, V), 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)')
+  failed('eig', backend.of(A).eig(A, wr, wi, V), 'the QR algorithm failed to compute all the eigenvalues (%d did not converge)')
   re = re or a.new()
   re:resize(n, 2)
   re:select(2, 1):copy(wr)
@@ -205,7 +205,7 @@ local function symeig(...)
   local n = a._sz[1]
   local V = columnMajor(rv, a)
   local w = a.new():resize(n)
-  failed('symeig', backend.of(V).syev(V, w, jobz, uplo), '%d off-diagonal elements did not converge to zero')
+  failed('symeig', backend.of(V).symeig(V, w, jobz, uplo), '%d off-diagonal elements did not converge to zero')
   return finish(w, re), finish(V, rv)
 end
 
@@ -220,7 +220,7 @@ local function svd(...)
   local U = columnMajorResult(ru or a.new(), a, m, jobu == 'A' and m or k)
   local s = a.new():resize(k)
   local vt = a.new():resize(n, n)   -- V^T column-major, i.e. V row by row
-  failed('svd', backend.of(A).gesvd(A, s, U, vt, jobu), '%d superdiagonals failed to converge')
+  failed('svd', backend.of(A).svd(A, s, U, vt, jobu), '%d superdiagonals failed to converge')
   local V = jobu == 'S' and vt:narrow(2, 1, k) or vt
   return finish(U, ru), finish(s, rs), finish(V, rv or a.new())
 end

@@ -38,8 +38,8 @@ local ops = {
     end)
   end,
 
-  -- eigenvalues (wr, wi) and, when V is given, right eigenvectors
-  geev = function(A, wr, wi, V)
+  -- eigenvalues (wr, wi) and, when V is given, right eigenvectors (?geev)
+  eig = function(A, wr, wi, V)
     local n = A._sz[1]
     return withWorkspace(A, function(work, lwork)
       return lapack.geev(A._dt, 'N', V and 'V' or 'N', n, ptr(A), n, ptr(wr), ptr(wi), nil, 1,
@@ -47,15 +47,16 @@ local ops = {
     end)
   end,
 
-  syev = function(V, w, jobz, uplo)
+  -- eigenvalues w (and vectors, in V) of the symmetric V (?syev)
+  symeig = function(V, w, jobz, uplo)
     local n = V._sz[1]
     return withWorkspace(V, function(work, lwork)
       return lapack.syev(V._dt, jobz, uplo, n, ptr(V), n, ptr(w), work, lwork)
     end)
   end,
 
-  -- A = U diag(s) vt (vt: V^T column-major, n x n)
-  gesvd = function(A, s, U, vt, jobu)
+  -- A = U diag(s) vt (vt: V^T column-major, n x n; ?gesvd)
+  svd = function(A, s, U, vt, jobu)
     local m, n = A._sz[1], A._sz[2]
     return withWorkspace(A, function(work, lwork)
       return lapack.gesvd(A._dt, jobu, jobu, m, n, ptr(A), m, ptr(s), ptr(U), m, ptr(vt), n, work, lwork)
