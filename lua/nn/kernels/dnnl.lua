@@ -186,20 +186,25 @@ local function poolDescription(g, dt)
     padL = dnnl.dims { pad[2], pad[3] }, padR = dnnl.dims(padR) }
 end
 
--- the 1-based plane offsets of the P planes' windows' arg-max taps
-local function indicesOf(ix, taps, P, g)
-  local W, oH, oW, k, st, pad, dil = g.I[3], g.O[2], g.O[3], g.p.k, g.p.d, g.p.pad, g.p.dil
+-- the 1-based plane offsets of the P planes' windows' arg-max taps; a window whose maximum
+-- oneDNN gives as the lowest float (its starting value) takes its arg-max's value instead, so
+-- a window of -inf gives -inf, as torch7
+local LOWEST = -3.4028234663852886e38
+local function indicesOf(ix, taps, out, input, g)
+  local H, W, oH, oW, k, st, pad, dil = g.I[2], g.I[3], g.O[2], g.O[3], g.p.k, g.p.d, g.p.pad, g.p.dil
   local kH, kW = k[2], k[3]
   local offsets = ffi.new('int64_t[?]', kH * kW)
   for i = 0, kH - 1 do
     for j = 0, kW - 1 do offsets[i * kW + j] = i * dil[2] * W + j * dil[3] + 1 end
   end
   local q = 0
-  for _ = 1, P do
+  for p = 0, g.P - 1 do
     for oy = 0, oH - 1 do
       local row = (oy * st[2] - pad[2]) * W - pad[3]
       for ox = 0, oW - 1 do
-        ix[q] = row + ox * st[3] + offsets[taps[q]]
+        local at = row + ox * st[3] + offsets[taps[q]]
+        ix[q] = at
+        if out[q] == LOWEST then out[q] = input[p * H * W + at - 1] end
         q = q + 1
       end
     end
@@ -212,7 +217,7 @@ function convdnnl.maxPool(g, output, indices, input)
   local plan = d and planFor('maxPool', d)
   if not plan then return false end
   dnnl.run(plan, ptr(input), ptr(output), plan.taps)
-  indicesOf(ptr(indices), plan.taps, g.P, g)
+  indicesOf(ptr(indices), plan.taps, ptr(output), ptr(input), g)
   return true
 end
 
