@@ -22,8 +22,10 @@ PATHS = ["im2col", pytest.param("onednn", marks=pytest.mark.skipif(
 run = lua_fn("""function(path, cls, w, b, x, go, ...)
   require 'nn'
   local dnnl = require 'torch.backend.cpu.dnnl'
-  local was = dnnl.enabled
+  local channels = require('nn.kernels.conv').dnnlChannels
+  local was, one, grad = dnnl.enabled, channels.oneThread, channels.gradInput
   dnnl.enabled = path == 'onednn'
+  channels.oneThread, channels.gradInput = 0, 0   -- oneDNN for these few channels too
   local args = { ... }
   local ok, a, c, d, e = pcall(function()
     local m = nn[cls](unpack(args)):float()
@@ -34,7 +36,7 @@ run = lua_fn("""function(path, cls, w, b, x, go, ...)
     m:accGradParameters(x, go, 0.5)
     return out, gi, m.gradWeight, m.gradBias
   end)
-  dnnl.enabled = was
+  dnnl.enabled, channels.oneThread, channels.gradInput = was, one, grad
   if not ok then error(a) end
   return a, c, d, e
 end""")

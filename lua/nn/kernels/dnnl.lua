@@ -98,6 +98,9 @@ local function planFor(pass, d, withBias)
   return p or nil
 end
 
+-- the thread count the passes run on (torch.getnumthreads)
+convdnnl.threads = dnnl.threads
+
 -- The description of the 2D geometry g (kernels/conv.lua's), cached in g; nil when oneDNN is
 -- off or does not serve it.
 function convdnnl.of(g, dt)
