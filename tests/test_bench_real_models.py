@@ -12,7 +12,13 @@ torch = pytest.importorskip("torch", reason="the twins are PyTorch models (pip i
 @pytest.fixture(scope="module")
 def bench():
     torch.manual_seed(0)
-    return load_bench("real_models.py", "bench_real_models")
+    module = load_bench("real_models.py", "bench_real_models")
+    module.lua()   # requires nn
+    ours, theirs = luabridge.eval("torch.getnumthreads()"), torch.get_num_threads()
+    module.set_threads(1)   # threads waiting on each other crawl on a loaded test machine
+    yield module
+    module.lua().setThreads(ours)
+    torch.set_num_threads(theirs)
 
 
 def lua_forward(model, x: np.ndarray, train: bool) -> np.ndarray:
