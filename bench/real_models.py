@@ -199,20 +199,22 @@ def lua_model(name: str, **sizes: int) -> Any:
     return lua().build(name, *args)
 
 
-def copy_weights(ours: Any, twin: Any, name: str) -> None:
-    """Copies our parameters into the twin: in order (shapes checked), or by annotation name for
-    the LSTM's gModule."""
-    import torch
-
+def parameter_pairs(ours: Any, twin: Any, name: str) -> list[tuple[Any, Any]]:
+    """(our parameter, the twin's) pairs: in order, or by annotation name for the LSTM's gModule."""
     if name == "lstm":
         named = lua().named(ours)
-        pairs = [(named[key].weight, mod.weight) for key, mod in twin.named_children()]
-        pairs += [(named[key].bias, mod.bias) for key, mod in twin.named_children()]
-    else:
-        params = ours.parameters(ours)[0]
-        pairs = list(zip((params[i + 1] for i in range(len(params))), twin.parameters(), strict=True))
+        return [(getattr(named[key], field), getattr(mod, field))
+                for field in ("weight", "bias") for key, mod in twin.named_children()]
+    params = ours.parameters(ours)[0]
+    return list(zip((params[i + 1] for i in range(len(params))), twin.parameters(), strict=True))
+
+
+def copy_weights(ours: Any, twin: Any, name: str) -> None:
+    """Copies our parameters into the twin (shapes checked)."""
+    import torch
+
     with torch.no_grad():
-        for src, dst in pairs:
+        for src, dst in parameter_pairs(ours, twin, name):
             value = torch.from_numpy(np.array(luabridge.to_numpy(src)))
             if value.shape != dst.shape:
                 raise ValueError(f"{name}: parameter of shape {tuple(value.shape)} for one of {tuple(dst.shape)}")

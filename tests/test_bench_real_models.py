@@ -36,18 +36,9 @@ def twin_forward(twin, x: np.ndarray, train: bool) -> np.ndarray:
 
 
 def parameters(bench, ours, twin, name):
-    """Our parameters and the twin's, as pairs of float64 arrays in the twin's order."""
-    if name == "lstm":
-        named = bench.lua().named(ours)
-        ours_list = [getattr(named[key], field) for field in ("weight", "bias")
-                     for key, _ in twin.named_children()]
-        theirs = [getattr(mod, field) for field in ("weight", "bias") for _, mod in twin.named_children()]
-    else:
-        params = ours.parameters(ours)[0]
-        ours_list = [params[i + 1] for i in range(len(params))]
-        theirs = list(twin.parameters())
+    """Our parameters and the twin's, as pairs of float64 arrays."""
     return [(np.array(luabridge.to_numpy(a), dtype=np.float64), b.detach().numpy().astype(np.float64))
-            for a, b in zip(ours_list, theirs, strict=True)]
+            for a, b in bench.parameter_pairs(ours, twin, name)]
 
 
 @pytest.mark.parametrize("name, sizes, shape, train", [
