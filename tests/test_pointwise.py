@@ -315,6 +315,29 @@ def test_cpu_op_table(path, rng):
             expect(g, c_cast(want, type_name), type_name, f"op table call {i + 1} ({t})")
 
 
+def test_fill_zero_copy(lua, rng):
+    """fill and zero on every layout and type (zero is one memset when contiguous; fill(-0.0)
+    keeps its sign), copy across types and strides; Half through Float."""
+    for t in INTEGERS + FLOATS:
+        for layout, (a,) in operands(rng, t, ["any"]):
+            filled, zeroed = lua_fn("function(a) return a:clone():fill(7), a:zero() end")(a)
+            expect(filled, np.full(a.shape, 7, NP[t]), t, f"fill ({layout})")
+            expect(a, np.zeros(a.shape, NP[t]), t, f"zero ({layout})")
+    d = np.ones((3, 2))
+    lua_fn("function(d) d:fill(-0.0) end")(d)
+    assert np.signbit(d).all()
+    src = values(rng, (4, 3), "Double", "any") * 100
+    longs, floats, halves = lua_fn("""function(s)
+      local h = torch.HalfTensor(3, 4):t():copy(s)
+      return torch.LongTensor(12):copy(s), torch.FloatTensor(2, 6):copy(torch.LongTensor(12):copy(s)), h:float()
+    end""")(src.T)
+    expect(longs, np.trunc(src.T).ravel().astype(np.int64), "Long", "copy Double -> Long")
+    expect(floats, np.trunc(src.T).reshape(2, 6).astype(np.float32), "Float", "copy Long -> Float")
+    # elements pair in row-major order of each: h's (4, 3) holds s's (3, 4) row by row
+    np.testing.assert_array_equal(luabridge.to_numpy(halves), src.T.reshape(4, 3).astype(np.float16).astype(np.float32))
+    assert lua_fn("function() return torch.HalfTensor(2):fill(1.5):float():sum() end")() == 3
+
+
 def test_op_table_names_a_missing_op(lua):
     with pytest.raises(luabridge.LuaError, match="no_such_op is not available for CPU tensors"):
         lua_fn("function() return require('torch.backend').cpu.no_such_op end")()

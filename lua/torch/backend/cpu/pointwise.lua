@@ -373,7 +373,8 @@ local binaryRun = {
   mul = { number = mapScalar('mul', '$2 * v1', 'multiply'), tensor = map2('cmul', '$2 * $3', 'multiply') },
   div = { number = mapScalar('div', '$2 / v1', 'divide'), tensor = map2('cdiv', '$2 / $3', 'divide') },
   fmod = { number = mapScalar('fmod', fmodBodies, 'fmod'), tensor = map2('cfmod', withTensor(fmodBodies), 'fmod') },
-  remainder = { number = mapScalar('remainder', remainderBodies), tensor = map2('cremainder', withTensor(remainderBodies)) },
+  remainder = { number = mapScalar('remainder', remainderBodies),
+                tensor = map2('cremainder', withTensor(remainderBodies)) },
   pow = { tensor = map2('cpow', '$2 ^ $3', 'power') },   -- its number form below
   tpow = { number = mapScalar('tpow', 'v1 ^ $2', 'power', 'first') },   -- r = v ^ a
   max = { number = mapScalar('cmax', extreme('math.max', '>', true), 'fmax', 'array'),
@@ -384,8 +385,10 @@ local binaryRun = {
   -- integer types only with a number (the front end multiplies or divides Float and Double by
   -- 2^v); int64 cdata shift logically, the rest through the unsigned mask
   lshift = { number = mapScalar('lshift', { I = 'bit.lshift($2, v1)' }),
-             tensor = map2('clshift', { F = '$2 * 2 ^ $3', I = 'bit.lshift($2, $3)', L = 'bit.lshift($2, tonumber($3))' }) },
-  rshift = { number = withMask(mapScalar('rshift', { I = 'bit.rshift(bit.band($2, v2), v1)', L = 'bit.rshift($2, v1)' })),
+             tensor = map2('clshift', { F = '$2 * 2 ^ $3', I = 'bit.lshift($2, $3)',
+                                        L = 'bit.lshift($2, tonumber($3))' }) },
+  rshift = { number = withMask(mapScalar('rshift', { I = 'bit.rshift(bit.band($2, v2), v1)',
+                                                     L = 'bit.rshift($2, v1)' })),
              tensor = withMask(map2('crshift', { F = '$2 / 2 ^ $3', I = 'bit.rshift(bit.band($2, v1), $3)',
                                                  L = 'bit.rshift($2, tonumber($3))' })) },
   bitand = { number = mapScalar('bitand', 'bit.band($2, v1)'), tensor = map2('cbitand', 'bit.band($2, $3)') },
