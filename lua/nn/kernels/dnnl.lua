@@ -88,11 +88,13 @@ local makers = {
 -- The plan of `pass` for description d (nil when oneDNN refuses the geometry: the caller's
 -- kernels run it then).
 local function planFor(pass, d, withBias)
-  local key = ('%s %s %s %d'):format(pass, d.key, tostring(withBias), dnnl.threads())
+  local threads = dnnl.threads()
+  local key = ('%s %s %s %d'):format(pass, d.key, tostring(withBias), threads)
   local p = plans[key]
   if p == nil then
     if count >= MAX_PLANS then plans, count = {}, 0 end
     p = makers[pass](d, withBias) or false
+    if p then p.threads = threads end
     plans[key], count = p, count + 1
   end
   return p or nil

@@ -5,12 +5,13 @@
 -- Without the library, dnnl.available is false and callers keep their own kernels; so they do
 -- while dnnl.enabled is false (tests compare both paths; LUABRIDGE_NO_DNNL=1 starts it false).
 --
--- Threads: that build runs on GNU OpenMP. torch.getnumthreads() is given to omp_set_num_threads
--- before each primitive is made or run (OpenMP's setting is per calling thread), and, unless
+-- Threads: that build runs on GNU OpenMP. torch.getnumthreads() (less the CPUs busy with other
+-- work) is given to omp_set_num_threads before each primitive is made or run (OpenMP's setting
+-- is per calling thread), and, unless
 -- the environment says otherwise, OpenMP's idle workers sleep at once (OMP_WAIT_POLICY=PASSIVE,
 -- read when libgomp loads) instead of spinning against OpenBLAS and the Lua thread.
 local ffi = require 'ffi'
-local torch = require 'torch.env'
+local blas = require 'torch.backend.cpu.blas'
 
 local dnnl = { available = false, enabled = false }
 
@@ -136,9 +137,11 @@ local function load()
 end
 load()
 
--- The thread count for the next primitive: torch.setnumthreads's, made OpenMP's.
+-- The thread count for the next primitive, made OpenMP's: torch.setnumthreads's, and no more
+-- than the CPUs free at that moment (the BLAS calls' rule, blas.threadsFor: a parallel region
+-- waits for its slowest thread, so one descheduled by other work stalls it).
 function dnnl.threads()
-  local n = torch.getnumthreads and torch.getnumthreads() or 1
+  local n = blas.threadsFor(math.huge, 1)
   gomp.omp_set_num_threads(n)
   return n
 end
@@ -227,11 +230,13 @@ local function execute(s)
   check(lib.dnnl_primitive_execute(s.prim, stream, s.n, s.args), 'primitive_execute')
 end
 
--- Runs a plan on the buffers ... (pointers, in the order of its specs).
+-- Runs a plan on the buffers ... (pointers, in the order of its specs), on the thread count
+-- its primitives were made for (plan.threads, set by the caller that keys its plans by it:
+-- a primitive may size per-thread buffers for that count).
 function dnnl.run(plan, ...)
   local user = plan.user
   for i = 1, select('#', ...) do lib.dnnl_memory_set_data_handle(user[i], (select(i, ...))) end
-  dnnl.threads()
+  gomp.omp_set_num_threads(plan.threads)
   for _, r in ipairs(plan.before) do execute(r) end
   execute(plan.main)
   for _, r in ipairs(plan.after) do execute(r) end
