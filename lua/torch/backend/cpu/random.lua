@@ -14,7 +14,7 @@ local torch = require 'torch.env'
 local apply = require 'torch.backend.cpu.apply'
 
 local band, bor, bxor, rshift, lshift, tobit = bit.band, bit.bor, bit.bxor, bit.rshift, bit.lshift, bit.tobit
-local floor, log, exp, sqrt, cos, sin, tan, pi = math.floor, math.log, math.exp, math.sqrt, math.cos,
+local min, floor, log, exp, sqrt, cos, sin, tan, pi = math.min, math.floor, math.log, math.exp, math.sqrt, math.cos,
   math.sin, math.tan, math.pi
 local isContiguous = apply.isContiguous
 
@@ -104,7 +104,9 @@ local function cauchy(g, median, sigma) return median + sigma * tan(pi * (unifor
 local function logNormal(g, mean, std) return exp(normal(g, mean, std)) end
 -- P(k) = (1 - p) p^(k-1), k >= 1 (torch7's parametrisation)
 local function geometric(g, p) return floor(log(1 - uniform01(g)) / log(p)) + 1 end
-local function bernoulli(g, p) return uniform01(g) <= p and 1 or 0 end
+-- 1 when the draw u <= p, else 0, without a branch (a coin-flip branch costs LuaJIT a side exit
+-- per element): p - u lies in (-1, 1], so floor(p - u) + 1 is 0, 1, or 2 for u = 0, p = 1.
+local function bernoulli(g, p) return min(floor(p - uniform01(g)) + 1, 1) end
 -- random draws reduced as torch7 does: draw % range + base
 local function ranged(g, range, base) return random32(g) % range + base end
 
