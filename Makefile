@@ -31,6 +31,8 @@ bench: $(STAMP)
 	$(PY) bench/nn_models.py
 	$(PY) bench/t7_io.py
 	$(PY) bench/executor.py
+	$(PY) bench/gemm_threads.py
+	$(PY) bench/real_models.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
