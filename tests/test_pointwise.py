@@ -457,3 +457,87 @@ def test_numpy_loops_are_found_and_checked(monkeypatch):
     assert ufuncs.find_loop("no_such_ufunc", "f->f") is None
     monkeypatch.setenv("LUABRIDGE_UFUNC", "lua")
     assert ufuncs.find_loop("exp", "f->f") is None
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy's loops on strided operands: one call per 1-D run or per row of a 2-D view
+
+def _wide_layouts(rng, type_name: str):
+    """(name, make) per layout whose rows are long enough for numpy's loops row by row:
+    make(low, high) gives a fresh 12x40 array in that layout (or 480 elements in 1-D)."""
+    def fill(shape, low, high):
+        return rng.uniform(low, high, shape).astype(NP[type_name])
+    return [
+        ("narrowed", lambda lo, hi: fill((12, 100), lo, hi)[:, 30:70]),       # LSTM gates: rows at step 100
+        ("transposed", lambda lo, hi: fill((40, 12), lo, hi).T),              # rows at element step 12
+        ("row-strided", lambda lo, hi: fill((24, 40), lo, hi)[::2]),
+        ("both-strided", lambda lo, hi: fill((12, 120), lo, hi)[:, 1::3]),
+        ("1-D strided", lambda lo, hi: fill((1440,), lo, hi)[::3]),
+    ]
+
+
+STRIDED_UNARY = {"sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tanh": np.tanh, "exp": np.exp,
+                 "rsqrt": lambda x: 1 / np.sqrt(np.abs(x) + 0.5), "abs": np.abs, "neg": np.negative}
+STRIDED_BINARY = {"add": np.add, "csub": np.subtract, "cmul": np.multiply, "cdiv": np.divide, "atan2": np.arctan2}
+STRIDED_SCALAR = {"add": lambda x, v: x + v, "mul": lambda x, v: x * v, "div": lambda x, v: x / v,
+                  "cmax": np.maximum, "cmin": np.minimum}
+
+
+@pytest.mark.parametrize("type_name", FLOATS)
+def test_strided_rows_every_family(lua, rng, type_name):
+    layouts = _wide_layouts(rng, type_name)
+    for i, (name, make) in enumerate(layouts):
+        result_layout = layouts[(i + 1) % len(layouts)][1]
+        other = layouts[(i + 2) % len(layouts)][1]
+        a = make(-3, 3)
+        b = other(0.5, 2)
+        if b.shape != a.shape:
+            b = make(0.5, 2)
+        r = result_layout(0, 1)
+        if r.shape != a.shape:
+            r = make(0, 1)
+        x, y = a.astype(np.float64), b.astype(np.float64)
+        for op, ref in STRIDED_UNARY.items():
+            call(op, r, np.abs(a) + NP[type_name](0.5) if op == "rsqrt" else a)
+            expect(r, c_cast(ref(x), type_name), type_name, f"{op} {name}")
+        for op, ref in STRIDED_BINARY.items():
+            call(op, r, a, b)
+            expect(r, c_cast(ref(x, y), type_name), type_name, f"{op} {name}")
+        for op, ref in STRIDED_SCALAR.items():
+            call(op, r, a, 0.25)
+            expect(r, c_cast(ref(x, 0.25), type_name), type_name, f"{op} {name} 0.25")
+        mask = np.zeros((2,) + a.shape, np.uint8)[0]
+        call("lt", mask, a, b)
+        np.testing.assert_array_equal(mask, (x < y).astype(np.uint8), err_msg=f"lt {name}")
+        call("gt", mask, a, 0.5)
+        np.testing.assert_array_equal(mask, (x > 0.5).astype(np.uint8), err_msg=f"gt {name} 0.5")
+
+
+@pytest.mark.parametrize("type_name", FLOATS)
+def test_strided_rows_in_place_and_overlapping(lua, rng, type_name):
+    big = rng.uniform(-2, 2, (12, 100)).astype(NP[type_name])
+    gates = big.astype(np.float64)
+    # in place on a narrow: r is a
+    method("sigmoid", big[:, 20:60])
+    gates[:, 20:60] = 1 / (1 + np.exp(-gates[:, 20:60]))
+    expect(big, c_cast(gates, type_name), type_name, "in-place sigmoid of a narrow")
+    # sources narrowing the same rows: apart row by row, interleaved overall
+    call("cmul", big[:, 60:100], big[:, 0:40], big[:, 20:60])
+    gates[:, 60:100] = gates[:, 0:40] * gates[:, 20:60]
+    expect(big, c_cast(gates, type_name), type_name, "cmul of narrows of one tensor")
+    # r overlaps a within each row (shifted by one element): torch7 reads element by element
+    buf = np.zeros((6, 50), NP[type_name])
+    call("add", buf[:, 1:41], buf[:, 0:40], 1.0)
+    want = np.zeros((6, 50))
+    for k in range(1, 41):
+        want[:, k] = want[:, k - 1] + 1
+    expect(buf, c_cast(want, type_name), type_name, "add into a view one element ahead")
+    # a row of r overlapping the next row of a (rows run in order)
+    flat = np.arange(100, dtype=NP[type_name])
+    want = flat.astype(np.float64)
+    for row in range(4):                       # r rows at 10*row, a rows at 10*row + 5
+        want[10 * row:10 * row + 10] = want[10 * row + 5:10 * row + 15] * 2
+    r = np.lib.stride_tricks.as_strided(flat, (4, 10), (10 * flat.itemsize, flat.itemsize))
+    a = np.lib.stride_tricks.as_strided(flat[5:], (4, 10), (10 * flat.itemsize, flat.itemsize))
+    call("mul", r, a, 2.0)
+    expect(flat, c_cast(want, type_name), type_name, "mul with rows of r overlapping rows of a")
