@@ -2,8 +2,9 @@
 -- fill copy unary binary add addcmul addcdiv clamp lerp (lua/torch/README.md, "The front end
 -- and the op table"). Operands arrive checked, results sized, numbers already of the operands'
 -- element type (the front end casts them as torch7 casts its `real` arguments).
--- Float and Double operands run numpy's SIMD loops (backend/cpu/ufunc.lua) when contiguous and
--- large enough (numpyFrom); everything else runs LuaJIT kernels (apply.kernel).
+-- Float and Double operands run numpy's SIMD loops (backend/cpu/ufunc.lua) when large enough
+-- (numpyFrom) and contiguous, 1-D, or 2-D with rows long enough (numpyRowsFrom); everything
+-- else runs LuaJIT kernels (apply.kernel).
 -- Returns { numpyFrom = ... }: the tests and bench/tensor_ops.py move the thresholds.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
