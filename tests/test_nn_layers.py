@@ -304,3 +304,25 @@ def test_dropout_in_place_and_errors(rng):
     with pytest.raises(luabridge.LuaError, match=r"illegal percentage, must be 0 <= p < 1"):
         module("nn.Dropout(1)")
     assert str(module("nn.Dropout(0.5)")) == "nn.Dropout(0.500000)"
+
+
+@pytest.mark.parametrize("name, grad", [
+    ("Sigmoid", lambda y, g: g * (1 - y) * y),
+    ("Tanh", lambda y, g: g * (1 - y * y)),
+    ("SoftSign", None),
+])
+def test_activation_gradients_on_a_narrowed_input(rng, name, grad):
+    """Backward bodies that never read the input loop over gradInput, gradOutput and output only:
+    a narrowed (strided) input, as an LSTM's gates, gives the same gradients."""
+    m = module(f"nn.{name}()")
+    wide = rng.standard_normal((6, 20))
+    got_out, got_grad = luabridge.eval("""function(m, wide, g)
+      local x = wide:narrow(2, 3, 8)
+      local y = m:forward(x):clone()
+      return y, m:backward(x, g):clone()
+    end""")(m, lua_tensor(wide), lua_tensor(g := rng.standard_normal((6, 8))))
+    x = wide[:, 2:10]
+    y = {"Sigmoid": lambda: 1 / (1 + np.exp(-x)), "Tanh": lambda: np.tanh(x), "SoftSign": lambda: x / (1 + np.abs(x))}[name]()
+    np.testing.assert_allclose(luabridge.to_numpy(got_out), y, rtol=1e-12)
+    want = grad(y, g) if grad else g / (1 + np.abs(x)) ** 2
+    np.testing.assert_allclose(luabridge.to_numpy(got_grad), want, rtol=1e-12)

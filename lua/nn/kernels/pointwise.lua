@@ -18,6 +18,15 @@ local pointwise = {}
 
 local function none() end
 
+-- A backward body as a loop over (gradInput, input, gradOutput, output, ...). A body that never
+-- reads the input loops over the other three: a strided input (an LSTM's narrowed gate) would
+-- otherwise put the whole loop on its strided path.
+local function backwardLoop(body)
+  if body:find('$2', 1, true) then return backend.cpu.kernel(4, body) end
+  local loop = backend.cpu.kernel(3, (body:gsub('%$3', '$2'):gsub('%$4', '$3')))
+  return function(gradInput, _, gradOutput, output, ...) loop(gradInput, gradOutput, output, ...) end
+end
+
 local function onDevice(t) return backend.of(t) ~= backend.cpu end
 
 -- The errors for an input that is not a CPU tensor (the loops here run on CPU memory), or a
@@ -66,7 +75,7 @@ function pointwise.define(cls, spec)
     forward = function(_, ...) loop(...) end
   end
   if not backward then
-    local loop = backend.cpu.kernel(4, spec.backward)
+    local loop = backwardLoop(spec.backward)
     backward = function(_, ...) loop(...) end
     if spec.op then
       local name = spec.op .. '_backward'
