@@ -1,0 +1,12 @@
+"""PyTorch bridge: Lua Torch7 modules inside PyTorch models (issue 13).
+
+PyTorch is optional: ``import luabridge`` never imports it; importing this package needs it.
+"""
+try:
+    import torch as _torch  # noqa: F401 - fails here, clearly, when PyTorch is absent
+except ImportError as e:
+    raise ImportError("luabridge.torch needs PyTorch: pip install torch") from e
+
+from .module import LuaModule
+
+__all__ = ["LuaModule"]
