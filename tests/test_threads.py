@@ -121,3 +121,25 @@ def test_each_call_asks_the_rule_with_its_size(lua):
     end""")
     seen, gemm, gemv = asked(np.ones((5, 7)), np.ones((7, 3)), np.ones(7), np.ones(4))
     assert [tuple(seen[i].values()) for i in (1, 2, 3)] == [(5 * 3 * 7, gemm), (5 * 7, gemv), (7 * 4, gemv)]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread signal masks from Linux's /proc")
+def test_blas_workers_leave_ctrl_c_to_the_main_thread():
+    """The restarted OpenBLAS pool's workers block SIGINT: a Ctrl-C that reached a worker would be
+    lost to a main thread waiting in readline (luabridge th)."""
+    import subprocess
+    import sys
+    script = (
+        "import os, luabridge\n"
+        "luabridge.execute(\"require 'torch'; torch.mm(torch.rand(300, 300), torch.rand(300, 300))\")\n"
+        "main = os.getpid()\n"
+        "for tid in sorted(os.listdir('/proc/self/task')):\n"
+        "    for line in open(f'/proc/self/task/{tid}/status'):\n"
+        "        if line.startswith('SigBlk:'):\n"
+        "            print(int(tid) == main, int(line.split()[1], 16) >> 1 & 1)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    rows = [line.split() for line in out.splitlines()]
+    workers = [blocked for is_main, blocked in rows if is_main == "False"]
+    assert ["True", "0"] in rows                      # the main thread takes SIGINT
+    if linalg.find_blas() is not None and workers:
+        assert set(workers) == {"1"}, out

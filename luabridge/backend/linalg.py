@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
+import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,8 +197,15 @@ def _restart_pool(found: BlasLibrary) -> None:
     os.environ["OPENBLAS_THREAD_TIMEOUT"] = str(THREAD_TIMEOUT)
     read_env()
     threads = count()
-    shutdown()
-    restart(threads)
+    # The new workers inherit this thread's signal mask: with SIGINT blocked in them, Ctrl-C
+    # always reaches the main thread (one that readline is redrawing then gets it once it unblocks;
+    # a worker would take it, and the main thread would sit in readline until the next key).
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        shutdown()
+        restart(threads)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def spin_seconds() -> float:
