@@ -3,11 +3,14 @@ a fresh Python process, each ```lua block through `luabridge th`, each ```sh blo
 this venv's `luabridge` and `python` first on PATH), each in an empty directory of its own.
 
 A block that cannot run as shown (it needs a file the reader has, a GPU, or is a `make` command)
-is preceded by `<!-- norun: reason -->` and is reported as skipped with the reason. Blocks without
+is preceded by `<!-- norun: reason -->` and is reported as skipped with the reason; one that needs an
+optional Python package (PyTorch) is preceded by `<!-- needs: module -->` and is skipped, with the
+reason, when that module cannot be imported. Blocks without
 a language (output shown to the reader) never run. The blocks run in parallel in a small pool.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -21,6 +24,7 @@ import pytest
 README = Path(__file__).resolve().parent.parent / "README.md"
 FENCE = re.compile(r"```(\w*)\s*$")
 NORUN = re.compile(r"<!--\s*norun:\s*(.*?)\s*-->")
+NEEDS = re.compile(r"<!--\s*needs:\s*([\w.]+)\s*-->")
 HEADING = re.compile(r"#+\s+(.*)")
 BIN = Path(sys.executable).parent   # the venv's python and console scripts
 RUNNERS = {  # language -> (file name, command)
@@ -38,6 +42,7 @@ class Block:
     line: int        # of the opening fence
     section: str     # the heading above it
     norun: str | None
+    needs: str | None = None   # a module the block imports that may be missing
 
     @property
     def id(self) -> str:
@@ -46,7 +51,7 @@ class Block:
 
 def readme_blocks(text: str) -> list[Block]:
     """The README's fenced blocks in a language it runs, each with the heading above it and the
-    `norun` reason written on the last non-blank line before its fence, if any."""
+    `norun` reason or the `needs` module written on the last non-blank line before its fence, if any."""
     lines = text.splitlines(keepends=True)
     found, section, i = [], "top", 0
     while i < len(lines):
@@ -59,14 +64,19 @@ def readme_blocks(text: str) -> list[Block]:
         end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == "```"), len(lines))
         if fence.group(1) in RUNNERS:
             above = next((line.strip() for line in reversed(lines[:i]) if line.strip()), "")
-            norun = NORUN.fullmatch(above)
+            norun, needs = NORUN.fullmatch(above), NEEDS.fullmatch(above)
             found.append(Block(fence.group(1), "".join(lines[i + 1:end]), i + 1, section,
-                               norun.group(1) if norun else None))
+                               norun.group(1) if norun else None, needs.group(1) if needs else None))
         i = end + 1
     return found
 
 
 BLOCKS = readme_blocks(README.read_text())
+
+
+def missing(module: str | None) -> bool:
+    """True when a block `needs` a module that is not installed here."""
+    return module is not None and importlib.util.find_spec(module) is None
 
 
 def run_block(block: Block, folder: Path) -> subprocess.CompletedProcess:
@@ -86,13 +96,15 @@ def outcomes(tmp_path_factory) -> dict[str, Future]:
     workers = max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
         yield {b.id: pool.submit(run_block, b, tmp_path_factory.mktemp(b.id))
-               for b in BLOCKS if not b.norun}
+               for b in BLOCKS if not b.norun and not missing(b.needs)}
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_block_runs_by_itself(block: Block, outcomes):
     if block.norun:
         pytest.skip(f"README line {block.line}: norun: {block.norun}")
+    if missing(block.needs):
+        pytest.skip(f"README line {block.line}: needs {block.needs}, which is not installed (pip install {block.needs})")
     r = outcomes[block.id].result()
     assert r.returncode == 0, (
         f"README.md line {block.line} ({block.lang} block in '{block.section}') exited with {r.returncode}:\n"
@@ -111,9 +123,11 @@ def test_blocks_are_found():
 
 def test_parser_reads_fences_and_norun():
     text = ("# A\n```python\nprint(1)\n```\n\n## B\n<!-- norun: needs a GPU -->\n```sh\nnvidia-smi\n```\n"
-            "```\noutput\n```\n```lua\nprint(2)\n```\n")
+            "```\noutput\n```\n```lua\nprint(2)\n```\n<!-- needs: torch -->\n```python\nimport torch\n```\n")
     assert readme_blocks(text) == [
         Block("python", "print(1)\n", 2, "A", None),
         Block("sh", "nvidia-smi\n", 8, "B", "needs a GPU"),
         Block("lua", "print(2)\n", 14, "B", None),
+        Block("python", "import torch\n", 18, "B", None, "torch"),
     ]
+    assert missing("no_such_module_here") and not missing("pytest") and not missing(None)

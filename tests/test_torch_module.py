@@ -176,3 +176,13 @@ def test_import_luabridge_does_not_import_torch():
 
     code = "import sys, luabridge, luabridge.nn; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_torch_the_import_error_says_how_to_install_it():
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['torch'] = None\n"   # as if PyTorch were not installed
+            "try:\n    import luabridge.torch\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert "pip install torch" in out
