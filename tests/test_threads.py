@@ -125,19 +125,24 @@ def test_each_call_asks_the_rule_with_its_size(lua):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread signal masks from Linux's /proc")
 def test_blas_workers_leave_ctrl_c_to_the_main_thread():
-    """The restarted OpenBLAS pool's workers block SIGINT: a Ctrl-C that reached a worker would be
-    lost to a main thread waiting in readline (luabridge th)."""
+    """The restarted OpenBLAS pool's workers and oneDNN's OpenMP team block SIGINT: a Ctrl-C that
+    reached a worker would be lost to a main thread waiting in readline (luabridge th)."""
     import subprocess
     import sys
     script = (
         "import os, luabridge\n"
-        "luabridge.execute(\"require 'torch'; torch.mm(torch.rand(300, 300), torch.rand(300, 300))\")\n"
+        "luabridge.execute(\"require 'nn'; torch.setnumthreads(2); require('torch.backend.cpu.blas').watchLoad = false; "
+        "torch.mm(torch.rand(300, 300), torch.rand(300, 300)); "
+        "nn.SpatialConvolution(32, 32, 3, 3):float():forward(torch.FloatTensor(4, 32, 32, 32):uniform())\")\n"
         "main = os.getpid()\n"
         "for tid in sorted(os.listdir('/proc/self/task')):\n"
         "    for line in open(f'/proc/self/task/{tid}/status'):\n"
         "        if line.startswith('SigBlk:'):\n"
         "            print(int(tid) == main, int(line.split()[1], 16) >> 1 & 1)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    # a fresh process, as a user starts one (this one's runtime has set OpenBLAS's timeout)
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         env=env).stdout
     rows = [line.split() for line in out.splitlines()]
     workers = [blocked for is_main, blocked in rows if is_main == "False"]
     assert ["True", "0"] in rows                      # the main thread takes SIGINT

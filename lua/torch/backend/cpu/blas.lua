@@ -308,7 +308,14 @@ if path then
   if fn.getThreads then   -- the count OpenBLAS holds between calls
     blas.libraryThreads = function() return tonumber(fn.getThreads()) end
   end
-  blas.applyThreads = function() if fn.setThreads then fn.setThreads(blas.threads) end end
+  -- a larger count grows OpenBLAS's pool: its new workers are made with SIGINT blocked
+  local blockCtrlC = require('torch.backend.cpu.signals').blockCtrlC
+  blas.applyThreads = function()
+    if not fn.setThreads then return end
+    local unblock = blockCtrlC()
+    fn.setThreads(blas.threads)
+    if unblock then unblock() end
+  end
   blas.library = path
 else
   numpyBlas()

@@ -226,6 +226,10 @@ function dnnl.plan(pd, specs)
   return plan
 end
 
+-- OpenMP makes its workers when a team first grows: made with SIGINT blocked (signals.lua).
+local teamMade = 1
+local blockCtrlC = require('torch.backend.cpu.signals').blockCtrlC
+
 local function execute(s)
   check(lib.dnnl_primitive_execute(s.prim, stream, s.n, s.args), 'primitive_execute')
 end
@@ -237,10 +241,15 @@ function dnnl.run(plan, ...)
   local user = plan.user
   for i = 1, select('#', ...) do lib.dnnl_memory_set_data_handle(user[i], (select(i, ...))) end
   gomp.omp_set_num_threads(plan.threads)
+  local unblock = plan.threads > teamMade and blockCtrlC()
   for _, r in ipairs(plan.before) do execute(r) end
   execute(plan.main)
   for _, r in ipairs(plan.after) do execute(r) end
   lib.dnnl_stream_wait(stream)
+  if unblock then
+    teamMade = plan.threads
+    unblock()
+  end
 end
 
 return dnnl
