@@ -1,0 +1,123 @@
+"""`convert`: a Lua Torch7 module tree as a native PyTorch module tree, weights copied.
+
+A converter per torch7 class (`CONVERTERS`, keyed by ``torch.typename``) builds the PyTorch
+module; containers convert their children through `Context.child`, which carries the dotted
+1-based path used in error messages and applies the strict rule. The converter files
+(`convert_layers`, `convert_tables`, `convert_criterions`, `convert_graph`) register themselves
+with `converter` when this module imports them.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .. import eval as lua_eval
+from .. import require, wrap
+from ..interop import to_numpy
+from ..proxy import LuaObject
+from .module import LuaModule
+
+
+class ConversionError(Exception):
+    """A module with no PyTorch counterpart (strict mode), or one whose settings cannot be kept."""
+
+    def __init__(self, typename: str, path: str, reason: str = "has no PyTorch counterpart") -> None:
+        self.typename, self.path = typename, path
+        super().__init__(f"{typename} at {path or '<root>'} {reason}")
+
+
+Converter = Callable[[LuaObject, "Context"], torch.nn.Module]
+CONVERTERS: dict[str, Converter] = {}
+
+
+def converter(*names: str) -> Callable[[Converter], Converter]:
+    """Registers the decorated function as the converter of the torch7 classes `names`."""
+    def register(fn: Converter) -> Converter:
+        for name in names:
+            CONVERTERS[name] = fn
+        return fn
+    return register
+
+
+class Context:
+    """Where a converter is in the tree (`path`: dotted, 1-based, "" at the root) and how strict."""
+
+    def __init__(self, path: str = "", strict: bool = True) -> None:
+        self.path, self.strict = path, strict
+
+    def child(self, module: LuaObject, key: int | str) -> torch.nn.Module:
+        """The conversion of a child module, found at `key` (a 1-based index or a name) of this one."""
+        path = f"{self.path}.{key}" if self.path else str(key)
+        return _convert(module, Context(path, self.strict))
+
+    def fail(self, module: LuaObject, reason: str) -> ConversionError:
+        """The error for a module of this path whose settings the converter cannot keep."""
+        return ConversionError(module._typename(), self.path, reason)
+
+
+def tensor(t: Any) -> torch.Tensor:
+    """A torch copy of a Lua tensor (proxy or raw), of the same dtype."""
+    return torch.from_numpy(np.array(to_numpy(t), copy=True))
+
+
+def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
+    typename = module._typename()
+    fn = CONVERTERS.get(typename)
+    if fn is not None:
+        return fn(module, ctx)
+    if ctx.strict:
+        raise ConversionError(typename, ctx.path)
+    return LuaModule(module)
+
+
+def _lua_module(module: LuaObject | LuaModule | str) -> LuaObject:
+    if isinstance(module, LuaModule):
+        return module.lua
+    if isinstance(module, str):
+        require("nn")
+        module = wrap(lua_eval(module))
+    if not isinstance(module, LuaObject):
+        raise TypeError(f"convert expects a Lua module, its constructor string or a LuaModule, got {module!r}")
+    return module
+
+
+def convert(module: LuaObject | LuaModule | str, strict: bool = True) -> torch.nn.Module:
+    """A native PyTorch module tree for a Lua module (a proxy, a constructor string such as
+    ``"nn.Linear(4, 3)"``, or a `LuaModule`), its weights copied. A module with no PyTorch
+    counterpart raises `ConversionError` naming its class and path, or with ``strict=False`` stays
+    a `LuaModule` (over the same Lua module, not a copy)."""
+    _register()
+    return _convert(_lua_module(module), Context("", strict))
+
+
+_SIBLINGS = ("convert_layers", "convert_tables", "convert_criterions", "convert_graph")
+_registered = False
+
+
+def _register() -> None:
+    """Imports the converter files, each registering its converters; one not written yet is skipped."""
+    global _registered
+    if _registered:
+        return
+    for name in _SIBLINGS:
+        try:
+            importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{name}":
+                raise
+    _registered = True
+
+
+@converter("nn.Linear")
+def _linear(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    weight = tensor(m.weight)
+    bias = m._lua["bias"]
+    out = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=weight.dtype)
+    with torch.no_grad():
+        out.weight.copy_(weight)
+        if bias is not None:
+            out.bias.copy_(tensor(bias))
+    return out
