@@ -6,7 +6,8 @@ import inspect
 from typing import Any, Callable, Optional
 
 from ..graph import Graph
-from ..symbol import Node
+from ..symbol import Entry, Node, entry_name
+from .order_mutation import build_graph
 
 DEFAULT_DTYPE = "float32"
 
@@ -27,8 +28,6 @@ def infer_shapes(graph: Graph, shapes: Optional[list] = None, dtypes: Optional[l
 def infer_symbol_shapes(symbol: Any, known: dict, dtypes: Optional[dict] = None) -> dict:
     """Shapes of a symbol's graph from the shapes of some nodes by name (placeholders,
     variables): {node name (variables, placeholders) or output entry name: shape or None}."""
-    from ..executor import build_graph
-    from ..symbol import entry_name, Entry
     g = build_graph(list(symbol.outputs))
     shapes: list = [None] * g.num_entries
     types: list = [None] * g.num_entries
