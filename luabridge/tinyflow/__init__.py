@@ -18,14 +18,15 @@ criterion takes 0-based labels.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence
 
-from ..graph import Symbol, infer_shapes, symbol as _symbol
+from ..graph import Symbol, infer_shapes
 from ..graph.session import Session as _GraphSession
 from ..graph.symbol import Group, Node, create
 from . import nn, train  # noqa: F401  (tf.nn, tf.train)
 from ._ops import *  # noqa: F401,F403  (the op functions)
 from ._ops import __all__ as _op_names
+from .variables import Variable, gradients, group, initialize_all_variables
 
 __all__ = ["float32", "float64", "placeholder", "Variable", "group", "gradients",
            "initialize_all_variables", "Session", "infer_variable_shapes", "Symbol", "Group",
@@ -35,26 +36,6 @@ __all__ = ["float32", "float64", "placeholder", "Variable", "group", "gradients"
 float32 = 0
 float64 = 1
 
-# the inits of Variable(init) since the last initialize_all_variables()
-_all_variable_inits: list[Symbol] = []
-
-
-def Variable(init: Optional[Symbol] = None, name: Optional[str] = None) -> Symbol:
-    """A variable; `init` (a symbol) is assigned by the next initialize_all_variables()."""
-    v = _symbol.Variable(_symbol.names.get(name, "variable"))
-    if init is not None:
-        if not isinstance(init, Symbol):
-            raise TypeError("Variable: the initial value must be a Symbol (e.g. tf.zeros([2, 3]))")
-        _all_variable_inits.append(create("assign", v, init))
-    return v
-
-
-def initialize_all_variables() -> Symbol:
-    """A group of the assigns of every Variable init made since the last call."""
-    global _all_variable_inits
-    inits, _all_variable_inits = _all_variable_inits, []
-    return group(*inits)
-
 
 def placeholder(dtype: Any = float32, shape: Optional[Sequence] = None, name: Optional[str] = None) -> Symbol:
     """A value fed at run time (feed_dict). A shape with unknown (None) sizes is not recorded."""
@@ -62,23 +43,6 @@ def placeholder(dtype: Any = float32, shape: Optional[Sequence] = None, name: Op
     if shape is not None and all(d is not None and d >= 0 for d in shape):
         attrs["shape"] = list(shape)
     return create("placeholder", name=name, **attrs)
-
-
-def group(*inputs: Union[Symbol, Sequence[Symbol]]) -> Symbol:
-    """One op that runs all the inputs (fetching it gives None)."""
-    deps = []
-    for s in inputs:
-        deps.extend(s if isinstance(s, (list, tuple)) else [s])
-    g = create("_nop")
-    g._add_control_deps(Group(deps))
-    return g
-
-
-def gradients(ys: Union[Symbol, Sequence[Symbol]], xs: Union[Symbol, Sequence[Symbol]],
-              grad_ys: Optional[Sequence[Symbol]] = None) -> list[Symbol]:
-    """The gradients of sum(ys) (weighted by grad_ys) with respect to each of xs."""
-    from ..graph import gradients as _gradients
-    return _gradients(ys, xs, grad_ys)
 
 
 class Session(_GraphSession):

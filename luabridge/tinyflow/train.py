@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from ..graph.symbol import Symbol, create
+from ._ops import sqrt, zeros, zeros_like
+from .variables import Variable, gradients, group
 
 
 def _variables(obj: Symbol, var_list: Optional[Sequence[Symbol]]) -> list[Symbol]:
@@ -19,7 +21,6 @@ class GradientDescentOptimizer:
         self.name = name
 
     def minimize(self, obj: Symbol, var_list: Optional[Sequence[Symbol]] = None) -> Symbol:
-        from . import gradients, group
         variables = _variables(obj, var_list)
         grads = gradients(obj, variables)
         return group(*[create("assign", v, v + (-self.learning_rate) * g) for v, g in zip(variables, grads)])
@@ -31,7 +32,6 @@ class AdamOptimizer:
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-04, name: str = "Adam") -> None:
-        from . import Variable, zeros
         self.name = name
         self.t = Variable(zeros(shape=[1]), name + "_t")
         self.learning_rate, self.beta1, self.beta2, self.epsilon = learning_rate, beta1, beta2, epsilon
@@ -39,7 +39,6 @@ class AdamOptimizer:
         self.v: list[Symbol] = []
 
     def minimize(self, obj: Symbol, var_list: Optional[Sequence[Symbol]] = None) -> Symbol:
-        from . import Variable, gradients, group, sqrt, zeros_like
         variables = _variables(obj, var_list)
         grads = gradients(obj, variables)
         first = len(self.m)
