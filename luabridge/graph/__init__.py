@@ -3,6 +3,7 @@ memory planning and a session that runs them (luabridge's take on tinyflow/nnvm)
 from . import registry
 from .registry import LuaCompute, LuaModule, Op, PythonCompute, get, register
 from .symbol import Entry, Group, Node, Symbol, Variable, create
+from . import internal, ops  # noqa: F401  (the op library registers its ops at start-up)
 
 __all__ = [
     "Entry", "Group", "LuaCompute", "LuaModule", "Node", "Op", "PythonCompute", "Session",

@@ -1,7 +1,6 @@
 """The op registry: what each graph op takes, gives, infers and how it computes."""
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
@@ -70,7 +69,6 @@ class Op:
 
 
 _OPS: dict[str, Op] = {}
-_loaded = False
 
 
 def register(op: Op) -> Op:
@@ -80,11 +78,8 @@ def register(op: Op) -> Op:
 
 
 def get(name: str) -> Op:
-    """The op of that name (the op library is imported on first use)."""
+    """The op of that name (the op library registers itself when luabridge.graph is imported)."""
     op = _OPS.get(name)
-    if op is None:
-        _load_library()
-        op = _OPS.get(name)
     if op is None:
         raise KeyError(f"graph op {name!r} is not registered")
     return op
@@ -99,21 +94,7 @@ def has(name: str) -> bool:
 
 
 def names() -> list[str]:
-    _load_library()
     return sorted(_OPS)
-
-
-def _load_library() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from . import internal  # noqa: F401 - the executor's own ops
-    try:
-        importlib.import_module("luabridge.graph.ops")
-    except ModuleNotFoundError as e:
-        if e.name != "luabridge.graph.ops":
-            raise
 
 
 # ---- attribute helpers (attributes are strings, as nnvm's) ----
