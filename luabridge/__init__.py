@@ -1,8 +1,9 @@
 """luabridge: legacy Lua Torch7 code from modern Python, on an embedded LuaJIT."""
 from .errors import LuaError
-from .interop import from_dlpack, from_numpy, to_numpy
+from . import pyside  # noqa: F401  (registers the functions Lua calls back: the runtime's start-up)
+from .interop import from_dlpack, from_numpy
 from .persist import load, save
-from .proxy import LuaObject, Tensor, unwrap, wrap
+from .proxy import LuaObject, Tensor, to_numpy, unwrap, wrap
 from .runtime import add_lua_path, dofile, eval, execute, lua_dir, require, runtime
 
 __all__ = [

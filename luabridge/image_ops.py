@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .pyside import tensor_view
-
 if TYPE_CHECKING:
     from .runtime import Bridge
 
@@ -291,7 +289,7 @@ def convert(name: str, src: np.ndarray, dst: np.ndarray) -> None:
 
 def callbacks(bridge: "Bridge") -> dict:
     def view(t: Any) -> np.ndarray:
-        return tensor_view(bridge, t)
+        return bridge.buffers.tensor_view(t)
 
     return {
         "image_scale": lambda src, dst, mode: scale(view(src), view(dst), mode),

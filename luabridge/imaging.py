@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .pyside import lua_list, tensor_view
+from .memory import lua_list
 
 if TYPE_CHECKING:
     from .runtime import Bridge
@@ -33,7 +33,7 @@ def _open(bridge: "Bridge", source: Any) -> Any:
     """A Pillow image in a mode of _MODES, from a file name or a ByteTensor of file bytes."""
     from PIL import Image
 
-    data = source if isinstance(source, str) else io.BytesIO(tensor_view(bridge, source).tobytes())
+    data = source if isinstance(source, str) else io.BytesIO(bridge.buffers.tensor_view(source).tobytes())
     img = Image.open(data)
     if img.mode == "P" and "transparency" in img.info:
         img = img.convert("RGBA")
@@ -66,7 +66,7 @@ def callbacks(bridge: "Bridge") -> dict:
         if img.mode == "1":
             pixels = pixels.astype(np.uint8) * 255
         pixels = pixels.reshape(img.height, img.width, channels).transpose(2, 0, 1)
-        out = tensor_view(bridge, dst)
+        out = bridge.buffers.tensor_view(dst)
         if out.dtype == np.uint8:
             out[...] = pixels >> 8 if top == 65535 else pixels
         else:
@@ -77,7 +77,7 @@ def callbacks(bridge: "Bridge") -> dict:
         or returns the file's bytes when path is nil."""
         from PIL import Image
 
-        pixels = tensor_view(bridge, src)
+        pixels = bridge.buffers.tensor_view(src)
         pixels = np.ascontiguousarray(pixels[0] if pixels.shape[0] == 1 else pixels.transpose(1, 2, 0))
         img = Image.fromarray(pixels)
         options = {"quality": int(quality)} if fmt == "JPEG" else {}
@@ -95,7 +95,7 @@ def callbacks(bridge: "Bridge") -> dict:
         (background nil: transparent). Wraps at the right edge when wrap is set."""
         from PIL import Image, ImageDraw, ImageFont
 
-        out = tensor_view(bridge, dst)
+        out = bridge.buffers.tensor_view(dst)
         height, width = out.shape[1], out.shape[2]
         font = ImageFont.load_default_imagefont()   # the fixed 6 x 11 bitmap font, not FreeType
         char_w, char_h = 6, 11

@@ -1,15 +1,15 @@
-"""Zero-copy exchange between numpy / DLPack producers and Lua tensors."""
+"""Zero-copy exchange between numpy / DLPack producers and Lua tensors. It takes Lua tensors
+and arrays only: proxies are unwrapped by proxy.py before they reach it."""
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from lupa import luajit21 as lupa
 import numpy as np
 
 from .dtypes import DTYPES, TYPE_OF_DTYPE
 from .memory import split_address
-from .pyside import tensor_view
 from .runtime import bridge
-from .backend import cuda
 
 
 def _span(arr: Any, xp: Any = np, address: Any = lambda a: a.ctypes.data) -> tuple[Any, int, list[int]]:
@@ -98,7 +98,7 @@ class HostArrays:
     dlpack_types = (1,)   # kDLCPU
 
     def view(self, t: Any) -> np.ndarray:
-        return tensor_view(bridge(), t)
+        return bridge().buffers.tensor_view(t)
 
     def to_host(self, x: Any) -> np.ndarray:
         return np.asarray(x)
@@ -107,8 +107,9 @@ class HostArrays:
         return from_numpy(x if isinstance(x, np.ndarray) else np.from_dlpack(x))
 
 
-# The provider of each device, by the name Lua tensors answer as _device (none for the CPU).
-DEVICES: dict[str, ArrayProvider] = {"cpu": HostArrays(), "cuda": cuda.ARRAYS}
+# The provider of each device, by the name Lua tensors answer as _device (none for the CPU);
+# the CUDA backend adds its own at start-up (backend/cuda.py).
+DEVICES: dict[str, ArrayProvider] = {"cpu": HostArrays()}
 
 
 def arrays_of(t: Any) -> ArrayProvider:
@@ -117,11 +118,11 @@ def arrays_of(t: Any) -> ArrayProvider:
 
 
 def to_numpy(t: Any) -> Any:
-    """The array sharing a Lua tensor's (or a tensor proxy's) memory: numpy's for a CPU tensor,
-    the CUDA array module's (CuPy; numpy standing in) for a CUDA one."""
-    from .proxy import unwrap
-
-    t = unwrap(t)
+    """The array sharing a Lua tensor's memory: numpy's for a CPU tensor, the CUDA array
+    module's (CuPy; numpy standing in) for a CUDA one. (luabridge.to_numpy takes proxies too.)"""
+    if lupa.lua_type(t) is None:
+        raise TypeError(f"interop.to_numpy expects a Lua tensor, got {type(t).__name__} "
+                        "(luabridge.to_numpy unwraps tensor proxies)")
     bridge().check_owned(t)
     return arrays_of(t).view(t)
 
@@ -129,9 +130,6 @@ def to_numpy(t: Any) -> Any:
 def to_host(t: Any) -> np.ndarray:
     """A numpy array with a Lua tensor's values: its memory for a CPU tensor, a host copy for a
     tensor on a device."""
-    from .proxy import unwrap
-
-    t = unwrap(t)
     return arrays_of(t).to_host(to_numpy(t))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,11 @@ from .dtypes import DTYPES, TYPE_OF_DTYPE  # noqa: F401  (TYPE_OF_DTYPE: for imp
 def split_address(addr: int) -> tuple[int, int]:
     """An address as two 32-bit halves, each exact as a Lua double."""
     return addr >> 32, addr & 0xFFFFFFFF
+
+
+def lua_list(table: Any) -> list:
+    """A 1-based Lua array as a Python list."""
+    return [table[i] for i in range(1, len(table) + 1)]
 
 
 def _address(array: np.ndarray) -> int:
@@ -125,3 +131,15 @@ class BufferRegistry:
             offset=int(offset) * item,
             strides=tuple(int(s) * item for s in strides),
         )
+
+    def storage_view(self, st: Any, type_name: str, offset: int, sizes, strides) -> np.ndarray:
+        """A view of elements of a Lua storage (a view storage sits at _baseoff into its root's
+        buffer)."""
+        return self.view(st._id, type_name, offset + st._baseoff, sizes, strides)
+
+    def tensor_view(self, t: Any) -> np.ndarray:
+        """A numpy view of a CPU Lua tensor (sharing memory; it keeps the buffer alive)."""
+        sizes = lua_list(t._sz)
+        if not t._st:
+            return np.empty(sizes or (0,), dtype=DTYPES[t._dt.name])
+        return self.storage_view(t._st, t._dt.name, t._off, sizes, lua_list(t._str))

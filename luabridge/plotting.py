@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .pyside import lua_list, tensor_view
+from .memory import lua_list
 
 if TYPE_CHECKING:
     from .runtime import Bridge
@@ -75,7 +75,7 @@ class Spec:
 
 def snapshot(bridge: "Bridge", fig: Any) -> Spec:
     def copy(t: Any) -> np.ndarray | None:
-        return None if t is None else np.array(tensor_view(bridge, t))
+        return None if t is None else np.array(bridge.buffers.tensor_view(t))
 
     series = [Series(copy(s.x), copy(s.y), copy(s.z), str(s.style), str(s.legend) or None)
               for s in (lua_list(fig.series) if fig.series is not None else [])]

@@ -15,6 +15,7 @@ from typing import Any
 from lupa import luajit21 as lupa
 import numpy as np
 
+from . import interop
 from .errors import LuaError
 from .runtime import bridge, foreign_objects_named
 
@@ -39,9 +40,7 @@ def unwrap(x: Any, synced: list | None = None) -> Any:
     if isinstance(x, LuaObject):
         return x._lua
     if isinstance(x, np.ndarray):
-        from .interop import from_numpy
-
-        return from_numpy(x)
+        return interop.from_numpy(x)
     if isinstance(x, np.generic):
         return x.item()
     if isinstance(x, (list, tuple)):
@@ -54,6 +53,12 @@ def unwrap(x: Any, synced: list | None = None) -> Any:
     if callable(x) and not isinstance(x, type):
         return callback(x)
     return x
+
+
+def to_numpy(t: Any) -> Any:
+    """The array sharing the memory of a Lua tensor or tensor proxy: numpy's for a CPU tensor,
+    the CUDA array module's (CuPy; numpy standing in) for a CUDA one."""
+    return interop.to_numpy(unwrap(t))
 
 
 def sync(synced: list) -> None:
@@ -256,9 +261,7 @@ class Tensor(LuaObject):
     __slots__ = ()
 
     def numpy(self) -> np.ndarray:
-        from .interop import to_numpy
-
-        return to_numpy(self._lua)
+        return interop.to_numpy(self._lua)
 
     @property
     def __array_interface__(self) -> dict:
@@ -266,9 +269,7 @@ class Tensor(LuaObject):
         return self.numpy().__array_interface__
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        from .interop import to_host
-
-        a = to_host(self._lua)
+        a = interop.to_host(self._lua)
         return a if dtype is None else a.astype(dtype)
 
     def __dlpack__(self, **kwargs: Any) -> Any:

@@ -5,7 +5,7 @@ import codecs
 import os
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lupa import luajit21
 
@@ -32,6 +32,9 @@ codecs.register(_find_codec)
 _thread = threading.local()
 _LUPA_FOREIGN = "cannot mix objects from different Lua runtimes"  # lupa's refusal
 _extra_paths: list[str] = []
+# What Lua calls back: each provider(bridge) -> {name: function}, registered at start-up by
+# luabridge/pyside.py (the backends, file, image and plot modules)
+_callback_providers: list[Callable[["Bridge"], dict[str, Any]]] = []
 
 
 class _ForeignObjectsNamed:
@@ -50,99 +53,6 @@ class _ForeignObjectsNamed:
 
 foreign_objects_named = _ForeignObjectsNamed()
 
-_BOOT = r"""
-local py, lua_dirs, library = ...
-rawset(_G, '__luabridge_py', py)
-local parts = {}
-for dir in lua_dirs:gmatch('[^;]+') do
-  parts[#parts + 1] = dir .. '/?.lua;' .. dir .. '/?/init.lua'
-end
-package.path = table.concat(parts, ';') .. ';' .. package.path
-
-local protected
-local library_source = '@' .. library .. '/'
-local full_traceback = os.getenv('LUABRIDGE_FULL_TRACEBACK') == '1'
-
--- 'user' (the caller's own Lua), 'C' (a named C function) or 'hidden': luabridge's Lua library
--- (torch7's C core, written in Lua here), LuaJIT's unnamed builtins (dofile's frame).
-local function frame_kind(info)
-  if info.what == 'C' then return info.namewhat ~= '' and 'C' or 'hidden' end
-  if info.source:sub(1, #library_source) == library_source then return 'hidden' end
-  return 'user'
-end
-
-local function frame_line(info)
-  local where = info.what == 'C' and '[C]' or info.short_src
-  if info.currentline > 0 then where = where .. ':' .. info.currentline end
-  if info.what == 'main' then return where .. ': in main chunk' end
-  if info.namewhat ~= '' then return where .. ": in function '" .. info.name .. "'" end
-  return where .. ': in function <' .. info.short_src .. ':' .. info.linedefined .. '>'
-end
-
--- The traceback of the user's frames, from `level` down to the call Python made: a C function
--- stays only between two user frames (require, pcall), long stacks keep their two ends.
-local function user_traceback(level)
-  local frames = {}
-  while true do
-    local info = debug.getinfo(level, 'Slnf')
-    if not info or info.func == protected then break end
-    frames[#frames + 1] = { kind = frame_kind(info), info = info }
-    level = level + 1
-  end
-  local lines, lastUser = {}, nil
-  for i, frame in ipairs(frames) do
-    if frame.kind == 'user' then
-      lastUser = i
-    elseif frame.kind == 'C' and lastUser then
-      local outer = frames[i + 1]
-      if not (outer and outer.kind == 'user') then frame.kind = 'hidden' end
-    else
-      frame.kind = 'hidden'
-    end
-    if frame.kind ~= 'hidden' then lines[#lines + 1] = '\t' .. frame_line(frame.info) end
-  end
-  if #lines == 0 then return '' end
-  if #lines > 22 then
-    local tail = { unpack(lines, #lines - 9) }
-    lines = { unpack(lines, 1, 12) }
-    lines[13] = '\t...'
-    for _, line in ipairs(tail) do lines[#lines + 1] = line end
-  end
-  return 'stack traceback:\n' .. table.concat(lines, '\n')
-end
-
--- Calls f(...) and returns true, results... or false, message, traceback.
-function protected(f, ...)
-  local tb
-  local function handler(e)
-    -- walking the frames in Lua needs more stack than an overflow leaves: then the whole stack
-    local overflow = type(e) == 'string' and e:find('stack overflow', 1, true)
-    tb = (full_traceback or overflow) and debug.traceback('', 2) or user_traceback(3)
-    return e
-  end
-  local r = { xpcall(f, handler, ...) }
-  if r[1] then return unpack(r, 1, table.maxn(r)) end
-  local e = r[2]
-  if type(e) ~= 'string' then
-    local ok, s = pcall(tostring, e)
-    e = ok and s or '(error object is not a string)'
-  end
-  -- an error blaming its caller names this wrapper when Python made the call: drop that place
-  e = e:gsub('^%[string "<python>"%]:%d+: ', '')
-  return false, e, tb
-end
-rawset(_G, '__luabridge_protected', protected)
-rawset(_G, '__luabridge_kind', function(x)
-  local mt = getmetatable(x)
-  if type(mt) ~= 'table' then return 'table' end
-  if rawget(mt, '__tensor') then return 'tensor' end
-  if rawget(mt, '__storage') then return 'storage' end
-  if rawget(mt, '__typename') then return 'object' end
-  return 'table'
-end)
-return protected
-"""
-
 
 class Bridge:
     """A thread's Lua runtime together with the Python state its Lua side calls back into."""
@@ -150,10 +60,13 @@ class Bridge:
     def __init__(self) -> None:
         self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True, encoding=STRING_ENCODING)
         self.buffers = BufferRegistry()
-        from . import pyside  # the functions Lua calls back
-
+        self.modules: dict[str, Any] = {}   # Lua modules the layers above keep (see `module`)
+        callbacks: dict[str, Any] = {}
+        for provider in _callback_providers:
+            callbacks.update(provider(self))
         dirs = [str(lua_dir()), *_extra_paths]
-        self._protected = self.lua.execute(_BOOT, pyside.table_for(self), ";".join(dirs), dirs[0])
+        boot = _loaded(self.lua.globals().loadfile(f"{dirs[0]}/luabridge/boot.lua"))
+        self._protected = boot(self.lua.table_from(callbacks), ";".join(dirs), dirs[0])
         self._lua_type = self.lua.globals().type
         env_path = os.environ.get("LUA_PATH")
         if env_path:
@@ -181,12 +94,26 @@ class Bridge:
     def load(self, code: str, chunkname: str) -> Any:
         return _loaded(self.lua.globals().loadstring(code, chunkname))
 
+    def module(self, name: str) -> Any:
+        """The Lua module `name` (required on first use): a per-runtime cache for the layers
+        above, which keep their Lua helpers here rather than by the id of a runtime."""
+        m = self.modules.get(name)
+        if m is None:
+            m = self.modules[name] = self.call(self.lua.globals().require, name)
+        return m
+
 
 def _loaded(result: Any) -> Any:
     """The function from loadstring/loadfile, or LuaError with the syntax message."""
     if isinstance(result, tuple):
         raise LuaError(str(result[1]))
     return result
+
+
+def provide_callbacks(provider: Callable[[Bridge], dict[str, Any]]) -> None:
+    """Adds functions for Lua to call (provider(bridge) -> {name: function}) to the
+    __luabridge_py table of every runtime created from now on."""
+    _callback_providers.append(provider)
 
 
 def bridge() -> Bridge:

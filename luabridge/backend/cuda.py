@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..dtypes import CUDA_NAMES, DTYPES, TYPE_OF_DTYPE
-from ..pyside import lua_list
+from ..interop import DEVICES, _span, from_array
+from ..memory import lua_list
+from ..runtime import bridge as _bridge
 
 if TYPE_CHECKING:
     from ..runtime import Bridge
@@ -594,9 +596,7 @@ def _backend(bridge: "Bridge") -> Backend:
 
 
 def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
-    """The functions lua/torch/backend/cuda/core.lua calls (see pyside.PROVIDERS)."""
-    from . import cuda_nn  # noqa: F401  (registers the nn modules' device passes as ops)
-
+    """The functions lua/torch/backend/cuda/core.lua calls (registered by luabridge/pyside.py)."""
     be = _backend(bridge)
     return {
         "cuda_alloc": be.alloc,
@@ -611,9 +611,7 @@ class DeviceArrays:
     dlpack_types = (2, 13)   # kDLCUDA, kDLCUDAManaged: what xp.from_dlpack takes
 
     def view(self, t: Any) -> Any:
-        from ..runtime import bridge
-
-        return _backend(bridge()).view(t)
+        return _backend(_bridge()).view(t)
 
     def to_host(self, x: Any) -> np.ndarray:
         return to_host(x)
@@ -621,13 +619,10 @@ class DeviceArrays:
     def share(self, x: Any) -> Any:
         """A Lua CUDA tensor sharing the memory of x: an array of the array module, or a DLPack
         producer on the device (taken by xp.from_dlpack)."""
-        from ..interop import _span, from_array
-        from ..runtime import bridge
-
         xp = array_module()
         if not isinstance(x, xp.ndarray):
             x = xp.from_dlpack(x)
-        b = bridge()
+        b = _bridge()
         g = b.lua.globals()
         if g.torch is None:
             b.call(g.require, "torch")
@@ -642,3 +637,4 @@ class DeviceArrays:
 
 ARRAYS = DeviceArrays()
 from_device_array = ARRAYS.share
+DEVICES["cuda"] = ARRAYS   # interop serves CUDA tensors through this provider from start-up on

@@ -1,0 +1,95 @@
+-- The start of every runtime (run by luabridge/runtime.py with loadfile, before package.path
+-- knows this tree): the Python callbacks as __luabridge_py, package.path over luabridge's Lua
+-- dirs, and the protected call Python makes every call through, which keeps the traceback of
+-- the user's frames only. Arguments: the callbacks table, the dirs joined by ';', the library
+-- dir (this tree).
+local py, lua_dirs, library = ...
+rawset(_G, '__luabridge_py', py)
+local parts = {}
+for dir in lua_dirs:gmatch('[^;]+') do
+  parts[#parts + 1] = dir .. '/?.lua;' .. dir .. '/?/init.lua'
+end
+package.path = table.concat(parts, ';') .. ';' .. package.path
+
+local protected
+local library_source = '@' .. library .. '/'
+local full_traceback = os.getenv('LUABRIDGE_FULL_TRACEBACK') == '1'
+
+-- 'user' (the caller's own Lua), 'C' (a named C function) or 'hidden': luabridge's Lua library
+-- (torch7's C core, written in Lua here), LuaJIT's unnamed builtins (dofile's frame).
+local function frame_kind(info)
+  if info.what == 'C' then return info.namewhat ~= '' and 'C' or 'hidden' end
+  if info.source:sub(1, #library_source) == library_source then return 'hidden' end
+  return 'user'
+end
+
+local function frame_line(info)
+  local where = info.what == 'C' and '[C]' or info.short_src
+  if info.currentline > 0 then where = where .. ':' .. info.currentline end
+  if info.what == 'main' then return where .. ': in main chunk' end
+  if info.namewhat ~= '' then return where .. ": in function '" .. info.name .. "'" end
+  return where .. ': in function <' .. info.short_src .. ':' .. info.linedefined .. '>'
+end
+
+-- The traceback of the user's frames, from `level` down to the call Python made: a C function
+-- stays only between two user frames (require, pcall), long stacks keep their two ends.
+local function user_traceback(level)
+  local frames = {}
+  while true do
+    local info = debug.getinfo(level, 'Slnf')
+    if not info or info.func == protected then break end
+    frames[#frames + 1] = { kind = frame_kind(info), info = info }
+    level = level + 1
+  end
+  local lines, lastUser = {}, nil
+  for i, frame in ipairs(frames) do
+    if frame.kind == 'user' then
+      lastUser = i
+    elseif frame.kind == 'C' and lastUser then
+      local outer = frames[i + 1]
+      if not (outer and outer.kind == 'user') then frame.kind = 'hidden' end
+    else
+      frame.kind = 'hidden'
+    end
+    if frame.kind ~= 'hidden' then lines[#lines + 1] = '\t' .. frame_line(frame.info) end
+  end
+  if #lines == 0 then return '' end
+  if #lines > 22 then
+    local tail = { unpack(lines, #lines - 9) }
+    lines = { unpack(lines, 1, 12) }
+    lines[13] = '\t...'
+    for _, line in ipairs(tail) do lines[#lines + 1] = line end
+  end
+  return 'stack traceback:\n' .. table.concat(lines, '\n')
+end
+
+-- Calls f(...) and returns true, results... or false, message, traceback.
+function protected(f, ...)
+  local tb
+  local function handler(e)
+    -- walking the frames in Lua needs more stack than an overflow leaves: then the whole stack
+    local overflow = type(e) == 'string' and e:find('stack overflow', 1, true)
+    tb = (full_traceback or overflow) and debug.traceback('', 2) or user_traceback(3)
+    return e
+  end
+  local r = { xpcall(f, handler, ...) }
+  if r[1] then return unpack(r, 1, table.maxn(r)) end
+  local e = r[2]
+  if type(e) ~= 'string' then
+    local ok, s = pcall(tostring, e)
+    e = ok and s or '(error object is not a string)'
+  end
+  -- an error blaming its caller names this wrapper when Python made the call: drop that place
+  e = e:gsub('^%[string "<python>"%]:%d+: ', '')
+  return false, e, tb
+end
+rawset(_G, '__luabridge_protected', protected)
+rawset(_G, '__luabridge_kind', function(x)
+  local mt = getmetatable(x)
+  if type(mt) ~= 'table' then return 'table' end
+  if rawget(mt, '__tensor') then return 'tensor' end
+  if rawget(mt, '__storage') then return 'storage' end
+  if rawget(mt, '__typename') then return 'object' end
+  return 'table'
+end)
+return protected
