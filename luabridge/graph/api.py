@@ -24,47 +24,6 @@ def initial_value(node: Node) -> Optional[np.ndarray]:
     return _INITIAL.get(node)
 
 
-_LUA = r"""
-local M = {}
-function M.build(spec)
-  require 'nn'
-  local f, err = loadstring('return ' .. spec, '=(lua_module)')
-  if not f then error('lua_module: ' .. err, 0) end
-  return f()
-end
-function M.describe(m, typename)
-  if not (torch.isTypeOf(m, 'nn.Module') or torch.isTypeOf(m, 'nn.Criterion')) then
-    error('lua_module: expected an nn module or criterion, got ' .. torch.type(m), 0)
-  end
-  m = m:type(typename)
-  local W = torch.isTypeOf(m, 'nn.Module') and m:parameters() or {}
-  local names = {}
-  for i, w in ipairs(W) do
-    names[i] = 'param' .. i
-    for k, v in pairs(m) do
-      if v == w and type(k) == 'string' then names[i] = k end
-    end
-  end
-  return m, torch.isTypeOf(m, 'nn.Criterion'), W, names, m:clone()
-end
-function M.probe(m, sizes, typename)
-  local x = torch.Tensor():type(typename):resize(torch.LongStorage(sizes)):zero()
-  return m:forward(x):size():totable()
-end
-return M
-"""
-_helpers: dict[int, Any] = {}
-
-
-def _lua() -> Any:
-    b = bridge()
-    h = _helpers.get(id(b))
-    if h is None:
-        b.call(b.lua.globals().require, "nn")
-        h = _helpers[id(b)] = b.call(b.load(_LUA, "=(luabridge.graph.api)"))
-    return h
-
-
 def lua_module(inputs: Union[Symbol, Sequence[Symbol]], module: Any, name: Optional[str] = None,
                dtype: str = "float32") -> Symbol:
     """One node running a Lua nn module (or criterion: inputs [input, target], output the loss).
@@ -74,7 +33,7 @@ def lua_module(inputs: Union[Symbol, Sequence[Symbol]], module: Any, name: Optio
     driven by the graph (its parameter tensors are re-pointed at the graph's variables)."""
     from .device import CPU
     b = bridge()
-    h = _lua()
+    h = b.module("luabridge.graph_module")
     ins = [inputs] if isinstance(inputs, Symbol) else list(inputs)
     m = b.call(h.build, module) if isinstance(module, str) else unwrap(module)
     typename = CPU.lua_type(dtype)

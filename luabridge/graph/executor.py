@@ -295,14 +295,8 @@ class Executor:
         return step
 
 
-_CLOSURES: dict[int, Any] = {}
-
-
 def _closures_module() -> Any:
     b = bridge()
-    m = _CLOSURES.get(id(b))
-    if m is None:
-        b.call(b.lua.globals().require, "nn")
-        m = _CLOSURES[id(b)] = b.call(b.lua.globals().require, "luabridge.closures")
-    return m
+    b.module("nn")   # the closures drive nn modules
+    return b.module("luabridge.closures")
 
