@@ -103,10 +103,6 @@ CASES: dict[str, list[tuple[str, Inputs]]] = {
         ("nn.MixtureTable()", lambda: [r(4, 3), r(4, 3, 5)]),
         ("nn.MixtureTable(3)", lambda: [r(4, 3), r(4, 5, 3)]),
     ],
-    "nn.Parallel": [
-        ("nn.Parallel(1, 1):add(nn.Linear(3, 2)):add(nn.Linear(3, 4))", lambda: r(2, 3)),
-        ("nn.Parallel(2, 2):add(nn.Linear(3, 2)):add(nn.Linear(3, 1))", lambda: r(5, 2, 3)),
-    ],
     "nn.Bottle": [
         ("nn.Bottle(nn.Linear(3, 2))", lambda: r(4, 5, 3)),
         ("nn.Bottle(nn.Linear(3, 2))", lambda: r(5, 3)),
@@ -182,7 +178,7 @@ def test_every_table_converter_has_a_case() -> None:
 def test_parameters_are_copies_of_the_lua_weights() -> None:
     lua = luabridge.nn.ConcatTable().add(luabridge.nn.Linear(4, 3))
     model = convert(lua)
-    weight = model.branches[0].weight
+    weight = model.get_parameter("1.weight")
     np.testing.assert_array_equal(weight.detach().numpy(), np.asarray(lua.modules[0].weight))
     with torch.no_grad():
         weight.add_(1)

@@ -1,5 +1,5 @@
-"""Converters of torch7's table layers (and the containers Parallel and Bottle) to the modules
-of `tables`; children convert through `Context.child` under their 1-based index."""
+"""Converters of torch7's table layers (and the decorator Bottle) to the modules of `tables`;
+children convert through `Context.child` under their 1-based index (nn.Parallel: convert_layers)."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -47,11 +47,6 @@ def _map_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
     if _field(m, "shared") is False:
         raise ctx.fail(m, "has unshared clones (shared = false), which the conversion cannot keep")
     return tables.MapTable(ctx.child(m.module, 1))
-
-
-@converter("nn.Parallel")
-def _parallel(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.Parallel(_children(m, ctx), int(m.inputDimension), int(m.outputDimension))
 
 
 @converter("nn.Bottle")

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .tables import Branches
+
 Target = Any  # a tensor, or a number where the torch7 criterion takes one
 
 
@@ -227,27 +229,28 @@ class DistanceRatioCriterion(nn.Module):
         return loss / x.shape[0] if self.size_average else loss
 
 
-class ParallelCriterion(nn.Module):
-    """nn.ParallelCriterion: sum_i w_i criterion_i(input[i], target[i] or the one target)."""
+class ParallelCriterion(Branches):
+    """nn.ParallelCriterion: sum_i w_i criterion_i(input[i], target[i] or the one target), the
+    criterions named "1", "2"... as in torch7."""
 
     def __init__(self, criterions: Sequence[nn.Module], weights: Sequence[float], repeat_target: bool) -> None:
-        super().__init__()
-        self.criterions, self.weights, self.repeat_target = nn.ModuleList(criterions), list(weights), repeat_target
+        super().__init__(criterions)
+        self.weights, self.repeat_target = list(weights), repeat_target
 
     def forward(self, input: list[Any], target: Any) -> Tensor:
         return sum(w * c(input[i], target if self.repeat_target else target[i])
-                   for i, (c, w) in enumerate(zip(self.criterions, self.weights)))
+                   for i, (c, w) in enumerate(zip(self.children(), self.weights)))
 
 
-class MultiCriterion(nn.Module):
+class MultiCriterion(Branches):
     """nn.MultiCriterion: sum_i w_i criterion_i(input, target)."""
 
     def __init__(self, criterions: Sequence[nn.Module], weights: Sequence[float]) -> None:
-        super().__init__()
-        self.criterions, self.weights = nn.ModuleList(criterions), list(weights)
+        super().__init__(criterions)
+        self.weights = list(weights)
 
     def forward(self, input: Any, target: Any) -> Tensor:
-        return sum(w * c(input, target) for c, w in zip(self.criterions, self.weights))
+        return sum(w * c(input, target) for c, w in zip(self.children(), self.weights))
 
 
 class CriterionTable(nn.Module):

@@ -35,37 +35,39 @@ def _like(x: Tensor, ref: Tensor) -> Tensor:
     return x.reshape(ref.shape)
 
 
-class ConcatTable(nn.Module):
+class Branches(nn.Module):
+    """A container whose children are named by torch7's 1-based index ("1", "2"...), as
+    LuaModule and the converted Sequential name them (so parameters read "2.weight")."""
+
+    def __init__(self, branches: Sequence[nn.Module]) -> None:
+        super().__init__()
+        for i, branch in enumerate(branches, start=1):
+            self.add_module(str(i), branch)
+
+
+class ConcatTable(Branches):
     """nn.ConcatTable: every branch gets the same input; the output lists their outputs."""
 
-    def __init__(self, branches: Sequence[nn.Module]) -> None:
-        super().__init__()
-        self.branches = nn.ModuleList(branches)
-
     def forward(self, x: Any) -> Table:
-        return [branch(x) for branch in self.branches]
+        return [branch(x) for branch in self.children()]
 
 
-class ParallelTable(nn.Module):
+class ParallelTable(Branches):
     """nn.ParallelTable: branch i gets entry i of the input list."""
 
-    def __init__(self, branches: Sequence[nn.Module]) -> None:
-        super().__init__()
-        self.branches = nn.ModuleList(branches)
-
     def forward(self, xs: Table) -> Table:
-        return [branch(x) for branch, x in zip(self.branches, xs)]
+        return [branch(x) for branch, x in zip(self.children(), xs)]
 
 
-class MapTable(nn.Module):
-    """nn.MapTable with shared parameters: one module applied to every entry."""
+class MapTable(Branches):
+    """nn.MapTable with shared parameters: one module (child "1") applied to every entry."""
 
     def __init__(self, inner: nn.Module) -> None:
-        super().__init__()
-        self.inner = inner
+        super().__init__([inner])
 
     def forward(self, xs: Table) -> Table:
-        return [self.inner(x) for x in xs]
+        inner = self.get_submodule("1")
+        return [inner(x) for x in xs]
 
 
 class CAddTable(nn.Module):
@@ -281,34 +283,21 @@ class MixtureTable(nn.Module):
         return (gater.reshape(shape) * experts).sum(dim - 1)
 
 
-class Parallel(nn.Module):
-    """nn.Parallel(inputDimension, outputDimension): branch i gets slice i of the input along
-    inputDimension; the outputs are joined along outputDimension (both 1-based)."""
-
-    def __init__(self, branches: Sequence[nn.Module], input_dim: int, output_dim: int) -> None:
-        super().__init__()
-        self.branches = nn.ModuleList(branches)
-        self.input_dim, self.output_dim = input_dim, output_dim
-
-    def forward(self, x: Tensor) -> Tensor:
-        slices = x.unbind(self.input_dim - 1)
-        return torch.cat([branch(s) for branch, s in zip(self.branches, slices)], self.output_dim - 1)
-
-
-class Bottle(nn.Module):
-    """nn.Bottle(module, nInputDim, nOutputDim): the module, made for nInputDim-D inputs, run on
-    inputs with more dims, the leading ones folded into the first and unfolded in the output."""
+class Bottle(Branches):
+    """nn.Bottle(module, nInputDim, nOutputDim): the module (child "1"), made for nInputDim-D
+    inputs, run on inputs with more dims, the leading ones folded into the first and unfolded in
+    the output."""
 
     def __init__(self, inner: nn.Module, n_input_dim: int = 2, n_output_dim: int | None = None) -> None:
-        super().__init__()
-        self.inner, self.n_input_dim = inner, n_input_dim
-        self.n_output_dim = n_output_dim or n_input_dim
+        super().__init__([inner])
+        self.n_input_dim, self.n_output_dim = n_input_dim, n_output_dim or n_input_dim
 
     def forward(self, x: Tensor) -> Tensor:
+        inner = self.get_submodule("1")
         lead = x.dim() - self.n_input_dim   # the dims folded into the module's first
         if lead <= 0:
-            return self.inner(x)
-        y = self.inner(x.reshape(-1, *x.shape[lead + 1:]))
+            return inner(x)
+        y = inner(x.reshape(-1, *x.shape[lead + 1:]))
         return y.reshape(*x.shape[:lead], -1, *y.shape[1:])
 
 
