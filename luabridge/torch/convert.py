@@ -15,8 +15,7 @@ import numpy as np
 import torch
 
 from .. import eval as lua_eval
-from .. import require, wrap
-from ..interop import to_numpy
+from .. import require, to_numpy, wrap
 from ..proxy import LuaObject
 from .module import LuaModule
 
@@ -67,7 +66,9 @@ def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
     typename = module._typename()
     fn = CONVERTERS.get(typename)
     if fn is not None:
-        return fn(module, ctx)
+        out = fn(module, ctx)
+        out.training = module._lua["train"] is not False   # this module's own mode (children keep theirs)
+        return out
     if ctx.strict:
         raise ConversionError(typename, ctx.path)
     return LuaModule(module)
@@ -109,15 +110,3 @@ def _register() -> None:
             if e.name != f"{__package__}.{name}":
                 raise
     _registered = True
-
-
-@converter("nn.Linear")
-def _linear(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    weight = tensor(m.weight)
-    bias = m._lua["bias"]
-    out = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, dtype=weight.dtype)
-    with torch.no_grad():
-        out.weight.copy_(weight)
-        if bias is not None:
-            out.bias.copy_(tensor(bias))
-    return out
