@@ -162,10 +162,10 @@ def test_backward_after_a_random_forward_is_refused():
 
 def test_bad_inputs_are_clear_errors():
     lua = LuaModule("nn.Linear(4, 3)")
-    with pytest.raises(TypeError, match="torch.float32 but the module's parameters are torch.float64"):
+    with pytest.raises(TypeError, match="input is torch.float32 but the module's tensors are torch.float64"):
         lua(torch.randn(2, 4))
-    with pytest.raises(TypeError, match="takes a torch tensor"):
-        lua([torch.randn(2, 4, dtype=D)])
+    with pytest.raises(TypeError, match="torch tensors or nested lists/tuples of them, got str"):
+        lua("x")
     with pytest.raises(TypeError, match="Lua nn module or its constructor string"):
         LuaModule(3)
 

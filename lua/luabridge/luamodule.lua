@@ -1,0 +1,88 @@
+-- The Lua half of luabridge.torch.LuaModule (luabridge/torch/module.py): tensors over memory that
+-- Python registered (PyTorch tensors), one call per forward and one per backward, and a record
+-- of where the tensors that Python views lie, so that Python rebuilds its views only when they
+-- moved (a module reuses its output and gradInput buffers from call to call).
+require 'torch'
+local M = {}
+
+-- A tensor of type typeName ('Double') over buffer `id` (address halves hi, lo; n elements from
+-- the tensor's first one), with dim sizes then dim strides. Python computed n from them, so the
+-- view is valid by construction and skips the constructor's checks.
+function M.tensor(typeName, id, hi, lo, n, dim, ...)
+  local sizes, strides = {}, {}
+  for d = 1, dim do
+    sizes[d], strides[d] = (select(d, ...)), (select(dim + d, ...))
+  end
+  local storage = torch._storageFromBuffer(typeName, id, hi, lo, n)
+  return torch._makeTensor(torch.getmetatable('torch.' .. typeName .. 'Tensor'), storage, 0, sizes, strides)
+end
+
+-- Records, at rec[i], where tensor t lies; true when that differs from what rec[i] held.
+local function moved(rec, i, t)
+  local r = rec[i]
+  local dim = t:dim()
+  if r and type(r) == 'table' and r.data == t:data() and r.type == torch.typename(t) and r.dim == dim then
+    local same = true
+    for d = 1, dim do
+      if r[d] ~= t:size(d) or r[-d] ~= t:stride(d) then same = false; break end
+    end
+    if same then return false end
+  end
+  r = { data = t:data(), type = torch.typename(t), dim = dim }
+  for d = 1, dim do r[d], r[-d] = t:size(d), t:stride(d) end
+  rec[i] = r
+  return true
+end
+
+-- Walks value (a tensor, a table of them, nested, or nil) in order, recording each tensor and
+-- each table's length in rec from position i; returns the next position and whether anything moved.
+local function walk(rec, i, value)
+  if torch.isTensor(value) then return i + 1, moved(rec, i, value) end
+  local n = type(value) == 'table' and #value or -1   -- -1: nil or a non-tensor value
+  local changed = rec[i] ~= n
+  rec[i] = n
+  i = i + 1
+  for k = 1, n do
+    local c
+    i, c = walk(rec, i, value[k])
+    changed = changed or c
+  end
+  return i, changed
+end
+
+-- A record: whether value lies where it did when rec last saw it (its tensors and tables' shape).
+function M.moved(rec, value)
+  local last, changed = walk(rec, 1, value)
+  if rec[last] ~= nil then   -- the previous value was longer
+    for k = last, #rec do rec[k] = nil end
+    changed = true
+  end
+  return changed
+end
+
+-- The state of one LuaModule: the module, the gradient tensors in the order of the Parameters,
+-- and a record for each value Python views.
+function M.state(module, grads)
+  return { module = module, grads = grads, output = {}, gradInput = {}, gradRecord = {} }
+end
+
+function M.forward(state, input)
+  local output = state.module:forward(input)
+  return output, M.moved(state.output, output)
+end
+
+-- updateGradInput, and with params the parameters' gradients alone (zeroed first: PyTorch adds
+-- them up itself).
+function M.backward(state, input, gradOutput, params)
+  local m = state.module
+  if not params then
+    local gradInput = m:updateGradInput(input, gradOutput)
+    return gradInput, M.moved(state.gradInput, gradInput), false
+  end
+  local grads = state.grads
+  for i = 1, #grads do grads[i]:zero() end
+  local gradInput = m:backward(input, gradOutput, 1)
+  return gradInput, M.moved(state.gradInput, gradInput), M.moved(state.gradRecord, grads)
+end
+
+return M
