@@ -12,10 +12,7 @@ Shape = Optional[tuple]
 
 def kernel(expr: str) -> LuaCompute:
     """A compute factory returning `expr`, a closure made by lua/luabridge/kernels.lua (K)."""
-    return LuaCompute("function(x, y, kwarg)\n"
-                      "  local K = require 'luabridge.kernels'\n"
-                      f"  return {expr}\n"
-                      "end")
+    return LuaCompute(f"function(x, y, kwarg) local K = require 'luabridge.kernels'; return {expr} end")
 
 
 def register_all(op: Op, *aliases: str) -> Op:

@@ -9,11 +9,9 @@ from ..registry import LuaModule, Op, parse_bool, parse_int, parse_tuple
 from ..symbol import Node
 from ._util import fmt_shape, kernel, make, no_gradient, register_all, same_shape
 
-_TUPLE = "local tuple = require('luabridge.closures').tuple\n"
-
-
-def _module(source: str, **kw) -> LuaModule:
-    return LuaModule(f"function(ishape, kwarg)\n{source}\nend", **kw)
+def _module(op: str, **kw) -> LuaModule:
+    """The op's nn module, built by lua/luabridge/nn_ops.lua's function of that name."""
+    return LuaModule(f"require('luabridge.nn_ops').{op}", **kw)
 
 
 def _with_bias(default: bool = True):
@@ -33,10 +31,8 @@ def _need(shape, ndim: int, what: str, op: str) -> None:
 
 
 # ---- activations ----
-for _name, _module_ctor, _outputs in (("softmax", "nn.SoftMax()", True), ("relu", "nn.ReLU()", True),
-                                      ("tanh", "nn.Tanh()", True)):
-    register_all(Op(_name, infer_shape=same_shape,
-                    compute=_module(f"  return {_module_ctor}", need_outputs=_outputs)))
+for _name in ("softmax", "relu", "tanh"):
+    register_all(Op(_name, infer_shape=same_shape, compute=_module(_name, need_outputs=True)))
 
 
 # ---- linear ----
@@ -60,10 +56,7 @@ def _linear_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
 
 _num, _names = _with_bias()
 register_all(Op("linear", num_inputs=_num, input_names=_names, infer_shape=_linear_shape,
-                compute=_module("""  local w = ishape[2]
-  local m = nn.Linear(w[2], w[1])
-  if #ishape == 2 then m:noBias() end
-  return m""")))
+                compute=_module("linear")))
 
 
 # ---- pad ----
@@ -78,8 +71,7 @@ def _pad_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
     return ins, [tuple(out)]
 
 
-register_all(Op("pad", infer_shape=_pad_shape, compute=_module(
-    "  return nn.Padding(tonumber(kwarg.dim or 0) + 1, tonumber(kwarg.pad or 0))")))
+register_all(Op("pad", infer_shape=_pad_shape, compute=_module("pad")))
 
 
 # ---- convolution and pooling ----
@@ -143,26 +135,11 @@ def _pool_shape(op: str):
     return infer
 
 
-_WINDOW_LUA = _TUPLE + """  local k, s = tuple(kwarg.ksize, {1, 1, 1, 1}), tuple(kwarg.strides, {1, 1, 1, 1})
-  local kH, kW, dH, dW = k[2], k[3], s[2], s[3]
-  local same = (kwarg.padding or 'SAME') == 'SAME'
-  local padH, padW = same and math.floor((kH - 1) / 2) or 0, same and math.floor((kW - 1) / 2) or 0
-"""
-
 _num, _names = _with_bias()
 register_all(Op("conv2d", num_inputs=_num, input_names=_names, infer_shape=_conv_shape,
-                compute=_module(_TUPLE + """  local w, s = ishape[2], tuple(kwarg.strides, {1, 1, 1, 1})
-  local kH, kW = w[3], w[4]
-  local same = (kwarg.padding or 'SAME') == 'SAME'
-  local padH, padW = same and math.floor((kH - 1) / 2) or 0, same and math.floor((kW - 1) / 2) or 0
-  local m = nn.SpatialConvolution(w[2], w[1], kW, kH, s[3], s[2], padW, padH)
-  if #ishape == 2 then m:noBias() end
-  return m""", need_outputs=False)))
-
-register_all(Op("max_pool", infer_shape=_pool_shape("max_pool"), compute=_module(
-    _WINDOW_LUA + "  return nn.SpatialMaxPooling(kW, kH, dW, dH, padW, padH)")))
-register_all(Op("avg_pool", infer_shape=_pool_shape("avg_pool"), compute=_module(
-    _WINDOW_LUA + "  return nn.SpatialAveragePooling(kW, kH, dW, dH, padW, padH)")))
+                compute=_module("conv2d", need_outputs=False)))
+register_all(Op("max_pool", infer_shape=_pool_shape("max_pool"), compute=_module("max_pool")))
+register_all(Op("avg_pool", infer_shape=_pool_shape("avg_pool"), compute=_module("avg_pool")))
 
 
 # ---- batch normalization ----
@@ -177,9 +154,7 @@ def _bn_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
 
 # batch statistics (training mode, as tinyflow); the running averages stay in the module
 register_all(Op("batch_normalization", num_inputs=3, input_names=("data", "gamma", "beta"),
-                infer_shape=_bn_shape, compute=_module("""  local n = ishape[1][2]
-  if #ishape[1] == 4 then return nn.SpatialBatchNormalization(n) end
-  return nn.BatchNormalization(n)""")))
+                infer_shape=_bn_shape, compute=_module("batch_normalization")))
 
 
 # ---- the criterion ----
@@ -194,19 +169,11 @@ def _xent_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
     return [logits, (logits[0],)], [(1,)]
 
 
-# CrossEntropyCriterion (mean over the batch) on 0-based labels: the target is shifted into a
-# buffer of the module's before each call
+# CrossEntropyCriterion (mean over the batch) on 0-based labels
 register_all(Op("mean_sparse_softmax_cross_entropy_with_logits", num_inputs=2,
                 input_names=("data", "label"), infer_shape=_xent_shape, hint="cross_entropy",
-                compute=_module("""  local m = nn.CrossEntropyCriterion()
-  local shifted = torch.Tensor()
-  local forward, backward = m.updateOutput, m.updateGradInput
-  local function oneBased(target)
-    return shifted:resize(target:size()):copy(target):add(1)
-  end
-  function m:updateOutput(input, target) return forward(self, input, oneBased(target)) end
-  function m:updateGradInput(input, target) return backward(self, input, oneBased(target)) end
-  return m""", criterion=True, need_outputs=False)))
+                compute=_module("mean_sparse_softmax_cross_entropy_with_logits", criterion=True,
+                                need_outputs=False)))
 
 
 # ---- flatten ----
