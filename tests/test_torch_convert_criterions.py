@@ -204,3 +204,14 @@ def test_size_average_set_after_construction_is_read() -> None:
     assert abs(summed - lua.forward(x, t)) <= 1e-10
     logp = x - np.log(np.exp(x).sum(1, keepdims=True))
     assert abs(summed + logp[np.arange(6), t.astype(int) - 1].sum()) <= 1e-10   # 1-based targets
+
+
+@pytest.mark.parametrize("ctor,target", [
+    ("nn.ClassNLLCriterion()", [1.0, 0.0]),           # 0 is no class in torch7
+    ("nn.CrossEntropyCriterion()", [1.0, 4.0]),
+    ("nn.MultiMarginCriterion()", [1.5, 2.0]),
+])
+def test_class_targets_out_of_range_name_the_one_based_range(ctor: str, target: list[float]) -> None:
+    model = convert(ctor)
+    with pytest.raises(IndexError, match=r"target .* out of range, expected a class index in \[1, 3\]"):
+        model(torch.zeros(2, 3, dtype=torch.float64), torch.tensor(target))

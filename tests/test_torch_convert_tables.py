@@ -194,3 +194,13 @@ def test_unconvertible_settings_and_children_name_their_path() -> None:
         convert("nn.MapTable(nn.Linear(2, 2), false)")
     with pytest.raises(ConversionError, match=r"nn.SelectTable at 1 selects key 'x'"):
         convert("nn.ConcatTable():add(nn.SelectTable('x'))")
+
+
+def test_bad_inputs_name_the_module() -> None:
+    x = [torch.zeros(2), torch.zeros(3)]
+    with pytest.raises(IndexError, match="SelectTable: index 3 does not exist in an input list of 2 entries"):
+        convert("nn.SelectTable(3)")(x)
+    with pytest.raises(IndexError, match="NarrowTable: entries 2 to 3 out of range of an input list of 2 entries"):
+        convert("nn.NarrowTable(2, 2)")(x)
+    with pytest.raises(IndexError, match="JoinTable: dimension 3 out of range for a 1D input"):
+        convert("nn.JoinTable(3)")(x)

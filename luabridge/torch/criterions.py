@@ -3,8 +3,8 @@
 `forward(input, target)` returns the loss as a 0-d tensor (torch7 returns a number); table
 inputs are lists. Targets are the ones the Lua criterion takes, so the same tensors feed both:
 class indices stay torch7's **1-based** indices, of any dtype (a DoubleTensor of labels works),
-shifted to PyTorch's 0-based ones inside; a target needs only the input's element count, as in
-torch7. `size_average=False` (torch7's sizeAverage) sums instead of averaging. Where a
+shifted to PyTorch's 0-based ones inside (after a range check whose error names the 1-based
+range); an elementwise target needs only the input's element count, as in torch7. `size_average=False` (torch7's sizeAverage) sums instead of averaging. Where a
 torch.nn.functional loss computes torch7's numbers it does the work; the others are written
 out with torch7's constants (eps in BCE's logs).
 """
@@ -25,9 +25,17 @@ def reduction(size_average: bool) -> str:
     return "mean" if size_average else "sum"
 
 
-def zero_based(target: Target) -> Tensor:
-    """torch7's 1-based class indices (any dtype, or a number) as PyTorch's 0-based longs."""
-    return torch.as_tensor(target).long() - 1
+def zero_based(owner: nn.Module, target: Target, n_classes: int, allowed: int | None = None) -> Tensor:
+    """torch7's 1-based class indices (any dtype, or a number) as PyTorch's 0-based longs, after
+    checking them against [1, n_classes] (`allowed`: one more value taken, e.g. ignoreIndex)."""
+    t = torch.as_tensor(target)
+    bad = (t < 1) | (t > n_classes) | (t != t.floor() if t.is_floating_point() else False)
+    if allowed is not None:
+        bad &= t != allowed
+    if bad.any():
+        raise IndexError(f"{type(owner).__name__}: target {t[bad].reshape(-1)[0].item()} out of range, "
+                         f"expected a class index in [1, {n_classes}] (torch7's 1-based classes)")
+    return t.long() - 1
 
 
 def target_like(target: Target, input: Tensor) -> Tensor:
@@ -115,7 +123,7 @@ class ClassSimplexCriterion(nn.Module):
         self.register_buffer("simplex", simplex)
 
     def forward(self, input: Tensor, target: Target) -> Tensor:
-        vertices = self.simplex[zero_based(target)].to(input.dtype)
+        vertices = self.simplex[zero_based(self, target, self.simplex.shape[0])].to(input.dtype)
         return F.mse_loss(input, vertices.reshape(input.shape), reduction=self.reduction)
 
 
@@ -132,7 +140,8 @@ class ClassNLLCriterion(nn.Module):
         self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Target) -> Tensor:
-        t = zero_based(target)
+        n_classes = input.shape[1] if input.dim() == 4 else input.shape[-1]
+        t = zero_based(self, target, n_classes, self.ignore_index)
         if self.scores:
             input, t = input.squeeze(), t.squeeze()
             input = F.log_softmax(input, -1)
@@ -153,7 +162,7 @@ class MultiMarginCriterion(nn.Module):
         self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Target) -> Tensor:
-        t = zero_based(target).reshape(() if input.dim() == 1 else (-1,))
+        t = zero_based(self, target, input.shape[-1]).reshape(() if input.dim() == 1 else (-1,))
         return F.multi_margin_loss(input, t, self.p, self.margin, self.weight, reduction=self.reduction)
 
 
@@ -165,7 +174,8 @@ class MultiLabelMarginCriterion(nn.Module):
         self.reduction = reduction(size_average)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.multilabel_margin_loss(input, zero_based(target).reshape(input.shape), reduction=self.reduction)
+        t = zero_based(self, target, input.shape[-1], allowed=0)   # 0 ends a row's list
+        return F.multilabel_margin_loss(input, t.reshape(input.shape), reduction=self.reduction)
 
 
 def _label(y: Target, x: Tensor) -> Tensor:

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 Table = list  # a torch7 table: a list of tensors or of nested lists
 
 
-def torch7_dim(dimension: int, n_input_dims: int | None, ndim: int) -> int:
+def torch7_dim(owner: nn.Module, dimension: int, n_input_dims: int | None, ndim: int) -> int:
     """The 0-based dim of JoinTable's / SplitTable's 1-based `dimension` for an ndim-D input:
     negative counts from the end; with n_input_dims, an input with one more dim is a batch and the
     dim moves one right."""
@@ -26,7 +26,7 @@ def torch7_dim(dimension: int, n_input_dims: int | None, ndim: int) -> int:
     elif n_input_dims and ndim == n_input_dims + 1:
         d += 1
     if not 1 <= d <= ndim:
-        raise IndexError(f"dimension {dimension} out of range for a {ndim}D input")
+        raise IndexError(f"{type(owner).__name__}: dimension {dimension} out of range for a {ndim}D input")
     return d - 1
 
 
@@ -120,7 +120,7 @@ class JoinTable(nn.Module):
         self.dimension, self.n_input_dims = dimension, n_input_dims
 
     def forward(self, xs: Table) -> Tensor:
-        return torch.cat(xs, torch7_dim(self.dimension, self.n_input_dims, xs[0].dim()))
+        return torch.cat(xs, torch7_dim(self, self.dimension, self.n_input_dims, xs[0].dim()))
 
 
 class SplitTable(nn.Module):
@@ -131,7 +131,7 @@ class SplitTable(nn.Module):
         self.dimension, self.n_input_dims = dimension, n_input_dims
 
     def forward(self, x: Tensor) -> Table:
-        return list(x.unbind(torch7_dim(self.dimension, self.n_input_dims, x.dim())))
+        return list(x.unbind(torch7_dim(self, self.dimension, self.n_input_dims, x.dim())))
 
 
 class SelectTable(nn.Module):
@@ -142,6 +142,8 @@ class SelectTable(nn.Module):
         self.index = index
 
     def forward(self, xs: Table) -> Any:
+        if not -len(xs) <= self.index <= len(xs):
+            raise IndexError(f"SelectTable: index {self.index} does not exist in an input list of {len(xs)} entries")
         return xs[self.index if self.index < 0 else self.index - 1]
 
 
@@ -153,7 +155,11 @@ class NarrowTable(nn.Module):
         self.offset, self.length = offset, length
 
     def forward(self, xs: Table) -> Table:
-        return list(xs[self.offset - 1:self.offset - 1 + self.length])
+        last = self.offset + self.length - 1
+        if self.offset < 1 or last > len(xs):
+            raise IndexError(f"NarrowTable: entries {self.offset} to {last} out of range of an input list "
+                             f"of {len(xs)} entries")
+        return list(xs[self.offset - 1:last])
 
 
 def _flatten(x: Any, into: list[Tensor]) -> list[Tensor]:
