@@ -19,7 +19,7 @@ import numpy as np
 from .errors import LuaError
 from .interop import from_array, from_numpy
 from .memory import TYPE_OF_DTYPE
-from .proxy import LuaObject, call
+from .proxy import LuaObject, call, unwrap
 from .runtime import bridge, require
 from .t7 import FORMATS, flat_of_root, view_of_root
 
@@ -62,6 +62,17 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
     ``functions='skip'`` reads Lua functions as None, ``functions='load'`` loads them (trusted
     files only; refused by default). Errors (missing file, corrupt or hostile contents, a file
     that is not a .t7, which says what it looks like) raise LuaError naming the file."""
+    return _loading(path, format, options, call)
+
+
+def load_value(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
+    """As `load`, but the Lua value itself (lupa's objects for tables, tensors and instances),
+    for readers that keep the identity of tables (luabridge.torch.load_lua)."""
+    return _loading(path, format, options, lambda fn, *args: bridge().call(fn, *(unwrap(a) for a in args)))
+
+
+def _loading(path: str | os.PathLike, format: str, options: dict, run: Any) -> Any:
+    """torch.load through run(fn, *args), requiring nn, then nngraph, when the file needs them."""
     path = os.fspath(path)
     _checked(path, format, "load")
     if not os.path.isfile(path):
@@ -69,7 +80,7 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
     args = (path, format, True, options) if options else (path, format)
     while True:
         try:
-            return call(_torch_function("load"), *args)
+            return run(_torch_function("load"), *args)
         except LuaError as e:
             package = _package_for(e)
             if package is None:

@@ -1,0 +1,86 @@
+"""`load_lua`: a Torch7 file as PyTorch values, as PyTorch 0.4's
+``torch.utils.serialization.load_lua`` gave them.
+
+The file is read by Lua's torch.load (`luabridge.load`); then tensors become torch tensors
+over the same memory (no copy: tensors sharing a storage share it still), storages 1-D torch
+tensors over their memory (PyTorch's typed storages are deprecated), nn modules
+`LuaModule`s (live Lua modules, run by Lua), plain tables lists (keys exactly 1..n, n >= 1) or
+dicts (keys Python cannot hash, such as tables, wrapped in `luabridge.t7.Key`), and other
+Torch class instances (criterions, nngraph nodes, classes read with
+``unknownClasses='table'`` stay dicts with ``__typename``) `luabridge.t7.TorchObject`s of
+their fields. Numbers, strings, booleans come as Python's; Lua functions (read only with
+``functions='load'``) as luabridge function proxies. Shared and cyclic references stay so.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from lupa import luajit21 as lupa
+import numpy as np
+import torch
+
+from ..interop import to_numpy
+from ..persist import load_value
+from ..proxy import _kind, wrap
+from ..runtime import bridge
+from ..t7 import Key, TorchObject
+from .module import LuaModule
+
+
+def _tensor(t: Any) -> torch.Tensor:
+    """A torch tensor over a Lua tensor's memory (a CUDA one through DLPack)."""
+    a = to_numpy(t)
+    return torch.from_numpy(a) if isinstance(a, np.ndarray) else torch.from_dlpack(a)
+
+
+class _Converter:
+    """Turns Lua values into PyTorch ones, each Lua table, tensor or object once (memo keyed by
+    torch.pointer), so shared references and cycles carry over."""
+
+    def __init__(self) -> None:
+        self.g = bridge().lua.globals()
+        self.memo: dict[int, Any] = {}
+
+    def value(self, x: Any) -> Any:
+        kind = _kind(x)
+        if kind == "other":
+            return wrap(x)   # numbers, strings, booleans, nil; functions (functions='load')
+        key = self.g.torch.pointer(x)
+        if key not in self.memo:
+            self.memo[key] = self.fresh(x, kind, key)
+        return self.memo[key]
+
+    def fresh(self, x: Any, kind: str, key: int) -> Any:
+        """The conversion of a Lua table, tensor, storage or object met for the first time; a
+        container enters the memo before its contents, which may refer to it."""
+        if kind == "tensor":
+            return _tensor(x)
+        if kind == "storage":
+            tensor_class = str(self.g.torch.typename(x)).split(".")[1].replace("Storage", "Tensor")
+            return _tensor(self.g.torch[tensor_class](x))
+        if kind == "object" and self.g.torch.isTypeOf(x, "nn.Module"):
+            return LuaModule(wrap(x))
+        keys = list(x.keys())
+        n = len(keys)
+        if kind == "table" and n and all(type(k) is int and 1 <= k <= n for k in keys):
+            out: Any = [None] * n
+            self.memo[key] = out
+            for i in range(n):
+                out[i] = self.value(x[i + 1])
+            return out
+        out = TorchObject(str(self.g.torch.typename(x))) if kind == "object" else {}
+        self.memo[key] = out
+        fields = out.fields if kind == "object" else out
+        for k, v in x.items():
+            k = self.value(k)
+            fields[Key(k) if isinstance(k, (dict, list, torch.Tensor)) else k] = self.value(v)
+        return out
+
+
+def load_lua(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
+    """The object a Torch7 file holds, as PyTorch values (see the module's doc): tensors as torch
+    tensors sharing the loaded memory, nn modules as `LuaModule`s, tables as lists or dicts.
+    `format` and `options` go to `luabridge.load` (``unknownClasses='table'``,
+    ``functions='skip'`` or ``'load'``); its errors (LuaError naming the file) pass through."""
+    return _Converter().value(load_value(path, format, **options))
