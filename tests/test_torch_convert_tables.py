@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import luabridge  # noqa: E402
 from luabridge.torch import convert_tables  # noqa: E402,F401 - registers the converters
 from luabridge.torch.convert import CONVERTERS, ConversionError, convert  # noqa: E402
+from luabridge.torch.module import LuaModule  # noqa: E402
 
 rng = np.random.default_rng(13)
 
@@ -175,9 +176,13 @@ def test_every_table_converter_has_a_case() -> None:
     assert mine - set(CASES) == set(), "converters without a test case"
 
 
-def test_parameters_are_copies_of_the_lua_weights() -> None:
-    lua = luabridge.nn.ConcatTable().add(luabridge.nn.Linear(4, 3))
+def test_parameters_are_copies_of_the_lua_weights_named_as_luamodule_names_them() -> None:
+    nn = luabridge.nn
+    lua = nn.ConcatTable().add(nn.Linear(4, 3)).add(nn.Bottle(nn.Linear(4, 2)))
     model = convert(lua)
+    names = [name for name, _ in model.named_parameters()]
+    assert names == ["1.weight", "1.bias", "2.1.weight", "2.1.bias"]
+    assert names == [name for name, _ in LuaModule(lua).named_parameters()]
     weight = model.get_parameter("1.weight")
     np.testing.assert_array_equal(weight.detach().numpy(), np.asarray(lua.modules[0].weight))
     with torch.no_grad():
