@@ -1,6 +1,6 @@
 """The `luabridge` command: `luabridge th [options] [FILE.lua [args...]]` runs Lua like Torch7's
 `th` (trepl); `luabridge info FILE.t7` prints what a Torch7 file holds (read in pure Python, no Lua
-runs)."""
+runs); `luabridge convert MODEL.t7 OUT.pt` writes a Torch7 model as a native PyTorch module."""
 from __future__ import annotations
 
 import argparse
@@ -42,6 +42,9 @@ commands:
   info FILE.t7 [--format binary|ascii|b32|b64]
         print what a Torch7 file holds: a model's modules and parameters, or an outline of
         any other value; read in Python, without running Lua (see luabridge info -h)
+  convert MODEL.t7 OUT.pt [--no-strict] [--format binary|ascii|b32|b64]
+        convert a Torch7 nn model into a native PyTorch module, saved with torch.save;
+        needs PyTorch (see luabridge convert -h)
 
 options:
   -h, --help   print this help
@@ -268,6 +271,72 @@ def info(argv: Sequence[str]) -> int:
     return 0
 
 
+CONVERT_EPILOG = """\
+The file holds the whole module (its classes, not only weights); load it with
+  torch.load("OUT.pt", weights_only=False)
+in a Python that can import luabridge (the converted table layers and nngraph graphs are
+luabridge.torch classes). Needs PyTorch: pip install 'luabridge[torch]'."""
+
+
+def _kept_in_lua(module: Any) -> list[str]:
+    """The paths of the LuaModules a non-strict conversion kept."""
+    from .torch import LuaModule
+
+    return [name or "<root>" for name, m in module.named_modules() if isinstance(m, LuaModule)]
+
+
+def convert(argv: Sequence[str]) -> int:
+    p = argparse.ArgumentParser(prog="luabridge convert", epilog=CONVERT_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="Convert a Torch7 nn model (.t7) into a native PyTorch module "
+                                            "(weights copied) and save it with torch.save.")
+    p.add_argument("model", help="a .t7 file holding an nn module (nn.Sequential, nn.gModule, ...)")
+    p.add_argument("out", help="the .pt file to write")
+    p.add_argument("--no-strict", action="store_true",
+                   help="keep a module with no PyTorch counterpart as a luabridge.torch.LuaModule instead of "
+                        "failing (a LuaModule runs Lua, and torch.save cannot write it)")
+    p.add_argument("--format", default="binary", choices=t7.FORMATS)
+    a = p.parse_args(argv)
+
+    def fail(message: str) -> int:
+        print(f"luabridge convert: {message}", file=sys.stderr)
+        return 1
+
+    try:
+        import torch
+
+        from .torch.convert import ConversionError, convert as to_torch
+    except ImportError as e:
+        return fail(f"needs PyTorch ({e}): pip install 'luabridge[torch]'")
+    from .persist import load
+    from .proxy import LuaObject
+
+    try:
+        model = load(a.model, a.format)
+    except LuaError as e:
+        return fail(e.message)
+    if not (isinstance(model, LuaObject) and bridge().lua.globals().torch.isTypeOf(model._lua, "nn.Module")):
+        what = model._typename() if isinstance(model, LuaObject) else type(model).__name__
+        return fail(f"{a.model} holds a {what}, not an nn module")
+    try:
+        module = to_torch(model, strict=not a.no_strict)
+    except ConversionError as e:
+        return fail(f"{a.model}: {e} (--no-strict keeps such modules as LuaModules)")
+    try:
+        torch.save(module, a.out)
+    except Exception as e:
+        kept = _kept_in_lua(module)
+        if not kept:
+            raise
+        if os.path.exists(a.out):
+            os.remove(a.out)
+        return fail(f"{a.model}: the modules at {', '.join(kept)} have no PyTorch counterpart and stay "
+                    f"LuaModules, which torch.save cannot write ({e})")
+    count = sum(p.numel() for p in module.parameters())
+    print(f"{a.out}: {type(module).__name__}, {count:,} parameters")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -281,5 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return th(rest)
     if command == "info":
         return info(rest)
-    print(f"luabridge: unknown command {command!r} (try: th, info; luabridge --help)", file=sys.stderr)
+    if command == "convert":
+        return convert(rest)
+    print(f"luabridge: unknown command {command!r} (try: th, info, convert; luabridge --help)", file=sys.stderr)
     return 2

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from lupa import luajit21 as lupa
 import numpy as np
 import torch
 
