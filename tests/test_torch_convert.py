@@ -18,10 +18,15 @@ import luabridge  # noqa: E402
 from helpers import lua_fn  # noqa: E402
 from luabridge.proxy import wrap  # noqa: E402
 from luabridge.torch import LuaModule  # noqa: E402
-from luabridge.torch import convert_layers  # noqa: E402
+from luabridge.torch import convert_layers, layers  # noqa: E402
 from luabridge.torch.convert import CONVERTERS, ConversionError, convert  # noqa: E402
 
 TOL = dict(rtol=1e-10, atol=1e-10)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _nn():
+    luabridge.require("nn")
 
 # build(ctor, input): the module and its input, from Lua expressions; in the input R(...) is
 # torch.randn, P(...) values in [0.5, 1.5), L{...} a LongTensor; E(m) puts m in evaluation with
@@ -245,3 +250,119 @@ def test_every_layer_converter_has_a_case():
     built = " ".join(c[0] for c in CASES + CUDNN_CASES)
     ours = [name for name, fn in CONVERTERS.items() if fn.__module__ == convert_layers.__name__]
     assert [name for name in ours if f"{name}(" not in built] == []
+
+
+# ---- the tree: PyTorch's own modules, weights copied, names, dtypes
+
+def test_converted_tree_holds_pytorch_modules_and_the_lua_weights():
+    lua = luabridge.eval("""nn.Sequential():add(nn.SpatialConvolutionMM(2, 3, 3, 3)):add(nn.SpatialBatchNormalization(3))
+      :add(nn.ReLU()):add(nn.View(-1):setNumInputDims(3)):add(nn.Linear(12, 2))""")
+    m = convert(wrap(lua))
+    assert isinstance(m, torch.nn.Sequential)
+    assert [type(c) for c in m] == [torch.nn.Conv2d, layers.BatchNorm2d, torch.nn.ReLU,
+                                    layers.View, torch.nn.Linear]
+    assert isinstance(m[1], torch.nn.BatchNorm2d)
+    state = m.state_dict()
+    assert [k for k in state if not k.endswith("num_batches_tracked")] == [
+        "1.weight", "1.bias", "2.weight", "2.bias", "2.running_mean", "2.running_var", "5.weight", "5.bias"]
+    seq = wrap(lua)
+    conv, bn, linear = seq.get(1), seq.get(2), seq.get(5)
+    torch.testing.assert_close(state["1.weight"], _torch(conv.weight).view(3, 2, 3, 3), rtol=0, atol=0)
+    for key, lua_tensor in [("1.bias", conv.bias), ("2.weight", bn.weight), ("2.running_var", bn.running_var),
+                            ("5.weight", linear.weight), ("5.bias", linear.bias)]:
+        assert torch.equal(state[key], _torch(lua_tensor))
+    assert all(t.dtype == torch.float64 for t in state.values() if t.is_floating_point())
+    with torch.no_grad():   # the converted module owns its weights
+        m[4].weight.zero_()
+    assert (luabridge.to_numpy(linear.weight) != 0).all()
+
+
+def test_float_module_converts_to_float32():
+    m = convert("nn.Sequential():add(nn.Linear(3, 2)):add(nn.SpatialBatchNormalization(2)):float()")
+    assert m[0].weight.dtype == torch.float32 and m[1].running_mean.dtype == torch.float32
+
+
+def test_accepts_a_proxy_a_constructor_string_and_a_luamodule():
+    lua = LuaModule("nn.Linear(3, 2)")
+    for source in (lua, lua.lua):
+        m = convert(source)
+        assert torch.equal(m.weight, lua.weight.detach())
+    assert isinstance(convert("nn.Tanh()"), torch.nn.Tanh)
+    with pytest.raises(TypeError, match="convert expects a Lua module"):
+        convert(42)
+
+
+def test_train_and_evaluate_modes_follow_the_lua_modules():
+    m = convert("nn.Sequential():add(nn.Dropout(0.5)):add(nn.Sequential():add(nn.BatchNormalization(2)))")
+    assert m.training and m[0].training and m[1][0].training
+    lua = luabridge.eval("nn.Sequential():add(nn.Dropout(0.5)):add(nn.BatchNormalization(2))")
+    wrap(lua).evaluate()
+    assert not any(mod.training for mod in convert(wrap(lua)).modules())
+
+
+def test_lookup_table_max_norm_renorms_the_rows_it_reads_as_torch7():
+    module, x = (wrap(v) for v in _BUILD("nn.LookupTable(6, 3, 0, 1.1)", "L{1, 3, 3, 6}"))
+    module.weight.numpy()[:] *= 3           # rows well above the max norm
+    converted = convert(module)
+    converted(_torch(x))
+    module.forward(x)
+    torch.testing.assert_close(converted.weight.detach(), _torch(module.weight), **TOL)
+    norms = converted.weight.detach().norm(dim=1)
+    assert (norms[[0, 2, 5]] <= 1.1 + 1e-6).all() and (norms[[1, 3, 4]] > 1.1).all()
+
+
+# ---- dropout in training: the masks' semantics (torch7 draws from its own generator)
+
+@pytest.mark.parametrize("ctor,scale,plane_dims", [
+    ("nn.Dropout(0.4)", 1 / 0.6, 0), ("nn.Dropout(0.4, true)", 1, 0),
+    ("nn.SpatialDropout(0.4)", 1, 3), ("nn.VolumetricDropout(0.4)", 1, 4)])
+def test_dropout_in_training_keeps_torch7s_masks(ctor, scale, plane_dims):
+    lua_module, x = (wrap(v) for v in _BUILD(ctor, "P(8, 50, 4, 4, 4)" if plane_dims == 4 else "P(40, 50, 4, 4)"))
+    xt = _torch(x)
+    for y in (convert(lua_module)(xt), _torch(lua_module.forward(x))):
+        ratio = y / xt
+        kept = ratio != 0
+        torch.testing.assert_close(ratio[kept], torch.full_like(ratio[kept], scale), **TOL)
+        if plane_dims:      # a whole plane is kept or dropped
+            per_plane = kept.flatten(2)
+            assert (per_plane.all(2) | ~per_plane.any(2)).all()
+        assert abs(kept.double().mean().item() - 0.6) < 0.05
+
+
+# ---- strict and non-strict
+
+_TWICE = """
+convtest = convtest or {}
+local Twice, parent = torch.class('convtest.Twice', 'nn.Module')
+function Twice:updateOutput(input) self.output:resizeAs(input):copy(input):mul(2); return self.output end
+function Twice:updateGradInput(input, g) self.gradInput:resizeAs(g):copy(g):mul(2); return self.gradInput end
+"""
+
+
+@pytest.fixture(scope="module")
+def model_with_a_custom_layer():
+    if luabridge.eval("convtest == nil"):
+        luabridge.execute(_TWICE)
+    return wrap(luabridge.eval("nn.Sequential():add(nn.Linear(3, 4)):add(nn.Sequential():add(nn.Tanh())"
+                               ":add(convtest.Twice())):add(nn.Linear(4, 2))"))
+
+
+def test_strict_names_the_class_and_its_path(model_with_a_custom_layer):
+    with pytest.raises(ConversionError, match=r"^convtest\.Twice at 2\.2 has no PyTorch counterpart$") as e:
+        convert(model_with_a_custom_layer)
+    assert (e.value.typename, e.value.path) == ("convtest.Twice", "2.2")
+    with pytest.raises(ConversionError, match=r"^nn\.SpatialFractionalMaxPooling at <root> has no PyTorch"):
+        convert("nn.SpatialFractionalMaxPooling(2, 2, 0.5, 0.5)")
+
+
+def test_non_strict_keeps_a_lua_module_and_the_model_still_matches(model_with_a_custom_layer):
+    lua = model_with_a_custom_layer
+    m = convert(lua, strict=False)
+    assert isinstance(m[1][1], LuaModule) and isinstance(m[1][0], torch.nn.Tanh)
+    x = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    y = m(x)
+    xl = luabridge.from_numpy(x.detach().numpy().copy())
+    torch.testing.assert_close(y, _torch(lua.forward(xl)), **TOL)
+    go = torch.randn(5, 2, dtype=torch.float64)
+    y.backward(go)
+    torch.testing.assert_close(x.grad, _torch(lua.backward(xl, luabridge.from_numpy(go.numpy()))), **TOL)

@@ -33,9 +33,13 @@ CONVERTERS: dict[str, Converter] = {}
 
 
 def converter(*names: str) -> Callable[[Converter], Converter]:
-    """Registers the decorated function as the converter of the torch7 classes `names`."""
+    """Registers the decorated function as the converter of the torch7 classes `names` (one
+    converter per class: a second one for the same class is a mistake, refused)."""
     def register(fn: Converter) -> Converter:
         for name in names:
+            if name in CONVERTERS:
+                raise ValueError(f"convert: {name} has two converters ({CONVERTERS[name].__module__} "
+                                 f"and {fn.__module__})")
             CONVERTERS[name] = fn
         return fn
     return register
