@@ -186,3 +186,278 @@ def test_without_torch_the_import_error_says_how_to_install_it():
             "try:\n    import luabridge.torch\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert "pip install torch" in out
+
+
+# -- table inputs and outputs ------------------------------------------------------------------
+
+def copied_linear(lua_linear, dtype=D) -> torch.nn.Linear:
+    """A torch.nn.Linear holding a copy of a Lua nn.Linear's weights."""
+    w = np.array(lua_linear.weight)
+    ref = torch.nn.Linear(w.shape[1], w.shape[0]).to(dtype)
+    with torch.no_grad():
+        ref.weight.copy_(torch.from_numpy(w))
+        ref.bias.copy_(torch.from_numpy(np.array(lua_linear.bias)))
+    return ref
+
+
+def test_concat_table_returns_a_list_and_backpropagates_both_outputs():
+    a, b = nn.Linear(4, 3), nn.Linear(4, 2)
+    lua = LuaModule(nn.ConcatTable().add(a).add(b))
+    ra, rb = copied_linear(a), copied_linear(b)
+    x = torch.randn(5, 4, dtype=D)
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya = lua(xa)
+    assert isinstance(ya, list) and len(ya) == 2
+    yb = [ra(xb), rb(xb)]
+    for u, v in zip(ya, yb):
+        torch.testing.assert_close(u, v, rtol=0, atol=1e-12)
+    wa, wb = torch.randn(5, 3, dtype=D), torch.randn(5, 2, dtype=D)
+    ((ya[0] * wa).sum() + (ya[1] * wb).sum()).backward()
+    ((yb[0] * wa).sum() + (yb[1] * wb).sum()).backward()
+    torch.testing.assert_close(xa.grad, xb.grad, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lua.get_parameter("1.weight").grad, ra.weight.grad, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lua.get_parameter("2.bias").grad, rb.bias.grad, rtol=0, atol=1e-12)
+
+
+def test_parallel_table_and_cadd_table_take_a_list():
+    a, b = nn.Linear(4, 3), nn.Linear(2, 3)
+    lua = LuaModule(nn.Sequential().add(nn.ParallelTable().add(a).add(b)).add(nn.CAddTable()))
+    assert [n for n, _ in lua.named_parameters()] == ["1.1.weight", "1.1.bias", "1.2.weight", "1.2.bias"]
+    ra, rb = copied_linear(a), copied_linear(b)
+    x1, x2 = torch.randn(6, 4, dtype=D), torch.randn(6, 2, dtype=D)
+    torch.testing.assert_close(lua((x1, x2)), ra(x1) + rb(x2), rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda u, v: lua([u, v]), (x1.requires_grad_(), x2.requires_grad_()))
+
+
+def test_split_table_outputs_without_gradient_get_zeros():
+    lua = LuaModule("nn.SplitTable(2)")
+    x = torch.randn(4, 3, dtype=D, requires_grad=True)
+    parts = lua(x)
+    assert len(parts) == 3
+    for k in range(3):
+        torch.testing.assert_close(parts[k], x[:, k].detach(), rtol=0, atol=0)
+    (parts[1] * 2).sum().backward()       # parts 0 and 2 receive no gradient: zeros go to Lua
+    expected = torch.zeros(4, 3, dtype=D)
+    expected[:, 1] = 2
+    torch.testing.assert_close(x.grad, expected, rtol=0, atol=0)
+
+
+def test_join_table_gradcheck_and_nested_outputs():
+    join = LuaModule("nn.JoinTable(2)")
+    a, b = torch.randn(3, 2, dtype=D, requires_grad=True), torch.randn(3, 4, dtype=D, requires_grad=True)
+    torch.testing.assert_close(join([a, b]), torch.cat([a, b], 1).detach(), rtol=0, atol=0)
+    assert torch.autograd.gradcheck(lambda u, v: join((u, v)), (a, b))
+    nested = LuaModule("nn.ConcatTable():add(nn.Identity()):add(nn.ConcatTable():add(nn.Tanh()):add(nn.Sigmoid()))")
+    x = torch.randn(2, 3, dtype=D, requires_grad=True)
+    same, (t, s) = nested(x)
+    torch.testing.assert_close(same, x.detach(), rtol=0, atol=0)
+    torch.testing.assert_close(t, x.detach().tanh(), rtol=0, atol=1e-15)
+    torch.testing.assert_close(s, x.detach().sigmoid(), rtol=0, atol=1e-15)
+    assert torch.autograd.gradcheck(lambda v: torch.cat([o.reshape(-1) for o in _leaves(nested(v))]), (x,))
+
+
+def _leaves(value):
+    return [value] if isinstance(value, torch.Tensor) else [t for v in value for t in _leaves(v)]
+
+
+# -- buffers and state_dict --------------------------------------------------------------------
+
+def bn_net() -> tuple[LuaModule, torch.nn.Sequential]:
+    """Linear -> BatchNormalization -> Tanh in Lua and its PyTorch twin, weights copied."""
+    linear = nn.Linear(4, 3)
+    lua = LuaModule(nn.Sequential().add(linear).add(nn.BatchNormalization(3)).add(nn.Tanh()))
+    ref = torch.nn.Sequential(copied_linear(linear), torch.nn.BatchNorm1d(3, eps=1e-5, momentum=0.1), torch.nn.Tanh()).to(D)
+    with torch.no_grad():
+        lua.get_parameter("2.weight").uniform_(0.5, 1.5)
+        lua.get_parameter("2.bias").uniform_(-0.5, 0.5)
+        ref[1].weight.copy_(lua.get_parameter("2.weight"))
+        ref[1].bias.copy_(lua.get_parameter("2.bias"))
+    return lua, ref
+
+
+def test_batch_norm_running_statistics_are_shared_buffers():
+    lua, ref = bn_net()
+    assert [n for n, _ in lua.named_buffers()] == ["2.running_mean", "2.running_var"]
+    assert list(lua.state_dict()) == ["1.weight", "1.bias", "2.weight", "2.bias", "2.running_mean", "2.running_var"]
+    bn = lua.lua.modules[1]
+    assert lua.get_buffer("2.running_var").data_ptr() == bn.running_var.numpy().ctypes.data
+    for _ in range(3):   # training: batch statistics, running ones updated (unbiased variance)
+        x = torch.randn(8, 4, dtype=D)
+        torch.testing.assert_close(lua(x), ref(x), rtol=0, atol=1e-12)
+    torch.testing.assert_close(lua.get_buffer("2.running_mean"), ref[1].running_mean, rtol=0, atol=1e-12)
+    torch.testing.assert_close(lua.get_buffer("2.running_var"), ref[1].running_var, rtol=0, atol=1e-12)
+    lua.eval(), ref.eval()
+    x = torch.randn(5, 4, dtype=D)
+    torch.testing.assert_close(lua(x), ref(x), rtol=0, atol=1e-12)
+
+
+def test_load_state_dict_writes_into_the_lua_tensors():
+    lua, ref = bn_net()
+    for _ in range(2):
+        ref(torch.randn(8, 4, dtype=D))           # running statistics that differ from lua's
+    ptrs = [t.data_ptr() for t in lua.state_dict().values()]
+    theirs = [v for k, v in ref.state_dict().items() if k != "1.num_batches_tracked"]
+    lua.load_state_dict(dict(zip(lua.state_dict(), theirs)))
+    assert [t.data_ptr() for t in lua.state_dict().values()] == ptrs   # still the Lua memory
+    bn = lua.lua.modules[1]
+    np.testing.assert_array_equal(np.asarray(bn.running_var), ref[1].running_var.numpy())
+    np.testing.assert_array_equal(np.asarray(lua.lua.modules[0].weight), ref[0].weight.detach().numpy())
+    lua.eval(), ref.eval()
+    x = torch.randn(5, 4, dtype=D)
+    torch.testing.assert_close(lua(x), ref(x), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="assign=True"):
+        lua.load_state_dict(lua.state_dict(), assign=True)
+
+
+# -- dtype and device conversion ---------------------------------------------------------------
+
+def test_float_and_double_convert_the_lua_module_and_rebind():
+    lua, _ = bn_net()
+    weight = lua.get_parameter("1.weight")
+    before = weight.detach().clone()
+    assert lua.float() is lua
+    linear, bn = lua.lua.modules[0], lua.lua.modules[1]
+    assert linear.weight._typename() == "torch.FloatTensor" and bn.running_var._typename() == "torch.FloatTensor"
+    assert lua.get_parameter("1.weight") is weight and weight.dtype == torch.float32   # the same Parameter
+    assert weight.data_ptr() == linear.weight.numpy().ctypes.data                      # over the new Lua tensor
+    assert lua.get_buffer("2.running_mean").data_ptr() == bn.running_mean.numpy().ctypes.data
+    torch.testing.assert_close(weight.detach(), before.float(), rtol=0, atol=0)
+    x = torch.randn(6, 4)
+    ref = copied_linear(linear, torch.float32)
+    lua.eval()
+    torch.testing.assert_close(lua.lua.modules[0].forward(x.numpy()).numpy(), ref(x).detach().numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(TypeError, match="input is torch.float64 but the module's tensors are torch.float32"):
+        lua(x.double())
+    opt = torch.optim.SGD(lua.parameters(), lr=0.5)   # an optimizer made after the conversion
+    lua.train()
+    lua(x).sum().backward()
+    grad = weight.grad.clone()
+    opt.step()
+    np.testing.assert_allclose(np.asarray(linear.weight), before.float().numpy() - 0.5 * grad.numpy(), rtol=1e-6)
+    lua.to(torch.float64)
+    assert linear.weight._typename() == "torch.DoubleTensor" and weight.dtype == D
+    assert weight.grad.dtype == D
+    lua.type(torch.float32)
+    assert bn.running_var._typename() == "torch.FloatTensor"
+
+
+def test_a_module_without_parameters_converts_too():
+    tanh = LuaModule("nn.Tanh()").float()
+    x = torch.randn(3, 2)
+    y = tanh(x)
+    assert y.dtype == torch.float32 and tanh.lua.output._typename() == "torch.FloatTensor"
+    torch.testing.assert_close(y, x.tanh(), rtol=1e-6, atol=1e-6)
+
+
+def test_other_devices_are_a_clear_error():
+    lua = LuaModule("nn.Linear(2, 2)")
+    for move in (lambda: lua.to("cuda"), lambda: lua.cuda(), lambda: lua.to(torch.device("meta"))):
+        with pytest.raises(RuntimeError, match="runs on the CPU"):
+            move()
+    assert lua.to("cpu") is lua and lua.cpu() is lua
+
+
+# -- inside PyTorch: optimizers, data loaders, containers, hooks -------------------------------
+
+def train(model, batches, opt) -> list[float]:
+    losses = []
+    for x, y in batches:
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-3),
+    lambda ps: torch.optim.Adam(ps, lr=0.01),
+], ids=["sgd", "adam"])
+def test_optimizer_steps_equal_pytorch_ones(make_opt):
+    # no bias right before the batch norm: its gradient is rounding noise, which Adam would scale up
+    a, b = nn.Linear(4, 5), nn.Linear(5, 3)
+    lua = LuaModule(nn.Sequential().add(a).add(nn.Tanh()).add(nn.BatchNormalization(5)).add(b))
+    ref = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(), torch.nn.BatchNorm1d(5), torch.nn.Linear(5, 3)).to(D)
+    with torch.no_grad():
+        for p, q in zip(lua.parameters(), ref.parameters(), strict=True):
+            q.copy_(p)
+    batches = [(torch.randn(8, 4, dtype=D), torch.randn(8, 3, dtype=D)) for _ in range(4)]
+    ours, theirs = train(lua, batches, make_opt(lua.parameters())), train(ref, batches, make_opt(ref.parameters()))
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10)
+    for (name, p), q in zip(lua.state_dict().items(), (v for k, v in ref.state_dict().items() if "num_batches" not in k)):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-10, msg=name)
+
+
+def test_data_loader_batches_train_it():
+    lua, ref = mlp()
+    data = torch.utils.data.TensorDataset(torch.randn(40, 4, dtype=D), torch.randn(40, 3, dtype=D))
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=False)
+    ours = train(lua, loader, torch.optim.SGD(lua.parameters(), lr=0.05))
+    theirs = train(ref, loader, torch.optim.SGD(ref.parameters(), lr=0.05))
+    assert len(ours) == 5
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10)
+
+
+def test_between_native_layers_in_a_sequential():
+    inner = nn.Sequential().add(nn.Tanh()).add(nn.Linear(5, 4))
+    model = torch.nn.Sequential(torch.nn.Linear(3, 5), LuaModule(inner), torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(D)
+    ref = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.Tanh(), copied_linear(inner.modules[1]),
+                              torch.nn.ReLU(), torch.nn.Linear(4, 2)).to(D)
+    with torch.no_grad():
+        for r, m in ((ref[0], model[0]), (ref[4], model[3])):
+            r.weight.copy_(m.weight)
+            r.bias.copy_(m.bias)
+    x = torch.randn(7, 3, dtype=D)
+    model(x).pow(2).sum().backward()
+    ref(x).pow(2).sum().backward()
+    torch.testing.assert_close(model[0].weight.grad, ref[0].weight.grad, rtol=0, atol=1e-12)   # native, below
+    torch.testing.assert_close(model[1].get_parameter("2.weight").grad, ref[2].weight.grad, rtol=0, atol=1e-12)
+    torch.testing.assert_close(model[3].bias.grad, ref[4].bias.grad, rtol=0, atol=1e-12)
+    assert [n for n, _ in model.named_parameters()][2:4] == ["1.2.weight", "1.2.bias"]
+
+
+def test_forward_and_full_backward_hooks():
+    lua = LuaModule("nn.Linear(3, 2)")
+    ref = copied_linear(lua.lua)
+    seen = {}
+    lua.register_forward_hook(lambda m, args, out: seen.update(out=out.detach().clone()))
+    lua.register_full_backward_hook(lambda m, gin, gout: seen.update(gin=gin[0].clone(), gout=gout[0].clone()))
+    x = torch.randn(4, 3, dtype=D, requires_grad=True)
+    w = torch.randn(4, 2, dtype=D)
+    (lua(x) * w).sum().backward()
+    torch.testing.assert_close(seen["out"], ref(x).detach(), rtol=0, atol=1e-12)
+    torch.testing.assert_close(seen["gout"], w, rtol=0, atol=0)
+    torch.testing.assert_close(seen["gin"], w @ ref.weight.detach(), rtol=0, atol=1e-12)   # d/dx of (xW^T + b)·w
+
+
+def test_zero_grad_and_parameters_that_need_no_gradient():
+    lua, ref = mlp()
+    x = torch.randn(3, 4, dtype=D)
+    lua(x).sum().backward()
+    lua.zero_grad()
+    assert all(p.grad is None for p in lua.parameters())
+    lua(x).sum().backward()
+    ref(x).sum().backward()
+    for p, q in zip(lua.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=1e-12)
+    lua.zero_grad()
+    lua.requires_grad_(False)   # frozen: backward runs updateGradInput alone
+    xg = x.clone().requires_grad_()
+    lua(xg).sum().backward()
+    assert all(p.grad is None for p in lua.parameters())
+    xr = x.clone().requires_grad_()
+    ref(xr).sum().backward()
+    torch.testing.assert_close(xg.grad, xr.grad, rtol=0, atol=1e-12)
+
+
+def test_shared_weights_are_one_parameter():
+    linear = nn.Linear(3, 3)
+    twin = linear.clone("weight", "bias", "gradWeight", "gradBias")
+    lua = LuaModule(nn.Sequential().add(linear).add(nn.Tanh()).add(twin))
+    assert [n for n, _ in lua.named_parameters()] == ["1.weight", "1.bias"]   # PyTorch lists a shared one once
+    ref = copied_linear(linear)
+    x = torch.randn(2, 3, dtype=D)
+    lua(x).sum().backward()
+    ref(ref(x).tanh()).sum().backward()
+    torch.testing.assert_close(lua.get_parameter("1.weight").grad, ref.weight.grad, rtol=0, atol=1e-12)
