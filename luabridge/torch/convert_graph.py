@@ -97,6 +97,24 @@ class JustTable(torch.nn.Module):
         return [input]
 
 
+class ModuleFromCriterion(torch.nn.Module):
+    """nn.ModuleFromCriterion (a criterion called on nodes): [prediction, target] -> the loss as a
+    one-element tensor; the target gets no gradient (torch7 gives it zeros)."""
+
+    def __init__(self, criterion: torch.nn.Module) -> None:
+        super().__init__()
+        self.criterion = criterion
+
+    def forward(self, input: list[Any]) -> torch.Tensor:
+        prediction, target = input
+        return self.criterion(prediction, target.detach()).reshape(1)
+
+
+@converter("nn.ModuleFromCriterion")
+def _module_from_criterion(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    return ModuleFromCriterion(ctx.child(m.criterion, "criterion"))
+
+
 @converter("nngraph.JustElement")
 def _just_element(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return JustElement()
