@@ -6,6 +6,8 @@ as namespaces. Values cross as follows (unwrap: Python -> Lua, wrap: Lua -> Pyth
   lists, tuples -> Lua arrays         Lua tables -> lists (keys 1..n) or dicts, copied
   dicts -> Lua tables (synced back)   Python functions -> Lua functions (callback)
   Lua functions -> Function proxies   numbers, strings, booleans, nil as lupa converts them
+  DLPack producers (PyTorch tensors, CuPy and JAX arrays) and objects with __array_interface__
+  -> tensors sharing the memory (no library is imported for them)
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ def _kind(obj: Any) -> str:
 
 
 def unwrap(x: Any, synced: list | None = None) -> Any:
-    """The Lua value for a Python one: a proxy's Lua object; numpy arrays become shared Lua
-    tensors; lists and tuples become Lua arrays and dicts Lua tables (elements converted alike);
+    """The Lua value for a Python one: a proxy's Lua object; numpy arrays and other arrays that
+    can lend their memory (see `shared_tensor`) become shared Lua tensors; lists and tuples become Lua arrays and dicts Lua tables (elements converted alike);
     Python functions become Lua functions (see `callback`). With `synced`, each dict converted at
     the top level is recorded there as (dict, table) so that `sync` can copy Lua's changes back."""
     if lupa.lua_type(x) is not None:
@@ -52,7 +54,22 @@ def unwrap(x: Any, synced: list | None = None) -> Any:
         return table
     if callable(x) and not isinstance(x, type):
         return callback(x)
+    if (hasattr(x, "__dlpack__") or hasattr(x, "__array_interface__")) and not isinstance(x, type):
+        return shared_tensor(x)
     return x
+
+
+def shared_tensor(x: Any) -> Any:
+    """A Lua tensor over the memory of an array that is not numpy's, without a copy: a DLPack
+    producer (a PyTorch tensor, any strides) or an object with __array_interface__. Lua's
+    writes show in x. A tensor that requires grad is refused: Lua's results take no part in
+    autograd, so its detach() (or luabridge.torch.LuaModule, which does) must be asked for."""
+    if getattr(x, "requires_grad", False):
+        raise TypeError(f"a {type(x).__name__} that requires grad cannot be shared with Lua (Lua takes no "
+                        "part in autograd): pass x.detach(), or use luabridge.torch.LuaModule")
+    if hasattr(x, "__dlpack__"):
+        return interop.from_dlpack(x)
+    return interop.from_numpy(np.asarray(x))
 
 
 def to_numpy(t: Any) -> Any:
