@@ -104,7 +104,14 @@ class HostArrays:
         return np.asarray(x)
 
     def share(self, x: Any) -> Any:
-        return from_numpy(x if isinstance(x, np.ndarray) else np.from_dlpack(x))
+        if isinstance(x, np.ndarray):
+            return from_numpy(x)
+        try:
+            arr = np.from_dlpack(x)
+        except (RuntimeError, BufferError, TypeError) as e:   # numpy's word for a dtype it lacks
+            raise TypeError(f"from_dlpack: a {type(x).__name__} of dtype {getattr(x, 'dtype', '?')} "
+                            f"cannot be shared ({e})") from e
+        return from_numpy(arr)
 
 
 # The provider of each device, by the name Lua tensors answer as _device (none for the CPU);

@@ -101,3 +101,11 @@ def test_tensors_inside_tables_are_shared_too() -> None:
     np.testing.assert_array_equal(np.asarray(out), [3.0, 3.0, 3.0])
     lua_function("function(t) t[2]:zero() end")([a, b])
     assert torch.equal(b, torch.zeros(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype, words", [(torch.bfloat16, "bfloat16 cannot be shared"),
+                                          (torch.bool, "bool arrays are not shared"),
+                                          (torch.complex64, "unsupported dtype complex64")])
+def test_dtypes_without_a_torch7_type_are_clear_errors(dtype, words: str) -> None:
+    with pytest.raises(TypeError, match=words):
+        luabridge.nn.Identity().forward(torch.ones(2, dtype=dtype))
