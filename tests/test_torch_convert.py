@@ -5,6 +5,7 @@ and weights are PyTorch's own; strict mode names the class and path it cannot co
 strict=False keeps it as a LuaModule inside a model that still matches."""
 from __future__ import annotations
 
+import io
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
@@ -68,7 +69,10 @@ CASES: list[tuple] = [
     ("nn.VolumetricDilatedConvolution(2, 3, 2, 3, 3, 1, 1, 2, 0, 1, 1, 2, 2, 1)", "R(2, 2, 5, 6, 7)"),
     ("nn.TemporalConvolution(3, 4, 3, 2)", "R(8, 3)"),
     ("nn.TemporalConvolution(3, 4, 2)", "R(2, 7, 3)"),
+    ("nn.SpatialDepthWiseConvolution(3, 2, 3, 2, 1, 2, 1, 0)", "R(2, 3, 6, 5)"),
+    ("nn.SpatialDepthWiseConvolution(2, 3, 2, 2):noBias()", "R(2, 4, 4)"),
     # pooling
+    ("nn.TemporalMaxPooling(3, 2)", "R(9, 4)"), ("nn.TemporalMaxPooling(2)", "R(2, 8, 3)"),
     ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1):ceil()", "R(2, 2, 8, 8)"),
     ("nn.SpatialMaxPooling(2, 2)", "R(2, 6, 7)"),
     ("nn.SpatialDilatedMaxPooling(3, 2, 1, 2, 1, 1, 2, 1)", "R(2, 2, 7, 8)"),
@@ -105,6 +109,7 @@ CASES: list[tuple] = [
     ("nn.ReLU6()", "R(2, 3):mul(5)"),
     ("nn.LeakyReLU(0.2)", "R(2, 3)"), ("nn.ELU(0.7)", "R(2, 3)"),
     ("E(nn.RReLU(0.1, 0.3))", "R(2, 3)"),
+    ("nn.GatedLinearUnit()", "R(2, 6)"), ("nn.GatedLinearUnit(1)", "R(4, 3)"),
     ("nn.PReLU()", "R(2, 3)"), ("nn.PReLU(3)", "R(2, 3, 4)"), ("nn.PReLU(3)", "R(3)"),
     ("nn.SoftPlus()", "R(2, 3)"), ("nn.SoftPlus(2, 1)", "R(2, 3)", False),   # torch7's gradient: linear where beta * output > threshold
     ("nn.SoftSign()", "R(2, 3)"), ("nn.LogSigmoid()", "R(2, 3)"), ("nn.TanhShrink()", "R(2, 3)"),
@@ -161,6 +166,7 @@ CASES: list[tuple] = [
     ("nn.Concat(2):add(nn.Linear(3, 2)):add(nn.Linear(3, 4))", "R(2, 3)"),
     ("nn.DepthConcat(2):add(nn.SpatialConvolution(2, 3, 3, 3)):add(nn.SpatialConvolution(2, 2, 1, 1))"
      ":add(nn.SpatialConvolution(2, 1, 2, 2))", "R(2, 2, 5, 5)"),
+    ("nn.Decorator(nn.Linear(3, 2))", "R(4, 3)"),
     ("nn.Parallel(2, 2):add(nn.Linear(3, 2)):add(nn.Linear(3, 4))", "R(3, 2, 3)"),
 ]
 
@@ -366,3 +372,14 @@ def test_non_strict_keeps_a_lua_module_and_the_model_still_matches(model_with_a_
     go = torch.randn(5, 2, dtype=torch.float64)
     y.backward(go)
     torch.testing.assert_close(x.grad, _torch(lua.backward(xl, luabridge.from_numpy(go.numpy()))), **TOL)
+
+
+def test_converted_model_survives_torch_save_and_load():
+    m = convert("nn.Sequential():add(nn.TemporalConvolution(3, 4, 2)):add(nn.Transpose({1, 2}))"
+                ":add(nn.View(-1)):add(nn.Exp()):add(nn.Normalize(2)):add(nn.SoftMax())")
+    buffer = io.BytesIO()
+    torch.save(m, buffer)
+    buffer.seek(0)
+    again = torch.load(buffer, weights_only=False)
+    x = torch.randn(2, 6, 3, dtype=torch.float64)
+    assert torch.equal(again(x), m(x))

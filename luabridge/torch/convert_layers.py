@@ -103,7 +103,28 @@ def _temporal_conv(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return module
 
 
+@converter("nn.SpatialDepthWiseConvolution")
+def _depthwise_conv(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    """Output plane i * multiplier + j is input plane i through filter j (torch7 keeps the filters
+    as multiplier x planes)."""
+    planes, multiplier = int(m.nInputPlane), int(m.nOutputPlane)
+    kernel = _ints(m, "k", "HW")
+    module = torch.nn.Conv2d(planes, planes * multiplier, kernel, _ints(m, "d", "HW"), _ints(m, "pad", "HW", 0),
+                             groups=planes, bias=m._lua["bias"] is not None, dtype=_dtype(m))
+    with torch.no_grad():
+        module.weight.copy_(tensor(m.weight).reshape(multiplier, planes, *kernel).transpose(0, 1)
+                            .reshape(module.weight.shape))
+        if module.bias is not None:
+            module.bias.copy_(tensor(m.bias).reshape(multiplier, planes).t().reshape(-1))
+    return module
+
+
 # ---- pooling
+
+@converter("nn.TemporalMaxPooling")
+def _temporal_max_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    return layers.TemporalMaxPooling(int(m.kW), int(m.dW))
+
 
 @converter("nn.SpatialMaxPooling", "nn.SpatialDilatedMaxPooling", "cudnn.SpatialMaxPooling")
 def _spatial_max_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
@@ -232,6 +253,12 @@ for _name, _make in {
     "cudnn.VolumetricLogSoftMax": lambda m: layers.SoftMax(log=True, over="volume"),
 }.items():
     _simple(_name, _make)
+
+
+@converter("nn.GatedLinearUnit")
+def _glu(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    dim = _get(m, "dim")
+    return torch.nn.GLU(-1 if dim is None else int(dim) - 1)
 
 
 @converter("nn.PReLU")
@@ -389,6 +416,12 @@ def _sequential(m: LuaObject, ctx: Context) -> torch.nn.Module:
     for i, child in enumerate(_children(m, ctx), start=1):
         out.add_module(str(i), child)
     return out
+
+
+@converter("nn.Decorator")
+def _decorator(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    """The wrapped module, kept one level down (named "1") so that paths and names stay torch7's."""
+    return _sequential(m, ctx)
 
 
 @converter("nn.Concat", "nn.DepthConcat")

@@ -10,12 +10,20 @@ import torch
 import torch.nn.functional as F
 
 
-class TemporalConvolution(torch.nn.Conv1d):
-    """nn.TemporalConvolution: input frames x frameSize (or batch x frames x frameSize), a Conv1d
-    over the frames between two transposes."""
+class _FramesFirst:
+    """Mixin for torch7's temporal layers: input frames x frameSize (or batch x frames x
+    frameSize), PyTorch's 1D layer over the frames between two transposes."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return super().forward(x.transpose(-1, -2)).transpose(-1, -2)
+
+
+class TemporalConvolution(_FramesFirst, torch.nn.Conv1d):
+    """nn.TemporalConvolution."""
+
+
+class TemporalMaxPooling(_FramesFirst, torch.nn.MaxPool1d):
+    """nn.TemporalMaxPooling."""
 
 
 class _OneShortBatch:
@@ -175,6 +183,9 @@ class Normalize(torch.nn.Module):
             norm = (rows.abs().pow(self.p).sum(1, keepdim=True) + self.eps).pow(1 / self.p)
         return (rows / norm).reshape(x.shape)
 
+    def extra_repr(self) -> str:
+        return f"p={self.p}, eps={self.eps}"
+
 
 class View(torch.nn.Module):
     """nn.View(sizes) with setNumInputDims: the leading dims beyond numInputDims (or the surplus
@@ -195,6 +206,9 @@ class View(torch.nn.Module):
             return x.reshape(self.size)
         return x.reshape(batch, *self.size)
 
+    def extra_repr(self) -> str:
+        return f"size={self.size}, num_input_dims={self.num_input_dims}"
+
 
 class Reshape(torch.nn.Module):
     """nn.Reshape(sizes[, batchMode]): a batch dim kept in front unless the input is one sample
@@ -209,6 +223,9 @@ class Reshape(torch.nn.Module):
         single = self.batch_mode is False or (
             self.batch_mode is None and x.numel() == self.elements and x.shape[0] != 1)
         return x.reshape(self.size if single else [x.shape[0], *self.size])
+
+    def extra_repr(self) -> str:
+        return f"size={self.size}, batch_mode={self.batch_mode}"
 
 
 def _batch_offset(x: torch.Tensor, num_input_dims: int | None) -> int:
@@ -228,6 +245,9 @@ class Transpose(torch.nn.Module):
             x = x.transpose(a + offset, b + offset)
         return x
 
+    def extra_repr(self) -> str:
+        return f"swaps={self.swaps}, num_input_dims={self.num_input_dims}"
+
 
 class Squeeze(torch.nn.Module):
     """nn.Squeeze([dim[, numInputDims]]): one dim (0-based, shifted by a batch dim) or all size-1
@@ -244,6 +264,9 @@ class Squeeze(torch.nn.Module):
         out = x.squeeze()
         return out.unsqueeze(0) if batched and x.shape[0] == 1 else out
 
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, num_input_dims={self.num_input_dims}"
+
 
 class Unsqueeze(torch.nn.Module):
     """nn.Unsqueeze(pos[, numInputDims]): a size-1 dim at pos (0-based), after the batch dims."""
@@ -254,6 +277,9 @@ class Unsqueeze(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.unsqueeze(self.pos + _batch_offset(x, self.num_input_dims))
+
+    def extra_repr(self) -> str:
+        return f"pos={self.pos}, num_input_dims={self.num_input_dims}"
 
 
 def _dim_of(x: torch.Tensor, dim: int, n_input_dims: int | None) -> int:
@@ -304,6 +330,9 @@ class Narrow(torch.nn.Module):
             offset, length = 1, size - length
         return x.narrow(d, offset - 1, length)
 
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, offset={self.offset}, length={self.length} (torch7's)"
+
 
 class Select(torch.nn.Module):
     """nn.Select(dim, index): torch7's 1-based dim and index (negative from the end)."""
@@ -315,6 +344,9 @@ class Select(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.dim - 1 if self.dim > 0 else x.dim() + self.dim
         return x.select(d, self.index - 1 if self.index > 0 else x.shape[d] + self.index)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, index={self.index} (torch7's)"
 
 
 class Replicate(torch.nn.Module):
@@ -328,6 +360,9 @@ class Replicate(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d = self.dim + (1 if self.ndim is not None and x.dim() > self.ndim else 0)
         return x.unsqueeze(d).expand(*x.shape[:d], self.n, *x.shape[d:])
+
+    def extra_repr(self) -> str:
+        return f"n={self.n}, dim={self.dim}, ndim={self.ndim}"
 
 
 class Padding(torch.nn.Module):
@@ -347,6 +382,9 @@ class Padding(torch.nn.Module):
         fill = x.new_full(shape, self.value)
         return torch.cat([x.narrow(d, 0, at), fill, x.narrow(d, at, size - at)], d)
 
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, pad={self.pad}, value={self.value}, index={self.index} (torch7's)"
+
 
 class Contiguous(torch.nn.Module):
     """nn.Contiguous."""
@@ -364,6 +402,9 @@ class Cast(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.to(self.dtype)
+
+    def extra_repr(self) -> str:
+        return str(self.dtype)
 
 
 class LookupTable(torch.nn.Embedding):
@@ -407,6 +448,9 @@ class Concat(torch.nn.Module):
             outs = [_centered(o, size, self.dim) for o in outs]
         return torch.cat(outs, self.dim)
 
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, centered={self.centered}"
+
 
 def _centered(t: torch.Tensor, size: list[int], skip: int) -> torch.Tensor:
     pads: list[int] = []
@@ -429,3 +473,6 @@ class Parallel(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         slices = x.unbind(self.input_dim)
         return torch.cat([child(s) for child, s in zip(self.children(), slices)], self.output_dim)
+
+    def extra_repr(self) -> str:
+        return f"input_dim={self.input_dim}, output_dim={self.output_dim}"
