@@ -58,7 +58,7 @@ def _bilinear(m: LuaObject, ctx: Context) -> torch.nn.Module:
 
 def _conv(m: LuaObject, dims: str, transposed: bool) -> torch.nn.Module:
     cls = {(2, False): torch.nn.Conv2d, (3, False): torch.nn.Conv3d,
-           (2, True): torch.nn.ConvTranspose2d, (3, True): torch.nn.ConvTranspose3d}[len(dims), transposed]
+           (2, True): layers.FullConvolution, (3, True): layers.VolumetricFullConvolution}[len(dims), transposed]
     options = dict(stride=_ints(m, "d", dims, 1), padding=_ints(m, "pad", dims, 0),
                    dilation=_ints(m, "dilation", dims, 1), groups=int(_get(m, "groups", 1)),
                    bias=m._lua["bias"] is not None, dtype=_dtype(m))

@@ -26,6 +26,28 @@ class TemporalMaxPooling(_FramesFirst, torch.nn.MaxPool1d):
     """nn.TemporalMaxPooling."""
 
 
+class _SizedByTarget:
+    """Mixin for torch7's full convolutions, which also take {input, target}: the output then
+    grows by (target size + 2 pad - kernel) mod stride in each dim instead of by adj."""
+
+    def forward(self, x: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+        if isinstance(x, torch.Tensor):
+            return super().forward(x)
+        x, target = x
+        dims = len(self.kernel_size)
+        sizes = [(n - 1) * d - 2 * p + k + (t + 2 * p - k) % d for n, t, k, d, p in zip(
+            x.shape[-dims:], target.shape[-dims:], self.kernel_size, self.stride, self.padding)]
+        return super().forward(x, output_size=sizes)
+
+
+class FullConvolution(_SizedByTarget, torch.nn.ConvTranspose2d):
+    """nn.SpatialFullConvolution."""
+
+
+class VolumetricFullConvolution(_SizedByTarget, torch.nn.ConvTranspose3d):
+    """nn.VolumetricFullConvolution."""
+
+
 class _OneShortBatch:
     """Mixin for torch7 layers that also take one sample without its batch dim (`batch_dims`
     dims make a batch)."""
