@@ -477,6 +477,19 @@ function K.sumTo(y, g)
   return K.reduce('sum', y:view(1), g, nil)
 end
 
+-- y = x summed along nn.SoftMax's class dim (1-D and 3-D: the first, 2-D and 4-D: the second),
+-- broadcast back to x's shape (softmax's second derivative).
+local CLASS_DIM = { 1, 2, 1, 2 }
+function K.classSum(y, x)
+  local dim = CLASS_DIM[x:dim()]
+  if not dim then error(('_class_sum: 1D to 4D tensor expected, got %dD'):format(x:dim()), 0) end
+  local sum = x.new()
+  return function()
+    torch.sum(sum, x, dim)
+    y:copy(sum:expandAs(y))
+  end
+end
+
 -- y = normal(mean, stdev) samples from torch's generator.
 function K.normal(y, mean, stdev)
   return function() y:normal(mean, stdev) end

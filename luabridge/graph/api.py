@@ -74,11 +74,16 @@ def lua_module(inputs: Union[Symbol, Sequence[Symbol]], module: Any, name: Optio
 
 
 def python_op(fn: Callable, infer_shape: Optional[Callable] = None, grad: Optional[Callable] = None,
-              num_outputs: int = 1, name: Optional[str] = None) -> Callable[..., Symbol]:
+              num_outputs: int = 1, name: Optional[str] = None,
+              graph_grad: Optional[Callable] = None) -> Callable[..., Symbol]:
     """An op running fn(*input_arrays) -> array (or a tuple of num_outputs arrays) over numpy
     arrays. infer_shape(*input_shapes) -> shape (or a list of shapes); default: the first
     input's shape. grad(inputs, outputs, output_grads) -> one gradient array (or None for
-    none) per input. Returns a function making nodes: op(*input_symbols, name=None)."""
+    none) per input; or graph_grad(inputs, outputs, output_grads), the same over symbols,
+    returning symbols (or None): a graph, which can be differentiated again. Returns a
+    function making nodes: op(*input_symbols, name=None)."""
+    if grad is not None and graph_grad is not None:
+        raise ValueError("python_op: give grad or graph_grad, not both")
     hint = name or getattr(fn, "__name__", "python_op").strip("<>_") or "python_op"
     op_name = f"python_op:{hint}:{next(_counter)}"
 
@@ -101,6 +106,8 @@ def python_op(fn: Callable, infer_shape: Optional[Callable] = None, grad: Option
     gradient = None
     if grad is not None:
         gradient = _python_gradient(grad, hint, op_name, num_outputs)
+    elif graph_grad is not None:
+        gradient = _graph_gradient(graph_grad, num_outputs)
     registry.register(Op(op_name, num_inputs=lambda attrs: int(attrs["num_args"]),
                          num_outputs=num_outputs,
                          input_names=lambda attrs: [f"arg{i}" for i in range(int(attrs["num_args"]))],
@@ -138,4 +145,12 @@ def _python_gradient(grad: Callable, hint: str, op_name: str, num_outputs: int) 
         bnode = Node(back, f"{node.name}_backward",
                      {"num_args": str(len(inputs)), "forward_inputs": str(n_in)}, inputs, [node], forward=node)
         return [Entry(bnode, i, 0) for i in range(n_in)]
+    return gradient
+
+
+def _graph_gradient(graph_grad: Callable, num_outputs: int) -> Callable:
+    """The gradient of a python_op as the graph that graph_grad builds over symbols."""
+    def gradient(node: Node, out_grads: list[Entry]) -> list:
+        outputs = [Symbol([Entry(node, i, 0)]) for i in range(num_outputs)]
+        return list(graph_grad([Symbol([e]) for e in node.inputs], outputs, [Symbol([g]) for g in out_grads]))
     return gradient

@@ -29,6 +29,9 @@ class LuaModule:
     need_inputs: bool = True     # the backward reads the forward inputs
     need_outputs: bool = True    # the backward reads the forward output
     states: tuple = ()           # module fields bound to the last len(states) inputs
+    # the second derivative: (its `_backward` node, gradients of that node's outputs) ->
+    # gradients of that node's inputs, as graph expressions (None: the op has none)
+    backward_gradient: Optional[Callable[["Node", list], list]] = None
 
 
 @dataclass

@@ -192,7 +192,14 @@ def _sum_to_like_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
     return [g, out], [out]
 
 
+def _grad_sum_to_like(node: Node, og: list) -> list:
+    # the sum's adjoint: og broadcast back to the gradient's shape
+    g = node.inputs[0]
+    ones = make("ones_like", [g], name=f"{node.name}_grad_ones")
+    return [make("__mul_symbol__", [ones, og[0]], name=f"{node.name}_grad_0"), None]
+
+
 # grad summed down to ref's shape: the gradient of an operand that a binary op broadcast
 register_all(Op("_sum_to_like", num_inputs=2, input_names=("grad", "ref"),
-                infer_shape=_sum_to_like_shape, gradient=no_gradient, inplace=[(0, 0)],
+                infer_shape=_sum_to_like_shape, gradient=_grad_sum_to_like, inplace=[(0, 0)],
                 compute=kernel("K.sumTo(y[1], x[1])")))

@@ -3,8 +3,8 @@ op computing both input gradients."""
 from __future__ import annotations
 
 from ..registry import Op, parse_bool
-from ..symbol import Node, Symbol, create
-from ._util import fmt_shape, kernel, no_gradient, register_all
+from ..symbol import Entry, Node, Symbol, create
+from ._util import fmt_shape, kernel, register_all
 
 
 def _matmul_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
@@ -21,11 +21,18 @@ def _matmul_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
     return ins, [(m, n)]
 
 
+def _matmul(a: Entry, b: Entry, name: str, attrs: dict) -> Symbol:
+    return create("matmul", Symbol([a]), Symbol([b]), name=name, **attrs)
+
+
+def _matmul_backward(gc: Entry, a: Entry, b: Entry, name: str, attrs: dict) -> list[Entry]:
+    return create("_matmul_backward", Symbol([gc]), Symbol([a]), Symbol([b]), name=name, **attrs).outputs
+
+
 def _matmul_grad(node: Node, og: list) -> list:
-    back = create("_matmul_backward", *(Symbol([e]) for e in [og[0], *node.inputs]),
-                  name=f"{node.name}_backward", **node.attrs)
-    back.outputs[0].node.forward = node
-    return [back.outputs[0], back.outputs[1]]
+    back = _matmul_backward(og[0], *node.inputs, f"{node.name}_backward", node.attrs)
+    back[0].node.forward = node
+    return back
 
 
 register_all(Op("matmul", num_inputs=2, input_names=("lhs", "rhs"), infer_shape=_matmul_shape,
@@ -33,8 +40,27 @@ register_all(Op("matmul", num_inputs=2, input_names=("lhs", "rhs"), infer_shape=
                 compute=kernel("K.matmul(y[1], x[1], x[2], K.flag(kwarg.transpose_a), "
                                "K.flag(kwarg.transpose_b))")))
 
+
+def _matmul_backward_grad(node: Node, og: list) -> list:
+    # c = f(a, b) is bilinear: the map gc -> (ga, gb) is the adjoint of (da, db) -> f(da, b) +
+    # f(a, db), so its gradient in gc is f(gga, b) + f(a, ggb); ga does not depend on a and gb
+    # is linear in a (<ggb, gb> = <gc, f(a, ggb)>), and likewise for b
+    gc, a, b = node.inputs
+    gga, ggb = og
+    n = node.name
+    d_gc = create("__add_symbol__", _matmul(gga, b, f"{n}_grad_gc0", node.attrs),
+                  _matmul(a, ggb, f"{n}_grad_gc1", node.attrs), name=f"{n}_grad_gc")
+    d_a = _matmul_backward(gc, a, ggb, f"{n}_grad_a", node.attrs)[0]
+    d_b = _matmul_backward(gc, gga, b, f"{n}_grad_b", node.attrs)[1]
+    return [d_gc, d_a, d_b]
+
+
+def _matmul_backward_shape(attrs: dict, ins: list, outs: list = (None, None)) -> tuple:
+    return ins, [ins[1], ins[2]]
+
+
 # (grad c, a, b) -> (grad a, grad b) for c = op(a) op(b); shapes are those of a and b
 register_all(Op("_matmul_backward", num_inputs=3, num_outputs=2, input_names=("grad", "lhs", "rhs"),
-                is_backward=True, gradient=no_gradient,
+                is_backward=True, gradient=_matmul_backward_grad, infer_shape=_matmul_backward_shape,
                 compute=kernel("K.matmulBackward(y[1], y[2], x[1], x[2], x[3], "
                                "K.flag(kwarg.transpose_a), K.flag(kwarg.transpose_b))")))

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from ..registry import LuaModule, Op, parse_bool, parse_int, parse_tuple
 from ..symbol import Node
-from ._util import fmt_shape, kernel, make, no_gradient, register_all, same_shape
+from ._util import fmt_shape, kernel, make, register_all, same_shape
+from .second_order import linear_second, relu_second, softmax_second, tanh_second
+
 
 def _module(op: str, **kw) -> LuaModule:
     """The op's nn module, built by lua/luabridge/nn_ops.lua's function of that name."""
@@ -31,8 +33,9 @@ def _need(shape, ndim: int, what: str, op: str) -> None:
 
 
 # ---- activations ----
-for _name in ("softmax", "relu", "tanh"):
-    register_all(Op(_name, infer_shape=same_shape, compute=_module(_name, need_outputs=True)))
+for _name, _second in (("softmax", softmax_second), ("relu", relu_second), ("tanh", tanh_second)):
+    register_all(Op(_name, infer_shape=same_shape,
+                    compute=_module(_name, need_outputs=True, backward_gradient=_second)))
 
 
 # ---- linear ----
@@ -56,7 +59,7 @@ def _linear_shape(attrs: dict, ins: list, outs: list = (None,)) -> tuple:
 
 _num, _names = _with_bias()
 register_all(Op("linear", num_inputs=_num, input_names=_names, infer_shape=_linear_shape,
-                compute=_module("linear")))
+                compute=_module("linear", backward_gradient=linear_second)))
 
 
 # ---- pad ----
@@ -194,5 +197,6 @@ def _flatten_grad(node: Node, og: list) -> list:
 
 register_all(Op("flatten_layer", infer_shape=_flatten_shape, gradient=_flatten_grad, inplace=[(0, 0)],
                 hint="flatten", compute=kernel("K.ewise('copy', y[1], x)")))
-register_all(Op("_flatten_backward", is_backward=True, inplace=[(0, 0)], gradient=no_gradient,
+register_all(Op("_flatten_backward", is_backward=True, inplace=[(0, 0)],
+                gradient=lambda node, og: [make("flatten_layer", [og[0]], name=f"{node.name}_grad")],
                 compute=kernel("K.ewise('copy', y[1], x)")))

@@ -43,11 +43,18 @@ def _reduce_grad(kind: str):
     return grad
 
 
+def _broadcast_grad(kind: str):
+    """The gradient of the broadcast back (a linear map): the reduction over the same axes."""
+    def grad(node: Node, og: list) -> list:
+        return [make(f"reduce_{kind}", [og[0]], name=f"{node.name}_grad", **node.attrs)]
+    return grad
+
+
 for _kind in ("sum", "mean"):
     register_all(Op(f"reduce_{_kind}", infer_shape=_reduce_shape, gradient=_reduce_grad(_kind),
                     compute=kernel(f"K.reduce('{_kind}', y[1], x[1], {_lua_axes()})")))
     # output: the forward input's shape (is_backward); the axes are those of the forward node
-    register_all(Op(f"_reduce_{_kind}_backward", is_backward=True, gradient=no_gradient,
+    register_all(Op(f"_reduce_{_kind}_backward", is_backward=True, gradient=_broadcast_grad(_kind),
                     compute=kernel(f"K.reduceBackward('{_kind}', y[1], x[1], "
                                    "K.axes(kwarg.reduction_indices, y[1]:dim()))")))
 

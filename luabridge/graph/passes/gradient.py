@@ -77,7 +77,8 @@ def _input_grads(node: Node, out_grads: list[Entry]) -> list[Optional[Entry]]:
     if isinstance(op.compute, LuaModule):
         return nn_backward(node, out_grads)
     if op.gradient is None:
-        raise ValueError(f"gradients: op {op.name!r} (node {node.name!r}) has no gradient")
+        what = "second derivative" if op.is_backward else "gradient"
+        raise ValueError(f"gradients: op {op.name!r} (node {node.name!r}) has no {what}")
     res = list(op.gradient(node, out_grads))
     if len(res) != len(node.inputs):
         raise ValueError(f"gradients: op {op.name!r} (node {node.name!r}) gave {len(res)} "
