@@ -53,6 +53,12 @@ end
 
 -- nn modules ------------------------------------------------------------------------------------
 
+-- A factory giving each executor its own clone of the module `factory` makes (a compiled
+-- graph's closures must not share a module's state between two forward calls).
+function M.cloning(factory)
+  return function(ishape, kwarg) return factory(ishape, kwarg):clone() end
+end
+
 local function isCriterion(m) return torch.isTypeOf(m, 'nn.Criterion') end
 
 -- The module converted to the graph's tensor type, with its parameter and gradient tensors

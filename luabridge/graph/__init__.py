@@ -4,10 +4,11 @@ from . import registry
 from .registry import LuaCompute, LuaModule, Op, PythonCompute, get, register
 from .symbol import Entry, Group, Node, Symbol, Variable, create
 from . import internal, ops  # noqa: F401  (the op library registers its ops at start-up)
+from .compile import StageError, compile  # the function shadows its module's name here
 
 __all__ = [
     "Entry", "Group", "LuaCompute", "LuaModule", "Node", "Op", "PythonCompute", "Session",
-    "Symbol", "Variable", "create", "get", "gradients", "infer_shapes", "lua_module", "python_op", "register",
+    "StageError", "Symbol", "Variable", "compile", "create", "get", "gradients", "infer_shapes", "lua_module", "python_op", "register",
     "registry",
 ]
 

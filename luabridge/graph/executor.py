@@ -152,7 +152,7 @@ class Executor:
             st = states.get(v.name)
             if st is not None and st.initialised and (v in self.read_vars or v not in self.assigned_vars):
                 shapes[g.entry_id(v)], dtypes[g.entry_id(v)] = st.array.shape, st.array.dtype.name
-        g = infer_shapes(g, shapes, dtypes)
+        g = self._infer(g, shapes, dtypes)
         for v in self.assigned_vars:
             eid = g.entry_id(v)
             states.allocate(v.name, g.attrs["shape"][eid], g.attrs["dtype"][eid])
@@ -164,6 +164,10 @@ class Executor:
         run, where = bridge().call(_closures_module().runner, bridge().lua.table_from(steps))
         self.plan = _Plan(self._signature(feeds), self.session._states.generation, g, tensors, views, run,
                           where, labels, arrays)
+
+    def _infer(self, g: Graph, shapes: list, dtypes: list) -> Graph:
+        """Every entry's shape and type from those known (the feeds' and variables')."""
+        return infer_shapes(g, shapes, dtypes)
 
     def _release(self, plan: _Plan) -> None:
         """The old plan's buffers go back to the pool for the next plan."""
