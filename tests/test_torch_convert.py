@@ -387,3 +387,30 @@ def test_converted_model_survives_torch_save_and_load():
     again = torch.load(buffer, weights_only=False)
     x = torch.randn(2, 6, 3, dtype=torch.float64)
     assert torch.equal(again(x), m(x))
+
+
+def test_a_convnet_trains_alike_in_both():
+    """A LeNet-style net in training mode: output, input gradient and every parameter's gradient
+    (autograd's against accGradParameters'), then the running statistics."""
+    module, x = (wrap(v) for v in _BUILD(
+        "nn.Sequential():add(nn.SpatialConvolution(3, 6, 5, 5, 1, 1, 2, 2)):add(nn.SpatialBatchNormalization(6))"
+        ":add(nn.ReLU(true)):add(nn.SpatialMaxPooling(2, 2, 2, 2)):add(nn.SpatialConvolutionMM(6, 8, 3, 3))"
+        ":add(nn.Tanh()):add(nn.SpatialAveragePooling(2, 2, 2, 2):ceil()):add(nn.View(-1):setNumInputDims(3))"
+        ":add(nn.Dropout(0)):add(nn.Linear(8 * 3 * 3, 10)):add(nn.BatchNormalization(10)):add(nn.LogSoftMax())",
+        "R(4, 3, 14, 14)"))
+    converted = convert(module)
+    xt = _torch(x).requires_grad_()
+    y = converted(xt)
+    torch.testing.assert_close(y, _torch(module.forward(x)), **TOL)
+    go = torch.randn(y.shape, dtype=y.dtype)
+    y.backward(go)
+    module.zeroGradParameters()
+    torch.testing.assert_close(xt.grad, _torch(module.backward(x, luabridge.from_numpy(go.numpy()))), **TOL)
+    for name, p in converted.named_parameters():
+        index, field = name.split(".")
+        lua_grad = _torch(getattr(module.get(int(index)), "grad" + field.capitalize()))
+        torch.testing.assert_close(p.grad, lua_grad.view(p.shape), **TOL)
+    for name, b in converted.named_buffers():
+        index, field = name.split(".")
+        if field != "num_batches_tracked":
+            torch.testing.assert_close(b, _torch(getattr(module.get(int(index)), field)), **TOL)
