@@ -56,6 +56,7 @@ CASES: list[tuple] = [
     ("nn.Linear(3, 4)", "R(3)"),
     ("nn.Linear(3, 4, false)", "R(2, 3)"),
     ("nn.Linear(3, 4):noBias()", "R(3)"),
+    ("nn.LinearWeightNorm(3, 4)", "R(2, 3)"), ("nn.LinearWeightNorm(3, 4, false)", "R(3)"),
     ("nn.Bilinear(3, 4, 2)", "{R(5, 3), R(5, 4)}"),
     ("nn.Bilinear(3, 4, 2, false)", "{R(5, 3), R(5, 4)}"),
     ("nn.SpatialConvolution(2, 3, 3, 3, 2, 1, 1, 1)", "R(2, 2, 7, 6)"),
@@ -86,6 +87,7 @@ CASES: list[tuple] = [
     ("nn.VolumetricMaxPooling(2, 2, 2, 2, 2, 2, 1, 1, 1):ceil()", "R(2, 2, 5, 4, 5)"),
     ("nn.VolumetricDilatedMaxPooling(2, 2, 2, 1, 1, 1, 0, 1, 0, 2, 1, 2)", "R(2, 5, 4, 5)"),
     ("nn.VolumetricAveragePooling(2, 2, 2, 1, 2, 2)", "R(2, 2, 4, 5, 6)"),
+    ("nn.SpatialLPPooling(2, 2, 2, 2)", "P(2, 2, 6, 6)"), ("nn.SpatialLPPooling(2, 3, 3, 2, 1, 2)", "P(2, 7, 6)"),
     ("nn.SpatialAdaptiveMaxPooling(3, 2)", "R(2, 2, 7, 8)"),
     ("nn.SpatialAdaptiveAveragePooling(4, 3)", "R(2, 7, 9)"),
     # normalization, dropout
@@ -113,6 +115,8 @@ CASES: list[tuple] = [
     ("nn.ReLU6()", "R(2, 3):mul(5)"),
     ("nn.LeakyReLU(0.2)", "R(2, 3)"), ("nn.ELU(0.7)", "R(2, 3)"),
     ("E(nn.RReLU(0.1, 0.3))", "R(2, 3)"),
+    ("nn.CReLU(1)", "R(2, 3)"), ("nn.CReLU(3)", "R(3, 2, 2)"),
+    ("nn.GradientReversal(0.7)", "R(2, 3)"), ("nn.ZeroGrad()", "R(2, 3)"),
     ("nn.GatedLinearUnit()", "R(2, 6)"), ("nn.GatedLinearUnit(1)", "R(4, 3)"),
     ("nn.PReLU()", "R(2, 3)"), ("nn.PReLU(3)", "R(2, 3, 4)"), ("nn.PReLU(3)", "R(3)"),
     ("nn.SoftPlus()", "R(2, 3)"), ("nn.SoftPlus(2, 1)", "R(2, 3)", False),   # torch7's gradient: linear where beta * output > threshold
@@ -138,6 +142,8 @@ CASES: list[tuple] = [
     ("nn.SpatialUpSamplingNearest(3)", "R(2, 3, 4)"),
     ("nn.SpatialUpSamplingBilinear(2)", "R(2, 2, 3, 4)"),
     ("nn.SpatialUpSamplingBilinear({oheight = 5, owidth = 7})", "R(2, 3, 4)"),
+    ("nn.UpSampling(2)", "R(2, 2, 3, 4)"), ("nn.UpSampling(2, 'linear')", "R(1, 2, 3, 2, 4)"),
+    ("nn.UpSampling({oheight = 5, owidth = 3}, 'bilinear')", "R(2, 2, 3, 4)"),
     ("nn.PixelShuffle(2)", "R(2, 8, 3, 3)"), ("nn.PixelShuffle(2)", "R(8, 3, 3)"),
     ("nn.SpatialZeroPadding(1, -1, 2, 0)", "R(2, 2, 4, 5)"),
     ("nn.SpatialReflectionPadding(1, 2, 1, 0)", "R(2, 4, 5)"),
@@ -163,6 +169,7 @@ CASES: list[tuple] = [
     ("nn.Sum(2, nil, false, false)", "R(3, 4)"), ("nn.Sum(1)", "R(4)"),
     ("nn.Mean(2)", "R(3, 4, 2)"),
     ("nn.Max(2)", "R(3, 4)"), ("nn.Max(1, 1)", "R(3, 4)"), ("nn.Min(1)", "R(5)"), ("nn.Min(-1)", "R(2, 5)"),
+    ("nn.Collapse(2)", "R(4, 2, 3)"), ("nn.Collapse(2)", "R(2, 3)"),
     ("nn.Identity()", "R(2, 3)"), ("nn.Contiguous()", "R(2, 3)"),
     ("nn.Copy('torch.DoubleTensor', 'torch.FloatTensor')", "R(2, 3)"),
     # containers
@@ -170,11 +177,12 @@ CASES: list[tuple] = [
     ("nn.Concat(2):add(nn.Linear(3, 2)):add(nn.Linear(3, 4))", "R(2, 3)"),
     ("nn.DepthConcat(2):add(nn.SpatialConvolution(2, 3, 3, 3)):add(nn.SpatialConvolution(2, 2, 1, 1))"
      ":add(nn.SpatialConvolution(2, 1, 2, 2))", "R(2, 2, 5, 5)"),
-    ("nn.Decorator(nn.Linear(3, 2))", "R(4, 3)"),
+    ("nn.Decorator(nn.Linear(3, 2))", "R(4, 3)"), ("nn.NaN(nn.Tanh())", "R(4, 3)"),
+    ("nn.Profile(nn.Linear(3, 2), 1000)", "R(4, 3)"), ("nn.Maxout(4, 3, 2)", "R(5, 4)"),
     ("nn.Parallel(2, 2):add(nn.Linear(3, 2)):add(nn.Linear(3, 4))", "R(3, 2, 3)"),
 ]
 
-# cudnn's classes (without a GPU: LUABRIDGE_CUDA_ON_CPU=1), in a runtime of their own.
+# cudnn's and cunn's classes (without a GPU: LUABRIDGE_CUDA_ON_CPU=1), in a runtime of their own.
 CUDNN_CASES: list[tuple] = [
     ("cudnn.SpatialConvolution(4, 6, 3, 3, 1, 1, 1, 1, 2)", "R(2, 4, 5, 5)"),
     ("cudnn.SpatialFullConvolution(2, 3, 3, 3, 2, 2, 1, 1)", "R(2, 2, 4, 4)"),
@@ -193,6 +201,7 @@ CUDNN_CASES: list[tuple] = [
     ("cudnn.ClippedReLU(0.5)", "R(2, 3)"),
     ("cudnn.SoftMax()", "R(2, 3, 4, 4)"), ("cudnn.LogSoftMax()", "R(3, 4, 4)"),
     ("cudnn.SpatialSoftMax()", "R(2, 3, 4, 4)"), ("cudnn.SpatialLogSoftMax()", "R(2, 3, 4, 4)"),
+    ("nn.DataParallelTable(1):add(nn.Sequential():add(nn.Linear(3, 2)), {1})", "R(4, 3)"),
     ("cudnn.VolumetricSoftMax()", "R(2, 3, 2, 3, 3)"), ("cudnn.VolumetricLogSoftMax()", "R(3, 2, 3, 3)"),
 ]
 
@@ -243,7 +252,8 @@ def cudnn_thread():
     """A thread whose runtime has cudnn loaded without a GPU (the other tests' runtime stays without)."""
     pool = ThreadPoolExecutor(max_workers=1)
     with mock.patch.dict(os.environ, {"LUABRIDGE_CUDA_ON_CPU": "1"}):
-        pool.submit(luabridge.require, "cudnn").result()
+        for package in ("cudnn", "cunn"):
+            pool.submit(luabridge.require, package).result()
 
     def run(fn: Callable[..., Any], *args: Any) -> Any:
         return pool.submit(fn, *args).result()

@@ -50,6 +50,19 @@ def _linear(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return _set(torch.nn.Linear(inp, out, bias=m._lua["bias"] is not None, dtype=_dtype(m)), m, "weight", "bias")
 
 
+@converter("nn.LinearWeightNorm")
+def _linear_weight_norm(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    """A Linear under PyTorch's weight_norm: g and v are its parameters, as in torch7."""
+    v = tensor(m.v)
+    module = torch.nn.Linear(v.shape[1], v.shape[0], bias=m._lua["bias"] is not None, dtype=v.dtype)
+    _set(module, m, "bias")
+    module = torch.nn.utils.parametrizations.weight_norm(module, "weight", dim=0)
+    with torch.no_grad():
+        module.parametrizations.weight.original0.copy_(tensor(m.g))
+        module.parametrizations.weight.original1.copy_(v)
+    return module
+
+
 @converter("nn.Bilinear")
 def _bilinear(m: LuaObject, ctx: Context) -> torch.nn.Module:
     out, in1, in2 = tensor(m.weight).shape
@@ -166,6 +179,14 @@ def _adaptive_avg_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return torch.nn.AdaptiveAvgPool2d((int(m.H), int(m.W)))
 
 
+@converter("nn.SpatialLPPooling")
+def _lp_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    """torch7 builds it as a Sequential of x^p, window sums and the 1/p power: PyTorch's LPPool2d."""
+    power = m.get(1)
+    p = 2.0 if power._typename() == "nn.Square" else float(power.pow)
+    return torch.nn.LPPool2d(p, _ints(m, "k", "HW"), _ints(m, "d", "HW"))
+
+
 # ---- normalization, dropout
 
 _BATCH_NORMS = {"nn.BatchNormalization": layers.BatchNorm1d, "nn.SpatialBatchNormalization": layers.BatchNorm2d,
@@ -261,6 +282,21 @@ def _glu(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return torch.nn.GLU(-1 if dim is None else int(dim) - 1)
 
 
+@converter("nn.CReLU")
+def _crelu(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    return layers.CReLU(int(m.nInputDims))
+
+
+@converter("nn.GradientReversal")
+def _gradient_reversal(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    return layers.GradientScale(-float(_get(m, "lambda")))
+
+
+@converter("nn.ZeroGrad")
+def _zero_grad(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    return layers.GradientScale(0.0)
+
+
 @converter("nn.PReLU")
 def _prelu(m: LuaObject, ctx: Context) -> torch.nn.Module:
     weight = tensor(m.weight)
@@ -302,6 +338,13 @@ def _upsample_bilinear(m: LuaObject, ctx: Context) -> torch.nn.Module:
     if scale is None:
         return layers.Upsample(size=(int(m.oheight), int(m.owidth)), mode="bilinear", align_corners=True)
     return layers.Upsample(scale_factor=float(scale), mode="bilinear", align_corners=True)
+
+
+@converter("nn.UpSampling")
+def _upsampling(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    scale = _get(m, "scale_factor")
+    sizes = [_get(m, f) for f in ("odepth", "oheight", "owidth")]
+    return layers.Resample(None if scale is None else float(scale), sizes, linear=m.mode == "linear")
 
 
 @converter("nn.PixelShuffle")
@@ -388,6 +431,11 @@ def _max(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return layers.Reduce(m._typename()[3:].lower(), int(m.dimension), _get(m, "nInputDims"))
 
 
+@converter("nn.Collapse")
+def _collapse(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    return layers.Collapse(int(m.nInputDim))
+
+
 @converter("nn.Identity")
 def _identity(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return torch.nn.Identity()
@@ -409,7 +457,7 @@ def _children(m: LuaObject, ctx: Context) -> list[torch.nn.Module]:
     return [ctx.child(child, i) for i, child in enumerate(m.modules, start=1)]
 
 
-@converter("nn.Sequential")
+@converter("nn.Sequential", "nn.Maxout")
 def _sequential(m: LuaObject, ctx: Context) -> torch.nn.Module:
     """Children named by torch7's 1-based index, as LuaModule names them (`"3.2.bias"`)."""
     out = torch.nn.Sequential()
@@ -418,9 +466,11 @@ def _sequential(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return out
 
 
-@converter("nn.Decorator")
+@converter("nn.Decorator", "nn.Profile", "nn.NaN", "nn.DataParallelTable")
 def _decorator(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    """The wrapped module, kept one level down (named "1") so that paths and names stay torch7's."""
+    """Decorators computing as the module they wrap (nn.Profile times it, nn.NaN checks it,
+    DataParallelTable spreads it over GPUs): that module, one level down (named "1") so that
+    paths and names stay torch7's."""
     return _sequential(m, ctx)
 
 

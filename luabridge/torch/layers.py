@@ -4,7 +4,7 @@ nInputDims, a non-batch input one dim short) are kept as torch7's nn states them
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -498,3 +498,68 @@ class Parallel(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"input_dim={self.input_dim}, output_dim={self.output_dim}"
+
+
+class Collapse(torch.nn.Module):
+    """nn.Collapse(nInputDim): one sample flattened, or each sample of a batch."""
+
+    def __init__(self, n_input_dim: int) -> None:
+        super().__init__()
+        self.n_input_dim = n_input_dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0], -1) if x.dim() > self.n_input_dim else x.reshape(-1)
+
+
+class CReLU(torch.nn.Module):
+    """nn.CReLU(nInputDims): relu(x) and relu(-x) joined along the features (the first dim of a
+    sample)."""
+
+    def __init__(self, n_input_dims: int) -> None:
+        super().__init__()
+        self.n_input_dims = n_input_dims
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([F.relu(x), F.relu(-x)], 1 if x.dim() == self.n_input_dims + 1 else 0)
+
+
+class Resample(torch.nn.Module):
+    """nn.UpSampling: nearest (an integer scale) or linear with the corners aligned (bilinear for
+    4D input, trilinear for 5D), to a scale or to given sizes (depth, height, width)."""
+
+    def __init__(self, scale: float | None, sizes: Sequence[int | None], linear: bool) -> None:
+        super().__init__()
+        self.scale, self.sizes, self.linear = scale, list(sizes), linear
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        size = None if self.scale else self.sizes[5 - x.dim():]
+        if not self.linear:
+            return F.interpolate(x, size=size, scale_factor=self.scale, mode="nearest")
+        mode = "bilinear" if x.dim() == 4 else "trilinear"
+        return F.interpolate(x, size=size, scale_factor=self.scale, mode=mode, align_corners=True)
+
+
+class _ScaledGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, factor: float) -> torch.Tensor:
+        ctx.factor = factor
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        return grad * ctx.factor, None
+
+
+class GradientScale(torch.nn.Module):
+    """The input unchanged, its gradient times `factor`: nn.GradientReversal(lambda) (-lambda)
+    and nn.ZeroGrad (0)."""
+
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _ScaledGradient.apply(x, self.factor)
+
+    def extra_repr(self) -> str:
+        return f"factor={self.factor}"
