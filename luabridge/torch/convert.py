@@ -8,7 +8,6 @@ with `converter` when this module imports them.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 import numpy as np
@@ -98,19 +97,7 @@ def convert(module: LuaObject | LuaModule | str, strict: bool = True) -> torch.n
     return _convert(_lua_module(module), Context("", strict))
 
 
-_SIBLINGS = ("convert_layers", "convert_tables", "convert_criterions", "convert_graph")
-_registered = False
-
-
 def _register() -> None:
-    """Imports the converter files, each registering its converters; one not written yet is skipped."""
-    global _registered
-    if _registered:
-        return
-    for name in _SIBLINGS:
-        try:
-            importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{name}":
-                raise
-    _registered = True
+    """Imports the converter files, each registering its converters (here, not at the top: they
+    import this module)."""
+    from . import convert_criterions, convert_graph, convert_layers, convert_tables  # noqa: F401
