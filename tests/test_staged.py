@@ -230,6 +230,24 @@ def test_chains_are_reused_once_released(rng):
     assert all(c.holds == 0 for c in plan._chains)
 
 
+def test_known_shapes_are_planned_at_compile_time(rng):
+    x, w = ph("x", shape=[3, 4]), ph("w", shape=[4, 2])
+    f = G.compile(create("reduce_sum", create("tanh", create("matmul", x, w))), [x, w], stages=2)
+    plan, = f._plans.values()
+    chain, = plan._chains
+    executors = [chain.executors[s] for s in range(3)]
+    assert all(ex.builds == 1 for ex in executors)
+    report = executors[0].plan.graph.attrs["memory"]
+    assert report.planned_bytes > 0
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    _, back = f(a, b)
+    (ga, gb), back2 = back(1.0)
+    back2(np.ones((3, 4)), np.ones((4, 2)))
+    assert all(ex.builds == 1 for ex in executors) and plan._chains == [chain]
+    t = np.tanh(a @ b)
+    np.testing.assert_allclose(ga, (1 - t * t) @ b.T, rtol=1e-12, atol=1e-15)
+
+
 def test_none_gradients_are_zeros_and_repeated_outputs_sum(rng):
     x, w = ph("x"), ph("w")
     p = x * w

@@ -25,7 +25,7 @@ from .graph import Graph
 from .ops.init import dtype_name
 from .passes.gradient import gradient
 from .passes.infer import infer_shapes
-from .registry import LuaModule, Op, attr_str, get
+from .registry import LuaModule, Op, attr_str, get, parse_tuple
 from .session import Session
 from .symbol import Entry, Node, Symbol, Variable, entry_name, topo_nodes
 
@@ -88,6 +88,28 @@ class StagedFunction:
         self._partition(nodes)
         self.session = Session()   # the variables no input names (a lua_module's weights)
         self._plans: OrderedDict[tuple, _SignaturePlan] = OrderedDict()
+        static = self._static_inputs()
+        if static is not None:
+            chain = self._plan(static).chain()
+            chain.prepare()
+            chain.release()
+
+    def _static_inputs(self) -> Optional[list[np.ndarray]]:
+        """Zeros of every input's shape when all are known now (placeholders given a shape,
+        variables with an initial value), so that the stages are planned at compile time."""
+        arrays = []
+        for e in self.inputs:
+            if e.node.op is None:
+                value = initial_value(e.node)
+                if value is None:
+                    return None
+                arrays.append(np.zeros_like(value))
+            else:
+                shape = parse_tuple(e.node.attrs.get("shape"))
+                if not shape:
+                    return None
+                arrays.append(np.zeros(shape, dtype_name(e.node.attrs)))
+        return arrays
 
     # ---- compile time ----
     def _differentiate(self, outputs: list[Entry], inputs: list[Entry], stages: int) -> list[_Stage]:
@@ -256,6 +278,12 @@ class _StageExecutor(Executor):
         super().__init__(session, fetches)
         self.known, self.modules = known, modules
 
+    def prepare(self) -> None:
+        """Plans memory and builds the closures now, for feeds of the known shapes."""
+        for v in self.read_vars:
+            self.session._states.ensure_initialised(v)
+        self._build([np.zeros(self.known[(id(p), 0)][0], dtype) for p, dtype in zip(self.placeholders, self.feed_dtypes)])
+
     def _infer(self, g: Graph, shapes: list, dtypes: list) -> Graph:
         for n in g.nodes:
             for i in range(n.num_outputs()):
@@ -367,6 +395,13 @@ class _Chain:
             fn = self.plan.fn
             self.executors[s] = _StageExecutor(fn.session, fetches, self.plan.copy_known, self.modules) if fetches else None
         return self.executors[s]
+
+    def prepare(self) -> None:
+        """Every stage's executor, planned."""
+        for s in range(len(self.plan.fetches)):
+            ex = self.executor(s)
+            if ex is not None:
+                ex.prepare()
 
     def hold(self) -> None:
         self.holds += 1
