@@ -3,8 +3,8 @@
 Every import is read from the syntax tree: module level, inside functions and inside `if`
 blocks alike, relative imports resolved, `from pkg import name` counted as an import of the
 module pkg.name when there is one (else of pkg), importlib.import_module of a literal name as an
-import of that module (of a computed name: of the targets listed in COMPUTED). Imports under `if TYPE_CHECKING:` never run: they obey the layer rules
-but make no import cycle. Importing luabridge.a.b runs the package inits luabridge/__init__.py
+import of that module (of a computed name: of the targets listed in COMPUTED). Imports under
+`if TYPE_CHECKING:` never run: they obey the layer rules but make no import cycle. Importing luabridge.a.b runs the package inits luabridge/__init__.py
 and luabridge/a/__init__.py first; those inits are the start-up (they register the callbacks
 and providers of the layers above), so they count as importers of what they import, not as
 something every module imports.
