@@ -8,5 +8,7 @@ except ImportError as e:
     raise ImportError("luabridge.torch needs PyTorch: pip install torch") from e
 
 from .module import LuaModule
+from .convert import ConversionError, convert
+from . import convert_criterions, convert_graph, convert_layers, convert_tables  # noqa: F401  (register their converters)
 
-__all__ = ["LuaModule"]
+__all__ = ["ConversionError", "LuaModule", "convert"]

@@ -3,8 +3,9 @@
 A converter per torch7 class (`CONVERTERS`, keyed by ``torch.typename``) builds the PyTorch
 module; containers convert their children through `Context.child`, which carries the dotted
 1-based path used in error messages and applies the strict rule. The converter files
-(`convert_layers`, `convert_tables`, `convert_criterions`, `convert_graph`) register themselves
-with `converter` when this module imports them.
+(`convert_layers`, `convert_tables`, `convert_criterions`, `convert_graph`) import this module
+and register themselves with `converter`; the package (luabridge/torch/__init__.py) imports them,
+so they are registered before any use of this module.
 """
 from __future__ import annotations
 
@@ -93,11 +94,4 @@ def convert(module: LuaObject | LuaModule | str, strict: bool = True) -> torch.n
     ``"nn.Linear(4, 3)"``, or a `LuaModule`), its weights copied. A module with no PyTorch
     counterpart raises `ConversionError` naming its class and path, or with ``strict=False`` stays
     a `LuaModule` (over the same Lua module, not a copy)."""
-    _register()
     return _convert(_lua_module(module), Context("", strict))
-
-
-def _register() -> None:
-    """Imports the converter files, each registering its converters (here, not at the top: they
-    import this module)."""
-    from . import convert_criterions, convert_graph, convert_layers, convert_tables  # noqa: F401
