@@ -424,3 +424,11 @@ def test_a_convnet_trains_alike_in_both():
         index, field = name.split(".")
         if field != "num_batches_tracked":
             torch.testing.assert_close(b, _torch(getattr(module.get(int(index)), field)), **TOL)
+
+
+def test_settings_pytorch_cannot_keep_are_a_conversion_error():
+    pooling = wrap(luabridge.eval("nn.Sequential():add(nn.SpatialAveragePooling(2, 2))"))
+    pooling.get(1).divide = False      # torch7's oldest files: window sums
+    with pytest.raises(ConversionError, match=r"^nn\.SpatialAveragePooling at 1 sums its windows"):
+        convert(pooling)
+    assert isinstance(convert(pooling, strict=False)[0], LuaModule)

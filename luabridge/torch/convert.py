@@ -69,13 +69,16 @@ def tensor(t: Any) -> torch.Tensor:
 def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
     typename = module._typename()
     fn = CONVERTERS.get(typename)
-    if fn is not None:
+    try:
+        if fn is None:
+            raise ConversionError(typename, ctx.path)
         out = fn(module, ctx)
-        out.training = module._lua["train"] is not False   # this module's own mode (children keep theirs)
-        return out
-    if ctx.strict:
-        raise ConversionError(typename, ctx.path)
-    return LuaModule(module)
+    except ConversionError as e:   # no counterpart, or settings the counterpart cannot keep
+        if ctx.strict or e.path != ctx.path:
+            raise
+        return LuaModule(module)
+    out.training = module._lua["train"] is not False   # this module's own mode (children keep theirs)
+    return out
 
 
 def _lua_module(module: LuaObject | LuaModule | str) -> LuaObject:
