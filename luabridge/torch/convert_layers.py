@@ -18,9 +18,8 @@ def _get(m: LuaObject, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def _dtype(m: LuaObject, name: str = "weight") -> torch.dtype:
-    t = m._lua[name]
-    return tensor(t).dtype if t is not None else torch.float64
+def _dtype(m: LuaObject) -> torch.dtype:
+    return tensor(m.weight).dtype
 
 
 def _set(module: torch.nn.Module, m: LuaObject, *names: str) -> torch.nn.Module:
@@ -46,8 +45,9 @@ def _inplace(m: LuaObject) -> bool:
 
 @converter("nn.Linear")
 def _linear(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    out, inp = tensor(m.weight).shape
-    return _set(torch.nn.Linear(inp, out, bias=m._lua["bias"] is not None, dtype=_dtype(m)), m, "weight", "bias")
+    weight = tensor(m.weight)
+    module = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=m._lua["bias"] is not None, dtype=weight.dtype)
+    return _set(module, m, "weight", "bias")
 
 
 @converter("nn.LinearWeightNorm")
@@ -65,8 +65,9 @@ def _linear_weight_norm(m: LuaObject, ctx: Context) -> torch.nn.Module:
 
 @converter("nn.Bilinear")
 def _bilinear(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    out, in1, in2 = tensor(m.weight).shape
-    return _set(layers.Bilinear(in1, in2, out, bias=m._lua["bias"] is not None, dtype=_dtype(m)), m, "weight", "bias")
+    weight = tensor(m.weight)
+    out, in1, in2 = weight.shape
+    return _set(layers.Bilinear(in1, in2, out, bias=m._lua["bias"] is not None, dtype=weight.dtype), m, "weight", "bias")
 
 
 def _conv(m: LuaObject, dims: str, transposed: bool) -> torch.nn.Module:
@@ -79,9 +80,6 @@ def _conv(m: LuaObject, dims: str, transposed: bool) -> torch.nn.Module:
         options["output_padding"] = _ints(m, "adj", dims, 0)
     module = cls(int(m.nInputPlane), int(m.nOutputPlane), _ints(m, "k", dims), **options)
     return _set(module, m, "weight", "bias")
-
-
-_CUDNN_TOO = ("SpatialFullConvolution", "VolumetricConvolution", "VolumetricFullConvolution")
 
 
 @converter("nn.SpatialConvolution", "nn.SpatialConvolutionMM", "nn.SpatialDilatedConvolution",
@@ -139,16 +137,19 @@ def _temporal_max_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return layers.TemporalMaxPooling(int(m.kW), int(m.dW))
 
 
+def _max_pool(m: LuaObject, cls: type, dims: str) -> torch.nn.Module:
+    return cls(_ints(m, "k", dims), _ints(m, "d", dims), _ints(m, "pad", dims, 0), _ints(m, "dilation", dims, 1),
+               ceil_mode=bool(_get(m, "ceil_mode", False)))
+
+
 @converter("nn.SpatialMaxPooling", "nn.SpatialDilatedMaxPooling", "cudnn.SpatialMaxPooling")
 def _spatial_max_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return torch.nn.MaxPool2d(_ints(m, "k", "HW"), _ints(m, "d", "HW"), _ints(m, "pad", "HW", 0),
-                              _ints(m, "dilation", "HW", 1), ceil_mode=bool(_get(m, "ceil_mode", False)))
+    return _max_pool(m, torch.nn.MaxPool2d, "HW")
 
 
 @converter("nn.VolumetricMaxPooling", "nn.VolumetricDilatedMaxPooling", "cudnn.VolumetricMaxPooling")
 def _volumetric_max_pool(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return torch.nn.MaxPool3d(_ints(m, "k", "THW"), _ints(m, "d", "THW"), _ints(m, "pad", "THW", 0),
-                              _ints(m, "dilation", "THW", 1), ceil_mode=bool(_get(m, "ceil_mode", False)))
+    return _max_pool(m, torch.nn.MaxPool3d, "THW")
 
 
 def _avg_pool(m: LuaObject, ctx: Context, cls: type, dims: str) -> torch.nn.Module:
@@ -374,8 +375,8 @@ def _padding(m: LuaObject, ctx: Context) -> torch.nn.Module:
 
 # ---- shape layers
 
-def _sizes(m: LuaObject, name: str = "size") -> list[int]:
-    return [int(s) for s in wrap(m._lua[name]).tolist()]
+def _sizes(m: LuaObject) -> list[int]:
+    return [int(s) for s in wrap(m._lua["size"]).tolist()]
 
 
 @converter("nn.View")
