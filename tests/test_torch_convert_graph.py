@@ -161,6 +161,17 @@ def test_criterion_node(rng):
     assert gm([torch.zeros(4, 3, dtype=torch.float64), torch.zeros(4, 2, dtype=torch.float64)]).shape == (1,)
 
 
+def test_names_python_cannot_take_fall_back_to_the_index(rng):
+    g = graph("""
+      local x = nn.Identity()()
+      local a = nn.Linear(3, 3)(x):annotate{name = 'class'}
+      local b = nn.Tanh()(a):annotate{name = 'graph'}
+      local c = nn.Linear(3, 2)(b):annotate{name = 'two words'}
+      return nn.gModule({x}, {nn.Sigmoid()(c):annotate{name = 'gate'}})""")
+    gm = check(g, rng.standard_normal((2, 3)), rng)
+    assert [name for name, _ in gm.named_children()] == ["1", "2", "3", "4", "gate"]
+
+
 def test_module_shared_by_two_nodes_is_one_submodule(rng):
     g = graph("""
       local x = nn.Identity()()

@@ -9,6 +9,7 @@ it returns a list when the gModule has several outputs.
 """
 from __future__ import annotations
 
+import keyword
 import operator
 from typing import Any
 
@@ -16,15 +17,11 @@ import torch
 import torch.fx
 
 from ..proxy import LuaObject, wrap
+from ..pyside import lua_list
 from ..runtime import bridge
 from .convert import Context, converter
 
 Value = Any  # an fx.Node, or a list of Values: what a table-valued edge carries while tracing
-
-
-def _items(table: Any) -> list[Any]:
-    """The elements 1..#table of a Lua array."""
-    return [table[i] for i in range(1, len(table) + 1)]
 
 
 def _select(graph: torch.fx.Graph, value: Value, index: int) -> Value:
@@ -36,13 +33,13 @@ def _select(graph: torch.fx.Graph, value: Value, index: int) -> Value:
 
 class _Submodules:
     """The converted modules of one gModule, named by their node's annotated name when it is a
-    free Python identifier, else by their 1-based index in the gModule's `modules` (torch7's
+    free Python name (no keyword, no GraphModule attribute), else by their 1-based index in the gModule's `modules` (torch7's
     g.modules[i]); a Lua module used by several nodes is converted once, its weights shared."""
 
     def __init__(self, gmodule: Any, ctx: Context) -> None:
         self.ctx = ctx
         self.key = bridge().lua.globals().torch.pointer
-        self.index = {self.key(m): i for i, m in reversed(list(enumerate(_items(gmodule.modules), 1)))}
+        self.index = {self.key(m): i for i, m in reversed(list(enumerate(lua_list(gmodule.modules), 1)))}
         self.names: dict[int, str] = {}
         self.modules: dict[str, torch.nn.Module] = {}
 
@@ -50,8 +47,9 @@ class _Submodules:
         key = self.key(module)
         if key not in self.names:
             name = annotations["name"] if annotations is not None else None
-            taken = self.modules.keys() | set(dir(torch.nn.Module))
-            if not (isinstance(name, str) and name.isidentifier() and name not in taken):
+            taken = self.modules.keys() | set(dir(torch.fx.GraphModule))
+            if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+                    and name not in taken):
                 name = str(self.index[key])
             self.modules[name] = self.ctx.child(wrap(module), name)
             self.names[key] = name
@@ -65,9 +63,9 @@ def _gmodule(m: LuaObject, ctx: Context) -> torch.fx.GraphModule:
     key = modules.key
     graph = torch.fx.Graph()
     values: dict[int, Value] = {}
-    for node in _items(lua.forwardnodes):
+    for node in lua_list(lua.forwardnodes):
         data = node.data
-        inputs = [values[key(d)] for d in _items(data.mapindex)]
+        inputs = [values[key(d)] for d in lua_list(data.mapindex)]
         if not inputs:   # the input node: the gModule's input (a table of them when several)
             value: Value = graph.placeholder("inputs" if (lua.nInputs or 1) > 1 else "x")
         elif data.selectindex is not None:
