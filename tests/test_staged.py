@@ -100,6 +100,14 @@ def test_reductions(rng):
     check_two_stages(out, [x], [a], ref, rng)
 
 
+def test_flatten(rng):
+    x = ph("x")
+    flat = create("flatten_layer", x * x)
+    out = create("matmul", flat, create("flatten_layer", x), transpose_b=True)
+    a = rng.standard_normal((2, 3, 2))
+    check_two_stages([out], [x], [a], lambda a: [(a * a).reshape(2, 6) @ a.reshape(2, 6).T], rng)
+
+
 def _softmax(a):
     e = np.exp(a - a.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -179,6 +187,9 @@ def test_counts_and_shapes_are_checked():
         G.compile(x * w, [x * 2])
     with pytest.raises(ValueError, match="placeholder 'w' is read but is not among the inputs"):
         G.compile(x * w, [x])
+    v = G.Variable("v")
+    with pytest.raises(ValueError, match=r"op 'assign' \(node 'store'\) writes a variable"):
+        G.compile(create("assign", v, x * 2, name="store"), [x])
 
 
 def test_nn_node_without_second_derivative_is_named():

@@ -59,7 +59,7 @@ class StagedFunction:
         self.inputs = inputs
         self.stages = self._differentiate(outputs, inputs, stages)
         nodes = topo_nodes([e for st in self.stages for e in st.outputs])
-        self._check_placeholders(nodes)
+        self._check_nodes(nodes)
         self._partition(nodes)
         self.session = Session()   # the variables no input names (a lua_module's weights)
         self._plans: OrderedDict[tuple, SignaturePlan] = OrderedDict()
@@ -102,11 +102,15 @@ class StagedFunction:
             leaves = leaves + seeds
         return levels
 
-    def _check_placeholders(self, nodes: list[Node]) -> None:
+    def _check_nodes(self, nodes: list[Node]) -> None:
+        """Every placeholder is an input; no op writes a variable (a compiled function is pure)."""
         given = {id(e.node) for e in self.inputs}
         for n in nodes:
             if n.op is not None and n.op.name == "placeholder" and id(n) not in given:
                 raise ValueError(f"compile: placeholder {n.name!r} is read but is not among the inputs")
+            if n.op is not None and n.op.mutate_inputs:
+                raise ValueError(f"compile: op {n.op.name!r} (node {n.name!r}) writes a variable; "
+                                 "a compiled function cannot")
 
     def _partition(self, nodes: list[Node]) -> None:
         """Each node goes to the first stage that needs it (a result of that stage or an input
