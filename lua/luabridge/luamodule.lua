@@ -66,15 +66,23 @@ function M.state(module, grads)
   return { module = module, grads = grads, output = {}, gradInput = {}, gradRecord = {} }
 end
 
-function M.forward(state, input)
+-- A value Python passed: M.tensor's arguments (a type name first), or the value itself.
+local function value(first, ...)
+  if type(first) == 'string' then return M.tensor(first, ...) end
+  return first
+end
+
+-- Returns the input (Python keeps it for the backward), the output, and whether it moved.
+function M.forward(state, ...)
+  local input = value(...)
   local output = state.module:forward(input)
-  return output, M.moved(state.output, output)
+  return input, output, M.moved(state.output, output)
 end
 
 -- updateGradInput, and with params the parameters' gradients alone (zeroed first: PyTorch adds
--- them up itself).
-function M.backward(state, input, gradOutput, params)
-  local m = state.module
+-- them up itself). Returns the gradInput, whether it moved, and whether the gradients moved.
+function M.backward(state, input, params, ...)
+  local m, gradOutput = state.module, value(...)
   if not params then
     local gradInput = m:updateGradInput(input, gradOutput)
     return gradInput, M.moved(state.gradInput, gradInput), false

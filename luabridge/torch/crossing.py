@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Union
 
+import numpy as np
 import torch
 
 from ..dtypes import TYPE_OF_DTYPE
@@ -57,17 +58,18 @@ def unflatten(leaves: tuple, spec: Spec) -> Any:
     return build(spec)
 
 
-def lua_tensor(b: Bridge, make: Any, x: torch.Tensor) -> Any:
-    """A Lua tensor over x's memory (CPU only); make is luamodule.lua's M.tensor."""
+def tensor_args(b: Bridge, x: torch.Tensor) -> tuple:
+    """What luamodule.lua's M.tensor takes to make a Lua tensor over x's memory (CPU only): the
+    type name, the registered buffer and x's layout; an empty x comes as a Lua tensor of its own."""
     if x.device.type != "cpu":
         raise TypeError(f"LuaModule: tensors on {x.device} are not supported (LuaModule runs on the CPU)")
     name = type_name(x.dtype)
     x = x.detach()
     if x.numel() == 0:
-        return from_numpy(x.numpy())
+        return (from_numpy(x.numpy()),)
     shape, strides = x.shape, x.stride()
     array = x.numpy()
-    _canonicalise_nans(array)
+    canonical_nans(array)
     if x.is_contiguous():
         span, extent = array, array.size
     else:   # the memory x spans, from its first element (torch strides are never negative)
@@ -76,38 +78,86 @@ def lua_tensor(b: Bridge, make: Any, x: torch.Tensor) -> Any:
     buffer_id = b.buffers.register(span)
     if not shape:   # 0-dim: one element, as a 1-D tensor (torch7 has no 0-dim tensors)
         shape, strides = (1,), (1,)
-    return make(name, buffer_id, *split_address(x.data_ptr()), extent, len(shape), *shape, *strides)
+    return (name, buffer_id, *split_address(x.data_ptr()), extent, len(shape), *shape, *strides)
 
-def lua_value(b: Bridge, make: Any, leaves: tuple, spec: Spec) -> Any:
-    """The Lua value (tensor or nested tables) for leaves laid out as spec."""
+
+def lua_args(b: Bridge, make: Any, leaves: tuple, spec: Spec) -> tuple:
+    """The arguments standing for a Lua value (tensor or nested tables) of leaves laid out as
+    spec: a lone tensor's tensor_args, which the Lua side turns into the tensor in the same call;
+    otherwise the tables, their tensors made with make (M.tensor)."""
     if spec is None:
-        return lua_tensor(b, make, leaves[0])
-    it = iter(leaves)
+        return tensor_args(b, leaves[0])
+    return (nest(b, [make(*tensor_args(b, x)) for x in leaves], spec),)
+
+
+def nest(b: Bridge, lua_leaves: list, spec: Spec) -> Any:
+    """Lua tensors laid out as spec: the tensor itself, or nested Lua tables of them."""
+    it = iter(lua_leaves)
 
     def build(s: Spec) -> Any:
-        return lua_tensor(b, make, next(it)) if s is None else b.lua.table_from([build(c) for c in s])
+        return next(it) if s is None else b.lua.table_from([build(c) for c in s])
 
     return build(spec)
 
 
-class Views:
-    """Torch views of a Lua value's tensors, rebuilt only when Lua says they moved."""
+class Staging:
+    """Lua tensors that the output gradients are copied into, kept from one backward to the next.
+    Autograd hands new gradient tensors to every backward; copying one (its output's size) costs
+    less than making a Lua tensor over new memory."""
 
-    __slots__ = ("leaves", "spec")
+    __slots__ = ("slots",)
+
+    def __init__(self) -> None:
+        self.slots: list[tuple[torch.Tensor, np.ndarray, Any]] = []   # (tensor, its numpy view, Lua tensor)
+
+    def args(self, b: Bridge, make: Any, grads: tuple, spec: Spec) -> tuple:
+        del self.slots[len(grads):]
+        for i, g in enumerate(grads):
+            if i == len(self.slots):
+                self.slots.append(_staged(b, make, g))
+            elif self.slots[i][0].shape != g.shape or self.slots[i][0].dtype != g.dtype:
+                self.slots[i] = _staged(b, make, g)
+            tensor, array, _ = self.slots[i]
+            tensor.copy_(g)
+            canonical_nans(array)
+        return (nest(b, [lua for _, _, lua in self.slots], spec),)
+
+
+def _staged(b: Bridge, make: Any, like: torch.Tensor) -> tuple[torch.Tensor, np.ndarray, Any]:
+    t = torch.empty(like.shape, dtype=like.dtype)
+    return t, t.numpy(), make(*tensor_args(b, t))
+
+
+def canonical_nans(array: np.ndarray) -> None:
+    """interop's NaN rewrite (LuaJIT must never read a NaN with a payload), behind a cheaper test
+    for the usual case of no NaN at all (a bare ufunc reduce)."""
+    if array.dtype.kind == "f" and array.size and np.isnan(np.minimum.reduce(array, axis=None)):
+        _canonicalise_nans(array)
+
+
+class Views:
+    """Torch views of a Lua value's tensors, rebuilt only when Lua says they moved (or when the
+    last rebuild failed, since Lua's record of them was updated all the same)."""
+
+    __slots__ = ("leaves", "spec", "valid")
 
     def __init__(self) -> None:
         self.leaves: list[torch.Tensor] = []
         self.spec: Spec = None
+        self.valid = False
 
-    def update(self, value: Any, moved: bool, what: str) -> None:
-        if not moved:
-            return
-        leaves: list = []
-        self.spec = _proxy_spec(wrap(value), leaves, what)
-        self.leaves = [torch.from_numpy(to_numpy(t)) for t in leaves]
-
-    def copies(self) -> tuple[torch.Tensor, ...]:
-        return tuple(t.clone() for t in self.leaves)
+    def copies(self, needed: tuple | None, value: Any, moved: bool, what: str) -> tuple:
+        """Copies of value's tensors (`what` names it in errors): of those marked in needed
+        (None: all), None for the others. value lies where the views do unless moved."""
+        if moved or not self.valid:
+            self.valid = False
+            leaves: list = []
+            self.spec = _proxy_spec(wrap(value), leaves, what)
+            self.leaves = [torch.from_numpy(to_numpy(t)) for t in leaves]
+            self.valid = True
+        if needed is None:
+            return tuple([t.clone() for t in self.leaves])
+        return tuple([t.clone() if need else None for t, need in zip(self.leaves, needed)])
 
 
 def _proxy_spec(value: Any, leaves: list, what: str) -> Spec:

@@ -16,7 +16,7 @@ from .. import eval as lua_eval
 from .. import require, to_numpy, wrap
 from ..proxy import LuaObject
 from ..runtime import bridge
-from .crossing import Spec, Views, flatten, lua_value, type_name, unflatten
+from .crossing import Spec, Staging, Views, flatten, lua_args, type_name, unflatten
 from .tree import collect
 
 
@@ -27,8 +27,7 @@ class _LuaFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, owner: LuaModule, spec: Spec, *tensors: torch.Tensor) -> tuple:
         ctx.owner, ctx.spec, ctx.n = owner, spec, len(tensors) - len(owner._params)
-        ctx.input = owner._lua_value(tensors[:ctx.n], spec)
-        outputs = owner._run_forward(ctx)
+        outputs = owner._run_forward(ctx, owner._lua_args(tensors[:ctx.n], spec))
         ctx.save_for_backward(*outputs)
         return outputs
 
@@ -40,23 +39,11 @@ class _LuaFunction(torch.autograd.Function):
         except RuntimeError as e:   # freed by the first backward
             raise RuntimeError(f"LuaModule({owner.lua._typename()}): a second backward through the same "
                                "forward; pass retain_graph=True to the first backward, or run forward again") from e
-        if ctx.call != owner._calls:
+        if ctx.call != owner._calls.latest:
             _restore(ctx, owner, outputs)
-        needs = ctx.needs_input_grad
-        grad_output = owner._lua_value(tuple(g.contiguous() for g in grad_outputs), ctx.out_spec)
-        grad_input, grads = owner._run_backward(ctx.input, grad_output, any(needs[2 + ctx.n:]))
-        grad_input = _match(grad_input, ctx, owner)
-        return (None, None, *(g if need else None for g, need in zip(grad_input, needs[2:])), *grads)
-
-
-def _match(grad_input: tuple | None, ctx: Any, owner: LuaModule) -> tuple:
-    """The input gradients in input order: the gradInput's leaves when it has the input's shape."""
-    if grad_input is None:
-        return (None,) * ctx.n
-    if owner._grad_input.spec != ctx.spec:
-        raise RuntimeError(f"LuaModule({owner.lua._typename()}): gradInput has the shape "
-                           f"{_shape(owner._grad_input.spec)} but the input {_shape(ctx.spec)}")
-    return grad_input
+        needs = ctx.needs_input_grad[2:]
+        grad_output = owner._staging.args(owner._bridge, owner._make, grad_outputs, ctx.out_spec)
+        return (None, None, *owner._run_backward(ctx, grad_output, needs[:ctx.n], needs[ctx.n:]))
 
 
 def _shape(spec: Spec) -> str:
@@ -68,11 +55,20 @@ def _restore(ctx: Any, owner: LuaModule, outputs: tuple) -> None:
     """The Lua module holds the state of its latest forward only, and another forward came since:
     run this call's forward again, refusing if it gives another output (a random module such as
     Dropout in training, or weights changed in between)."""
-    again = owner._run_forward(ctx)
+    again = owner._run_forward(ctx, (ctx.input,))
     if not all(torch.equal(a, b) for a, b in zip(again, outputs)):
         raise RuntimeError(f"LuaModule({owner.lua._typename()}): the module ran forward again before "
                            "this backward, and running this call's forward again gives another output "
                            "(a random module?): call backward before the next forward")
+
+
+class _Calls:
+    """The number of the latest forward (a plain attribute: torch.nn.Module's setattr is slow)."""
+
+    __slots__ = ("latest",)
+
+    def __init__(self) -> None:
+        self.latest = 0
 
 
 class LuaModule(torch.nn.Module):
@@ -91,9 +87,10 @@ class LuaModule(torch.nn.Module):
         b = bridge()
         self.lua = module
         self._bridge = b
-        self._helpers = b.call(b.lua.globals().require, "luabridge.luamodule")
-        self._make = self._helpers.tensor
-        self._calls = 0
+        helpers = b.call(b.lua.globals().require, "luabridge.luamodule")
+        self._make, self._new_state = helpers.tensor, helpers.state
+        self._lua_forward, self._lua_backward = helpers.forward, helpers.backward
+        self._calls = _Calls()
         self._dtype: torch.dtype | None = None
         self._bind()
         self.train(module._lua["train"] is not False)
@@ -124,8 +121,10 @@ class LuaModule(torch.nn.Module):
         floating = [t for t in (*self._params, *self.buffers()) if t.is_floating_point()]
         self._dtype = floating[0].dtype if floating else self._dtype
         lua_grads = self._bridge.lua.table_from([grads[id(p)]._lua for p in self._params])
-        self._state = self._helpers.state(self.lua._lua, lua_grads)
+        self._state = self._new_state(self.lua._lua, lua_grads)
+        self._lua_grads = lua_grads
         self._output, self._grad_input, self._grads = Views(), Views(), Views()
+        self._staging = Staging()
 
     def _holder(self, path: tuple[str, ...]) -> torch.nn.Module:
         """The submodule standing for the Lua container at path, made on first use."""
@@ -148,30 +147,34 @@ class LuaModule(torch.nn.Module):
         outputs = _LuaFunction.apply(self, spec, *leaves, *self._params)
         return unflatten(outputs, self._output.spec)
 
-    def _lua_value(self, leaves: tuple, spec: Spec) -> Any:
-        return lua_value(self._bridge, self._make, leaves, spec)
+    def _lua_args(self, leaves: tuple, spec: Spec) -> tuple:
+        return lua_args(self._bridge, self._make, leaves, spec)
 
-    def _run_forward(self, ctx: Any) -> tuple:
-        """The Lua forward of ctx.input: copies of its output tensors, ctx.out_spec their shape."""
-        self._calls += 1
-        ctx.call = self._calls
-        output, moved = self._bridge.call(self._helpers.forward, self._state, ctx.input)
-        self._output.update(output, moved, "output")
+    def _run_forward(self, ctx: Any, input_args: tuple) -> tuple:
+        """The Lua forward of the input that input_args stand for (see lua_args): copies of its
+        output tensors; ctx.input keeps the Lua input, ctx.out_spec the output's shape."""
+        self._calls.latest += 1
+        ctx.call = self._calls.latest
+        ctx.input, output, moved = self._bridge.call(self._lua_forward, self._state, *input_args)
+        outputs = self._output.copies(None, output, moved, "output")
         ctx.out_spec = self._output.spec
-        return self._output.copies()
+        return outputs
 
-    def _run_backward(self, lua_input: Any, grad_output: Any, params: bool) -> tuple:
-        """updateGradInput (and accGradParameters with params): copies of the input gradients
-        (None when the Lua gradInput is nil) and of the parameters' gradients (Nones without)."""
+    def _run_backward(self, ctx: Any, grad_output: tuple, input_needs: tuple, param_needs: tuple) -> tuple:
+        """updateGradInput (and accGradParameters when a Parameter needs its gradient): copies of
+        the gradients that autograd needs, in input then Parameter order, None for the others."""
+        params = any(param_needs)
         grad_input, moved, grads_moved = self._bridge.call(
-            self._helpers.backward, self._state, lua_input, grad_output, params)
-        if params:
-            self._grads.update(self._state.grads, grads_moved, "gradient")
-        grads = self._grads.copies() if params else (None,) * len(self._params)
-        if grad_input is None:
-            return None, grads
-        self._grad_input.update(grad_input, moved, "gradInput")
-        return self._grad_input.copies(), grads
+            self._lua_backward, self._state, ctx.input, params, *grad_output)
+        grads = self._grads.copies(param_needs, self._lua_grads, grads_moved, "gradient") if params \
+            else (None,) * len(param_needs)
+        if grad_input is None:   # a module whose gradInput is nil (torch7's way to skip it)
+            return (None,) * ctx.n + grads
+        inputs = self._grad_input.copies(input_needs, grad_input, moved, "gradInput")
+        if self._grad_input.spec != ctx.spec:
+            raise RuntimeError(f"LuaModule({self.lua._typename()}): gradInput has the shape "
+                               f"{_shape(self._grad_input.spec)} but the input {_shape(ctx.spec)}")
+        return inputs + grads
 
     # -- torch.nn.Module behaviour -------------------------------------------------------------
 
