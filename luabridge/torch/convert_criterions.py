@@ -74,6 +74,13 @@ def _cross_entropy(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return c.ClassNLLCriterion(_optional_tensor(nll, "weights"), size_average, int(nll.ignoreIndex), scores=True)
 
 
+@converter("cudnn.SpatialCrossEntropyCriterion", "cudnn.VolumetricCrossEntropyCriterion")
+def _spatial_cross_entropy(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    spatial = m.scec if m._typename() == "cudnn.VolumetricCrossEntropyCriterion" else m
+    # the spatial criterion hands its sizeAverage to its nll on every call
+    return c.SpatialCrossEntropyCriterion(_optional_tensor(spatial.nll, "weights"), _size_average(spatial))
+
+
 @converter("nn.MultiMarginCriterion")
 def _multi_margin(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return c.MultiMarginCriterion(int(m.p), _optional_tensor(m, "weights"), _margin(m), _size_average(m))

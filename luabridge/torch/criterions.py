@@ -140,7 +140,7 @@ class ClassNLLCriterion(nn.Module):
         self.register_buffer("weight", weight)
 
     def forward(self, input: Tensor, target: Target) -> Tensor:
-        n_classes = input.shape[1] if input.dim() == 4 else input.shape[-1]
+        n_classes = input.shape[1] if input.dim() > 2 else input.shape[-1]
         t = zero_based(self, target, n_classes, self.ignore_index)
         if self.scores:
             input, t = input.squeeze(), t.squeeze()
@@ -150,6 +150,15 @@ class ClassNLLCriterion(nn.Module):
         elif input.dim() == 2:
             t = t.reshape(-1)
         return F.nll_loss(input, t, self.weight, ignore_index=self.ignore_index - 1, reduction=self.reduction)
+
+
+class SpatialCrossEntropyCriterion(ClassNLLCriterion):
+    """cudnn.SpatialCrossEntropyCriterion and VolumetricCrossEntropyCriterion: a log-softmax over
+    the classes (dim 2, 1-based) of N x C x (H x W or T x H x W) scores, then ClassNLL at every
+    position."""
+
+    def forward(self, input: Tensor, target: Target) -> Tensor:
+        return super().forward(F.log_softmax(input, 1), target)
 
 
 class MultiMarginCriterion(nn.Module):
