@@ -432,3 +432,25 @@ def test_settings_pytorch_cannot_keep_are_a_conversion_error():
     with pytest.raises(ConversionError, match=r"^nn\.SpatialAveragePooling at 1 sums its windows"):
         convert(pooling)
     assert isinstance(convert(pooling, strict=False)[0], LuaModule)
+
+
+def test_what_the_lua_tree_shares_stays_shared():
+    """The same Lua module twice is one PyTorch module; weights shared by clone('weight', 'bias',
+    ...) are one Parameter, whose gradient sums both uses as the shared gradWeight does in Lua."""
+    lua = wrap(luabridge.eval("""(function()
+      local a = nn.Linear(3, 3)
+      return nn.Sequential():add(a):add(nn.Tanh()):add(a):add(nn.Tanh())
+        :add(a:clone('weight', 'bias', 'gradWeight', 'gradBias'))
+    end)()"""))
+    m = convert(lua)
+    assert m[0] is m[2] and m[1] is not m[3] and m[0] is not m[4]
+    assert m[0].weight is m[4].weight and m[0].bias is m[4].bias
+    assert len(list(m.parameters())) == 2
+    x = torch.randn(4, 3, dtype=torch.float64)
+    y = m(x)
+    torch.testing.assert_close(y, _torch(lua.forward(luabridge.from_numpy(x.numpy()))), **TOL)
+    go = torch.randn(4, 3, dtype=torch.float64)
+    y.backward(go)
+    lua.zeroGradParameters()
+    lua.backward(luabridge.from_numpy(x.numpy()), luabridge.from_numpy(go.numpy()))
+    torch.testing.assert_close(m[0].weight.grad, _torch(lua.get(1).gradWeight), **TOL)

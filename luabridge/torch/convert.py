@@ -17,6 +17,7 @@ import torch
 from .. import eval as lua_eval
 from .. import require, to_numpy, wrap
 from ..proxy import LuaObject
+from ..runtime import bridge
 from .module import LuaModule
 
 
@@ -45,16 +46,27 @@ def converter(*names: str) -> Callable[[Converter], Converter]:
     return register
 
 
+class _Shared:
+    """What one conversion has made so far, so that what the Lua tree shares stays shared: a Lua
+    module met twice becomes one PyTorch module, a Lua tensor held by two modules (clone('weight',
+    'bias')) one Parameter."""
+
+    def __init__(self) -> None:
+        self.modules: dict[int, torch.nn.Module] = {}
+        self.parameters: dict[tuple, torch.nn.Parameter] = {}
+
+
 class Context:
     """Where a converter is in the tree (`path`: dotted, 1-based, "" at the root) and how strict."""
 
-    def __init__(self, path: str = "", strict: bool = True) -> None:
+    def __init__(self, path: str = "", strict: bool = True, shared: _Shared | None = None) -> None:
         self.path, self.strict = path, strict
+        self.shared = shared or _Shared()
 
     def child(self, module: LuaObject, key: int | str) -> torch.nn.Module:
         """The conversion of a child module, found at `key` (a 1-based index or a name) of this one."""
         path = f"{self.path}.{key}" if self.path else str(key)
-        return _convert(module, Context(path, self.strict))
+        return _convert(module, Context(path, self.strict, self.shared))
 
     def fail(self, module: LuaObject, reason: str) -> ConversionError:
         """The error for a module of this path whose settings the converter cannot keep."""
@@ -67,6 +79,13 @@ def tensor(t: Any) -> torch.Tensor:
 
 
 def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
+    key = bridge().lua.globals().torch.pointer(module._lua)
+    if key not in ctx.shared.modules:
+        ctx.shared.modules[key] = _convert_new(module, ctx)
+    return ctx.shared.modules[key]
+
+
+def _convert_new(module: LuaObject, ctx: Context) -> torch.nn.Module:
     typename = module._typename()
     fn = CONVERTERS.get(typename)
     try:
@@ -78,7 +97,22 @@ def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
             raise
         return LuaModule(module)
     out.training = module._lua["train"] is not False   # this module's own mode (children keep theirs)
+    _share_parameters(module, out, ctx.shared.parameters)
     return out
+
+
+def _share_parameters(module: LuaObject, out: torch.nn.Module, seen: dict[tuple, torch.nn.Parameter]) -> None:
+    """Makes out's own Parameters that stand for a Lua tensor met before (the field of the same
+    name, the same memory and layout) the Parameter made then."""
+    for name, parameter in list(out.named_parameters(recurse=False)):
+        field = module._lua[name]
+        if field is None or not bridge().lua.globals().torch.isTensor(field):
+            continue
+        memory = to_numpy(field)
+        key = (memory.__array_interface__["data"][0], memory.shape, memory.strides, memory.dtype.str)
+        first = seen.setdefault(key, parameter)
+        if first is not parameter and first.shape == parameter.shape:
+            setattr(out, name, first)
 
 
 def _lua_module(module: LuaObject | LuaModule | str) -> LuaObject:
