@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 from unittest import mock
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is missing (pip install torch): luabridge.torch needs it")
@@ -454,3 +455,18 @@ def test_what_the_lua_tree_shares_stays_shared():
     lua.zeroGradParameters()
     lua.backward(luabridge.from_numpy(x.numpy()), luabridge.from_numpy(go.numpy()))
     torch.testing.assert_close(m[0].weight.grad, _torch(lua.get(1).gradWeight), **TOL)
+
+
+def test_a_cuda_module_converts_to_a_cpu_module():
+    """cutorch's tensors (numpy standing in for CuPy) come to the host: float32, as CudaTensor."""
+    from luabridge import cuda
+
+    cuda.use_array_module(np)
+    try:
+        lua = wrap(luabridge.eval("nn.Sequential():add(nn.Linear(3, 2)):add(nn.SpatialBatchNormalization(2)):cuda()"))
+        m = convert(lua)
+        assert m[0].weight.device.type == "cpu" and m[0].weight.dtype == torch.float32
+        assert torch.equal(m[0].weight.detach(), torch.from_numpy(np.array(lua.get(1).weight)))
+        assert torch.equal(m[1].running_var, torch.from_numpy(np.array(lua.get(2).running_var)))
+    finally:
+        cuda.use_array_module(None)

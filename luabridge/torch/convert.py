@@ -74,8 +74,9 @@ class Context:
 
 
 def tensor(t: Any) -> torch.Tensor:
-    """A torch copy of a Lua tensor (proxy or raw), of the same dtype."""
-    return torch.from_numpy(np.array(to_numpy(t), copy=True))
+    """A torch CPU copy of a Lua tensor (proxy or raw; a CUDA one is copied to the host), of the
+    same dtype."""
+    return torch.from_numpy(np.array(wrap(t), copy=True))
 
 
 def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
