@@ -109,8 +109,9 @@ def _share_parameters(module: LuaObject, out: torch.nn.Module, seen: dict[tuple,
         field = module._lua[name]
         if field is None or not bridge().lua.globals().torch.isTensor(field):
             continue
-        memory = to_numpy(field)
-        key = (memory.__array_interface__["data"][0], memory.shape, memory.strides, memory.dtype.str)
+        memory = to_numpy(field)   # numpy's array, or CuPy's for a CUDA tensor
+        face = getattr(memory, "__array_interface__", None) or memory.__cuda_array_interface__
+        key = (face["data"][0], face["shape"], face["strides"], face["typestr"])
         first = seen.setdefault(key, parameter)
         if first is not parameter and first.shape == parameter.shape:
             setattr(out, name, first)
