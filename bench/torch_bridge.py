@@ -1,6 +1,7 @@
 """luabridge.torch.LuaModule inside a PyTorch training loop: a Lua MLP 784-256-10 and a LeNet-5
 (examples/models/lenet.lua, 28x28) at batch 64, float32, against the same model in pure PyTorch
-and in pure Lua nn (driven through luabridge), at the default thread count and at 1 thread.
+and in pure Lua nn (driven through luabridge), at the default thread count and at 1 thread; a
+small model (Linear 32-10, LogSoftMax) shows the fixed cost of a call.
 
     python bench/torch_bridge.py [--quick] [--threads 1,2]
 
@@ -41,6 +42,8 @@ function M.build(name)
   local model
   if name == 'mlp' then
     model = nn.Sequential():add(nn.Linear(784, 256)):add(nn.ReLU()):add(nn.Linear(256, 10)):add(nn.LogSoftMax())
+  elseif name == 'small' then
+    model = nn.Sequential():add(nn.Linear(32, 10)):add(nn.LogSoftMax())
   else
     model = dofile(lenetFile){ size = 28 }
   end
@@ -77,6 +80,8 @@ def twin(name: str, lua_model: Any) -> Any:
 
     if name == "mlp":
         model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10), nn.LogSoftmax(dim=1))
+    elif name == "small":
+        model = nn.Sequential(nn.Linear(32, 10), nn.LogSoftmax(dim=1))
     else:
         model = nn.Sequential(nn.Conv2d(1, 6, 5), nn.ReLU(), nn.MaxPool2d(2),
                               nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -128,7 +133,7 @@ def measure(name: str, threads: int, quick: bool) -> dict[str, float]:
     from luabridge.torch import LuaModule
 
     rng = np.random.default_rng(0)
-    shape = (BATCH, 784) if name == "mlp" else (BATCH, 1, 28, 28)
+    shape = {"mlp": (BATCH, 784), "small": (BATCH, 32), "lenet": (BATCH, 1, 28, 28)}[name]
     x_np = rng.standard_normal(shape).astype(np.float32)
     y_np = rng.integers(1, 11, BATCH).astype(np.int64)
     helpers = luabridge.runtime().execute(LUA, str(LENET))
@@ -187,7 +192,7 @@ def main() -> None:
     for threads in (int(t) for t in args.threads.split(",")):
         limit_blas_threads(threads)
         torch.set_num_threads(threads)
-        for name in ("mlp", "lenet"):
+        for name in ("small", "mlp", "lenet"):
             t = {k: v * us for k, v in measure(name, threads, args.quick).items()}
             call_overhead = t["call"] - t["own"]
             print(f"{name:6} {threads:>3} | {t['luamodule']:9.0f} {t['torch']:8.0f} {t['lua']:8.0f} "

@@ -305,8 +305,22 @@ def test_load_state_dict_writes_into_the_lua_tensors():
     lua.eval(), ref.eval()
     x = torch.randn(5, 4, dtype=D)
     torch.testing.assert_close(lua(x), ref(x), rtol=0, atol=1e-12)
-    with pytest.raises(ValueError, match="assign=True"):
-        lua.load_state_dict(lua.state_dict(), assign=True)
+
+
+def test_load_state_dict_with_assign_still_shares_the_lua_memory():
+    lua, ref = bn_net()
+    model = torch.nn.Sequential(lua)    # loaded through a parent, as a LuaModule inside a model loads
+    ref(torch.randn(8, 4, dtype=D))
+    theirs = {f"0.{k}": v.clone() for k, v in zip(lua.state_dict(), (v for k, v in ref.state_dict().items()
+                                                                       if k != "1.num_batches_tracked"))}
+    weight = lua.get_parameter("1.weight")
+    model.load_state_dict(theirs, assign=True)
+    linear, bn = lua.lua.modules[0], lua.lua.modules[1]
+    np.testing.assert_array_equal(np.asarray(linear.weight), ref[0].weight.detach().numpy())
+    np.testing.assert_array_equal(np.asarray(bn.running_mean), ref[1].running_mean.numpy())
+    assert lua.get_parameter("1.weight").data_ptr() == linear.weight.numpy().ctypes.data
+    assert lua.get_buffer("2.running_mean").data_ptr() == bn.running_mean.numpy().ctypes.data
+    assert weight is not lua.get_parameter("1.weight")   # assign=True: the loaded Parameter, on Lua memory
 
 
 # -- dtype and device conversion ---------------------------------------------------------------
@@ -461,3 +475,12 @@ def test_shared_weights_are_one_parameter():
     lua(x).sum().backward()
     ref(ref(x).tanh()).sum().backward()
     torch.testing.assert_close(lua.get_parameter("1.weight").grad, ref.weight.grad, rtol=0, atol=1e-12)
+
+
+def test_one_module_called_twice_in_a_graph():
+    lua, ref = mlp()     # deterministic, so the earlier call's forward is run again for its backward
+    a, b = torch.randn(3, 4, dtype=D), torch.randn(2, 4, dtype=D)
+    (lua(a).sum() * 2 + lua(b).pow(2).sum()).backward()
+    (ref(a).sum() * 2 + ref(b).pow(2).sum()).backward()
+    for p, q in zip(lua.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=1e-12)

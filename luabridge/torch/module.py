@@ -8,7 +8,7 @@ the Lua module reuses those buffers on its next call. One Lua call per forward, 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import torch
 
@@ -93,6 +93,7 @@ class LuaModule(torch.nn.Module):
         self._calls = _Calls()
         self._dtype: torch.dtype | None = None
         self._bind()
+        self.register_load_state_dict_post_hook(_reshare)
         self.train(module._lua["train"] is not False)
 
     # -- binding the Lua tensors ---------------------------------------------------------------
@@ -205,13 +206,6 @@ class LuaModule(torch.nn.Module):
         _check_device(self, torch.device("cuda"))
         return self
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
-        """PyTorch's, which copies into the Parameters and buffers, so into the Lua tensors."""
-        if assign:
-            raise ValueError("LuaModule.load_state_dict: assign=True would part the Parameters from the Lua "
-                             "module's tensors; load without it (the values are copied into them)")
-        return super().load_state_dict(state_dict, strict=strict)
-
     def extra_repr(self) -> str:
         return str(self.lua)
 
@@ -225,6 +219,23 @@ def _rebound(param: torch.nn.Parameter | None, view: torch.Tensor) -> torch.nn.P
     if grad is not None:
         param.grad = grad.to(view.dtype)
     return param
+
+
+def _reshare(owner: LuaModule, incompatible_keys: Any) -> None:
+    """After load_state_dict: a plain load copied into the Lua tensors already; one with
+    assign=True put the loaded tensors in their place, so copy those into the Lua tensors and
+    bind the Parameters and buffers to them again."""
+    moved = False
+    for e in collect(owner.lua):
+        holder = owner._holder(e.path)
+        loaded = (holder._buffers if e.grad is None else holder._parameters)[e.field]
+        lua = torch.from_numpy(to_numpy(e.tensor))
+        if loaded.data_ptr() != lua.data_ptr():
+            with torch.no_grad():
+                lua.copy_(loaded)
+            moved = True
+    if moved:
+        owner._bind()
 
 
 def _check_device(owner: LuaModule, device: torch.device) -> None:
