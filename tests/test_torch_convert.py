@@ -202,6 +202,10 @@ CUDNN_CASES: list[tuple] = [
     ("cudnn.ClippedReLU(0.5)", "R(2, 3)"),
     ("cudnn.SoftMax()", "R(2, 3, 4, 4)"), ("cudnn.LogSoftMax()", "R(3, 4, 4)"),
     ("cudnn.SpatialSoftMax()", "R(2, 3, 4, 4)"), ("cudnn.SpatialLogSoftMax()", "R(2, 3, 4, 4)"),
+    ("cudnn.LSTM(3, 4, 2):double()", "R(5, 2, 3)"), ("cudnn.BLSTM(3, 4, 2):double()", "R(4, 2, 3)"),
+    ("cudnn.GRU(3, 4, 1, true):double()", "R(2, 5, 3)"), ("cudnn.BGRU(3, 2, 2, true):double()", "R(2, 4, 3)"),
+    ("cudnn.RNNTanh(3, 4, 2):double()", "R(5, 2, 3)"), ("cudnn.RNNReLU(3, 4, 1):double()", "R(5, 2, 3)"),
+    ("cudnn.RNN(2, 3, 1):double()", "R(4, 3, 2)"),
     ("nn.DataParallelTable(1):add(nn.Sequential():add(nn.Linear(3, 2)), {1})", "R(4, 3)"),
     ("cudnn.VolumetricSoftMax()", "R(2, 3, 2, 3, 3)"), ("cudnn.VolumetricLogSoftMax()", "R(3, 2, 3, 3)"),
 ]
@@ -470,3 +474,12 @@ def test_a_cuda_module_converts_to_a_cpu_module():
         assert torch.equal(m[1].running_var, torch.from_numpy(np.array(lua.get(2).running_var)))
     finally:
         cuda.use_array_module(None)
+
+
+def test_a_recurrent_layer_carrying_its_state_is_a_conversion_error(cudnn_thread):
+    def check() -> None:
+        lstm = wrap(luabridge.eval("nn.Sequential():add(cudnn.LSTM(3, 4, 1, false, 0, true))"))
+        with pytest.raises(ConversionError, match=r"^cudnn\.LSTM at 1 carries its hidden state from call to call"):
+            convert(lstm)
+        assert isinstance(convert(lstm, strict=False)[0], LuaModule)
+    cudnn_thread(check)

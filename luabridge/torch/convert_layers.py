@@ -130,6 +130,39 @@ def _depthwise_conv(m: LuaObject, ctx: Context) -> torch.nn.Module:
     return module
 
 
+_RECURRENT = {"CUDNN_LSTM": (layers.LSTM, 4, {}), "CUDNN_GRU": (layers.GRU, 3, {}),
+              "CUDNN_RNN_TANH": (layers.RNN, 1, {"nonlinearity": "tanh"}),
+              "CUDNN_RNN_RELU": (layers.RNN, 1, {"nonlinearity": "relu"})}
+
+
+@converter("cudnn.RNN", "cudnn.LSTM", "cudnn.GRU", "cudnn.RNNTanh", "cudnn.RNNReLU", "cudnn.BLSTM", "cudnn.BGRU")
+def _recurrent(m: LuaObject, ctx: Context) -> torch.nn.Module:
+    """cuDNN's flat weight holds, per layer and direction in turn, the gates' input matrices, their
+    recurrent ones, the input biases and the recurrent biases: PyTorch's weight_ih, weight_hh,
+    bias_ih and bias_hh, whose gates come in cuDNN's order."""
+    if _get(m, "rememberStates"):
+        raise ctx.fail(m, "carries its hidden state from call to call (rememberStates), which PyTorch's "
+                          "recurrent modules do not")
+    if m._lua["hiddenInput"] is not None or m._lua["cellInput"] is not None:
+        raise ctx.fail(m, "starts from a given hiddenInput / cellInput")
+    cls, gates, options = _RECURRENT[m.mode]
+    inputs, hidden, depth, directions = int(m.inputSize), int(m.hiddenSize), int(m.numLayers), int(m.numDirections)
+    flat = tensor(m.weight)
+    module = cls(inputs, hidden, depth, batch_first=bool(_get(m, "batchFirst", False)),
+                 dropout=float(m.dropout) if depth > 1 else 0.0, bidirectional=directions == 2,
+                 dtype=flat.dtype, **options)
+    at = 0
+    with torch.no_grad():
+        for layer in range(depth):
+            for direction in range(directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                    p = getattr(module, name + suffix)
+                    p.copy_(flat[at:at + p.numel()].view(p.shape))
+                    at += p.numel()
+    return module
+
+
 # ---- pooling
 
 @converter("nn.TemporalMaxPooling")

@@ -563,3 +563,23 @@ class GradientScale(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"factor={self.factor}"
+
+
+class _OutputOnly:
+    """Mixin for cudnn's recurrent layers, which give the output sequence (PyTorch's recurrent
+    modules also return the last states)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x)[0]
+
+
+class LSTM(_OutputOnly, torch.nn.LSTM):
+    """cudnn.LSTM / BLSTM."""
+
+
+class GRU(_OutputOnly, torch.nn.GRU):
+    """cudnn.GRU / BGRU."""
+
+
+class RNN(_OutputOnly, torch.nn.RNN):
+    """cudnn.RNNTanh / RNNReLU."""
