@@ -313,8 +313,9 @@ def test_accepts_a_proxy_a_constructor_string_and_a_luamodule():
         m = convert(source)
         assert torch.equal(m.weight, lua.weight.detach())
     assert isinstance(convert("nn.Tanh()"), torch.nn.Tanh)
-    with pytest.raises(TypeError, match="convert expects a Lua module"):
-        convert(42)
+    for wrong in (42, wrap(luabridge.eval("torch.zeros(2)"))):
+        with pytest.raises(TypeError, match="convert expects a Lua module"):
+            convert(wrong)
 
 
 def test_train_and_evaluate_modes_follow_the_lua_modules():

@@ -123,7 +123,7 @@ def _lua_module(module: LuaObject | LuaModule | str) -> LuaObject:
     if isinstance(module, str):
         require("nn")
         module = wrap(lua_eval(module))
-    if not isinstance(module, LuaObject):
+    if not isinstance(module, LuaObject) or module._lua["updateOutput"] is None:
         raise TypeError(f"convert expects a Lua module, its constructor string or a LuaModule, got {module!r}")
     return module
 
