@@ -403,10 +403,11 @@ def test_optimizer_steps_equal_pytorch_ones(make_opt):
         torch.testing.assert_close(p, q, rtol=0, atol=1e-10, msg=name)
 
 
-def test_data_loader_batches_train_it():
+@pytest.mark.parametrize("workers", [0, 2])   # worker processes hand batches over in shared memory
+def test_data_loader_batches_train_it(workers):
     lua, ref = mlp()
     data = torch.utils.data.TensorDataset(torch.randn(40, 4, dtype=D), torch.randn(40, 3, dtype=D))
-    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=False)
+    loader = torch.utils.data.DataLoader(data, batch_size=8, shuffle=False, num_workers=workers)
     ours = train(lua, loader, torch.optim.SGD(lua.parameters(), lr=0.05))
     theirs = train(ref, loader, torch.optim.SGD(ref.parameters(), lr=0.05))
     assert len(ours) == 5
@@ -484,3 +485,14 @@ def test_one_module_called_twice_in_a_graph():
     (ref(a).sum() * 2 + ref(b).pow(2).sum()).backward()
     for p, q in zip(lua.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=1e-12)
+
+
+def test_strided_and_empty_inputs_go_to_lua_as_they_are():
+    tanh = LuaModule("nn.Tanh()")
+    for x in (torch.randn(4, 6, dtype=D)[:, ::2], torch.randn(3, 5, dtype=D).t()):
+        x.requires_grad_()
+        y = tanh(x)
+        y.sum().backward()
+        torch.testing.assert_close(y, x.detach().tanh(), rtol=0, atol=1e-15)
+        torch.testing.assert_close(x.grad, 1 - x.detach().tanh() ** 2, rtol=0, atol=1e-15)
+    assert tanh(torch.empty(0, 3, dtype=D)).shape == (0, 3)
