@@ -15,6 +15,8 @@ from .runtime import bridge
 def _span(arr: Any, xp: Any = np, address: Any = lambda a: a.ctypes.data) -> tuple[Any, int, list[int]]:
     """A 1-D array over the memory arr spans, arr's element offset in it, and its element strides
     (arr an array of the module xp: numpy, or CuPy for device memory)."""
+    if arr.ndim == 0:   # indexing a 0-d array gives a scalar, not a view: span it as shape (1,)
+        arr = arr.reshape(1)
     item = arr.itemsize
     for s in arr.strides:
         if s % item:

@@ -23,6 +23,16 @@ def test_from_numpy_shares_memory_any_strides(lua, dtype, rng):
         assert list(proxy.size()) == list(arr.shape)
 
 
+def test_zero_dim_array_is_a_one_element_tensor_on_its_memory(lua):
+    # torch7 has no 0-d tensors: a numpy scalar array is shared as a 1-element tensor
+    arr = np.array(3.5)
+    proxy = luabridge.wrap(luabridge.from_numpy(arr))
+    assert list(proxy.size()) == [1]
+    proxy.fill(-2)
+    assert arr == -2.0
+    assert luabridge.nn.Identity().forward(np.array(4.0)).sum() == 4.0
+
+
 def test_writes_are_seen_by_both_sides(lua):
     arr = np.zeros((3, 4), dtype=np.float64)
     t = luabridge.from_numpy(arr[:, 1:3])
