@@ -1,4 +1,5 @@
-"""PyTorch bridge: Lua Torch7 modules inside PyTorch models (issue 13).
+"""PyTorch bridge: Lua Torch7 modules inside PyTorch models, native
+conversion (convert, load_lua) and staged graph functions on torch tensors (function).
 
 PyTorch is optional: ``import luabridge`` never imports it; importing this package needs it.
 """
@@ -9,6 +10,8 @@ except ImportError as e:
 
 from .module import LuaModule
 from .convert import ConversionError, convert
+from .function import function
+from .load import load_lua
 from . import convert_criterions, convert_graph, convert_layers, convert_tables  # noqa: F401  (register their converters)
 
-__all__ = ["ConversionError", "LuaModule", "convert"]
+__all__ = ["ConversionError", "LuaModule", "convert", "function", "load_lua"]
