@@ -5,7 +5,7 @@ small model (Linear 32-10, LogSoftMax) shows the fixed cost of a call.
 
     python bench/torch_bridge.py [--quick] [--threads 1,2]
 
-Rows per model and thread count (best per step over several repeats, after a warm-up):
+Rows per model and thread count (best per step over several runs, after a warm-up):
 - step: one training step. LuaModule: opt.zero_grad(), the LuaModule forward, F.nll_loss,
   backward, torch.optim.SGD's step. PyTorch: the same with the twin (our weights copied). Lua: a
   Python loop calling one Lua function per step (zeroGradParameters, forward,
@@ -141,7 +141,8 @@ def measure(name: str, threads: int, quick: bool) -> dict[str, float]:
     module = LuaModule(lua_model)
     native = twin(name, lua_model)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np - 1)
-    reps, repeats = (5, 3) if quick else (20, 5)
+    reps = {"small": 200, "mlp": 20, "lenet": 10}[name] // (4 if quick else 1)   # about 0.1 s a run
+    repeats = 3 if quick else 7
 
     def lua_module_step(model: Any) -> Callable[[int], None]:
         sgd = torch.optim.SGD(model.parameters(), lr=LR)
@@ -185,21 +186,20 @@ def main() -> None:
         print("PyTorch is not installed: nothing to compare (pip install torch)")
         return
     luabridge.require("nn")
-    us = 1e6
-    print(f"batch {BATCH}, float32; times per step or call in microseconds")
-    print(f"{'model':6} {'thr':>3} | {'LuaModule':>9} {'PyTorch':>8} {'Lua':>8} {'Lua/Py':>6} {'LM/Lua':>6} "
-          f"{'step ovh':>8} | {'call':>8} {'own':>8} {'ovh':>6} {'floor':>6} {'glue':>6}")
+    print(f"batch {BATCH}, float32, microseconds per step or call (a Markdown table)\n")
+    print("| model | threads | LuaModule step | PyTorch step | Lua step | LuaModule / Lua | step overhead "
+          "| call | Lua's own | call overhead | floor | glue |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for threads in (int(t) for t in args.threads.split(",")):
         limit_blas_threads(threads)
         torch.set_num_threads(threads)
         for name in ("small", "mlp", "lenet"):
-            t = {k: v * us for k, v in measure(name, threads, args.quick).items()}
+            t = {k: v * 1e6 for k, v in measure(name, threads, args.quick).items()}
             call_overhead = t["call"] - t["own"]
-            print(f"{name:6} {threads:>3} | {t['luamodule']:9.0f} {t['torch']:8.0f} {t['lua']:8.0f} "
-                  f"{t['lua'] / t['torch']:6.2f} {t['luamodule'] / t['lua']:6.2f} {t['luamodule'] - t['lua']:8.0f} | "
-                  f"{t['call']:8.0f} {t['own']:8.0f} {call_overhead:6.0f} {t['floor']:6.0f} {call_overhead - t['floor']:6.0f}")
+            print(f"| {name} | {threads} | {t['luamodule']:.0f} | {t['torch']:.0f} | {t['lua']:.0f} "
+                  f"| {t['luamodule'] / t['lua']:.2f} | {t['luamodule'] - t['lua']:.0f} | {t['call']:.0f} "
+                  f"| {t['own']:.0f} | {call_overhead:.0f} | {t['floor']:.0f} | {call_overhead - t['floor']:.0f} |")
             sys.stdout.flush()
-
 
 if __name__ == "__main__":
     main()

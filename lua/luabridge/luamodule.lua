@@ -3,6 +3,7 @@
 -- of where the tensors that Python views lie, so that Python rebuilds its views only when they
 -- moved (a module reuses its output and gradInput buffers from call to call).
 require 'torch'
+local memory = require 'torch.memory'
 local M = {}
 
 -- A tensor of type typeName ('Double') over buffer `id` (address halves hi, lo; n elements from
@@ -13,8 +14,9 @@ function M.tensor(typeName, id, hi, lo, n, dim, ...)
   for d = 1, dim do
     sizes[d], strides[d] = (select(d, ...)), (select(dim + d, ...))
   end
-  local storage = torch._storageFromBuffer(typeName, id, hi, lo, n)
-  return torch._makeTensor(torch.getmetatable('torch.' .. typeName .. 'Tensor'), storage, 0, sizes, strides)
+  local mt = torch.getmetatable('torch.' .. typeName .. 'Tensor')
+  memory.account(n * mt.__dtype.size)   -- the tensor holds its lender's memory until collected
+  return torch._makeTensor(mt, torch._storageFromBuffer(typeName, id, hi, lo, n), 0, sizes, strides)
 end
 
 -- Records, at rec[i], where tensor t lies; true when that differs from what rec[i] held.

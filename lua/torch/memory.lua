@@ -45,16 +45,23 @@ function memory.handle(id)
   return ffi.gc(handleType(id), on_collect)
 end
 
--- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
--- With overwritten true the caller writes every element before anything reads them (a file
--- read), so a reused buffer is not zeroed first.
-function memory.alloc(n, dt, overwritten)
-  allocatedSinceCollect = allocatedSinceCollect + n * dt.size
+-- Counts bytes of new buffers toward the next collection, and releases the collected ones.
+-- Storages over memory that Python lends (luabridge.torch's inputs) count too: nothing is
+-- allocated for them, but each keeps its lender's memory until it is collected.
+function memory.account(bytes)
+  allocatedSinceCollect = allocatedSinceCollect + bytes
   if allocatedSinceCollect > COLLECT_BYTES and memory.tracking then
     allocatedSinceCollect = 0
     for _ = 1, 3 do collectgarbage() end
   end
   memory.flush()
+end
+
+-- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
+-- With overwritten true the caller writes every element before anything reads them (a file
+-- read), so a reused buffer is not zeroed first.
+function memory.alloc(n, dt, overwritten)
+  memory.account(n * dt.size)
   local ok, id, hi, lo = pcall(py.alloc, n, dt.name, not overwritten)
   if not ok then
     -- numpy's own words ("Unable to allocate 7.28 TiB ...") name neither the op nor the sizes

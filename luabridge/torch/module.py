@@ -87,7 +87,7 @@ class LuaModule(torch.nn.Module):
         b = bridge()
         self.lua = module
         self._bridge = b
-        helpers = b.call(b.lua.globals().require, "luabridge.luamodule")
+        helpers = b.module("luabridge.luamodule")
         self._make, self._new_state = helpers.tensor, helpers.state
         self._lua_forward, self._lua_backward = helpers.forward, helpers.backward
         self._calls = _Calls()
