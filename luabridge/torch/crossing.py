@@ -120,6 +120,8 @@ class Staging:
             tensor, array, _ = self.slots[i]
             tensor.copy_(g)
             canonical_nans(array)
+        if spec is None:
+            return (self.slots[0][2],)
         return (nest(b, [lua for _, _, lua in self.slots], spec),)
 
 
