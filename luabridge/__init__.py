@@ -2,6 +2,7 @@
 from .errors import LuaError
 from . import pyside  # noqa: F401  (registers the functions Lua calls back: the runtime's start-up)
 from .interop import from_dlpack, from_numpy
+from .model import Model
 from .persist import load, save
 from .proxy import LuaObject, Tensor, to_numpy, unwrap, wrap
 from .runtime import add_lua_path, dofile, eval, execute, lua_dir, require, runtime
@@ -9,6 +10,7 @@ from .runtime import add_lua_path, dofile, eval, execute, lua_dir, require, runt
 __all__ = [
     "LuaError",
     "LuaObject",
+    "Model",
     "Tensor",
     "add_lua_path",
     "dofile",

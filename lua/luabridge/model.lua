@@ -1,0 +1,89 @@
+-- The Lua half of luabridge.Model (luabridge/model.py): while a model's source runs, the user's
+-- files (name -> source) are loadable by require and dofile; a class that an earlier build in this
+-- runtime defined may be defined again (the same source runs once per Model built here), where
+-- torch.class would refuse it. Outside a build, require, dofile and torch.class are torch7's.
+require 'torch'
+local M = {}
+
+local built = {}     -- class names defined during builds in this runtime
+local origin = {}    -- module name -> the file source that require ran for it
+local saved          -- what install replaced, while a build runs
+
+-- The source of `name` (a require name or a dofile path) among files, and its file name.
+local function lookup(files, name)
+  local path = name:gsub('^%./', '')
+  local dotted = name:gsub('%.', '/')
+  for _, candidate in ipairs({ path, path .. '.lua', dotted .. '.lua', dotted .. '/init.lua' }) do
+    if files[candidate] then return files[candidate], candidate end
+  end
+end
+
+local function tolerant(class)
+  return function(name, parentName, module)
+    local mt = type(name) == 'string' and built[name] and torch.getmetatable(name)
+    if not mt then
+      local made, parent = class(name, parentName, module)
+      built[name] = true
+      return made, parent
+    end
+    if type(parentName) == 'table' and module == nil then module = parentName end
+    if module then rawset(module, name:match('([^%.]+)$'), mt.__constructor) end
+    return mt, torch.parentOf(mt)
+  end
+end
+
+-- Makes files loadable until uninstall; a module that require loaded from another source of the
+-- same name in an earlier build is loaded again from this one.
+function M.install(files)
+  if saved then error('luabridge.Model: a model is already being built in this runtime', 2) end
+  for name, source in pairs(origin) do
+    local current = lookup(files, name)
+    if current and current ~= source then
+      package.loaded[name], origin[name] = nil, nil
+    end
+  end
+  local function searcher(name)
+    local source, file = lookup(files, name)
+    if not source then return '\n\tno file ' .. name .. ' among the model\'s files' end
+    local chunk = assert(loadstring(source, '@' .. file))
+    return function(...)
+      origin[name] = source
+      return chunk(...)
+    end
+  end
+  saved = { dofile = dofile, class = torch.class, searcher = searcher }
+  table.insert(package.loaders, 2, searcher)
+  torch.class = tolerant(saved.class)
+  dofile = function(path)
+    local source, file = lookup(files, tostring(path))
+    if not source then return saved.dofile(path) end
+    return assert(loadstring(source, '@' .. file))()
+  end
+end
+
+function M.uninstall()
+  if not saved then return end
+  for i, loader in ipairs(package.loaders) do
+    if loader == saved.searcher then table.remove(package.loaders, i) break end
+  end
+  dofile, torch.class, saved = saved.dofile, saved.class, nil
+end
+
+function M.is_module(value)
+  return torch.isTypeOf(value, 'nn.Module')
+end
+
+-- 'torch.FloatTensor'...: the type of the module's first parameter, else of its output.
+function M.tensor_type(module)
+  local params = module:parameters()
+  if params and params[1] then return torch.typename(params[1]) end
+  return torch.typename(module.output) or torch.getdefaulttensortype()
+end
+
+-- The module's bytes as torch.save writes them, after dropping its intermediate buffers.
+function M.serialize(module)
+  module:clearState()
+  return torch.serialize(module, 'binary')
+end
+
+return M
