@@ -30,6 +30,7 @@ from .model_tree import collect
 from .persist import _package_for
 from .proxy import LuaObject, _kind, unwrap
 from .runtime import Bridge, bridge
+from .t7 import FORMATS
 
 RECENT = 2   # built modules each runtime keeps for Models that are gone
 _SOURCE_CHUNK = "=(model source)"
@@ -84,6 +85,8 @@ class Model:
         name a class this runtime lacks (the source defines it, by code or by require/dofile)."""
         if not isinstance(t7, bytes):
             raise TypeError(f"Model: t7 must be bytes, got {type(t7).__name__}")
+        if format not in FORMATS:
+            raise ValueError(f"Model: unknown .t7 format {format!r} (one of {', '.join(FORMATS)})")
         self._t7, self._format = t7, format
         self._options = tuple(sorted((options or {}).items()))
         self._source = source
@@ -118,6 +121,9 @@ class Model:
         chunk = source if entry is None else f"{source}\n{entry}"
         b = bridge()
         module = _run_source(b, chunk, _checked_files(files))
+        if not b.module("luabridge.model").is_module(module):
+            raise TypeError(f"Model.from_lua: the source returned {b.lua.globals().torch.type(module)}, not an "
+                            "nn module (end it with `return model`, or pass entry='return model')")
         b.call(module.evaluate, module)
         t7 = b.call(b.module("luabridge.model").serialize, module)
         model = cls(_lua_bytes(t7), source=chunk, files=files)
@@ -125,10 +131,12 @@ class Model:
         return model
 
     @classmethod
-    def from_module(cls, module: LuaObject, *, source: str | None = None,
+    def from_module(cls, module: LuaObject | Any, *, source: str | None = None,
                     files: Mapping[str, str] | None = None) -> Model:
-        """A Model of a Lua module (a proxy) as it is now, serialised with torch.serialize (the
+        """A Model of a Lua module (a proxy, or lupa's table) as it is now, serialised with torch.serialize (the
         module itself is left as it is). source and files as for from_t7."""
+        if lupa.lua_type(module) == "table":
+            module = LuaObject(module)
         if not isinstance(module, LuaObject):
             raise TypeError(f"Model.from_module expects a Lua nn module (a proxy), got {type(module).__name__}")
         b = bridge()
@@ -252,19 +260,14 @@ def _checked_files(files: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _run_source(b: Bridge, chunk: str, files: dict[str, str]) -> Any:
-    """What chunk returns, run with files loadable; TypeError unless it is an nn module."""
+    """What chunk returns, run after requiring nn, with files loadable by name."""
     helpers = b.module("luabridge.model")
     b.module("nn")
     b.call(helpers.install, b.lua.table_from(files))
     try:
-        module = b.call(b.load(chunk, _SOURCE_CHUNK))
+        return b.call(b.load(chunk, _SOURCE_CHUNK))
     finally:
         b.call(helpers.uninstall)
-    if not helpers.is_module(module):
-        got = b.lua.globals().torch.type(module)
-        raise TypeError(f"Model.from_lua: the source returned {got}, not an nn module "
-                        "(end it with `return model`, or pass entry='return model')")
-    return module
 
 
 def _build(b: Bridge, model: Model) -> Any:
