@@ -369,6 +369,10 @@ def test_other_devices_are_a_clear_error():
         with pytest.raises(RuntimeError, match="runs on the CPU"):
             move()
     assert lua.to("cpu") is lua and lua.cpu() is lua
+    parent = torch.nn.Sequential(lua, torch.nn.Linear(2, 2))
+    for move in (lambda: parent.to("cuda"), lambda: parent.cuda()):   # reaching it through a parent
+        with pytest.raises(RuntimeError, match="runs on the CPU"):
+            move()
 
 
 # -- inside PyTorch: optimizers, data loaders, containers, hooks -------------------------------

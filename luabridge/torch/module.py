@@ -188,7 +188,10 @@ class LuaModule(torch.nn.Module):
         """What .double(), .float(), .to(dtype), .type(...) do: converts the Lua module (its
         :type()) and rebinds the Parameters and buffers to its new tensors."""
         current = self._dtype or torch.float64
-        probe = fn(torch.empty(0, dtype=current))
+        try:   # what fn does to an empty tensor of the module's dtype tells the target
+            probe = fn(torch.empty(0, dtype=current))
+        except (RuntimeError, AssertionError) as e:   # a device this PyTorch lacks (a parent's .cuda())
+            raise RuntimeError(f"LuaModule({self.lua._typename()}) runs on the CPU, and moving it failed: {e}") from e
         _check_device(self, probe.device)
         if probe.dtype != self._dtype:
             self.lua.type(f"torch.{type_name(probe.dtype)}Tensor")
