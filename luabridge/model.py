@@ -133,8 +133,8 @@ class Model:
     @classmethod
     def from_module(cls, module: LuaObject | Any, *, source: str | None = None,
                     files: Mapping[str, str] | None = None) -> Model:
-        """A Model of a Lua module (a proxy, or lupa's table) as it is now, serialised with torch.serialize (the
-        module itself is left as it is). source and files as for from_t7."""
+        """A Model of a Lua module (a proxy, or lupa's table) as it is now, serialised with
+        torch.serialize (the module itself is left as it is). source and files as for from_t7."""
         if lupa.lua_type(module) == "table":
             module = LuaObject(module)
         if not isinstance(module, LuaObject):

@@ -113,7 +113,8 @@ def test_evaluate_mode_by_default() -> None:
              "1.running_mean": rng.standard_normal(3), "1.running_var": rng.uniform(0.5, 2, 3)}
     set_ = model.with_state(state)
     x = rng.standard_normal((5, 3))
-    expected = (x - state["1.running_mean"]) / np.sqrt(state["1.running_var"] + 1e-5) * state["1.weight"] + state["1.bias"]
+    normalized = (x - state["1.running_mean"]) / np.sqrt(state["1.running_var"] + 1e-5)
+    expected = normalized * state["1.weight"] + state["1.bias"]
     np.testing.assert_allclose(set_.predict(x), expected, rtol=0, atol=1e-12)
     assert set_.module().train is False
 
