@@ -26,7 +26,7 @@ from lupa import luajit21 as lupa
 from .dtypes import DTYPES
 from .errors import LuaError
 from .interop import to_numpy
-from .model_tree import collect
+from .model_tree import Entry, collect
 from .persist import _package_for
 from .proxy import LuaObject, _kind, unwrap
 from .runtime import Bridge, bridge
@@ -48,11 +48,12 @@ class _Token:
 
 
 class _Built:
-    """A module built in one runtime, with the numpy dtype its floating inputs take."""
+    """A module built in one runtime, with the numpy dtype its floating inputs take (None for a
+    criterion, which takes its inputs as they come)."""
 
     __slots__ = ("module", "dtype")
 
-    def __init__(self, module: Any, dtype: np.dtype) -> None:
+    def __init__(self, module: Any, dtype: np.dtype | None) -> None:
         self.module, self.dtype = module, dtype
 
 
@@ -72,9 +73,10 @@ def _cache(b: Bridge) -> _Cache:
 
 
 class Model:
-    """An nn module as bytes and sources: ``Model.from_t7(path)``, ``Model.from_lua(source)``,
-    ``Model.from_module(proxy)``. ``predict`` runs it (numpy in and out) in the calling
-    thread's runtime; ``state`` / ``with_state`` move its weights; it pickles as its bytes."""
+    """An nn module (or criterion) as bytes and sources: ``Model.from_t7(path)``,
+    ``Model.from_lua(source)``, ``Model.from_module(proxy)``. ``predict`` runs it (numpy in and
+    out) in the calling thread's runtime; ``state`` / ``with_state`` move its weights; it pickles
+    as its bytes."""
 
     __slots__ = ("_t7", "_format", "_options", "_source", "_files", "_token")
 
@@ -121,10 +123,9 @@ class Model:
         chunk = source if entry is None else f"{source}\n{entry}"
         b = bridge()
         module = _run_source(b, chunk, _checked_files(files))
-        if not b.module("luabridge.model").is_module(module):
-            raise TypeError(f"Model.from_lua: the source returned {b.lua.globals().torch.type(module)}, not an "
-                            "nn module (end it with `return model`, or pass entry='return model')")
-        b.call(module.evaluate, module)
+        _check_held(b, module, "Model.from_lua: the source returned",
+                    " (end it with `return model`, or pass entry='return model')")
+        _evaluate(b, module)
         t7 = b.call(b.module("luabridge.model").serialize, module)
         model = cls(_lua_bytes(t7), source=chunk, files=files)
         model._keep(b, module)
@@ -141,8 +142,7 @@ class Model:
             raise TypeError(f"Model.from_module expects a Lua nn module (a proxy), got {type(module).__name__}")
         b = bridge()
         b.check_owned(module._lua)
-        if not b.module("luabridge.model").is_module(module._lua):
-            raise TypeError(f"Model.from_module expects a Lua nn module, got a {module._typename()}")
+        _check_held(b, module._lua, "Model.from_module expects a Lua nn module or criterion, got")
         t7 = b.call(b.lua.globals().torch.serialize, module._lua, "binary")
         return cls(_lua_bytes(t7), source=source, files=files)
 
@@ -151,7 +151,7 @@ class Model:
         gives, each of the module's dtype): KeyError, ValueError or TypeError naming the key."""
         b = bridge()
         module = _build(b, self)
-        entries = {e.key: e for e in collect(LuaObject(module))}
+        entries = {e.key: e for e in _entries(module)}
         missing, unexpected = sorted(entries.keys() - state.keys()), sorted(state.keys() - entries.keys())
         if missing or unexpected:
             raise KeyError(f"Model.with_state: missing keys {missing}, unexpected keys {unexpected}")
@@ -184,13 +184,19 @@ class Model:
         outputs copied out (the module reuses its buffers on the next call)."""
         b = bridge()
         built = self._built(b)
+        if built.dtype is None:
+            if not isinstance(batch, tuple) or len(batch) != 2:
+                raise TypeError(f"Model.predict: {b.lua.globals().torch.type(built.module)} is a criterion: "
+                                "pass (input, target)")
+            b.call(built.module.forward, built.module, *(_lua_input(x, None) for x in batch))
+            return built.module.output   # the loss (forward may return more, as ClassNLL's weight)
         output = b.call(built.module.forward, built.module, _lua_input(batch, built.dtype))
         return _copied_out(output)
 
     def state(self) -> dict[str, np.ndarray]:
         """Copies of the parameters and buffers (running_mean, running_var), keyed as
         luabridge.torch.LuaModule's state_dict: "1.weight", "3.2.bias", "2.running_mean"."""
-        return {e.key: np.array(to_numpy(e.tensor._lua)) for e in collect(self.module())}
+        return {e.key: np.array(to_numpy(e.tensor._lua)) for e in _entries(self._built(bridge()).module)}
 
     def to_bytes(self) -> bytes:
         """The module's .t7 bytes (in the format it was given in; from_lua's are binary)."""
@@ -224,8 +230,9 @@ class Model:
 
     def _keep(self, b: Bridge, module: Any) -> _Built:
         """Caches module as this Model's in runtime b."""
-        tensor_type = str(b.call(b.module("luabridge.model").tensor_type, module))
-        built = _cache(b).built[self._token_now()] = _Built(module, _numpy_dtype(tensor_type))
+        tensor_type = b.call(b.module("luabridge.model").tensor_type, module)
+        dtype = None if tensor_type is None else _numpy_dtype(str(tensor_type))
+        built = _cache(b).built[self._token_now()] = _Built(module, dtype)
         return built
 
     def __reduce__(self) -> tuple:
@@ -292,10 +299,25 @@ def _build(b: Bridge, model: Model) -> Any:
             if package is None:
                 raise
             b.module(package)
-    if not b.module("luabridge.model").is_module(module):
-        raise TypeError(f"Model: the bytes hold a {b.lua.globals().torch.type(module)}, not an nn module")
-    b.call(module.evaluate, module)
+    _check_held(b, module, "Model: the bytes hold")
+    _evaluate(b, module)
     return module
+
+
+def _check_held(b: Bridge, value: Any, what: str, hint: str = "") -> None:
+    """TypeError saying `what` <type>, unless value is an nn module or criterion."""
+    if b.module("luabridge.model").kind(value) is None:
+        raise TypeError(f"{what} {b.lua.globals().torch.type(value)}, not an nn module or criterion{hint}")
+
+
+def _evaluate(b: Bridge, module: Any) -> None:
+    if module.evaluate is not None:   # a criterion has no mode
+        b.call(module.evaluate, module)
+
+
+def _entries(module: Any) -> list[Entry]:
+    """The parameters and buffers of a module (a Lua value); none for a criterion."""
+    return collect(LuaObject(module)) if module.parameters is not None else []
 
 
 def _lua_bytes(value: Any) -> bytes:
@@ -309,11 +331,13 @@ def _numpy_dtype(tensor_type: str) -> np.dtype:
     return DTYPES.get(name, np.dtype(np.float64))
 
 
-def _lua_input(batch: Any, dtype: np.dtype) -> Any:
+def _lua_input(batch: Any, dtype: np.dtype | None) -> Any:
+    """batch as a Lua value: arrays copied into tensors (floating ones of dtype, unless None),
+    tuples and lists as tables."""
     if isinstance(batch, (tuple, list)):
         return unwrap([_lua_input(x, dtype) for x in batch])
     a = np.asarray(batch)
-    if a.dtype.kind == "f":
+    if a.dtype.kind == "f" and dtype is not None:
         return unwrap(np.array(a, dtype=dtype))
     return unwrap(np.array(a))
 

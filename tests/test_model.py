@@ -327,3 +327,19 @@ def test_lua_errors_and_bad_arguments(mlp: Model) -> None:
         custom.predict(np.ones(3))
     with pytest.raises(AttributeError, match="immutable"):
         mlp._t7 = b""
+
+
+def test_a_criterion_as_a_model() -> None:
+    """A criterion pickles and runs like a module: predict((input, target)) is its loss."""
+    criterion = Model.from_module(luabridge.nn.MSECriterion())
+    rng = np.random.default_rng(10)
+    x, t = rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+    assert criterion.predict((x, t)) == pytest.approx(np.mean((x - t) ** 2), rel=1e-12)
+    assert in_thread(lambda: pickle.loads(pickle.dumps(criterion)).predict((x, t))) == \
+        pytest.approx(np.mean((x - t) ** 2), rel=1e-12)
+    assert criterion.state() == {} and criterion.with_state({}).predict((x, t)) == criterion.predict((x, t))
+    nll = Model.from_lua("return nn.ClassNLLCriterion()")
+    log_probs = np.log(np.full((2, 3), 1 / 3))
+    assert nll.predict((log_probs, np.array([1, 3]))) == pytest.approx(np.log(3), rel=1e-12)
+    with pytest.raises(TypeError, match="nn.MSECriterion is a criterion: pass \\(input, target\\)"):
+        criterion.predict(x)

@@ -69,21 +69,26 @@ function M.uninstall()
   dofile, torch.class, saved = saved.dofile, saved.class, nil
 end
 
-function M.is_module(value)
-  return torch.isTypeOf(value, 'nn.Module')
+-- What a Model may hold: 'module' (an nn.Module) or 'criterion' (an nn.Criterion); else nil.
+function M.kind(value)
+  if torch.isTypeOf(value, 'nn.Module') then return 'module' end
+  if torch.isTypeOf(value, 'nn.Criterion') then return 'criterion' end
 end
 
--- 'torch.FloatTensor'...: the type of the module's first parameter, else of its output.
+-- 'torch.FloatTensor'...: the type of a module's first parameter, else of its output; nil for a
+-- criterion (it takes its inputs as they come).
 function M.tensor_type(module)
+  if M.kind(module) ~= 'module' then return nil end
   local params = module:parameters()
   if params and params[1] then return torch.typename(params[1]) end
   return torch.typename(module.output) or torch.getdefaulttensortype()
 end
 
--- The module's bytes as torch.save writes them, after dropping its intermediate buffers.
-function M.serialize(module)
-  module:clearState()
-  return torch.serialize(module, 'binary')
+-- A module's or criterion's bytes as torch.save writes them, after dropping a module's
+-- intermediate buffers.
+function M.serialize(object)
+  if object.clearState then object:clearState() end
+  return torch.serialize(object, 'binary')
 end
 
 return M
