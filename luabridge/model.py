@@ -266,11 +266,12 @@ def _checked_files(files: Mapping[str, str] | None) -> dict[str, str]:
     return files
 
 
-def _run_source(b: Bridge, chunk: str, files: dict[str, str]) -> Any:
-    """What chunk returns, run after requiring nn, with files loadable by name."""
+def _run_source(b: Bridge, chunk: str, files: dict[str, str], keep_random: bool = False) -> Any:
+    """What chunk returns, run after requiring nn, with files loadable by name; keep_random puts
+    torch's random generator back as it was after."""
     helpers = b.module("luabridge.model")
     b.module("nn")
-    b.call(helpers.install, b.lua.table_from(files))
+    b.call(helpers.install, b.lua.table_from(files), keep_random)
     try:
         return b.call(b.load(chunk, _SOURCE_CHUNK))
     finally:
@@ -279,7 +280,8 @@ def _run_source(b: Bridge, chunk: str, files: dict[str, str]) -> Any:
 
 def _build(b: Bridge, model: Model) -> Any:
     """model's module read from its bytes in runtime b. A class unknown here makes the source
-    run first (it defines the custom classes), then nn, then nngraph be required."""
+    run first (it defines the custom classes; torch's random state is left as it was), then nn,
+    then nngraph be required."""
     b.module("nn")
     read = b.lua.globals().torch.deserialize
     options = b.lua.table_from(dict(model._options)) if model._options else None
@@ -292,7 +294,7 @@ def _build(b: Bridge, model: Model) -> Any:
             if "unknown Torch class <" not in e.message:
                 raise
             if not source_ran:
-                _run_source(b, model._source, dict(model._files))
+                _run_source(b, model._source, dict(model._files), keep_random=True)
                 source_ran = True
                 continue
             package = _package_for(e)

@@ -343,3 +343,19 @@ def test_a_criterion_as_a_model() -> None:
     assert nll.predict((log_probs, np.array([1, 3]))) == pytest.approx(np.log(3), rel=1e-12)
     with pytest.raises(TypeError, match="nn.MSECriterion is a criterion: pass \\(input, target\\)"):
         criterion.predict(x)
+
+
+def test_building_leaves_the_random_generator_alone() -> None:
+    """A runtime that runs the source only to define a class (random initialisation included)
+    draws the same numbers after the build as without it: a seed set before build() holds."""
+    custom = Model.from_lua("require 'TestScale'\nreturn nn.Sequential():add(nn.TestScale(3)):add(nn.Linear(3, 50))",
+                            files=SCALE_FILES)
+
+    def draws(build: bool) -> np.ndarray:
+        luabridge.require("torch")
+        luabridge.execute("torch.manualSeed(5)")
+        if build:
+            custom.build()
+        return np.array(luabridge.wrap(luabridge.eval("torch.rand(4)")))
+
+    np.testing.assert_array_equal(in_thread(lambda: draws(True)), in_thread(lambda: draws(False)))

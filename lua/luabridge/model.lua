@@ -33,8 +33,9 @@ local function tolerant(class)
 end
 
 -- Makes files loadable until uninstall; a module that require loaded from another source of the
--- same name in an earlier build is loaded again from this one.
-function M.install(files)
+-- same name in an earlier build is loaded again from this one. With keepRandom, uninstall puts
+-- torch's random generator back as it was (a source run only to define classes draws no numbers).
+function M.install(files, keepRandom)
   if saved then error('luabridge.Model: a model is already being built in this runtime', 2) end
   for name, source in pairs(origin) do
     local current = lookup(files, name)
@@ -51,7 +52,8 @@ function M.install(files)
       return chunk(...)
     end
   end
-  saved = { dofile = dofile, class = torch.class, searcher = searcher }
+  saved = { dofile = dofile, class = torch.class, searcher = searcher,
+            random = keepRandom and torch.getRNGState() or nil }
   table.insert(package.loaders, 2, searcher)
   torch.class = tolerant(saved.class)
   dofile = function(path)
@@ -66,6 +68,7 @@ function M.uninstall()
   for i, loader in ipairs(package.loaders) do
     if loader == saved.searcher then table.remove(package.loaders, i) break end
   end
+  if saved.random then torch.setRNGState(saved.random) end
   dofile, torch.class, saved = saved.dofile, saved.class, nil
 end
 
