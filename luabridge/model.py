@@ -1,4 +1,4 @@
-"""`Model`: a picklable, immutable handle on a Lua nn module.
+"""`Model`: a picklable, immutable handle on a Lua nn module (or criterion).
 
 A Model holds bytes and sources only: the module's .t7 bytes, and the Lua source (with the
 user's files) that defines its custom classes. Each thread's runtime builds the module from
