@@ -14,10 +14,10 @@ import torch
 
 from .. import eval as lua_eval
 from .. import require, to_numpy, wrap
+from ..model_tree import collect
 from ..proxy import LuaObject
 from ..runtime import bridge
 from .crossing import Spec, Staging, Views, flatten, lua_args, type_name, unflatten
-from .tree import collect
 
 
 class _LuaFunction(torch.autograd.Function):
