@@ -510,3 +510,24 @@ def test_inputs_lent_to_lua_are_given_back():
     for _ in range(300):                     # 300 inputs of 512 KiB, past the collector's 64 MiB
         lua(torch.randn(64, 1024, dtype=D)).sum().backward()
     assert len(bridge().buffers) - before < 200   # without the count, all 300 stay registered
+
+
+def test_deepcopy_pickle_and_torch_save_copy_the_lua_module():
+    import copy
+    import io
+    import pickle
+
+    lua, ref = bn_net()
+    x = torch.randn(6, 4, dtype=D)
+    lua(x), ref(x)
+    lua.eval(), ref.eval()
+    buffer = io.BytesIO()
+    torch.save(torch.nn.Sequential(lua), buffer)   # a whole model, pickled
+    buffer.seek(0)
+    copies = [copy.deepcopy(lua), pickle.loads(pickle.dumps(lua)), torch.load(buffer, weights_only=False)[0]]
+    for twin in copies:
+        assert isinstance(twin, LuaModule) and not twin.training
+        torch.testing.assert_close(twin(x), ref(x), rtol=0, atol=1e-12)
+        with torch.no_grad():
+            twin.get_parameter("1.weight").zero_()   # its own memory: the original is untouched
+        torch.testing.assert_close(lua(x), ref(x), rtol=0, atol=1e-12)

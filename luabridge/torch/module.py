@@ -16,7 +16,7 @@ from .. import eval as lua_eval
 from .. import require, to_numpy, wrap
 from ..model_tree import collect
 from ..proxy import LuaObject
-from ..runtime import bridge
+from ..runtime import STRING_ENCODING, bridge
 from .crossing import Spec, Staging, Views, flatten, lua_args, type_name, unflatten
 
 
@@ -209,8 +209,26 @@ class LuaModule(torch.nn.Module):
         _check_device(self, torch.device("cuda"))
         return self
 
+    def __deepcopy__(self, memo: dict) -> LuaModule:
+        """A LuaModule over a clone of the Lua module (its weights and buffers copied, in Lua)."""
+        twin = memo[id(self)] = LuaModule(self.lua.clone())
+        return twin.train(self.training)
+
+    def __reduce__(self) -> tuple:
+        """Pickles as the Lua module's torch7 bytes (torch.serialize); unpickling deserializes them
+        in the runtime of the thread that unpickles, which must know its custom classes."""
+        b = self._bridge
+        data = b.call(b.lua.globals().torch.serialize, self.lua._lua, "binary")
+        return _unpickle, (data.encode(STRING_ENCODING) if isinstance(data, str) else data, self.training)
+
     def extra_repr(self) -> str:
         return str(self.lua)
+
+
+def _unpickle(data: bytes, training: bool) -> LuaModule:
+    require("nn")
+    b = bridge()
+    return LuaModule(wrap(b.call(b.lua.globals().torch.deserialize, data))).train(training)
 
 
 def _rebound(param: torch.nn.Parameter | None, view: torch.Tensor) -> torch.nn.Parameter:
