@@ -531,3 +531,17 @@ def test_deepcopy_pickle_and_torch_save_copy_the_lua_module():
         with torch.no_grad():
             twin.get_parameter("1.weight").zero_()   # its own memory: the original is untouched
         torch.testing.assert_close(lua(x), ref(x), rtol=0, atol=1e-12)
+
+
+def test_lookup_table_takes_integer_indices():
+    lua = LuaModule("nn.LookupTable(10, 3)")
+    emb = torch.nn.Embedding(10, 3).to(D)
+    with torch.no_grad():
+        emb.weight.copy_(lua.weight)
+    idx = torch.tensor([[1, 2, 10], [4, 4, 1]])   # int64: a LongTensor of torch7's 1-based indices
+    w = torch.randn(2, 3, 3, dtype=D)
+    y = lua(idx)
+    torch.testing.assert_close(y, emb(idx - 1), rtol=0, atol=0)
+    (y * w).sum().backward()
+    (emb(idx - 1) * w).sum().backward()
+    torch.testing.assert_close(lua.weight.grad, emb.weight.grad, rtol=0, atol=1e-12)   # index 4 twice: summed
