@@ -278,13 +278,6 @@ in a Python that can import luabridge (the converted table layers and nngraph gr
 luabridge.torch classes). Needs PyTorch: pip install 'luabridge[torch]'."""
 
 
-def _kept_in_lua(module: Any) -> list[str]:
-    """The paths of the LuaModules a non-strict conversion kept."""
-    from .torch import LuaModule
-
-    return [name or "<root>" for name, m in module.named_modules() if isinstance(m, LuaModule)]
-
-
 def convert(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="luabridge convert", epilog=CONVERT_EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -294,7 +287,7 @@ def convert(argv: Sequence[str]) -> int:
     p.add_argument("out", help="the .pt file to write")
     p.add_argument("--no-strict", action="store_true",
                    help="keep a module with no PyTorch counterpart as a luabridge.torch.LuaModule instead of "
-                        "failing (a LuaModule runs Lua, and torch.save cannot write it)")
+                        "failing (it still runs Lua: loading the file needs luabridge and that module's classes)")
     p.add_argument("--format", default="binary", choices=t7.FORMATS)
     a = p.parse_args(argv)
 
@@ -322,16 +315,7 @@ def convert(argv: Sequence[str]) -> int:
         module = to_torch(model, strict=not a.no_strict)
     except ConversionError as e:
         return fail(f"{a.model}: {e} (--no-strict keeps such modules as LuaModules)")
-    try:
-        torch.save(module, a.out)
-    except Exception as e:
-        kept = _kept_in_lua(module)
-        if not kept:
-            raise
-        if os.path.exists(a.out):
-            os.remove(a.out)
-        return fail(f"{a.model}: the modules at {', '.join(kept)} have no PyTorch counterpart and stay "
-                    f"LuaModules, which torch.save cannot write ({e})")
+    torch.save(module, a.out)
     count = sum(p.numel() for p in module.parameters())
     print(f"{a.out}: {type(module).__name__}, {count:,} parameters")
     return 0

@@ -1,6 +1,7 @@
 """`luabridge convert MODEL.t7 OUT.pt` in a subprocess: the saved PyTorch module (a Sequential and
-an nngraph gModule written by luabridge) gives the Lua module's outputs; the errors (not a module,
-no PyTorch counterpart, modules kept in Lua, PyTorch missing) exit non-zero with a clear message."""
+an nngraph gModule written by luabridge) gives the Lua module's outputs, also with modules kept in Lua
+(--no-strict); the errors (not a module, no PyTorch counterpart, PyTorch missing) exit non-zero with a
+clear message."""
 from __future__ import annotations
 
 import subprocess
@@ -61,15 +62,23 @@ def test_a_file_that_is_not_a_module(tmp_path):
 
 def test_no_pytorch_counterpart(tmp_path):
     luabridge.require("nn")
-    luabridge.save(tmp_path / "m.t7", luabridge.eval(
-        "nn.Sequential():add(nn.Linear(3, 4)):add(nn.SpatialFractionalMaxPooling(2, 2, 0.5, 0.5))"))
+    luabridge.save(tmp_path / "m.t7", luabridge.eval("nn.Sequential():add(nn.Linear(3, 4)):add(nn.Euclidean(4, 2))"))
     r = convert(tmp_path / "m.t7", tmp_path / "m.pt")
     assert r.returncode == 1
-    assert "nn.SpatialFractionalMaxPooling at 2 has no PyTorch counterpart" in r.stderr
-    r = convert(tmp_path / "m.t7", tmp_path / "m.pt", "--no-strict")
-    assert r.returncode == 1
-    assert "the modules at 2 have no PyTorch counterpart and stay LuaModules" in r.stderr
+    assert "nn.Euclidean at 2 has no PyTorch counterpart" in r.stderr
     assert not (tmp_path / "m.pt").exists()
+    r = convert(tmp_path / "m.t7", tmp_path / "m.pt", "--no-strict")
+    assert r.returncode == 0, r.stderr
+    module = torch.load(tmp_path / "m.pt", weights_only=False)   # Euclidean stays a LuaModule
+    from luabridge.torch import LuaModule
+    assert isinstance(module[0], torch.nn.Linear) and isinstance(module[1], LuaModule)
+    lua = luabridge.load(tmp_path / "m.t7")
+    x = np.random.default_rng(0).standard_normal((5, 3))
+    h = x @ np.array(lua.get(1).weight).T + np.array(lua.get(1).bias)
+    centres = np.array(lua.get(2).weight)   # Euclidean: y_j = || h - w[:, j] ||
+    want = np.linalg.norm(h[:, :, None] - centres[None], axis=1)
+    got = module(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-10)
 
 
 def test_pytorch_missing_and_help(tmp_path):
