@@ -32,8 +32,8 @@ bench: $(STAMP)
 	$(PY) bench/t7_io.py
 	$(PY) bench/executor.py
 	$(PY) bench/gemm_threads.py
-	if $(PY) -c 'import torch' 2>/dev/null; then $(PY) bench/real_models.py; \
-	else echo 'bench/real_models.py skipped: it runs beside PyTorch (pip install torch==2.13.0)'; fi
+	if $(PY) -c 'import torch' 2>/dev/null; then $(PY) bench/real_models.py && $(PY) bench/torch_bridge.py; \
+	else echo 'bench/real_models.py and torch_bridge.py skipped: they run beside PyTorch (pip install torch==2.13.0)'; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info
