@@ -8,4 +8,8 @@ AbsCriterion.__init = loss.initSizeAverage(parent)
 loss.define(AbsCriterion, {
   loss = 'local z = X - Y; S = S + (z >= 0 and z or -z)',
   grad = 'G = X - Y >= 0 and N or -N',
+  device = {
+    terms = function(_, r, x, y) r:add(x, -1, y):abs() end,
+    grad = function(_, g, x, y, z) g:ge(z:add(x, -1, y), 0):mul(2):add(-1) end,   -- 1 where x >= y, else -1
+  },
 })

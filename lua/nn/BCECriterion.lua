@@ -25,4 +25,15 @@ loss.define(BCECriterion, {
         :format(torch.type(self), input:min(), input:max()))
     end
   end,
+  -- -(y (log(x + eps) - log(1 - x + eps)) + log(1 - x + eps)); (x - y) / ((1 - x + eps) (x + eps))
+  device = {
+    terms = function(_, r, x, y, l1x)
+      l1x:mul(x, -1):add(1):add(1e-12):log()
+      r:add(x, 1e-12):log():add(-1, l1x):cmul(y):add(l1x):mul(-1)
+    end,
+    grad = function(_, g, x, y, t)
+      g:mul(x, -1):add(1):add(1e-12):cmul(t:add(x, 1e-12))
+      g:cdiv(t:add(x, -1, y), g)
+    end,
+  },
 })

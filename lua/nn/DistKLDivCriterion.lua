@@ -2,6 +2,7 @@
 -- sum over y > 0 of y (log y - x).
 local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
+local pointwise = require 'nn.kernels.pointwise'
 local DistKLDivCriterion, parent = torch.class('nn.DistKLDivCriterion', 'nn.Criterion')
 
 function DistKLDivCriterion:__init()
@@ -18,4 +19,12 @@ loss.define(DistKLDivCriterion, {
         torch.type(self), check.sizestr(input), check.sizestr(target)))
     end
   end,
+  -- with p = 1 where y > 0: p y (log(p y + 1 - p) - x) (the log of 1, not 0, where y <= 0)
+  device = {
+    terms = function(self, r, x, y)
+      local p = pointwise.mask(self, y, 0)
+      r:cmul(y, p):add(1):add(-1, p):log():add(-1, x):cmul(y):cmul(p)
+    end,
+    grad = function(self, g, _, y) g:cmul(y, pointwise.mask(self, y, 0)):mul(-1) end,
+  },
 })

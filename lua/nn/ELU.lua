@@ -14,6 +14,16 @@ pointwise.define(ELU, {
   forward = 'local x = $2; $1 = x <= 0 and (math.exp(x) - 1) * v1 or x',
   backward = 'local y = $4; $1 = y <= 0 and $3 * (y + v1) or $3',
   params = function(self) return self.alpha end,
+  -- max(x, 0) + alpha * (exp(min(x, 0)) - 1); the slope min(y, 0) + alpha, or 1 where y > 0
+  deviceForward = function(m, output, input, alpha)
+    local below = torch.cmin(pointwise.scratch(m, '_below', input), input, 0):exp():add(-1)
+    output:cmax(input, 0):add(alpha, below)
+  end,
+  deviceBackward = function(m, gradInput, _, gradOutput, output, alpha)
+    local slope = torch.cmin(pointwise.scratch(m, '_below', output), output, 0):add(alpha)
+    slope:add(1 - alpha, pointwise.mask(m, output, 0))
+    gradInput:cmul(gradOutput, slope)
+  end,
 })
 
 function ELU:__tostring__() return ('%s (alpha:%f)'):format(torch.type(self), self.alpha) end

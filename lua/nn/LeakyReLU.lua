@@ -15,6 +15,14 @@ pointwise.define(LeakyReLU, {
   forward = 'local x = $2; $1 = x > 0 and x or x * v1',
   backward = '$1 = $2 > 0 and $3 or $3 * v1',
   params = function(self) return self.negval end,
+  -- max(x, 0) + negval * min(x, 0); the slope 1 where x > 0, else negval
+  deviceForward = function(m, output, input, negval)
+    local below = torch.cmin(pointwise.scratch(m, '_below', input), input, 0)
+    output:cmax(input, 0):add(negval, below)
+  end,
+  deviceBackward = function(m, gradInput, input, gradOutput, _, negval)
+    gradInput:cmul(gradOutput, pointwise.mask(m, input, 0):mul(1 - negval):add(negval))
+  end,
 })
 
 function LeakyReLU:__tostring__() return ('%s(%g)'):format(torch.type(self), self.negval) end

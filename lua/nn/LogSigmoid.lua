@@ -7,4 +7,12 @@ pointwise.define(LogSigmoid, {
   forward = [[local x = $2; local z = math.exp(-math.abs(x)); local u = 1 + z
     $1 = (x < 0 and x or 0) - (u == 1 and z or math.log(u) * z / (u - 1))]],
   backward = '$1 = $3 / (1 + math.exp($2))',
+  -- min(x, 0) - log1p(exp(-|x|)), which never overflows
+  deviceForward = function(m, output, input)
+    local z = pointwise.scratch(m, '_slope', input):abs(input):mul(-1):exp():log1p()
+    output:cmin(input, 0):add(-1, z)
+  end,
+  deviceBackward = function(m, gradInput, input, gradOutput)
+    gradInput:cdiv(gradOutput, pointwise.scratch(m, '_slope', input):exp(input):add(1))
+  end,
 })

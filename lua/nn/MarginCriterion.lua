@@ -1,6 +1,7 @@
 -- Two-class hinge loss: sum max(0, margin - x y) for targets y in {-1, 1}.
 local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
+local pointwise = require 'nn.kernels.pointwise'
 local MarginCriterion, parent = torch.class('nn.MarginCriterion', 'nn.Criterion')
 
 function MarginCriterion:__init(margin)
@@ -12,4 +13,10 @@ end
 loss.define(MarginCriterion, {
   loss = 'local z = M - X * Y; if z > 0 then S = S + z end',
   grad = 'G = X * Y < M and -N * Y or 0',
+  device = {
+    terms = function(_, r, x, y, _, margin) r:cmul(x, y):mul(-1):add(margin):cmax(0) end,
+    grad = function(self, g, x, y, t, margin)
+      g:cmul(y, pointwise.mask(self, t:cmul(x, y):mul(-1):add(margin), 0)):mul(-1)
+    end,
+  },
 })

@@ -16,4 +16,11 @@ loss.define(MultiLabelSoftMarginCriterion, {
   loss = 'local a = X < 0 and -X or X; '
     .. 'S = S + (math.log(1 + math.exp(-a)) + (X > 0 and X or 0) - X * Y) * W',
   grad = 'G = N * (1 / (1 + math.exp(-X)) - Y) * W',
+  -- log1p(exp(-|x|)) + max(x, 0) - x y; sigmoid(x) - y
+  device = {
+    terms = function(_, r, x, y, t)
+      r:abs(x):mul(-1):exp():log1p():add(t:cmax(x, 0)):addcmul(-1, x, y)
+    end,
+    grad = function(_, g, x, y) g:sigmoid(x):add(-1, y) end,
+  },
 })

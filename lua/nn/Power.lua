@@ -12,4 +12,7 @@ pointwise.define(Power, {
   forwardOp = function(_, output, input, p) output:pow(input, p) end,
   backward = '$1 = $3 * v1 * math.pow($2, v1 - 1)',
   params = function(self) return self.pow end,
+  deviceBackward = function(m, gradInput, input, gradOutput, _, p)
+    gradInput:cmul(gradOutput, pointwise.scratch(m, '_slope', input):pow(input, p - 1):mul(p))
+  end,
 })

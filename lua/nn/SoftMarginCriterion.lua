@@ -10,4 +10,8 @@ end
 loss.define(SoftMarginCriterion, {
   loss = 'S = S + math.log(1 + math.exp(-X * Y))',
   grad = 'local z = math.exp(-X * Y); G = -N * Y * z / (1 + z)',
+  device = {
+    terms = function(_, r, x, y) r:cmul(x, y):mul(-1):exp():log1p() end,
+    grad = function(_, g, x, y, t) g:cdiv(y, t:cmul(x, y):exp():add(1)):mul(-1) end,   -- -y / (1 + exp(xy))
+  },
 })

@@ -14,4 +14,17 @@ pointwise.define(SoftPlus, {
   forward = 'local x = $2; $1 = x * v1 > v2 and x or math.log(1 + math.exp(x * v1)) / v1',
   backward = 'local by = $4 * v1; $1 = by > v2 and $3 or $3 * (1 - math.exp(-by))',
   params = function(self) return self.beta, self.threshold end,
+  -- log1p(exp(beta x)) / beta, and x itself where beta x > threshold
+  deviceForward = function(m, output, input, beta, threshold)
+    local above = pointwise.mask(m, input, threshold / beta)
+    local soft = pointwise.scratch(m, '_slope', input):mul(input, beta):cmin(threshold):exp():log1p():div(beta)
+    local below = pointwise.scratch(m, '_below', above):fill(1):add(-1, above)
+    output:cmul(input, above):addcmul(soft, below)
+  end,
+  -- gradOutput * (1 - exp(-beta y) * below), below 1 where beta y <= threshold
+  deviceBackward = function(m, gradInput, _, gradOutput, output, beta, threshold)
+    local below = pointwise.mask(m, output, threshold / beta):mul(-1):add(1)
+    local slope = pointwise.scratch(m, '_slope', output):mul(output, -beta):exp():cmul(below):mul(-1):add(1)
+    gradInput:cmul(gradOutput, slope)
+  end,
 })

@@ -12,4 +12,13 @@ pointwise.define(SoftShrink, {
   forward = 'local x = $2; $1 = x > v1 and x - v1 or (x < -v1 and x + v1 or 0)',
   backward = 'local x = $2; $1 = (x > v1 or x < -v1) and $3 or 0',
   params = function(self) return self.lambda end,
+  -- x - clamp(x, -lambda, lambda); the gradient passes where |x| > lambda
+  deviceForward = function(m, output, input, lambda)
+    local inside = pointwise.scratch(m, '_slope', input):clamp(input, -lambda, lambda)
+    output:add(input, -1, inside)
+  end,
+  deviceBackward = function(m, gradInput, input, gradOutput, _, lambda)
+    local magnitude = pointwise.scratch(m, '_slope', input):abs(input)
+    gradInput:cmul(gradOutput, pointwise.mask(m, magnitude, lambda))
+  end,
 })

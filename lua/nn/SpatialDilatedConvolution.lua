@@ -1,6 +1,7 @@
 -- SpatialConvolution whose kernel taps are dilationW columns and dilationH rows apart.
 local shape = require 'nn.kernels.shape'
 local SpatialDilatedConvolution, parent = torch.class('nn.SpatialDilatedConvolution', 'nn.SpatialConvolution')
+SpatialDilatedConvolution._deviceKernel = true   -- the parent's CUDA passes take the dilation
 
 function SpatialDilatedConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH,
                                           dilationW, dilationH)

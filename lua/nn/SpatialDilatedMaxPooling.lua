@@ -1,5 +1,6 @@
 -- SpatialMaxPooling whose windows take every dilationW-th column and dilationH-th row.
 local SpatialDilatedMaxPooling, parent = torch.class('nn.SpatialDilatedMaxPooling', 'nn.SpatialMaxPooling')
+SpatialDilatedMaxPooling._deviceKernel = true   -- the parent's CUDA passes take the dilation
 
 function SpatialDilatedMaxPooling:__init(kW, kH, dW, dH, padW, padH, dilationW, dilationH)
   parent.__init(self, kW, kH, dW, dH, padW, padH)

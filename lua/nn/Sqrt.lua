@@ -12,4 +12,12 @@ pointwise.define(Sqrt, {
   forward = '$1 = math.sqrt($2 + v1)',
   backward = 'local y = $4; $1 = y == 0 and 0 or 0.5 * $3 / y',
   params = function(self) return self.eps end,
+  deviceForward = function(_, output, input, eps) output:add(input, eps):sqrt() end,
+  -- 0.5 * gradOutput / y, and 0 where y is 0 (there 1 / (2y + 1 - 1) * 0: no 0 * inf)
+  deviceBackward = function(m, gradInput, _, gradOutput, output)
+    local positive = pointwise.mask(m, output, 0)
+    local inverse = pointwise.scratch(m, '_slope', output):mul(output, 2):add(1):add(-1, positive)
+    inverse:pow(-1):cmul(positive)
+    gradInput:cmul(gradOutput, inverse)
+  end,
 })

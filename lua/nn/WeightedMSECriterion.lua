@@ -2,6 +2,7 @@
 -- sum (x - w y)^2. For an input with one more dim than w, w applies to every sample.
 local check = require 'torch.check'
 local WeightedMSECriterion, parent = torch.class('nn.WeightedMSECriterion', 'nn.MSECriterion')
+WeightedMSECriterion._deviceKernel = true   -- the parent's passes on the weighted target
 
 function WeightedMSECriterion:__init(w)
   parent.__init(self)

@@ -11,6 +11,9 @@
 --   spec.op: for a criterion with device passes, the op-table name: the passes call
 --     backend.of(input).<op>_loss(input, y, w, margin) -> the sum, and
 --     <op>_grad(gradInput, input, y, w, norm, margin); the kernels here are the CPU ops
+--   spec.device: the same passes as tensor ops, for device (CUDA) input: device.terms(self, r,
+--     x, y, tmp, margin) fills r with each element's f (unweighted), device.grad(self, g, x, y,
+--     tmp, margin) g with each f' (before the norm and weights); tmp is a scratch of x's size
 local ffi = require 'ffi'
 local check = require 'torch.check'
 local backend = require 'torch.backend'
@@ -79,6 +82,24 @@ local function prepare(self, spec, input, target)
   return y, w
 end
 
+-- The loss sum and gradient passes of spec.device (tensor ops), with the CPU ones' arguments
+-- after the criterion.
+local function devicePasses(device)
+  local scratch = require('nn.kernels.pointwise').scratch
+  local function deviceLoss(self, input, y, w, margin)
+    local terms = scratch(self, '_terms', input)
+    device.terms(self, terms, input, y, scratch(self, '_scratch', input), margin)
+    if w then terms:cmul(w) end
+    return terms:sum()
+  end
+  local function deviceGrad(self, gradInput, input, y, w, norm, margin)
+    device.grad(self, gradInput, input, y, scratch(self, '_scratch', input), margin)
+    gradInput:mul(norm)
+    if w then gradInput:cmul(w) end
+  end
+  return deviceLoss, deviceGrad
+end
+
 function loss.define(cls, spec)
   local lossNames = { S = 'v1[0]', X = '$1', Y = '$2', W = '$3', M = 'v2' }
   local gradNames = { G = '$1', X = '$2', Y = '$3', W = '$4', N = 'v1', M = 'v2' }
@@ -97,6 +118,11 @@ function loss.define(cls, spec)
   local function grad(gradInput, input, y, w, norm, margin)
     if w then gradWK(gradInput, input, y, w, norm, margin) else gradK(gradInput, input, y, norm, margin) end
   end
+  local deviceLoss, deviceGrad
+  if spec.device then
+    cls._deviceKernel = true
+    deviceLoss, deviceGrad = devicePasses(spec.device)
+  end
   if spec.op then
     local lossName, gradName = spec.op .. '_loss', spec.op .. '_grad'
     backend.register('cpu', { [lossName] = lossSum, [gradName] = grad })
@@ -106,7 +132,12 @@ function loss.define(cls, spec)
 
   function cls:updateOutput(input, target)
     local y, w = prepare(self, spec, input, target)
-    local sum = lossSum(input, y, w, self.margin)
+    local sum
+    if deviceLoss and backend.of(input) ~= backend.cpu then
+      sum = deviceLoss(self, input, y, w, self.margin)
+    else
+      sum = lossSum(input, y, w, self.margin)
+    end
     if self.sizeAverage then sum = sum / input:nElement() end
     self.output = sum
     return sum
@@ -116,7 +147,11 @@ function loss.define(cls, spec)
     local y, w = prepare(self, spec, input, target)
     local norm = self.sizeAverage and 1 / input:nElement() or 1
     self.gradInput:resizeAs(input)
-    grad(self.gradInput, input, y, w, norm, self.margin)
+    if deviceGrad and backend.of(input) ~= backend.cpu then
+      deviceGrad(self, self.gradInput, input, y, w, norm, self.margin)
+    else
+      grad(self.gradInput, input, y, w, norm, self.margin)
+    end
     return self.gradInput
   end
 end

@@ -6,6 +6,8 @@
 --   backward: '$1 = g($2, $3, $4)'   $1 gradInput, $2 input, $3 gradOutput, $4 output; or
 --   backwardOp(m, gradInput, input, gradOutput, output, ...)
 --   params(self) gives the scalars (v1..v3 in the bodies, ... above).
+--   deviceForward / deviceBackward(m, ...): as forwardOp / backwardOp, tensor ops that stand in
+--     for the loop bodies on device (CUDA) tensors; the CPU keeps its loops.
 --   op: with a backward body, the op-table name of the backward pass: the body is the CPU op
 --     <op>_backward(gradInput, input, gradOutput, output, ...) and the pass calls the input's
 --     backend (backend/cuda/nn.lua has the CUDA ones).
@@ -67,6 +69,21 @@ function pointwise.mask(m, x, lo, hi)
   return m._mask:resize(x:size()):copy(m._above)
 end
 
+-- pass, or device: a pass that runs device when its result (the first tensor) is a device tensor.
+function pointwise.onDevice(pass, device)
+  if not device then return pass end
+  return function(m, r, ...)
+    if onDevice(r) then return device(m, r, ...) end
+    return pass(m, r, ...)
+  end
+end
+
+-- m[name] as a tensor of like's type and size (a scratch buffer reused across calls).
+function pointwise.scratch(m, name, like)
+  if torch.type(m[name]) ~= torch.type(like) then m[name] = like.new() end
+  return m[name]:resizeAs(like)
+end
+
 function pointwise.define(cls, spec)
   local params = spec.params or none
   local forward, backward = spec.forwardOp, spec.backwardOp
@@ -83,7 +100,10 @@ function pointwise.define(cls, spec)
       backward = function(_, gradInput, ...) backend.of(gradInput)[name](gradInput, ...) end
     end
   end
-  local deviceOk = spec.forwardOp ~= nil and (spec.backwardOp ~= nil or spec.op ~= nil)
+  forward = pointwise.onDevice(forward, spec.deviceForward)
+  backward = pointwise.onDevice(backward, spec.deviceBackward)
+  local deviceOk = (spec.forwardOp or spec.deviceForward) ~= nil
+    and (spec.backwardOp or spec.op or spec.deviceBackward) ~= nil
 
   function cls:updateOutput(input)
     pointwise.checkInput(self, input, deviceOk)
