@@ -319,3 +319,18 @@ _ROSENBROCK_FG = """function(x)
   g:narrow(1, 2, n - 1):add(200, r)
   return f, g
 end"""
+
+
+def cupy_or_skip() -> Any:
+    """The cupy module when it is installed and sees a CUDA device; else the test skips, saying why."""
+    try:
+        import cupy
+    except ImportError:
+        pytest.skip("CuPy is not installed: the device tests need CuPy and a CUDA GPU")
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CuPy raises its own runtime error without a driver
+        pytest.skip(f"CuPy finds no CUDA device: {e}")
+    if count == 0:
+        pytest.skip("CuPy finds no CUDA device")
+    return cupy

@@ -15,29 +15,15 @@ from hypothesis import given, settings, strategies as st
 import luabridge
 from luabridge.backend import cuda
 from luabridge.runtime import bridge
-from helpers import assert_lua_errors, lua_fn as L   # L("function(t) ... end")(t)
+from helpers import assert_lua_errors, cupy_or_skip, lua_fn as L   # L("function(t) ... end")(t)
 
 CUDA_TYPE = {np.float32: "torch.CudaTensor", np.float64: "torch.CudaDoubleTensor",
              np.int64: "torch.CudaLongTensor", np.uint8: "torch.CudaByteTensor", np.int32: "torch.CudaIntTensor"}
 
 
-def _cupy_or_skip():
-    try:
-        import cupy
-    except ImportError:
-        pytest.skip("CuPy is not installed: the device group needs CuPy and a CUDA GPU")
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # CuPy raises its own runtime error without a driver
-        pytest.skip(f"CuPy finds no CUDA device: {e}")
-    if count == 0:
-        pytest.skip("CuPy finds no CUDA device")
-    return cupy
-
-
 @pytest.fixture(params=["numpy", "cupy"])
 def xp(request, lua):
-    module = np if request.param == "numpy" else _cupy_or_skip()
+    module = np if request.param == "numpy" else cupy_or_skip()
     cuda.use_array_module(module)
     yield module
     cuda.use_array_module(None)
