@@ -52,10 +52,13 @@ def from_numpy(arr: np.ndarray) -> Any:
     _canonicalise_nans(arr)
     b = bridge()
     span, offset, strides = _span(arr)
-    buffer_id = b.buffers.register(span)
     g = b.lua.globals()
     if g.torch is None:
         b.call(g.require, "torch")
+    # the storage holds arr's memory until it is collected: count it toward the collector's
+    # threshold like an allocation, or arrays shared while Lua allocates nothing pile up
+    b.call(b.module("torch.memory").account, span.nbytes)
+    buffer_id = b.buffers.register(span)
     type_name = TYPE_OF_DTYPE[arr.dtype]
     storage = g.torch._storageFromBuffer(type_name, buffer_id, *split_address(span.ctypes.data), span.size)
     return from_array(b, g.torch[type_name + "Tensor"], storage, offset, arr.shape, strides)

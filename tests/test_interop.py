@@ -114,6 +114,19 @@ def test_dead_tensors_do_not_pile_up(lua):
     assert len(bridge().buffers) < before + 40
 
 
+def test_shared_arrays_count_toward_the_collector(lua):
+    from luabridge.runtime import bridge
+
+    luabridge.execute("for _ = 1, 3 do collectgarbage() end; torch.FloatTensor(1)")
+    before = len(bridge().buffers)
+    norm = luabridge.eval("function(t) return t:norm() end")    # allocates no tensor in Lua
+    rng = np.random.default_rng(0)
+    for _ in range(300):                 # 300 arrays of 512 KiB, past the collector's 64 MiB
+        x = rng.standard_normal(65536)
+        assert norm(luabridge.from_numpy(x)) == pytest.approx(np.sqrt((x * x).sum()))
+    assert len(bridge().buffers) - before < 200   # uncounted, all 300 stayed registered
+
+
 @pytest.mark.parametrize("dtype,bits", [
     (np.float64, np.uint64(0xFFFA000000001234)),
     (np.float32, np.uint32(0xFFFF1234)),

@@ -46,8 +46,8 @@ function memory.handle(id)
 end
 
 -- Counts bytes of new buffers toward the next collection, and releases the collected ones.
--- Storages over memory that Python lends (luabridge.torch's inputs) count too: nothing is
--- allocated for them, but each keeps its lender's memory until it is collected.
+-- Storages over memory that Python lends (shared numpy arrays, luabridge.torch's inputs) count
+-- too: nothing is allocated for them, but each keeps its lender's memory until it is collected.
 function memory.account(bytes)
   allocatedSinceCollect = allocatedSinceCollect + bytes
   if allocatedSinceCollect > COLLECT_BYTES and memory.tracking then
