@@ -2,7 +2,7 @@
 arrays (CuPy; numpy standing in via luabridge.backend.cuda.use_array_module) behind CUDA tensors."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -17,6 +17,7 @@ class Device:
     xp: Any                         # the array module of the buffers
     share: Callable[[Any], Any]     # an array -> a Lua tensor over its memory
     to_host: Callable[[Any], np.ndarray]
+    fusion: bool = False            # executors fuse elementwise groups (graph/passes/fuse.py)
 
     def zeros(self, shape: tuple, dtype: Any) -> Any:
         return self.xp.zeros(shape, dtype=dtype)
@@ -36,13 +37,16 @@ class Device:
 CPU = Device("cpu", np, from_numpy, np.asarray)
 
 
+CONFIGS = ("cpu", "cpu fusion", "gpu", "gpu fusion")
+
+
 def device_for(config: str) -> Device:
-    """The device a session config names ("cpu", "gpu", "gpu fusion": fusion is accepted and
-    runs unfused)."""
-    if config not in ("cpu", "gpu", "gpu fusion"):
-        raise ValueError(f"Session: config must be 'cpu', 'gpu' or 'gpu fusion', got {config!r}")
-    if config == "cpu":
-        return CPU
+    """The device a session config names ("cpu", "cpu fusion", "gpu", "gpu fusion")."""
+    if config not in CONFIGS:
+        raise ValueError(f"Session: config must be one of {', '.join(map(repr, CONFIGS))}, got {config!r}")
+    fusion = config.endswith(" fusion")
+    if config.startswith("cpu"):
+        return replace(CPU, fusion=fusion)
     from ..backend import cuda
     from ..runtime import bridge
     try:
@@ -52,4 +56,4 @@ def device_for(config: str) -> Device:
     b = bridge()
     b.call(b.lua.globals().require, "cutorch")
     b.call(b.lua.globals().require, "cunn")
-    return Device("cuda", xp, cuda.from_device_array, cuda.to_host)
+    return Device("cuda", xp, cuda.from_device_array, cuda.to_host, fusion)

@@ -11,6 +11,7 @@ from ..errors import LuaError
 from ..runtime import bridge
 from .graph import Graph
 from .ops.init import dtype_name
+from .passes.fuse import fuse
 from .passes.infer import infer_shapes
 from .passes.order_mutation import build_graph
 from .passes.plan_memory import EMPTY, EXTERNAL, plan_memory
@@ -156,6 +157,8 @@ class Executor:
         for v in self.assigned_vars:
             eid = g.entry_id(v)
             states.allocate(v.name, g.attrs["shape"][eid], g.attrs["dtype"][eid])
+        if self.device.fusion:
+            g = fuse(g, self.device.name)
         g = plan_memory(g)
         if self.plan is not None:
             self._release(self.plan)
@@ -256,6 +259,8 @@ class Executor:
             shape = g.attrs["shape"][g.entry_id(node)]
             upload = self.device.upload
             return lambda: upload(view.reshape(shape), self._feeds[k])
+        if op.name == "_fused":
+            return self._fused_step(g, node, ins, outs, views)
         if op.name == "_backward":
             m, W, gW, spec = modules[id(node.forward)]
             return b.call(closures.nnBackward, m, W, gW, self._spec(node, spec), lua.table_from(ins),
@@ -282,6 +287,21 @@ class Executor:
         if op.name == "_nop":
             return None
         raise ValueError(f"op {op.name!r} (node {node.name!r}) has no compute")
+
+    def _fused_step(self, g: Graph, node: Node, ins: list, outs: list, views: list) -> Any:
+        """One generated kernel for a fused group: a LuaJIT loop (lua/luabridge/fused.lua) on
+        the CPU, luabridge.backend.cuda_fuse's kernel on CUDA."""
+        group = node.attrs["group"]
+        if self.device.name == "cpu":
+            b = bridge()
+            exprs = b.lua.table_from([list(e) for e in group.exprs], recursive=True)
+            return b.call(b.module("luabridge.fused").closure, exprs, b.lua.table_from(ins),
+                          b.lua.table_from(outs), node.attrs["form"] == "blocked")
+        from ..backend import cuda_fuse
+        kernel = cuda_fuse.kernel(group)
+        in_v = [views[i] for i in g.input_eids(node)]
+        out_v = [views[i] for i in g.output_eids(node)]
+        return self._python_step(lambda i, o, _: kernel(*i, *o), in_v, out_v, {})
 
     def _spec(self, node: Node, fwd_spec: dict) -> Any:
         from .internal import backward_layout

@@ -85,7 +85,8 @@ Fetch = Union[Symbol, list, tuple]
 
 class Session:
     """Runs graphs: `run(fetches, feed_dict)` returns numpy arrays (a list for a list of
-    fetches; None for a group). config: "cpu" (default), "gpu", "gpu fusion"."""
+    fetches; None for a group). config: "cpu" (default), "cpu fusion", "gpu", "gpu fusion"
+    ("fusion": elementwise groups run as one generated kernel each)."""
 
     def __init__(self, config: str = "cpu", cache_size: int = 8, poison: bool = False) -> None:
         self.config = config

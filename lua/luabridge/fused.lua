@@ -1,0 +1,243 @@
+-- Fused elementwise groups (luabridge/graph/fusion_ir.py) as generated LuaJIT loops: one pass
+-- over memory computes a whole group per element. The IR arrives as nested Lua lists
+-- ({'add', {'in', 0}, {'const', 1.5}}); every distinct sub-expression becomes one local of the
+-- loop body (computed once however often it is used), in double precision, stored rounded to
+-- the output's type. The source depends on the expressions and on which inputs broadcast,
+-- never on the sizes, so one compiled prototype serves every group and shape alike.
+require 'torch'
+local ffi = require 'ffi'
+local ufunc = require 'torch.backend.cpu.ufunc'
+local cpu = require('torch.backend').cpu
+local isContiguous, numel, ptr = cpu.isContiguous, cpu.numel, cpu.ptr
+
+local M = {}
+
+-- fn -> Lua text over its operands $1 $2 $3 (locals or literals, so repeats cost nothing)
+local FN = {
+  add = '$1 + $2', sub = '$1 - $2', mul = '$1 * $2', div = '$1 / $2', neg = '-$1',
+  abs = 'abs($1)', exp = 'exp($1)', log = 'log($1)', sqrt = 'sqrt($1)', rsqrt = '1 / sqrt($1)',
+  tanh = 'tanh($1)', sigmoid = '1 / (1 + exp(-$1))', relu = '$1 < 0 and 0 or $1',
+  max = '($1 >= $2 or $1 ~= $1) and $1 or $2', min = '($1 <= $2 or $1 ~= $1) and $1 or $2',
+  pow = '$1 ^ $2', square = '$1 * $1',
+  lt = '$1 < $2 and 1 or 0', le = '$1 <= $2 and 1 or 0', gt = '$1 > $2 and 1 or 0',
+  ge = '$1 >= $2 and 1 or 0', eq = '$1 == $2 and 1 or 0', ne = '$1 ~= $2 and 1 or 0',
+  where = '$1 ~= 0 and $2 or $3', clamp = '$1 < $2 and $2 or ($1 > $3 and $3 or $1)',
+}
+
+local function literal(x)
+  if x ~= x then return '(0 / 0)' end
+  if x == math.huge then return 'math.huge' end
+  if x == -math.huge then return '(-math.huge)' end
+  return ('(%.17g)'):format(x)
+end
+
+-- The loop source of a group: exprs (IR lists), nin inputs, scalar[k + 1] when input k broadcasts.
+local function source(exprs, nin, scalar)
+  local body, names, head = {}, {}, {}
+  local function emit(e)
+    local kind = e[1]
+    if kind == 'in' then return scalar[e[2] + 1] and ('s' .. e[2]) or ('p' .. e[2] .. '[i]') end
+    if kind == 'const' then return literal(tonumber(e[2])) end
+    local args = {}
+    for k = 2, #e do args[k - 1] = emit(e[k]) end
+    local text = assert(FN[kind], 'fused: unknown fn ' .. tostring(kind))
+    text = text:gsub('%$(%d)', function(k) return args[tonumber(k)] end)
+    local name = names[text]
+    if not name then
+      name = 't' .. (#body + 1)
+      names[text] = name
+      body[#body + 1] = ('local %s = %s'):format(name, text)
+    end
+    return name
+  end
+  local outs = {}
+  for j = 1, #exprs do outs[j] = ('py%d[i] = %s'):format(j, emit(exprs[j])) end
+  local params = {}
+  for k = 0, nin - 1 do
+    params[#params + 1] = 'p' .. k
+    if scalar[k + 1] then head[#head + 1] = ('local s%d = p%d[0]'):format(k, k) end
+  end
+  for j = 1, #exprs do params[#params + 1] = 'py' .. j end
+  return ([[
+local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
+return function(n, %s)
+  return function()
+    %s
+    for i = 0, n - 1 do
+      %s
+      %s
+    end
+  end
+end]]):format(table.concat(params, ', '), table.concat(head, '\n    '),
+              table.concat(body, '\n      '), table.concat(outs, '\n      '))
+end
+
+-- fn -> numpy ufunc steps, each { ufunc, operands... }: an operand is the fn's k-th operand
+-- (k), the destination ('dst', for steps after the first) or a constant ('zero', 'one'); fns
+-- without one (comparisons, where, clamp) or whose loop numpy does not lend run a Lua loop.
+local UFUNC = {
+  add = { { 'add', 1, 2 } }, sub = { { 'subtract', 1, 2 } }, mul = { { 'multiply', 1, 2 } },
+  div = { { 'divide', 1, 2 } }, neg = { { 'negative', 1 } }, abs = { { 'absolute', 1 } },
+  exp = { { 'exp', 1 } }, log = { { 'log', 1 } }, sqrt = { { 'sqrt', 1 } }, tanh = { { 'tanh', 1 } },
+  square = { { 'square', 1 } }, pow = { { 'power', 1, 2 } }, max = { { 'maximum', 1, 2 } },
+  min = { { 'minimum', 1, 2 } }, relu = { { 'maximum', 1, 'zero' } },
+  rsqrt = { { 'sqrt', 1 }, { 'reciprocal', 'dst' } },
+  sigmoid = { { 'negative', 1 }, { 'exp', 'dst' }, { 'add', 'dst', 'one' }, { 'reciprocal', 'dst' } },
+}
+local TYPE_CHAR = { float = 'f', double = 'd' }
+
+-- The blocked source of a group: per block of M.BLOCK elements, each distinct sub-expression is
+-- one call of numpy's SIMD loop (or a short Lua loop) into a block buffer that stays in cache;
+-- the roots write the outputs. One pass over memory, SIMD inside the block.
+local function blockedSource(exprs, nin, scalar, ctype)
+  local pre, body, loops, consts, memo = {}, {}, {}, {}, {}
+  local ntemp = 0
+  -- an operand: { pointer, byte step, element i of it in Lua }
+  local function const(x)
+    local key = literal(x)
+    if not consts[key] then
+      consts[key] = 'c' .. (#pre + 1)
+      pre[#pre + 1] = ('local %s = ffi.new(ct .. "[1]", %s)'):format(consts[key], key)
+    end
+    return { consts[key], '0', key }
+  end
+  local function loopOf(name, nargs)
+    local sig = TYPE_CHAR[ctype]:rep(nargs) .. '->' .. TYPE_CHAR[ctype]
+    local l = ufunc.loop(name, sig)
+    if not l then return nil end
+    loops[#loops + 1] = l
+    return 'L[' .. #loops .. ']'
+  end
+  local function luaLoop(fn, args, dst)
+    local text = FN[fn]:gsub('%$(%d)', function(k) return args[tonumber(k)][3] end)
+    body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(dst[3], text)
+  end
+  local function ufuncSteps(fn, args, dst)
+    local steps, calls = UFUNC[fn], {}
+    if not steps then return false end
+    for _, st in ipairs(steps) do
+      local ops = {}
+      for k = 2, #st do
+        local a = st[k]
+        ops[k - 1] = a == 'dst' and dst or a == 'zero' and const(0) or a == 'one' and const(1) or args[a]
+      end
+      local l = loopOf(st[1], #ops)
+      if not l then return false end
+      local parts = { l, 'm' }
+      for _, o in ipairs(ops) do parts[#parts + 1] = o[1]; parts[#parts + 1] = o[2] end
+      calls[#calls + 1] = ('%s(%s, %s, S)'):format(#ops == 1 and 'unary' or 'binary',
+                                                   table.concat(parts, ', '), dst[1])
+    end
+    for _, c in ipairs(calls) do body[#body + 1] = c end
+    return true
+  end
+  local function emit(e, dst)
+    local kind = e[1]
+    if kind == 'in' then
+      local k = e[2]
+      if scalar[k + 1] then return { 'p' .. k, '0', 's' .. k } end
+      return { ('(p%d + off)'):format(k), 'S', ('p%d[off + i]'):format(k) }
+    end
+    if kind == 'const' then return const(tonumber(e[2])) end
+    local args = {}
+    for k = 2, #e do args[k - 1] = emit(e[k]) end
+    local key = kind .. '(' .. table.concat((function()
+      local t = {}
+      for k, a in ipairs(args) do t[k] = a[1] end
+      return t
+    end)(), ',') .. ')'
+    if memo[key] and not dst then return memo[key] end
+    if not dst then
+      ntemp = ntemp + 1
+      dst = { 't' .. ntemp, 'S', ('t%d[i]'):format(ntemp) }
+      pre[#pre + 1] = ('local t%d = buf + %d'):format(ntemp, (ntemp - 1) * M.BLOCK)
+    end
+    if not ufuncSteps(kind, args, dst) then luaLoop(kind, args, dst) end
+    memo[key] = dst
+    return dst
+  end
+  for j = 1, #exprs do
+    local out = { ('(py%d + off)'):format(j), 'S', ('py%d[off + i]'):format(j) }
+    local got = emit(exprs[j], out)
+    if got ~= out then body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(out[3], got[3]) end
+  end
+  local params, head = {}, {}
+  for k = 0, nin - 1 do
+    params[#params + 1] = 'p' .. k
+    if scalar[k + 1] then head[#head + 1] = ('local s%d = p%d[0]'):format(k, k) end
+  end
+  for j = 1, #exprs do params[#params + 1] = 'py' .. j end
+  return ([[
+local ffi = require 'ffi'
+local ufunc = require 'torch.backend.cpu.ufunc'
+local unary, binary = ufunc.unary, ufunc.binary
+local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
+return function(n, ct, L, %s)
+  local S = ffi.sizeof(ct)
+  local buf = ffi.new(ct .. '[?]', %d)
+  %s
+  return function()
+    %s
+    for off = 0, n - 1, %d do
+      local m = n - off
+      if m > %d then m = %d end
+      %s
+    end
+  end
+end]]):format(table.concat(params, ', '), math.max(1, ntemp) * M.BLOCK, table.concat(pre, '\n  '),
+              table.concat(head, '\n    '), M.BLOCK, M.BLOCK, M.BLOCK, table.concat(body, '\n      ')), loops
+end
+
+local compiled = {}
+-- The factory a source text returns, compiled once per text.
+local function factory(src)
+  local f = compiled[src]
+  if not f then
+    f = assert(loadstring(src, '=fused group'))()
+    compiled[src] = f
+  end
+  return f
+end
+
+-- The closure computing ys[j] = exprs[j](xs) elementwise; inputs of one element broadcast.
+-- `blocked`: numpy's loops per cache-sized block, else one Lua loop per element (the pass
+-- decides, graph/passes/fuse.py). Operands that are not contiguous (never the executor's
+-- planned buffers) run over contiguous copies.
+function M.closure(exprs, xs, ys, blocked)
+  local n = numel(ys[1])
+  local scalar, direct = {}, true
+  for k, x in ipairs(xs) do
+    local m = numel(x)
+    if m ~= n and m ~= 1 then
+      error(('fused group: input %d has %d elements, the output %d'):format(k, m, n), 0)
+    end
+    scalar[k] = m == 1 and n > 1
+    direct = direct and isContiguous(x)
+  end
+  for _, y in ipairs(ys) do direct = direct and isContiguous(y) end
+  if n == 0 then return function() end end
+  local ins, outs = {}, {}
+  for k, x in ipairs(xs) do ins[k] = direct and x or x:clone() end
+  for j, y in ipairs(ys) do outs[j] = direct and y or y:clone() end
+  local ptrs = {}
+  for k = 1, #ins do ptrs[k] = ptr(ins[k]) end
+  for j = 1, #outs do ptrs[#ins + j] = ptr(outs[j]) end
+  local loop
+  local ctype = tostring(ffi.typeof(ptrs[#ptrs])):match('ctype<(%a+) ?%*>')
+  if blocked and TYPE_CHAR[ctype] then
+    local src, loops = blockedSource(exprs, #xs, scalar, ctype)
+    loop = factory(src)(n, ctype, loops, unpack(ptrs))
+  else
+    loop = factory(source(exprs, #xs, scalar))(n, unpack(ptrs))
+  end
+  if direct then return loop end
+  return function()
+    for k, x in ipairs(xs) do ins[k]:copy(x) end
+    loop()
+    for j, y in ipairs(ys) do y:copy(outs[j]) end
+  end
+end
+
+M.BLOCK = 1024   -- elements per block of the blocked form
+M.source, M.blockedSource = source, blockedSource
+return M
