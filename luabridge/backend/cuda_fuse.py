@@ -168,14 +168,6 @@ def _reference(group: "FusedGroup") -> Callable[..., None]:
     return run
 
 
-def _elementwise(xp: Any, src: KernelSource) -> Callable[..., None]:
-    k = xp.ElementwiseKernel(src.in_params, src.out_params, src.operation, src.name)
-
-    def run(*args: Any) -> None:
-        k(*args)
-    return run
-
-
 def kernel(group: "FusedGroup") -> Callable[..., None]:
     """group's compiled kernel, called as kernel(*input_arrays, out) (one out per expression),
     writing into out. Built on the first call for its source, then taken from the cache."""
@@ -185,7 +177,8 @@ def kernel(group: "FusedGroup") -> Callable[..., None]:
     key = (xp.__name__, src.text())
     found = _compiled.get(key)
     if found is None:
-        found = _reference(group) if xp is np else _elementwise(xp, src)
+        found = (_reference(group) if xp is np else
+                 xp.ElementwiseKernel(src.in_params, src.out_params, src.operation, src.name))
         _compiled[key] = found
         compile_count += 1
     return found
