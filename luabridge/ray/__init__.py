@@ -1,4 +1,5 @@
-"""Scale-out on Ray: batch inference of Lua models on Ray Data (Predictor).
+"""Scale-out on Ray: batch inference of Lua models on Ray Data (Predictor) and data-parallel
+training on Ray actors (fit).
 
 Ray is optional: ``import luabridge`` never imports it; importing this package needs it.
 """

@@ -8,7 +8,7 @@ import ray
 from ray.exceptions import UserCodeException
 
 from ..errors import LuaError
-from ..runtime import bridge
+from ._worker import use_assigned_cpus
 
 if TYPE_CHECKING:
     from ..model import Model
@@ -39,14 +39,14 @@ class Predictor:
         self.batch_size = batch_size
         self.input = input
         self.output = output
-        self.threads = _assigned_cpus()
+        # a driver may call it too (tests, a local run): Ray assigns CPUs to workers only
+        self.in_worker = ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         try:
             # Ray Data calls this on a thread of its own, whose Lua runtime is not __init__'s
-            if self.threads is not None:
-                b = bridge()
-                b.call(b.module("torch").setnumthreads, self.threads)
+            if self.in_worker:
+                use_assigned_cpus()
             x = _columns(batch, self.input)
             outputs = _concatenated([self._predict(c) for c in _chunks(x, self.batch_size)])
         except LuaError as e:
@@ -81,14 +81,6 @@ class Predictor:
             raise ValueError(f"Predictor: output names {names} for a model returning {count} "
                              f"output{'s' if count != 1 else ''}")
         return names
-
-
-def _assigned_cpus() -> int | None:
-    """The CPUs Ray gives this worker (at least 1), or None outside a Ray worker (a driver)."""
-    if not ray.is_initialized() or ray.get_runtime_context().worker.mode != ray.WORKER_MODE:
-        return None
-    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
-    return max(1, int(cpus)) if cpus else None
 
 
 def _name_list(names: Names) -> list[str]:
