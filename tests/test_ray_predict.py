@@ -142,6 +142,20 @@ def test_bad_arguments_are_named():
         Predictor(model, batch_size=0)
 
 
+def test_luabridge_alone_never_imports_ray_and_luabridge_ray_names_the_extra():
+    code = ("import sys\n"
+            "import luabridge\n"
+            "assert 'ray' not in sys.modules\n"
+            "sys.modules['ray'] = None\n"   # as if Ray were not installed
+            "try:\n"
+            "    import luabridge.ray\n"
+            "except ImportError as e:\n"
+            "    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "luabridge.ray needs Ray Data: pip install 'luabridge[ray]'" in done.stdout
+
+
 def test_example_runs():
     env = {**os.environ, "RAY_ADDRESS": ""}
     done = subprocess.run([sys.executable, str(ROOT / "examples" / "ray_inference.py"), "--images", "600"],
