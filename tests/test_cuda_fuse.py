@@ -19,7 +19,9 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+import luabridge.graph as G
 from luabridge.backend import cuda, cuda_fuse
+from luabridge.graph import Session
 from luabridge.graph import fusion_ir
 from luabridge.graph.fusion_ir import FusedGroup
 from helpers import cupy_or_skip
@@ -263,6 +265,22 @@ def test_a_source_is_compiled_once(numpy_standing_in) -> None:
     assert cuda_fuse.compile_count == before + 1
     cuda_fuse.kernel(FusedGroup(("a", "b"), (expr,), "float64", "cuda", ("n1", "n2")))
     assert cuda_fuse.compile_count == before + 2
+
+
+def test_gpu_fusion_session_runs_the_generated_kernel(numpy_standing_in, lua) -> None:
+    """Session("gpu fusion") (numpy standing in): the chain is one group, run by kernel(group)."""
+    x = G.create("placeholder", name="x", dtype="float32")
+    b = G.create("placeholder", name="b", dtype="float32")
+    y = G.create("sqrt", G.create("exp", x * 1.2346 + b) - 0.125)
+    xv, bv = np.linspace(-1, 1, 7, dtype=np.float32), np.float32([0.25])
+    s = Session("gpu fusion")
+    before = cuda_fuse.compile_count
+    for _ in range(2):   # the second run finds the kernel in the cache
+        out = s.run(y, {x: xv, b: bv})
+        np.testing.assert_allclose(out, np.sqrt(np.exp(xv * 1.2346 + 0.25) - 0.125), rtol=2e-6)
+    (group,) = s.executor_for(y).plan.graph.attrs["fusion"]   # names count up across graphs
+    assert [n.rstrip("0123456789") for n in group] == ["mul_scalar", "add_symbol", "exp", "sub_scalar", "sqrt"]
+    assert cuda_fuse.compile_count == before + 1
 
 
 # ---- (e) CuPy's ElementwiseKernel on a real device ----
