@@ -2,6 +2,7 @@
 -- rows [floor(y*iH/H), ceil((y+1)*iH/H)) and the like columns.
 local pool = require 'nn.kernels.pool'
 local SpatialAdaptiveAveragePooling, parent = torch.class('nn.SpatialAdaptiveAveragePooling', 'nn.Module')
+SpatialAdaptiveAveragePooling._deviceKernel = true   -- pool.adaptive*'s device path
 
 function SpatialAdaptiveAveragePooling:__init(W, H)
   parent.__init(self)

@@ -3,6 +3,7 @@
 -- offsets in the input plane (torch7 keeps a row and a column index instead).
 local pool = require 'nn.kernels.pool'
 local SpatialAdaptiveMaxPooling, parent = torch.class('nn.SpatialAdaptiveMaxPooling', 'nn.Module')
+SpatialAdaptiveMaxPooling._deviceKernel = true   -- pool.adaptive*'s device path
 
 function SpatialAdaptiveMaxPooling:__init(W, H)
   parent.__init(self)

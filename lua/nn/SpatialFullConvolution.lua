@@ -9,8 +9,12 @@ local unfold = require 'nn.kernels.unfold'
 local convdnnl = require 'nn.kernels.dnnl'
 local planes = require 'nn.kernels.planes'
 local shape = require 'nn.kernels.shape'
+local backend = require 'torch.backend'
 
 local SpatialFullConvolution, parent = torch.class('nn.SpatialFullConvolution', 'nn.Module')
+SpatialFullConvolution._deviceKernel = true   -- CUDA: the op table's spatial_full_conv_*
+
+local function device(x) return backend.of(x) ~= backend.cpu and backend.of(x) end
 
 function SpatialFullConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH, adjW, adjH)
   parent.__init(self)
@@ -72,12 +76,17 @@ end
 -- The oneDNN description of g (the convolution whose image is this module's output), or nil.
 local function onednn(self, g, x)
   local w = self.weight
-  if torch.type(w) ~= torch.type(x) or not w:isContiguous() then return nil end
+  if torch.type(w) ~= torch.type(x) or not w:isContiguous() or device(x) then return nil end
   return convdnnl.of(g, x._dt)
 end
 
 function SpatialFullConvolution:updateOutput(input)
   local x, _, g = self:_geometry(input)
+  if device(x) then
+    self.output:resize(g.sizes)
+    device(x).spatial_full_conv_forward(g, self.output, x, self.weight, self.bias)
+    return self.output
+  end
   local d = onednn(self, g, x)
   if d then
     x = x:contiguous()
@@ -113,8 +122,10 @@ function SpatialFullConvolution:updateGradInput(input, gradOutput)
   local gi = target and (self._gradInput or x.new()) or self.gradInput
   gi:resizeAs(x)
   local d = onednn(self, g, x)
-  if d then shape.gradOutput(self, gradOutput, g.sizes) end
-  if not (d and gi:isContiguous() and convdnnl.forward(d, gradOutput:contiguous(), self.weight, nil, gi)) then
+  if d or device(x) then shape.gradOutput(self, gradOutput, g.sizes) end
+  if device(x) then
+    device(x).spatial_full_conv_grad_input(g, gi, gradOutput, self.weight)
+  elseif not (d and gi:isContiguous() and convdnnl.forward(d, gradOutput:contiguous(), self.weight, nil, gi)) then
     local cols = self:_gradColumns(gradOutput, g)
     local _, w = weights(self, self.weight:contiguous(), g.B, g.K)
     gi:view(g.B, self.nInputPlane, g.N):bmm(w, cols)
@@ -131,6 +142,10 @@ end
 
 function SpatialFullConvolution:accGradParameters(input, gradOutput, scale)
   local x, _, g = self:_geometry(input)
+  if device(x) then
+    shape.gradOutput(self, gradOutput, g.sizes)
+    return device(x).spatial_full_conv_acc_grad(g, self.gradWeight, self.gradBias, x, gradOutput, scale or 1)
+  end
   local d = onednn(self, g, x)
   if d then shape.gradOutput(self, gradOutput, g.sizes) end
   local gw = weights(self, self.gradWeight, g.B, g.K)

@@ -2,6 +2,7 @@
 -- to a given size ({oheight = .., owidth = ..}).
 local shape = require 'nn.kernels.shape'
 local SpatialUpSamplingBilinear, parent = torch.class('nn.SpatialUpSamplingBilinear', 'nn.SpatialUpSamplingNearest')
+SpatialUpSamplingBilinear._deviceKernel = true   -- resample.run's device path
 
 function SpatialUpSamplingBilinear:__init(params)
   if torch.type(params) == 'table' then

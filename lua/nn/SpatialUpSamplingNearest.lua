@@ -2,6 +2,7 @@
 local resample = require 'nn.kernels.resample'
 local shape = require 'nn.kernels.shape'
 local SpatialUpSamplingNearest, parent = torch.class('nn.SpatialUpSamplingNearest', 'nn.Module')
+SpatialUpSamplingNearest._deviceKernel = true   -- resample.run's device path
 
 function SpatialUpSamplingNearest:__init(scale)
   parent.__init(self)

@@ -204,3 +204,56 @@ def class_nll_backward(b: Backend, gi: Any, target: Any, weights: Any, ignore: f
         gi[c] = values
     else:
         gi[xp.arange(c.shape[0]), c] = values
+
+
+@op
+def full_conv_forward(b: Backend, out: Any, x: Any, w: Any, bias: Any, iH: int, iW: int, *g: int) -> None:
+    """SpatialFullConvolution (transposed): the input gradient of the convolution whose output x
+    is (B, C_in, iH, iW) and weight w (C_in, C_out, kH, kW), plus the bias."""
+    conv_grad_input(b, out, x, w, iH, iW, *g)
+    if bias is not None:
+        out += bias[:, None, None]
+
+
+@op
+def full_conv_acc_grad(b: Backend, gw: Any, gb: Any, x: Any, gout: Any, scale: float, iH: int, iW: int,
+                       *g: int) -> None:
+    """gw += scale * the weight gradient of that convolution (gout its input, x its output
+    gradient); gb += scale * gout's plane sums."""
+    conv_acc_grad(b, gw, None, gout, x, scale, iH, iW, *g)
+    if gb is not None:
+        gb += scale * _images(gout).sum(axis=(0, 2, 3))
+
+
+@op
+def plane_maps(b: Backend, out: Any, x: Any, backward: bool, *maps: Any) -> None:
+    """out = x with each of its last len(maps) dims mapped by a host matrix M (O x I): out[.., o,
+    ..] = sum_i M[o, i] x[.., i, ..]; backward: by the transposes (x the output's gradient)."""
+    xp = b.xp
+    first = x.ndim - len(maps)
+    y = x
+    for k, m in enumerate(maps):
+        m = xp.asarray(m.T if backward else m, dtype=x.dtype)
+        y = xp.moveaxis(xp.tensordot(y, m, axes=([first + k], [1])), -1, first + k)
+    out[...] = y
+
+
+@op
+def adaptive_max_forward(b: Backend, out: Any, indices: Any, x: Any, oH: int, oW: int) -> None:
+    """Adaptive max pooling: window (oy, ox) spans rows [floor(oy H / oH), ceil((oy + 1) H / oH))
+    and likewise columns; indices are 1-based offsets in the H x W plane (the first maximum)."""
+    xp = b.xp
+    x = _images(x)
+    H, W = x.shape[2:]
+    o = xp.empty(x.shape[:2] + (oH, oW), dtype=x.dtype)
+    at = xp.empty(o.shape, dtype=np.int64)
+    for oy in range(oH):
+        y0, y1 = oy * H // oH, -(-(oy + 1) * H // oH)
+        for ox in range(oW):
+            x0, x1 = ox * W // oW, -(-(ox + 1) * W // oW)
+            window = x[:, :, y0:y1, x0:x1].reshape(x.shape[:2] + (-1,))
+            k = window.argmax(axis=2)
+            o[:, :, oy, ox] = xp.take_along_axis(window, k[:, :, None], axis=2)[:, :, 0]
+            at[:, :, oy, ox] = (y0 + k // (x1 - x0)) * W + x0 + k % (x1 - x0) + 1
+    out[...] = o.reshape(out.shape)
+    indices[...] = at.reshape(indices.shape)

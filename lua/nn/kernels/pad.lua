@@ -7,6 +7,7 @@ local backend = require 'torch.backend'
 local loopsFor = require 'nn.kernels.loops'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
+local planemaps = require 'nn.kernels.planemaps'
 
 local pad = {}
 
@@ -84,10 +85,21 @@ local function geometry(self, input, mode)
   if batch then table.insert(sizes, 1, B) end
   local full = { { 0, 0 }, { 0, 0 }, { 0, 0 } }
   for d = 1, sd do full[3 - sd + d] = pads[d] end
-  return { P = B * C, I = I, O = O, pads = full, sizes = sizes }
+  return { P = B * C, I = I, O = O, pads = full, sizes = sizes, sd = sd }
+end
+
+-- On device tensors: one gather matrix per padded dim (planemaps.lua).
+local function deviceRun(mode, inp, out, g, backward, sd)
+  local I, O, p, matrices = g.I, g.O, g.pads, {}
+  for k = 4 - sd, 3 do
+    matrices[#matrices + 1] = planemaps.gather(O[k], I[k], function(o) return sources[mode](o - p[k][1], I[k]) end)
+  end
+  if backward then planemaps.run(inp, out, true, unpack(matrices))
+  else planemaps.run(out, inp, false, unpack(matrices)) end
 end
 
 local function run(mode, inp, out, g, backward)
+  if backend.of(inp) ~= backend.cpu then return deviceRun(mode, inp, out, g, backward, g.sd) end
   local I, O, p = g.I, g.O, g.pads
   local ptr = backend.cpu.ptr
   loops[torch.typename(inp)](ptr(inp), ptr(out), g.P, I[1], I[2], I[3], O[1], O[2], O[3],
@@ -99,6 +111,7 @@ end
 -- pad_b; the missing ones = the first), the passes and the printing (`labels`) on a class.
 function pad.install(cls, mode, names, labels)
   local parent = nn.Module
+  cls._deviceKernel = true   -- device tensors: deviceRun
   names = names or { 'pad_l', 'pad_r', 'pad_t', 'pad_b' }
   labels = labels or { 'l', 'r', 't', 'b' }
   function cls:__init(first, ...)
@@ -124,7 +137,7 @@ function pad.install(cls, mode, names, labels)
     shape.gradOutput(self, gradOutput, g.sizes)
     gradOutput = gradOutput:contiguous()
     self.gradInput:resizeAs(input)
-    unfold.zero(self.gradInput)
+    if backend.of(input) == backend.cpu then unfold.zero(self.gradInput) end
     run(mode, self.gradInput, gradOutput, g, true)
     return self.gradInput
   end

@@ -5,6 +5,7 @@ local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
+local planemaps = require 'nn.kernels.planemaps'
 local convdnnl = require 'nn.kernels.dnnl'
 require 'torch.backend.cuda.nn_spatial'
 
@@ -215,9 +216,20 @@ function pool.adaptiveForward(self, input, mode)
   local batch, B, C, s = shape.input(self, input, 2)
   input = input:contiguous()
   self.output:resize(batch and { B, C, self.H, self.W } or { C, self.H, self.W })
+  local device = backend.of(input) ~= backend.cpu and backend.of(input)
   if mode == 'max' then
-    self.indices = self.indices or torch.LongTensor()
+    local indexType = device and 'torch.CudaLongTensor' or 'torch.LongTensor'
+    if torch.type(self.indices) ~= indexType then self.indices = torch.getmetatable(indexType).new() end
     self.indices:resize(self.output:size())
+  end
+  if device then   -- averages: one matrix per dim (planemaps.lua); maxima: the op's windows
+    if mode == 'max' then
+      device.adaptive_max_forward(self.output, self.indices, input, self.H, self.W)
+    else
+      planemaps.run(self.output, input, false, planemaps.adaptiveAverage(self.H, s[1]),
+        planemaps.adaptiveAverage(self.W, s[2]))
+    end
+    return self.output
   end
   local ix = self.indices or self.output
   loops.adaptive[input._dt](input._st._ptr, input._off, self.output._st._ptr, self.output._off,
@@ -230,8 +242,18 @@ function pool.adaptiveBackward(self, input, gradOutput, mode)
   shape.gradOutput(self, gradOutput, batch and { B, C, self.H, self.W } or { C, self.H, self.W })
   gradOutput = gradOutput:contiguous()
   self.gradInput:resizeAs(input)
-  unfold.zero(self.gradInput)
   local gi = self.gradInput
+  local device = backend.of(input) ~= backend.cpu and backend.of(input)
+  if device then
+    if mode == 'max' then
+      device.adaptive_max_backward(gi, gradOutput, self.indices)
+    else
+      planemaps.run(gi, gradOutput, true, planemaps.adaptiveAverage(self.H, s[1]),
+        planemaps.adaptiveAverage(self.W, s[2]))
+    end
+    return gi
+  end
+  unfold.zero(gi)
   if mode == 'max' then
     scatter(gi, gradOutput, self.indices, B * C, s[1] * s[2], self.H * self.W)
   else

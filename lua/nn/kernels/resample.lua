@@ -3,6 +3,7 @@
 local backend = require 'torch.backend'
 local loopsFor = require 'nn.kernels.loops'
 local unfold = require 'nn.kernels.unfold'
+local planemaps = require 'nn.kernels.planemaps'
 
 local resample = {}
 
@@ -55,7 +56,21 @@ return function(ip, op, P, H, W, oH, oW, backward)
 end]])
 
 -- small: P x H x W, big: P x oH x oW (both contiguous); forward writes big, backward small.
+-- On device tensors: the rules as one matrix per dim (planemaps.lua).
+local function deviceRun(mode, small, big, H, W, oH, oW, scale, backward)
+  local rows, cols
+  if mode == 'nearest' then
+    local function nearest(O, I) return planemaps.gather(O, I, function(o) return math.floor(o / scale) end) end
+    rows, cols = nearest(oH, H), nearest(oW, W)
+  else
+    rows, cols = planemaps.bilinear(oH, H), planemaps.bilinear(oW, W)
+  end
+  if backward then planemaps.run(small, big, true, rows, cols)
+  else planemaps.run(big, small, false, rows, cols) end
+end
+
 function resample.run(mode, small, big, P, H, W, oH, oW, scale, backward)
+  if backend.of(small) ~= backend.cpu then return deviceRun(mode, small, big, H, W, oH, oW, scale, backward) end
   local ptr = backend.cpu.ptr
   unfold.zero(backward and small or big)
   if mode == 'nearest' then

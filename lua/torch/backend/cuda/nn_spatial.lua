@@ -1,6 +1,7 @@
--- The CUDA op table's convolution, pooling and batch normalization passes (the CPU ones:
--- lua/nn/kernels/conv.lua, pool.lua, batchnorm.lua): marshallers to the array module's code in luabridge/backend/cuda_nn.py, which
--- takes the output size and window geometry as numbers. Operands arrive checked, results sized.
+-- The CUDA op table's convolution, pooling, batch normalization and plane-mapping passes (the
+-- CPU ones: lua/nn/kernels/conv.lua, pool.lua, batchnorm.lua; plane maps are CUDA only):
+-- marshallers to the array module's code in luabridge/backend/cuda_nn.py, which takes the
+-- output size and window geometry as numbers. Operands arrive checked, results sized.
 local backend = require 'torch.backend'
 local check = require 'torch.check'
 local call = require('torch.backend.cuda.core').call
@@ -8,6 +9,11 @@ local call = require('torch.backend.cuda.core').call
 -- The output size and window geometry of a convolution (SpatialConvolution:_geometry's g).
 local function convWindows(g)
   return g.oH, g.oW, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, g.dilationH, g.dilationW
+end
+
+-- The same of a transposed convolution: its input is the output of the convolution it reverses.
+local function fullWindows(g)
+  return g.oH, g.oW, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, 1, 1
 end
 
 -- The output size and window geometry of a 2D pooling (kernels/pool.lua's geometry); the
@@ -119,6 +125,25 @@ backend.register('cuda', {
   pool_avg_forward = function(g, output, input, countPad, divide)
     local oH, oW, kH, kW, dH, dW, padH, padW = poolWindows(g)
     call('avg_pool_forward', output, input, oH, oW, countPad, divide, kH, kW, dH, dW, padH, padW, 1, 1)
+  end,
+  -- SpatialFullConvolution's g (its _geometry): oH, oW the input's size, H, W the output's
+  spatial_full_conv_forward = function(g, output, input, weight, bias)
+    call('full_conv_forward', output, input, weight, bias, fullWindows(g))
+  end,
+  spatial_full_conv_grad_input = function(g, gradInput, gradOutput, weight)
+    call('conv_forward', gradInput, gradOutput, weight, nil, fullWindows(g))
+  end,
+  spatial_full_conv_acc_grad = function(g, gradWeight, gradBias, input, gradOutput, scale)
+    call('full_conv_acc_grad', gradWeight, gradBias, input, gradOutput, scale, fullWindows(g))
+  end,
+  -- out = x with its trailing dims mapped by host matrices (nn/kernels/planemaps.lua)
+  plane_maps = function(out, x, backward, ...) call('plane_maps', out, x, backward, ...) end,
+  adaptive_max_forward = function(output, indices, input, oH, oW)
+    call('adaptive_max_forward', output, indices, input, oH, oW)
+  end,
+  -- indices: 1-based offsets in the planes (as max pooling's)
+  adaptive_max_backward = function(gradInput, gradOutput, indices)
+    call('max_pool_backward', gradInput, gradOutput, indices)
   end,
   pool_avg_backward = function(g, gradInput, gradOutput, countPad, divide)
     local oH, oW, kH, kW, dH, dW, padH, padW = poolWindows(g)
