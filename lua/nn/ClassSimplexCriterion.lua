@@ -3,6 +3,7 @@
 -- the loss is MSECriterion between the input and the targets' vertices.
 local check = require 'torch.check'
 local targets = require 'nn.kernels.targets'
+local loss = require 'nn.kernels.loss'
 local ClassSimplexCriterion, parent = torch.class('nn.ClassSimplexCriterion', 'nn.MSECriterion')
 
 -- The n + 1 vertices (rows) of a regular simplex in R^n with unit norms: coordinate k of
@@ -33,6 +34,7 @@ end
 
 -- self._target holds the vertex of each class in target (a number or a 1-D tensor).
 local function vertices(self, input, target)
+  if torch.isTensor(input) then loss.checkHost(self, input) end
   local t = targets.tensor(self, target)
   if t:dim() ~= 1 then
     check.error(('%s: target must be a number or a 1-D tensor, got %s'):format(

@@ -20,6 +20,7 @@ local function prepare(self, input, y)
   local name = torch.type(self)
   loss.twoTensors(self, input)
   local x1, x2 = input[1], input[2]
+  loss.checkHost(self, x1)
   if not x1:isSameSizeAs(x2) or (x1:dim() ~= 1 and x1:dim() ~= 2) then
     check.error(('%s: inputs must be two vectors or matrices of the same size, got %s and %s')
       :format(name, check.sizestr(x1), check.sizestr(x2)))

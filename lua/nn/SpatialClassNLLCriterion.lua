@@ -6,6 +6,15 @@ local loss = require 'nn.kernels.loss'
 local targets = require 'nn.kernels.targets'
 local backend = require 'torch.backend'
 local SpatialClassNLLCriterion, parent = torch.class('nn.SpatialClassNLLCriterion', 'nn.Criterion')
+SpatialClassNLLCriterion._deviceKernel = true   -- device input: ClassNLLCriterion's ops on the pixels
+
+-- Device input as (N*H*W) x C rows of log-probabilities, and the target as their classes.
+local function pixelRows(self, input, target)
+  self._rows = self._rows or input.new()
+  local n, c, h, w = input:size(1), input:size(2), input:size(3), input:size(4)
+  self._rows:resize(n, h, w, c):copy(input:permute(1, 3, 4, 2))
+  return self._rows:view(n * h * w, c), target:contiguous():view(n * h * w)
+end
 
 function SpatialClassNLLCriterion:__init(weights, sizeAverage)
   parent.__init(self)
@@ -73,11 +82,21 @@ end
 
 function SpatialClassNLLCriterion:updateOutput(input, target)
   validate(self, input, target)
+  if backend.of(input) ~= backend.cpu then
+    local rows, t = pixelRows(self, input, target)
+    return targets.finish(self, backend.of(input).class_nll_forward(rows, t, self.weights, -1))
+  end
   return targets.finish(self, pass(self, input, target))
 end
 
 function SpatialClassNLLCriterion:updateGradInput(input, target)
   validate(self, input, target)
+  if backend.of(input) ~= backend.cpu then   -- the rows' gradient, permuted back
+    local rows, t = pixelRows(self, input, target)
+    backend.of(input).class_nll_backward(rows, t, self.weights, -1, self.sizeAverage)
+    local n, c, h, w = input:size(1), input:size(2), input:size(3), input:size(4)
+    return self.gradInput:resizeAs(input):copy(rows:view(n, h, w, c):permute(1, 4, 2, 3))
+  end
   self.gradInput:resizeAs(input):zero()
   local _, total = pass(self, input, target, self.gradInput)
   -- as torch7: no gradient unless the total weight is positive

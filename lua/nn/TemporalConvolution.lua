@@ -8,7 +8,11 @@ local planes = require 'nn.kernels.planes'
 local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
 
+local backend = require 'torch.backend'
 local TemporalConvolution, parent = torch.class('nn.TemporalConvolution', 'nn.Module')
+
+-- The input's backend when it is a device one (CUDA: backend/cuda/nn.lua's temporal_conv_*).
+local function device(x) return backend.of(x) ~= backend.cpu and backend.of(x) end
 
 function TemporalConvolution:__init(inputFrameSize, outputFrameSize, kW, dW)
   parent.__init(self)
@@ -42,9 +46,13 @@ end
 function TemporalConvolution:updateOutput(input)
   local batch, B, nIF, nOF = temporal.frames(self, input, self.inputFrameSize)
   local F, O, K = self.inputFrameSize, self.outputFrameSize, self.inputFrameSize * self.kW
-  local x = windows(input:contiguous(), B, nIF, nOF, F, K, self.dW)
   self.output:resize(self:_sizes(batch, B, nOF))
   local out = self.output:view(B, nOF, O)
+  if device(input) then
+    device(input).temporal_conv_forward(out, input:contiguous():view(B, nIF, F), self.weight, self.bias, self.kW, self.dW)
+    return self.output
+  end
+  local x = windows(input:contiguous(), B, nIF, nOF, F, K, self.dW)
   planes.fill(out, self.bias, B * nOF, O, 1)
   local w = self.weight:contiguous():view(1, O, K):expand(B, O, K):transpose(2, 3)
   out:baddbmm(1, out, 1, x, w)
@@ -57,6 +65,11 @@ function TemporalConvolution:updateGradInput(input, gradOutput)
   local F, O, K = self.inputFrameSize, self.outputFrameSize, self.inputFrameSize * self.kW
   shape.gradOutput(self, gradOutput, self:_sizes(batch, B, nOF))
   local g = gradOutput:contiguous():view(B, nOF, O)
+  if device(input) then
+    self.gradInput:resizeAs(input)
+    device(input).temporal_conv_grad_input(self.gradInput:view(B, nIF, F), g, self.weight, self.kW, self.dW)
+    return self.gradInput
+  end
   self._windows = self._windows or input.new()
   self._windows:resize(B, nOF, K):bmm(g, self.weight:contiguous():view(1, O, K):expand(B, O, K))
   self.gradInput:resizeAs(input)
@@ -70,6 +83,10 @@ function TemporalConvolution:accGradParameters(input, gradOutput, scale)
   local F, O, K = self.inputFrameSize, self.outputFrameSize, self.inputFrameSize * self.kW
   shape.gradOutput(self, gradOutput, self:_sizes(batch, B, nOF))
   local g = gradOutput:contiguous():view(B, nOF, O)
+  if device(input) then
+    return device(input).temporal_conv_acc_grad(self.gradWeight, self.gradBias, input:contiguous():view(B, nIF, F), g,
+      scale or 1, self.kW, self.dW)
+  end
   local x = windows(input:contiguous(), B, nIF, nOF, F, K, self.dW)
   if not self.gradWeight:isContiguous() then shape.fail(self, 'gradWeight must be contiguous') end
   self.gradWeight:addbmm(scale or 1, g:transpose(2, 3), x)

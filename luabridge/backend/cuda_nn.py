@@ -257,3 +257,37 @@ def adaptive_max_forward(b: Backend, out: Any, indices: Any, x: Any, oH: int, oW
             at[:, :, oy, ox] = (y0 + k // (x1 - x0)) * W + x0 + k % (x1 - x0) + 1
     out[...] = o.reshape(out.shape)
     indices[...] = at.reshape(indices.shape)
+
+
+def _frames(xp: Any, x: Any, kW: int, dW: int, nOF: int) -> Any:
+    """The (B, nOF, kW*F) windows of kW frames every dW of x (B, T, F) (a strided view)."""
+    x = xp.ascontiguousarray(x)
+    B, _, F = x.shape
+    sB, sT, sF = x.strides
+    return xp.lib.stride_tricks.as_strided(x, shape=(B, nOF, kW * F), strides=(sB, sT * dW, sF))
+
+
+@op
+def temporal_conv_forward(b: Backend, out: Any, x: Any, w: Any, bias: Any, kW: int, dW: int) -> None:
+    """TemporalConvolution: out (B, nOF, O) = the windows of x (B, T, F) times w^T (w: O x kW*F) + bias."""
+    out[...] = b.xp.matmul(_frames(b.xp, x, kW, dW, out.shape[1]), w.T) + bias
+
+
+@op
+def temporal_conv_grad_input(b: Backend, gi: Any, gout: Any, w: Any, kW: int, dW: int) -> None:
+    """Each window's gradient (gout w) added back to the frames it read."""
+    xp = b.xp
+    nOF, F = gout.shape[1], gi.shape[2]
+    cols = xp.matmul(gout, w)
+    acc = xp.zeros(gi.shape, dtype=gi.dtype)
+    for k in range(kW):
+        acc[:, k:k + (nOF - 1) * dW + 1:dW] += cols[:, :, k * F:(k + 1) * F]
+    gi[...] = acc
+
+
+@op
+def temporal_conv_acc_grad(b: Backend, gw: Any, gb: Any, x: Any, gout: Any, scale: float, kW: int,
+                           dW: int) -> None:
+    xp = b.xp
+    gw += scale * xp.tensordot(gout, _frames(xp, x, kW, dW, gout.shape[1]), axes=([0, 1], [0, 1]))
+    gb += scale * gout.sum(axis=(0, 1))

@@ -3,6 +3,7 @@
 -- (loops[torch.typename(t)]); dtype(t) is the element type record of t (its C type, size, name).
 local backend = require 'torch.backend'
 local dtype = require 'torch.dtype'
+local check = require 'torch.check'
 
 local loops = {}
 
@@ -14,7 +15,10 @@ function loops.dtype(t) return byTensor[torch.typename(t)] end
 function loops.perType(name, source)
   local byDtype = backend.cpu.perType(name, source)
   return setmetatable({}, { __index = function(byName, typename)
-    local f = byDtype[assert(byTensor[typename], typename)]
+    if not byTensor[typename] then   -- a device tensor reaching a CPU loop
+      check.error(('%s: %s is not supported (a CPU loop)'):format(name, typename))
+    end
+    local f = byDtype[byTensor[typename]]
     byName[typename] = f
     return f
   end })
