@@ -117,20 +117,14 @@ def test_one_sgd_step_by_hand(criterion: str) -> None:
 
 def test_empty_shards_order_and_column_names() -> None:
     """Batches of 3 over 10 rows on 2 workers: the last batch (1 row) leaves worker 1 nothing;
-    ClassNLLCriterion over 1-based class targets; columns named x and y; the rows in order although
-    the first block may come last out of map_batches (timing-dependent: it failed so, by chance,
-    before fit asked for the dataset's order)."""
+    ClassNLLCriterion over 1-based class targets; columns x and y taken beside an id column. The
+    rows stay in order although each block goes through its own column-selecting task (this test
+    failed, by chance of those tasks' timing, before fit asked Ray Data to keep the order)."""
     model, (x, y) = Model.from_lua(CLASSIFIER), _data(classes=True)
     config = {"learningRate": 0.2, "momentum": 0.5}
-
-    def first_block_late(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        if x[0, 0] in batch["x"][:, 0]:   # (nested: Ray's workers cannot import this module)
-            time.sleep(1.0)
-        return batch
-    rows = [{"x": x[i], "y": y[i]} for i in range(ROWS)]
-    dataset = ray.data.from_items(rows, override_num_blocks=2).map_batches(first_block_late)
-    trained = fit(model, "nn.ClassNLLCriterion()", dataset, workers=2, batch_size=3,
-                  config=config, input="x", target="y", timeout=TIMEOUT)
+    rows = [{"id": i, "x": x[i], "y": y[i]} for i in range(ROWS)]
+    trained = fit(model, "nn.ClassNLLCriterion()", ray.data.from_items(rows, override_num_blocks=2),
+                  workers=2, batch_size=3, config=config, input="x", target="y", timeout=TIMEOUT)
     _assert_same_state(trained.state(),
                        _single_process(model, "nn.ClassNLLCriterion()", "sgd", config, x, y, 3, 1))
 
@@ -164,25 +158,48 @@ def test_lua_error_in_a_worker_is_a_lua_error() -> None:
     assert mismatch in info.value.message.splitlines()
 
 
-# A layer passing its input on, whose process exits on an input above 100 (a worker that dies).
-_EXIT_LAYER = """local ExitOn, parent = torch.class('nn.ExitOn', 'nn.Module')
-function ExitOn:updateOutput(input)
-  if input:max() > 100 then os.exit(3) end
+# A layer passing its input on that, on an input above 100, exits its process ('exit': a worker
+# that dies) or spins for ever ('spin': a worker that hangs).
+_FAIL_LAYER = """local FailOn, parent = torch.class('nn.FailOn', 'nn.Module')
+function FailOn:__init(how)
+  parent.__init(self)
+  self.how = how
+end
+function FailOn:updateOutput(input)
+  if input:max() > 100 then
+    if self.how == 'exit' then os.exit(3) end
+    while true do end
+  end
   self.output = input
   return self.output
 end
-function ExitOn:updateGradInput(input, gradOutput)
+function FailOn:updateGradInput(input, gradOutput)
   self.gradInput = gradOutput
   return self.gradInput
 end"""
 
 
-def test_a_worker_that_dies_is_reported() -> None:
-    model = Model.from_lua("require 'ExitOn'; return nn.Sequential():add(nn.ExitOn()):add(nn.Linear(4, 3))",
-                           files={"ExitOn.lua": _EXIT_LAYER})
+def _failing_on_row_7(how: str, **kwargs) -> pytest.ExceptionInfo:
+    """fit with workers=2, batch_size=4 where row 7 (worker 1's shard of step 1) fails `how`."""
+    model = Model.from_lua(f"require 'FailOn'; return nn.Sequential():add(nn.FailOn('{how}')):add(nn.Linear(4, 3))",
+                           files={"FailOn.lua": _FAIL_LAYER})
     x, y = _data()
-    x[7, 0] = 1000.0   # the second batch of 4: worker 1's shard
-    _fails_fast(RuntimeError, "worker 1 died", model, "nn.MSECriterion()", _dataset(x, y), workers=2, batch_size=4)
+    x[7, 0] = 1000.0
+    start = time.monotonic()
+    with pytest.raises(Exception) as info:
+        fit(model, "nn.MSECriterion()", _dataset(x, y), workers=2, batch_size=4, **kwargs)
+    assert time.monotonic() - start < TIMEOUT / 2
+    return info
+
+
+def test_a_worker_that_dies_is_reported() -> None:
+    info = _failing_on_row_7("exit", timeout=TIMEOUT)
+    assert info.type is RuntimeError and "worker 1 died (epoch 0, step 1)" in str(info.value)
+
+
+def test_a_worker_that_hangs_times_out() -> None:
+    info = _failing_on_row_7("spin", timeout=3.0)
+    assert info.type is TimeoutError and "gave no result within 3.0 s" in str(info.value)
 
 
 def test_a_python_error_in_a_worker_is_reported() -> None:
