@@ -81,8 +81,8 @@ def fit(model: Model, criterion: str | Model, dataset: "ray.data.Dataset", worke
     criterion: an nn criterion's constructor (``"nn.MSECriterion()"``) or a Model of one.
     dataset: a Ray Dataset with columns `input` and `target`, read in order, `epochs` times;
     each step takes the next `batch_size` rows (the last batch of an epoch may be shorter) and
-    gives worker k rows of its shard: the batch cut into `workers` runs of sizes differing by at
-    most one (an empty shard when the batch has fewer rows than workers). It is materialised in
+    gives worker k the k-th of `workers` consecutive shards, whose sizes differ by at most one
+    (a shard is empty when the batch has fewer rows than workers). It is materialised in
     Ray's object store first, since the workers may hold all the CPUs its reading tasks need.
 
     Each worker builds the model (training mode, the Model's weights), computes the criterion's
