@@ -90,7 +90,7 @@ local TYPE_CHAR = { float = 'f', double = 'd' }
 -- one call of numpy's SIMD loop (or a short Lua loop) into a block buffer that stays in cache;
 -- the roots write the outputs. One pass over memory, SIMD inside the block.
 local function blockedSource(exprs, nin, scalar, ctype)
-  local pre, body, loops, consts, memo = {}, {}, {}, {}, {}
+  local pre, head, body, loops, consts, memo = {}, {}, {}, {}, {}, {}
   local ntemp = 0
   -- an operand: { pointer, byte step, element i of it in Lua }
   local function const(x)
@@ -150,7 +150,8 @@ local function blockedSource(exprs, nin, scalar, ctype)
     if not dst then
       ntemp = ntemp + 1
       dst = { 't' .. ntemp, 'S', ('t%d[i]'):format(ntemp) }
-      pre[#pre + 1] = ('local t%d = buf + %d'):format(ntemp, (ntemp - 1) * M.BLOCK)
+      -- set in the run function, so that the closure holds buf itself (GC) rather than pointers into it
+      head[#head + 1] = ('local t%d = buf + %d'):format(ntemp, (ntemp - 1) * M.BLOCK)
     end
     if not ufuncSteps(kind, args, dst) then luaLoop(kind, args, dst) end
     memo[key] = dst
@@ -161,7 +162,7 @@ local function blockedSource(exprs, nin, scalar, ctype)
     local got = emit(exprs[j], out)
     if got ~= out then body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(out[3], got[3]) end
   end
-  local params, head = {}, {}
+  local params = {}
   for k = 0, nin - 1 do
     params[#params + 1] = 'p' .. k
     if scalar[k + 1] then head[#head + 1] = ('local s%d = p%d[0]'):format(k, k) end

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import LuaError
 from ..runtime import bridge
+from .fusion_ir import as_lists
 from .graph import Graph
 from .ops.init import dtype_name
 from .passes.fuse import fuse
@@ -294,7 +295,7 @@ class Executor:
         group = node.attrs["group"]
         if self.device.name == "cpu":
             b = bridge()
-            exprs = b.lua.table_from([list(e) for e in group.exprs], recursive=True)
+            exprs = b.lua.table_from([as_lists(e) for e in group.exprs], recursive=True)
             return b.call(b.module("luabridge.fused").closure, exprs, b.lua.table_from(ins),
                           b.lua.table_from(outs), node.attrs["form"] == "blocked")
         from ..backend import cuda_fuse

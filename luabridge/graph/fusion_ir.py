@@ -71,6 +71,11 @@ def expr_fns(expr: Expr) -> list[str]:
     return [expr[0]] + [fn for a in expr[1:] for fn in expr_fns(a)]
 
 
+def as_lists(expr: Expr) -> list:
+    """The expression as fresh nested lists (one per use, as Lua tables are made from them)."""
+    return [as_lists(a) if isinstance(a, tuple) else a for a in expr]
+
+
 def check(expr: Expr, num_inputs: int) -> None:
     """ValueError naming the part of expr outside the IR."""
     head = expr[0]

@@ -15,6 +15,7 @@ small groups of cheap fns, else numpy's SIMD loops per cache-sized block ("block
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -179,7 +180,9 @@ class _Fuser:
                            frozenset(k for k, i in enumerate(eids) if self.numel(i) == 1 and size > 1))
         transcendental = any(fn in TRANSCENDENTAL for fn in group.fns())
         limit = LOOP_MAX_ELEMENTS_TRANSCENDENTAL if transcendental else LOOP_MAX_ELEMENTS
-        return Node(FUSED, root.name, {"group": group, "form": "loop" if size <= limit else "blocked"},
+        # the kernels read element i of every input before writing element i of the output
+        op = replace(FUSED, inplace=[(k, 0) for k in range(len(inputs))])
+        return Node(op, root.name, {"group": group, "form": "loop" if size <= limit else "blocked"},
                     inputs)
 
 

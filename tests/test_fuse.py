@@ -1,0 +1,334 @@
+"""The fusion pass (luabridge/graph/passes/fuse.py), the fusion IR's vocabulary run by the CPU
+kernels (lua/luabridge/fused.lua) and Session("cpu fusion") / ("gpu fusion", numpy standing in):
+which nodes fuse and which must not, values against unfused runs and numpy float64 references,
+gradient graphs, the memory plan and tinyflow's examples."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import luabridge
+import luabridge.tinyflow as tf
+from luabridge.graph import Session, fusion_ir
+from luabridge.graph.fusion_ir import FNS, FusedGroup, evaluate
+from luabridge.interop import from_numpy
+from luabridge.runtime import bridge
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def _run(z, feed, config):
+    s = Session(config)
+    return s, s.run(z, feed)
+
+
+def _fusion(s, z):
+    return s.executor_for(z).plan.graph.attrs["fusion"]
+
+
+# ---- what fuses ----
+
+def test_a_chain_fuses_into_one_group_listed_by_node_name(rng):
+    x, y = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="y")
+    a = x * 2.0
+    z = tf.sqrt(tf.exp(a + y) - y) / (a + 1.5)   # a is read twice, both times inside the group
+    feed = {x: rng.random((3, 5), np.float32), y: rng.random((3, 5), np.float32)}
+    s, got = _run(z, feed, "cpu fusion")
+    groups = _fusion(s, z)
+    assert len(groups) == 1 and len(groups[0]) == 7 and groups[0][-1] == z.name
+    fused = [n for n in s.executor_for(z).plan.graph.nodes if n.op is not None and n.op.name == "_fused"]
+    assert len(fused) == 1 and sorted(fused[0].attrs["group"].inputs) == ["x", "y"]
+    ax, ay = (feed[k].astype(np.float64) for k in (x, y))
+    ref = np.sqrt(np.exp(2 * ax + ay) - ay) / (2 * ax + 1.5)
+    np.testing.assert_allclose(got, ref, rtol=2e-6)
+
+
+def test_an_intermediate_read_elsewhere_ends_the_group(rng):
+    x = tf.placeholder(tf.float32, name="x")
+    m = x * 3.0
+    a = tf.exp(m)
+    z = a + 1.0
+    s = Session("cpu fusion")
+    feed = {x: rng.random(7, np.float32)}
+    got_a, got_z = s.run([a, z], feed)
+    groups = s.executor_for([a, z]).plan.graph.attrs["fusion"]
+    assert groups == [[m.name, a.name]]   # z = a + 1 alone is no group
+    ref = np.exp(3 * feed[x].astype(np.float64))
+    np.testing.assert_allclose(got_a, ref, rtol=1e-6)
+    np.testing.assert_allclose(got_z, ref + 1, rtol=1e-6)
+
+
+def test_non_elementwise_ops_and_other_dtypes_split_groups(rng):
+    x = tf.placeholder(tf.float32, name="x")
+    w = tf.Variable(tf.zeros([4, 3]), name="fuse_w43")
+    h = tf.matmul(x * 2.0 + 1.0, w)            # matmul: not elementwise
+    z = tf.exp(h) * 0.5
+    i = tf.placeholder("int32", name="i")
+    k = (i + 1) * 2                           # int32: never fused
+    s = Session("cpu fusion")
+    s.run(tf.assign(w, tf.normal([4, 3], 1.0)))
+    wv = s.variable("fuse_w43").astype(np.float64)
+    ax = rng.random((2, 4), np.float32)
+    gz, gk = s.run([z, k], {x: ax, i: np.arange(5, dtype=np.int32)})
+    groups = s.executor_for([z, k]).plan.graph.attrs["fusion"]
+    assert len(groups) == 2 and all(len(g) == 2 for g in groups)
+    assert not any(n.startswith("matmul") for g in groups for n in g)
+    np.testing.assert_allclose(gz, 0.5 * np.exp((2 * ax + 1) @ wv), rtol=1e-5)
+    np.testing.assert_array_equal(gk, (np.arange(5) + 1) * 2)
+
+
+def test_float64_graphs_fuse_in_float64(rng):
+    x = tf.placeholder(tf.float64, name="x")
+    z = tf.log(x * x + 1.0) - x
+    ax = rng.standard_normal(100)
+    s, got = _run(z, {x: ax}, "cpu fusion")
+    assert got.dtype == np.float64 and len(_fusion(s, z)) == 1
+    np.testing.assert_allclose(got, np.log(ax * ax + 1) - ax, rtol=1e-13)
+
+
+def test_no_fusing_across_a_write():
+    """m * 2 reads v before the assign writes it; the root runs after the write, so the read
+    stays a node of its own and sees the old value."""
+    v = tf.Variable(tf.zeros([3]), name="fuse_v3")
+    x = tf.placeholder(tf.float32, name="x")
+    old = v * 2.0
+    new = tf.assign(v, x)
+    z = (old + 1.0) * new
+    s = Session("cpu fusion")
+    s.run(tf.assign(v, tf.ones([3])))
+    got = s.run(z, {x: np.array([1, 2, 3], np.float32)})
+    np.testing.assert_allclose(got, (2 * 1 + 1) * np.array([1, 2, 3]))
+    assert all(old.name not in g for g in _fusion(s, z))
+
+
+def test_broadcast_operands_of_shape_1(rng):
+    x, c = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="c")
+    z = tf.equal(x * c - c, x) + (x / c) ** 2.0
+    ax = rng.integers(0, 3, (4, 6)).astype(np.float32)
+    for cv in (1.0, 2.0):
+        s, got = _run(z, {x: ax, c: np.array([cv], np.float32)}, "cpu fusion")
+        group = next(n for n in s.executor_for(z).plan.graph.nodes
+                     if n.op is not None and n.op.name == "_fused").attrs["group"]
+        assert group.scalar_inputs == {group.inputs.index("c")}
+        a = ax.astype(np.float64)
+        np.testing.assert_allclose(got, (a * cv - cv == a) + (a / cv) ** 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [5, 3000, 70000])   # both CPU forms: a Lua loop and blocked ufuncs
+def test_fused_equals_unfused_and_numpy(rng, dtype, n):
+    code = tf.float32 if dtype == np.float32 else tf.float64
+    x, y = tf.placeholder(code, name="x"), tf.placeholder(code, name="y")
+    z = 2.0 / (tf.sqrt(x * y + 0.5) + 1.0) - 3.0 ** (x - 1.0) + tf.exp(-x) * (1.0 - y)
+    ax, ay = rng.random(n).astype(dtype), rng.random(n).astype(dtype)
+    fused = _run(z, {x: ax, y: ay}, "cpu fusion")[1]
+    plain = _run(z, {x: ax, y: ay}, "cpu")[1]
+    a, b = ax.astype(np.float64), ay.astype(np.float64)
+    ref = 2 / (np.sqrt(a * b + 0.5) + 1) - 3.0 ** (a - 1) + np.exp(-a) * (1 - b)
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(fused, ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(fused, plain, rtol=tol, atol=tol)
+
+
+def test_memory_plan_sees_only_the_groups_inputs_and_outputs(rng):
+    x = tf.placeholder(tf.float32, name="x")
+    z = x
+    for k in range(8):
+        z = tf.sqrt(z * 1.5 + float(k))
+    feed = {x: rng.random(1000, np.float32)}
+    plain, fused = Session("cpu"), Session("cpu fusion")
+    np.testing.assert_allclose(fused.run(z, feed), plain.run(z, feed), rtol=1e-6)
+    mp = plain.executor_for(z).plan.graph.attrs["memory"]
+    mf = fused.executor_for(z).plan.graph.attrs["memory"]
+    assert mf.naive_bytes == 2 * 4000            # the feed and the output, nothing between
+    assert mp.naive_bytes == 25 * 4000
+    assert mf.num_storages <= mp.num_storages
+
+
+# ---- gradients ----
+
+def test_gradient_graphs_fuse_and_give_the_same_gradients(rng):
+    x = tf.placeholder(tf.float32, name="x")
+    w = tf.Variable(tf.zeros([6]), name="fuse_w6")
+    loss = tf.reduce_sum(tf.exp(x * w) * 3.0 + tf.sqrt(w * w + 1.0) / x)
+    grads = tf.gradients(loss, [w, x])
+    ax = rng.random(6, np.float32) + 0.5
+    wv = rng.standard_normal(6).astype(np.float32)
+    results = {}
+    for cfg in ("cpu", "cpu fusion"):
+        s = Session(cfg)
+        s.assign("fuse_w6", wv)
+        results[cfg] = s.run(grads, {x: ax})
+        if cfg == "cpu fusion":
+            groups = s.executor_for(grads).plan.graph.attrs["fusion"]
+            assert any(any("grad" in n for n in g) for g in groups)
+    a, v = ax.astype(np.float64), wv.astype(np.float64)
+    ref_w = 3 * a * np.exp(a * v) + v / np.sqrt(v * v + 1) / a
+    ref_x = 3 * v * np.exp(a * v) - np.sqrt(v * v + 1) / a ** 2
+    for got in results.values():
+        np.testing.assert_allclose(got[0], ref_w, rtol=1e-5)
+        np.testing.assert_allclose(got[1], ref_x, rtol=1e-5)
+    for f, p in zip(results["cpu fusion"], results["cpu"]):
+        np.testing.assert_allclose(f, p, rtol=1e-6)
+
+
+# ---- the IR's vocabulary on the CPU kernels ----
+
+REF = {   # numpy float64 references, written from FNS's table
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "neg": lambda a: -a, "abs": np.abs, "exp": np.exp, "log": np.log,
+    "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a), "tanh": np.tanh,
+    "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "relu": lambda a: np.where(a < 0, 0, a),
+    "max": np.maximum, "min": np.minimum, "pow": np.power, "square": lambda a: a * a,
+    "lt": lambda a, b: (a < b) * 1.0, "le": lambda a, b: (a <= b) * 1.0, "gt": lambda a, b: (a > b) * 1.0,
+    "ge": lambda a, b: (a >= b) * 1.0, "eq": lambda a, b: (a == b) * 1.0, "ne": lambda a, b: (a != b) * 1.0,
+    "where": lambda c, a, b: np.where(c != 0, a, b),
+    "clamp": lambda a, lo, hi: np.where(a < lo, lo, np.where(a > hi, hi, a)),
+}
+
+
+def _kernel(exprs, inputs, out, blocked):
+    b = bridge()
+    fused = b.module("luabridge.fused")
+    closure = b.call(fused.closure, b.lua.table_from([fusion_ir.as_lists(e) for e in exprs], recursive=True),
+                     b.lua.table_from([from_numpy(a) for a in inputs]), b.lua.table_from([from_numpy(out)]),
+                     blocked)
+    closure()
+    return out
+
+
+def _operands(rng, fn, dtype, n):
+    """Inputs of fn: positive where the fn needs it, small integers for comparisons (ties)."""
+    arity = FNS[fn][0]
+    if fn in ("lt", "le", "gt", "ge", "eq", "ne", "where"):
+        return [rng.integers(-1, 2, n).astype(dtype) for _ in range(arity)]
+    if fn in ("log", "sqrt", "rsqrt", "pow"):
+        return [(rng.random(n) + 0.1).astype(dtype) for _ in range(arity)]
+    if fn == "clamp":
+        return [rng.standard_normal(n).astype(dtype), np.full(n, -0.5, dtype), np.full(n, 0.5, dtype)]
+    return [rng.standard_normal(n).astype(dtype) for _ in range(arity)]
+
+
+def test_the_vocabulary_is_documented_and_checked():
+    assert set(REF) == set(FNS)
+    fusion_ir.check(("where", ("gt", ("in", 0), ("const", 0.0)), ("in", 1), ("const", 2.0)), 2)
+    with pytest.raises(ValueError, match="unknown fn 'cube'"):
+        fusion_ir.check(("cube", ("in", 0)), 1)
+    with pytest.raises(ValueError, match="add takes 2 operands"):
+        fusion_ir.check(("add", ("in", 0)), 1)
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("fn", sorted(FNS))
+def test_each_fn_on_the_cpu_kernels(rng, fn, dtype, blocked):
+    n = 3000
+    ins = _operands(rng, fn, dtype, n)
+    expr = (fn, *[("in", k) for k in range(len(ins))])
+    got = _kernel([expr], ins, np.empty(n, dtype), blocked)
+    ref = REF[fn](*[a.astype(np.float64) for a in ins])
+    tol = 2e-6 if dtype == np.float32 else 1e-13
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
+    np.testing.assert_allclose(evaluate(expr, ins), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_constants_broadcast_inputs_and_shared_subexpressions(rng, blocked):
+    n = 5000
+    x = rng.standard_normal(n).astype(np.float32)
+    s = np.array([0.75], np.float32)
+    t = ("mul", ("in", 0), ("in", 1))   # used three times, computed once
+    expr = ("clamp", ("add", t, ("where", ("gt", t, ("const", 0.0)), ("sigmoid", t), ("const", -2.0))),
+            ("const", -1.0), ("neg", ("in", 1)))
+    got = _kernel([expr], [x, s], np.empty(n, np.float32), blocked)
+    a = x.astype(np.float64) * 0.75
+    ref = np.clip(a + np.where(a > 0, 1 / (1 + np.exp(-a)), -2.0), -1.0, -0.75)
+    np.testing.assert_allclose(got, ref, rtol=2e-6, atol=2e-6)
+    group = FusedGroup(("x", "s"), (expr,), "float32", "cpu", ("n",), frozenset({1}))
+    np.testing.assert_allclose(evaluate(group, [x, s])[0], ref, rtol=2e-6, atol=2e-6)
+
+
+def test_strided_operands_run_over_contiguous_copies(rng):
+    b = bridge()
+    x = rng.standard_normal((6, 8))
+    y = np.zeros((8, 6))
+    xt = from_numpy(x)
+    yt = from_numpy(y)
+    transposed = b.lua.eval("function(t) return t:t() end")
+    out = b.call(b.module("luabridge.fused").closure,
+                 b.lua.table_from([["mul", ["in", 0], ["const", 2.0]]], recursive=True),
+                 b.lua.table_from([transposed(xt)]), b.lua.table_from([yt]), False)
+    out()
+    np.testing.assert_array_equal(y, 2 * x.T)
+
+
+def test_a_size_mismatch_is_a_clear_error():
+    with pytest.raises(luabridge.LuaError, match="fused group: input 1 has 3 elements, the output 4"):
+        _kernel([("neg", ("in", 0))], [np.zeros(3)], np.zeros(4), False)
+
+
+# ---- sessions and the examples ----
+
+def test_config_names(rng):
+    assert Session("cpu fusion").device.fusion and not Session("cpu").device.fusion
+    with pytest.raises(ValueError, match="'cpu fusion'"):
+        Session("fusion")
+
+
+@pytest.fixture
+def numpy_device(lua):
+    from luabridge.backend import cuda
+    cuda.use_array_module(np)
+    yield
+    cuda.use_array_module(None)
+
+
+def test_gpu_fusion_matches_cpu(numpy_device, rng):
+    """"gpu fusion": the fused node calls luabridge.backend.cuda_fuse.kernel (numpy standing in)."""
+    x, c = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="c")
+    w = tf.Variable(tf.zeros([5]), name="fuse_w5")
+    loss = tf.reduce_sum(tf.exp(x * w - c) * 2.0 + w * w)
+    grads = tf.gradients(loss, [w])
+    feed = {x: rng.random(5, np.float32), c: np.array([0.5], np.float32)}
+    out = {}
+    for cfg in ("cpu", "gpu fusion"):
+        s = Session(cfg)
+        s.assign("fuse_w5", np.linspace(-1, 1, 5).astype(np.float32))
+        out[cfg] = s.run([loss] + grads, feed)
+        if cfg == "gpu fusion":
+            assert s.device.name == "cuda" and s.executor_for([loss] + grads).plan.graph.attrs["fusion"]
+    for g, c in zip(out["gpu fusion"], out["cpu"]):
+        np.testing.assert_allclose(g, c, rtol=1e-5)
+
+
+def _example(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name, argv", [("tinyflow_lenet", ["--epochs", "1", "--steps", "6"]),
+                                        ("tinyflow_softmax", ["--steps", "30"])])
+def test_tinyflow_examples_give_the_same_results_fused(monkeypatch, capsys, name, argv):
+    """LeNet (Adam's updates fuse) and the softmax MLP, on "cpu" and on "cpu fusion"."""
+    pytest.importorskip("sklearn")
+    runs, sessions = {}, []
+
+    def session(config):
+        sessions.append(Session(config))
+        return sessions[-1]
+    for cfg in ("cpu", "cpu fusion"):
+        monkeypatch.setattr(tf, "Session", lambda *a, _cfg=cfg, **k: session(_cfg))
+        acc = _example(name).main(argv)
+        out = capsys.readouterr().out
+        runs[cfg] = (acc, [float(v) for v in re.findall(r"cross_entropy=(\S+)", out)])
+    fused = [ex.plan.graph.attrs["fusion"] for _, ex in sessions[-1]._cache.values() if ex.plan]
+    assert any(fused)   # the optimizer's updates at least
+    (acc0, loss0), (acc1, loss1) = runs["cpu"], runs["cpu fusion"]
+    assert acc1 == pytest.approx(acc0, abs=0.01)
+    np.testing.assert_allclose(loss1, loss0, rtol=1e-4)
