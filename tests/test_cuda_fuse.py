@@ -72,8 +72,8 @@ CHAIN = ("neg", ("div", ("square", ("mul", ("sqrt", ("relu", ("sub", ("add", ("m
 
 
 def _groups() -> dict[str, FusedGroup]:
-    """name -> group: every fn in both float dtypes, broadcast scalars, literals, an 8-op chain,
-    two outputs sharing a subexpression."""
+    """name -> group: every fn in both float dtypes, broadcast scalars, literals, a 10-op chain,
+    two outputs sharing a subexpression, no input at all (ones_like + zeros_like fused)."""
     out = {}
     for dtype in ("float32", "float64"):
         for fn in sorted(fusion_ir.FNS):
@@ -83,12 +83,13 @@ def _groups() -> dict[str, FusedGroup]:
         out[f"scalar-{dtype}"] = FusedGroup(("x", "s"), (("sub", ("mul", X, Y), Y),), dtype, "cuda",
                                             ("mul", "sub"), frozenset({1}))
         out[f"chain-{dtype}"] = FusedGroup(("x", "y", "s"), (CHAIN,), dtype, "cuda",
-                                            tuple(f"op{i}" for i in range(8)), frozenset({2}))
+                                            tuple(f"op{i}" for i in range(10)), frozenset({2}))
         out[f"literals-{dtype}"] = FusedGroup(("x", "y"), (("add", ("min", X, C(float("inf"))),
                                                                    ("mul", Y, C(-2.5e-3))),), dtype, "cuda", ("a",))
         shared = ("exp", ("sub", X, Y))
         out[f"two-outputs-{dtype}"] = FusedGroup(("x", "y"), (("mul", shared, X), ("add", shared, C(1.0))),
                                                  dtype, "cuda", ("e", "m", "a"))
+        out[f"no-input-{dtype}"] = FusedGroup((), (("add", C(1.0), C(0.0)),), dtype, "cuda", ("ones", "zeros", "add"))
     return out
 
 
@@ -118,15 +119,16 @@ def _check(name: str, g: FusedGroup, ins: list, outs: list) -> None:
 def _params(text: str) -> list[tuple[bool, str, str]]:
     """An ElementwiseKernel parameter list as (raw, C type, name)."""
     found = []
-    for p in text.split(", "):
+    for p in filter(None, text.split(", ")):
         *raw, dtype, name = p.split()
         found.append((bool(raw), cuda_fuse.C_TYPES[dtype], name))
     return found
 
 
 def _loop(src: cuda_fuse.KernelSource, signature: str, index_loop: str) -> str:
-    """The generated body inside a loop over the elements: an elementwise input is read as a
-    const local, an output is a reference (a pointer in C) to its element, a raw one stays a pointer."""
+    """The generated body inside a loop over the elements, as CuPy's ElementwiseKernel runs it:
+    an elementwise input is a const local holding element i, an output a local stored to element
+    i after the body, a raw input a pointer the body indexes."""
     ins, outs = _params(src.in_params), _params(src.out_params)
     args = [f"const {t}* {'' if raw else '_raw_'}{n}" for raw, t, n in ins] + [f"{t}* _raw_{n}" for _, t, n in outs]
     reads = [f"const {t} {n} = _raw_{n}[i];" for raw, t, n in ins if not raw]
@@ -156,7 +158,7 @@ def c_library(tmp_path_factory) -> ctypes.CDLL:
 
 
 def _run_c(lib: ctypes.CDLL, g: FusedGroup, ins: list) -> list[np.ndarray]:
-    n = ins[0].size if 0 not in g.scalar_inputs else max(a.size for a in ins)
+    n = max((a.size for a in ins), default=257)
     outs = [np.full(n, np.nan, dtype=g.dtype) for _ in g.exprs]
     f = getattr(lib, cuda_fuse.render(g).name)
     f(ctypes.c_longlong(n), *[ctypes.c_void_p(a.ctypes.data) for a in ins + outs])

@@ -76,7 +76,7 @@ class KernelSource:
     operation: str
 
     def text(self) -> str:
-        return (f"// {self.name}\n// in:  {self.in_params}\n// out: {self.out_params}\n"
+        return (f"// {self.name}\n// in:  {self.in_params or '(none)'}\n// out: {self.out_params}\n"
                 f"{self.operation}\n")
 
 
