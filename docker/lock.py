@@ -31,18 +31,19 @@ class Image:
     options: tuple[str, ...] = ()      # pip options written at the top of the lock
 
 
-# setuptools: the build backend, since the project is installed with --no-build-isolation.
+# pip: the image's installer, pinned first; setuptools: the build backend, since the project is
+# installed with --no-build-isolation.
 IMAGES = {
     "cpu": Image(
         "requirements.lock", "CPython 3.11 (python:3.11.7-slim-bookworm)",
-        ("test", "examples", "onednn"), ("setuptools>=77",), (),
+        ("test", "examples", "onednn"), ("pip", "setuptools>=77"), (),
         # torch==2.13.0 (the test extra) as its CPU build: PyPI's Linux wheel pulls CUDA libraries.
         ("--extra-index-url https://download.pytorch.org/whl/cpu",)),
     "cuda": Image(
         "requirements-cuda.lock", "CPython 3.10 (Ubuntu 22.04's python3 on nvidia/cuda)",
         ("gpu",),
         # pytest and hypothesis run the CUDA tests in the image; numpy 1.26 suits every CuPy 13.x.
-        ("setuptools>=77", "pytest>=7", "hypothesis>=6", "numpy==1.26.4"),
+        ("pip", "setuptools>=77", "pytest>=7", "hypothesis>=6", "numpy==1.26.4"),
         # Not on this machine's index: chosen by hand (CuPy 13.3 wheels support CUDA 12.x,
         # Python 3.9-3.12 and NumPy 1.22 to 2.x; fastrlock is its one other dependency).
         ("cupy-cuda12x==13.3.0", "fastrlock==0.8.2")),

@@ -7,6 +7,7 @@ One slow test builds the CPU image and runs it, where a daemon runs and LUABRIDG
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -238,6 +239,23 @@ def test_cuda_image_matches_cupy_to_the_cuda_runtime():
     (base,) = base_images(steps)
     assert re.fullmatch(r"nvidia/cuda:12\.\d+\.\d+-runtime-ubuntu\d\d\.04", base), base
     assert "cupy-cuda12x" in lock_pins(lock_of(steps))
+
+
+def test_default_command_runs_existing_tests(steps):
+    (cmd,) = [json.loads(args) for op, args in steps if op == "CMD"]
+    paths = [a for a in cmd if a.startswith("tests")]
+    assert cmd[:3] == ["python", "-m", "pytest"] and paths, cmd
+    assert all((ROOT / p).exists() for p in paths), paths
+
+
+def test_lock_pins_the_installer_and_build_backend(steps):
+    """pip (installed first) and the build backend (the project is built without isolation) are
+    locked too, at versions pyproject's build-system accepts."""
+    pins = lock_pins(lock_of(steps))
+    assert "pip" in pins
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    for req in map(Requirement, build):
+        assert req.specifier.contains(Version(pins[canonicalize_name(req.name)])), req
 
 
 def test_dockerignore_keeps_host_state_out(image):
