@@ -512,6 +512,64 @@ def test_inputs_lent_to_lua_are_given_back():
     assert len(bridge().buffers) - before < 200   # without the count, all 300 stay registered
 
 
+def test_the_same_input_again_sees_its_new_values():
+    from luabridge.runtime import bridge
+
+    tanh = LuaModule("nn.Tanh()")
+    x = torch.randn(5, 3, dtype=D)
+    torch.testing.assert_close(tanh(x), x.tanh(), rtol=0, atol=1e-15)
+    registered = len(bridge().buffers)
+    x.mul_(3)                                      # in place, through torch
+    torch.testing.assert_close(tanh(x), x.tanh(), rtol=0, atol=1e-15)
+    x.numpy()[1, 2] = 0.25                         # in place, behind torch's back
+    assert tanh(x)[1, 2].item() == np.tanh(0.25)
+    assert len(bridge().buffers) == registered     # lent again: no buffer registered for it
+    nan = np.array([0x7FF8DEADBEEF0001], dtype=np.uint64).view(np.float64)[0]   # a NaN with a payload
+    x.numpy()[0, 0] = nan
+    y = tanh(x)
+    assert torch.isnan(y[0, 0])
+    torch.testing.assert_close(y[1:], x[1:].tanh(), rtol=0, atol=1e-15)
+    assert x.numpy().view(np.uint64)[0, 0] == np.array(np.nan).view(np.uint64)   # made canonical first
+
+
+def test_other_tensors_at_the_same_address_are_lent_as_themselves():
+    identity = LuaModule("nn.Identity()")          # no tensors of its own: any dtype goes
+    base = torch.arange(24, dtype=D).reshape(4, 6)
+    views = (base, base.t(), base.view(6, 4), base.view(-1), base[:, ::2], base.view(torch.int64),
+             base.view(torch.float32), base)
+    assert len({v.data_ptr() for v in views}) == 1
+    for v in views:
+        y = identity(v)
+        assert y.dtype == v.dtype and torch.equal(y, v)
+
+
+def test_without_autograd_the_output_is_the_same_and_records_nothing():
+    lua, ref = mlp()
+    x = torch.randn(6, 4, dtype=D)
+    with_grad = lua(x)
+    with torch.no_grad():
+        without = lua(x)
+    assert with_grad.grad_fn is not None and without.grad_fn is None
+    assert torch.equal(without, with_grad)
+    lua.requires_grad_(False)                      # nothing needs a gradient: no autograd either
+    frozen = lua(x)
+    assert frozen.grad_fn is None and torch.equal(frozen, with_grad)
+    lua.requires_grad_(True)
+    torch.testing.assert_close(with_grad, ref(x), rtol=0, atol=1e-12)
+
+
+def test_a_forward_without_autograd_before_a_backward_is_undone():
+    lua, ref = mlp()
+    x1 = torch.randn(3, 4, dtype=D, requires_grad=True)
+    y1 = lua(x1)
+    with torch.no_grad():
+        lua(torch.randn(5, 4, dtype=D))            # the Lua module now holds another call's state
+    y1.sum().backward()
+    r1 = x1.detach().clone().requires_grad_()
+    ref(r1).sum().backward()
+    torch.testing.assert_close(x1.grad, r1.grad, rtol=0, atol=1e-12)
+
+
 def test_deepcopy_pickle_and_torch_save_copy_the_lua_module():
     import copy
     import io

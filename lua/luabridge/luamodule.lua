@@ -74,9 +74,25 @@ local function value(first, ...)
   return first
 end
 
+local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
+
+-- Where tensor t lies (its storage and layout), copied before the module may change t.
+local function layout(t)
+  return { mt = getmetatable(t), st = t._st, off = t._off, sz = copyArray(t._sz), str = copyArray(t._str) }
+end
+
+-- The input: M.tensor's arguments (the storage is kept, see luabridge/torch/crossing.py's Lent),
+-- true for a new view of the kept storage (Python lends the same memory again), or a Lua value.
 -- Returns the input (Python keeps it for the backward), the output, and whether it moved.
-function M.forward(state, ...)
-  local input = value(...)
+function M.forward(state, first, ...)
+  local input
+  if first == true then
+    local l = state.lent
+    input = torch._makeTensor(l.mt, l.st, l.off, copyArray(l.sz), copyArray(l.str))
+  else
+    input = value(first, ...)
+    if type(first) == 'string' then state.lent = layout(input) end
+  end
   local output = state.module:forward(input)
   return input, output, M.moved(state.output, output)
 end

@@ -81,12 +81,9 @@ def tensor_args(b: Bridge, x: torch.Tensor) -> tuple:
     return (name, buffer_id, *split_address(x.data_ptr()), extent, len(shape), *shape, *strides)
 
 
-def lua_args(b: Bridge, make: Any, leaves: tuple, spec: Spec) -> tuple:
-    """The arguments standing for a Lua value (tensor or nested tables) of leaves laid out as
-    spec: a lone tensor's tensor_args, which the Lua side turns into the tensor in the same call;
-    otherwise the tables, their tensors made with make (M.tensor)."""
-    if spec is None:
-        return tensor_args(b, leaves[0])
+def table_args(b: Bridge, make: Any, leaves: tuple, spec: Spec) -> tuple:
+    """The argument standing for nested Lua tables of leaves laid out as spec (a table spec),
+    their tensors made with make (M.tensor); a lone tensor goes through Lent.args instead."""
     return (nest(b, [make(*tensor_args(b, x)) for x in leaves], spec),)
 
 
@@ -132,9 +129,43 @@ def _staged(b: Bridge, make: Any, like: torch.Tensor) -> tuple[torch.Tensor, np.
 
 def canonical_nans(array: np.ndarray) -> None:
     """interop's NaN rewrite (LuaJIT must never read a NaN with a payload), behind a cheaper test
-    for the usual case of no NaN at all (a bare ufunc reduce)."""
-    if array.dtype.kind == "f" and array.size and np.isnan(np.minimum.reduce(array, axis=None)):
-        _canonicalise_nans(array)
+    for the usual case of no NaN at all (a bare ufunc reduce; its minimum is NaN when any is)."""
+    if array.dtype.kind == "f" and array.size:
+        low = np.minimum.reduce(array, axis=None)
+        if low != low:
+            _canonicalise_nans(array)
+
+
+class Lent:
+    """The lone input tensor lent to Lua by the latest forward, by its layout. When the same
+    memory comes again (the same tensor, or a view with the same address, sizes, strides and
+    dtype), Lua makes a new view of the storage it kept instead of Python registering a buffer
+    and Lua making a storage. Sound because the registered buffer holds the first tensor's
+    memory while Lua keeps its storage: no other memory can lie at that address meanwhile, and
+    values changed in place are seen because the memory is shared."""
+
+    __slots__ = ("key", "array", "pending")
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None        # the layout Lua keeps a storage for
+        self.array: np.ndarray | None = None   # a numpy view of it, for the NaN check
+        self.pending: tuple | None = None    # the layout lent by the call under way
+
+    def args(self, b: Bridge, x: torch.Tensor) -> tuple:
+        """luamodule.lua M.forward's arguments for x: `true` for the memory lent last time."""
+        key = (x.data_ptr(), x.shape, x.stride(), x.dtype)
+        if key == self.key:
+            canonical_nans(self.array)
+            return (True,)
+        self.key = None   # Lua keeps the new storage only once its forward has started
+        args = tensor_args(b, x)
+        self.pending = (key, x.detach().numpy()) if isinstance(args[0], str) else None
+        return args
+
+    def kept(self) -> None:
+        """After a forward made with args(): Lua holds the storage of what it lent."""
+        if self.pending is not None:
+            (self.key, self.array), self.pending = self.pending, None
 
 
 class Views:

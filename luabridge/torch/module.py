@@ -4,7 +4,8 @@ Tensors cross without a copy (Lua tensors over torch memory); the Lua weights an
 statistics are the memory of the torch Parameters and buffers, so optimizers and
 load_state_dict write into them. Outputs and gradients are copied out of cached views, because
 the Lua module reuses those buffers on its next call. One Lua call per forward, one per backward
-(lua/luabridge/luamodule.lua).
+(lua/luabridge/luamodule.lua); a forward with nothing for autograd to record (no_grad, or no
+tensor needing a gradient) runs without an autograd.Function.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from .. import require, to_numpy, wrap
 from ..model_tree import collect
 from ..proxy import LuaObject
 from ..runtime import STRING_ENCODING, bridge
-from .crossing import Spec, Staging, Views, flatten, lua_args, type_name, unflatten
+from .crossing import Lent, Spec, Staging, Views, flatten, table_args, type_name, unflatten
 
 
 class _LuaFunction(torch.autograd.Function):
@@ -27,7 +28,8 @@ class _LuaFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, owner: LuaModule, spec: Spec, *tensors: torch.Tensor) -> tuple:
         ctx.owner, ctx.spec, ctx.n = owner, spec, len(tensors) - len(owner._params)
-        outputs = owner._run_forward(ctx, owner._lua_args(tensors[:ctx.n], spec))
+        ctx.input, outputs = owner._forward(tensors[:ctx.n], spec)
+        ctx.call, ctx.out_spec = owner._calls.latest, owner._output.spec
         ctx.save_for_backward(*outputs)
         return outputs
 
@@ -46,6 +48,11 @@ class _LuaFunction(torch.autograd.Function):
         return (None, None, *owner._run_backward(ctx, grad_output, needs[:ctx.n], needs[ctx.n:]))
 
 
+# Function.apply's C++ half, bound to _LuaFunction: the Python half adds only functorch's
+# unwrapping (about 2 us a call), which matters while a functorch transform (vmap, grad) runs.
+_apply_in_c = super(torch.autograd.Function, _LuaFunction).apply
+
+
 def _shape(spec: Spec) -> str:
     """A spec as a reader sees it: 'tensor' or nested brackets ([tensor, [tensor, tensor]])."""
     return "tensor" if spec is None else "[" + ", ".join(_shape(s) for s in spec) + "]"
@@ -55,7 +62,8 @@ def _restore(ctx: Any, owner: LuaModule, outputs: tuple) -> None:
     """The Lua module holds the state of its latest forward only, and another forward came since:
     run this call's forward again, refusing if it gives another output (a random module such as
     Dropout in training, or weights changed in between)."""
-    again = owner._run_forward(ctx, (ctx.input,))
+    _, again = owner._run_forward((ctx.input,))
+    ctx.call = owner._calls.latest
     if not all(torch.equal(a, b) for a, b in zip(again, outputs)):
         raise RuntimeError(f"LuaModule({owner.lua._typename()}): the module ran forward again before "
                            "this backward, and running this call's forward again gives another output "
@@ -126,6 +134,7 @@ class LuaModule(torch.nn.Module):
         self._lua_grads = lua_grads
         self._output, self._grad_input, self._grads = Views(), Views(), Views()
         self._staging = Staging()
+        self._lent = Lent()
 
     def _holder(self, path: tuple[str, ...]) -> torch.nn.Module:
         """The submodule standing for the Lua container at path, made on first use."""
@@ -145,21 +154,28 @@ class LuaModule(torch.nn.Module):
             if leaf.dtype != self._dtype and leaf.is_floating_point() and self._dtype is not None:
                 raise TypeError(f"LuaModule({self.lua._typename()}): input is {leaf.dtype} but the module's "
                                 f"tensors are {self._dtype} (convert one of them: .to(dtype))")
-        outputs = _LuaFunction.apply(self, spec, *leaves, *self._params)
+        if torch.is_grad_enabled() and (any([t.requires_grad for t in leaves])
+                                        or any([p.requires_grad for p in self._params])):
+            apply = _LuaFunction.apply if torch._C._are_functorch_transforms_active() else _apply_in_c
+            outputs = apply(self, spec, *leaves, *self._params)
+        else:   # nothing for autograd to record: no Function, no ctx, no saved outputs
+            outputs = self._forward(leaves, spec)[1]
         return unflatten(outputs, self._output.spec)
 
-    def _lua_args(self, leaves: tuple, spec: Spec) -> tuple:
-        return lua_args(self._bridge, self._make, leaves, spec)
+    def _forward(self, leaves: tuple | list, spec: Spec) -> tuple[Any, tuple]:
+        """The Lua forward of leaves laid out as spec: the Lua input and copies of the outputs."""
+        if spec is None:   # a lone tensor: lent again without a new storage when it comes again
+            result = self._run_forward(self._lent.args(self._bridge, leaves[0]))
+            self._lent.kept()
+            return result
+        return self._run_forward(table_args(self._bridge, self._make, leaves, spec))
 
-    def _run_forward(self, ctx: Any, input_args: tuple) -> tuple:
-        """The Lua forward of the input that input_args stand for (see lua_args): copies of its
-        output tensors; ctx.input keeps the Lua input, ctx.out_spec the output's shape."""
+    def _run_forward(self, input_args: tuple) -> tuple[Any, tuple]:
+        """The Lua forward of the input that input_args stand for (see luamodule.lua M.forward):
+        the Lua input and copies of the output tensors (self._output.spec: the output's shape)."""
         self._calls.latest += 1
-        ctx.call = self._calls.latest
-        ctx.input, output, moved = self._bridge.call(self._lua_forward, self._state, *input_args)
-        outputs = self._output.copies(None, output, moved, "output")
-        ctx.out_spec = self._output.spec
-        return outputs
+        lua_input, output, moved = self._bridge.call(self._lua_forward, self._state, *input_args)
+        return lua_input, self._output.copies(None, output, moved, "output")
 
     def _run_backward(self, ctx: Any, grad_output: tuple, input_needs: tuple, param_needs: tuple) -> tuple:
         """updateGradInput (and accGradParameters when a Parameter needs its gradient): copies of
