@@ -153,8 +153,9 @@ CMD ["python"]
 
 
 def test_parser_joins_continuations_and_drops_comments():
-    assert instructions(BAD) == [("FROM", "python:3.11-slim"), ("COPY", ". /app"),
-                                 ("RUN", "pip install        -r /app/requirements.txt"), ("CMD", '["python"]')]
+    assert instructions(BAD) == [
+        ("FROM", "python:3.11-slim"), ("COPY", ". /app"),
+        ("RUN", "pip install        -r /app/requirements.txt"), ("CMD", '["python"]')]
 
 
 @pytest.mark.parametrize("ref, ok", [
