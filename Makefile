@@ -34,6 +34,8 @@ bench: $(STAMP)
 	$(PY) bench/gemm_threads.py
 	if $(PY) -c 'import torch' 2>/dev/null; then $(PY) bench/real_models.py && $(PY) bench/torch_bridge.py; \
 	else echo 'bench/real_models.py and torch_bridge.py skipped: they run beside PyTorch (pip install torch==2.13.0)'; fi
+	if $(PY) -c 'import ray' 2>/dev/null; then $(PY) bench/scale_out.py; \
+	else echo "bench/scale_out.py skipped: it needs Ray (pip install 'luabridge[ray]')"; fi
 
 clean:
 	rm -rf $(VENV) build *.egg-info
