@@ -131,6 +131,29 @@ local function blockedSource(exprs, nin, scalar, ctype)
     for _, c in ipairs(calls) do body[#body + 1] = c end
     return true
   end
+  -- structural keys; uses[key]: operand slots reading that sub-expression (its block buffer is
+  -- free for reuse after the last one: a chain needs two or three buffers, not one per op)
+  local keys, uses, seen, free = {}, {}, {}, {}
+  local function key(e)
+    if not keys[e] then
+      local parts = { e[1] }
+      for k = 2, #e do parts[k] = type(e[k]) == 'table' and key(e[k]) or tostring(e[k]) end
+      keys[e] = '(' .. table.concat(parts, ' ') .. ')'
+    end
+    return keys[e]
+  end
+  local function count(e)
+    if seen[key(e)] then return end
+    seen[key(e)] = true
+    for k = 2, #e do
+      local a = e[k]
+      if a[1] ~= 'in' and a[1] ~= 'const' then
+        uses[key(a)] = (uses[key(a)] or 0) + 1
+        count(a)
+      end
+    end
+  end
+  for j = 1, #exprs do if exprs[j][1] ~= 'in' and exprs[j][1] ~= 'const' then count(exprs[j]) end end
   local function emit(e, dst)
     local kind = e[1]
     if kind == 'in' then
@@ -139,22 +162,33 @@ local function blockedSource(exprs, nin, scalar, ctype)
       return { ('(p%d + off)'):format(k), 'S', ('p%d[off + i]'):format(k) }
     end
     if kind == 'const' then return const(tonumber(e[2])) end
+    local got = memo[key(e)]
+    if got and not dst then return got end
     local args = {}
     for k = 2, #e do args[k - 1] = emit(e[k]) end
-    local key = kind .. '(' .. table.concat((function()
-      local t = {}
-      for k, a in ipairs(args) do t[k] = a[1] end
-      return t
-    end)(), ',') .. ')'
-    if memo[key] and not dst then return memo[key] end
+    for k = 2, #e do
+      local a = args[k - 1]
+      if a.temp then
+        uses[key(e[k])] = uses[key(e[k])] - 1
+        if uses[key(e[k])] == 0 then
+          memo[key(e[k])] = nil
+          free[#free + 1] = a.temp
+        end
+      end
+    end
     if not dst then
-      ntemp = ntemp + 1
-      dst = { 't' .. ntemp, 'S', ('t%d[i]'):format(ntemp) }
-      -- set in the run function, so that the closure holds buf itself (GC) rather than pointers into it
-      head[#head + 1] = ('local t%d = buf + %d'):format(ntemp, (ntemp - 1) * M.BLOCK)
+      -- an operand's buffer just freed is fine: the loops read element i before writing it
+      local t = table.remove(free)
+      if not t then
+        ntemp = ntemp + 1
+        t = ntemp
+        -- set in the run function, so that the closure holds buf itself (GC), not pointers into it
+        head[#head + 1] = ('local t%d = buf + %d'):format(t, (t - 1) * M.BLOCK)
+      end
+      dst = { 't' .. t, 'S', ('t%d[i]'):format(t), temp = t }
     end
     if not ufuncSteps(kind, args, dst) then luaLoop(kind, args, dst) end
-    memo[key] = dst
+    memo[key(e)] = dst
     return dst
   end
   for j = 1, #exprs do

@@ -30,11 +30,13 @@ FUSED = register(Op("_fused", num_inputs=lambda attrs: len(attrs["group"].inputs
                     input_names=lambda attrs: list(attrs["group"].inputs), hint="fused"))
 
 FLOATS = ("float32", "float64")
-# CPU form rule (bench/fusion.py): the per-element Lua loop beats per-block ufunc calls below
-# these element counts (cheap fns only; a transcendental fn is a scalar libm call in Lua, 4-25x
-# slower than numpy's SIMD loop, so such groups take the blocked form from a few elements up).
-LOOP_MAX_ELEMENTS = 4096
-LOOP_MAX_ELEMENTS_TRANSCENDENTAL = 64
+# CPU form rule (measured with bench/fusion.py's chains): the per-element Lua loop has no call
+# per op, so it wins on small groups (2-3x the unfused ops up to a few hundred elements); past
+# that numpy's SIMD loops per block win (a cheap fn costs ~1 ns per element in the Lua loop,
+# ~0.1-0.2 ns in numpy's). A transcendental fn is a scalar libm call in Lua (4-25x slower than
+# numpy's SIMD exp / log / tanh), so groups with one take the blocked form sooner.
+LOOP_MAX_ELEMENTS = 256
+LOOP_MAX_ELEMENTS_TRANSCENDENTAL = 32
 
 
 def _c(node: Node, dtype: str) -> Expr:
