@@ -47,8 +47,8 @@ def test_device_matches_cpu(ctor, numpy_device, rng):
 
 
 def test_cpu_only_modules_say_so(numpy_device):
-    with pytest.raises(luabridge.LuaError, match=r"nn.PReLU: torch.CudaTensor is not supported \(CPU kernel\)"):
-        call("function() return nn.PReLU():cuda():forward(torch.randn(3):cuda()) end")
+    with pytest.raises(luabridge.LuaError, match=r"nn.RReLU: torch.CudaTensor is not supported \(CPU kernel\)"):
+        call("function() return nn.RReLU():cuda():forward(torch.randn(3):cuda()) end")
 
 
 # ---- modules whose CPU passes are LuaJIT loops: their device passes are luabridge/backend/cuda_nn.py's

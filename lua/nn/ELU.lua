@@ -16,11 +16,11 @@ pointwise.define(ELU, {
   params = function(self) return self.alpha end,
   -- max(x, 0) + alpha * (exp(min(x, 0)) - 1); the slope min(y, 0) + alpha, or 1 where y > 0
   deviceForward = function(m, output, input, alpha)
-    local below = torch.cmin(pointwise.scratch(m, '_below', input), input, 0):exp():add(-1)
+    local below = torch.cmin(pointwise.scratch(m, '_part', input), input, 0):exp():add(-1)
     output:cmax(input, 0):add(alpha, below)
   end,
   deviceBackward = function(m, gradInput, _, gradOutput, output, alpha)
-    local slope = torch.cmin(pointwise.scratch(m, '_below', output), output, 0):add(alpha)
+    local slope = torch.cmin(pointwise.scratch(m, '_part', output), output, 0):add(alpha)
     slope:add(1 - alpha, pointwise.mask(m, output, 0))
     gradInput:cmul(gradOutput, slope)
   end,

@@ -17,7 +17,7 @@ pointwise.define(LeakyReLU, {
   params = function(self) return self.negval end,
   -- max(x, 0) + negval * min(x, 0); the slope 1 where x > 0, else negval
   deviceForward = function(m, output, input, negval)
-    local below = torch.cmin(pointwise.scratch(m, '_below', input), input, 0)
+    local below = torch.cmin(pointwise.scratch(m, '_part', input), input, 0)
     output:cmax(input, 0):add(negval, below)
   end,
   deviceBackward = function(m, gradInput, input, gradOutput, _, negval)

@@ -18,7 +18,7 @@ pointwise.define(SoftPlus, {
   deviceForward = function(m, output, input, beta, threshold)
     local above = pointwise.mask(m, input, threshold / beta)
     local soft = pointwise.scratch(m, '_slope', input):mul(input, beta):cmin(threshold):exp():log1p():div(beta)
-    local below = pointwise.scratch(m, '_below', above):fill(1):add(-1, above)
+    local below = pointwise.scratch(m, '_part', above):fill(1):add(-1, above)
     output:cmul(input, above):addcmul(soft, below)
   end,
   -- gradOutput * (1 - exp(-beta y) * below), below 1 where beta y <= threshold

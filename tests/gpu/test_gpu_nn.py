@@ -4,6 +4,8 @@ parameter gradients against the same module on CPU tensors, and the layers real 
 LSTM, the criterions) against independent numpy float64 references."""
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,22 @@ from helpers import lua_fn as L
 @pytest.fixture(autouse=True, scope="module")
 def nn_loaded(lua):
     luabridge.require("nn")
-    luabridge.require("rnn")
+
+
+# rnn redefines nn.Dropout (as in torch7): its layers run in a runtime of their own, on one
+# worker thread, so that the other tests keep nn's Dropout (as tests/test_rnn.py does).
+_RNN_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpu-rnn-tests")
+
+
+def _in_runtime(needs_rnn, fn, *args):
+    """fn(*args) in this thread's runtime, or with rnn loaded on the rnn worker's."""
+    if not needs_rnn:
+        return fn(*args)
+
+    def run():
+        luabridge.require("rnn")
+        return fn(*args)
+    return _RNN_WORKER.submit(run).result()
 
 
 # (constructor, input): the device path of each against its CPU path
@@ -24,6 +41,8 @@ LAYERS = [
     ("nn.LeakyReLU(0.1, true)", "R(2, 3)"),
     ("nn.ELU(0.7)", "R(2, 3)"),
     ("nn.ELU(0.7, true)", "R(2, 3)"),
+    ("nn.PReLU()", "R(2, 3)"),
+    ("nn.PReLU(3)", "R(2, 3, 2, 2)"),
     ("nn.ReLU(true)", "R(2, 3)"),
     ("nn.SoftPlus(2)", "R(2, 3):mul(8)"),
     ("nn.SoftSign()", "R(2, 3)"),
@@ -139,14 +158,19 @@ def _flat(t):
     return luabridge.to_numpy(t).ravel()
 
 
+def _layer_passes(ctor, src):
+    """(CPU arrays, device arrays, the device output's type) of _LAYER in this runtime."""
+    run = luabridge.execute(_LAYER)
+    cpu, dev = run(ctor, src, False), run(ctor, src, True)
+    return [_flat(t).copy() for t in cpu[:3]], [_flat(t).copy() for t in dev[:3]], dev[3]
+
+
 @pytest.mark.parametrize("ctor,src", LAYERS, ids=[c for c, _ in LAYERS])
 def test_layer_on_device_matches_cpu(ctor, src):
-    run = luabridge.execute(_LAYER)
-    cpu = run(ctor, src, False)
-    dev = run(ctor, src, True)
-    assert dev[3] == "torch.CudaTensor"
-    for c, d in zip(cpu[:3], dev[:3]):
-        np.testing.assert_allclose(_flat(d), _flat(c), rtol=2e-4, atol=2e-5)
+    cpu, dev, kind = _in_runtime("Seq" in ctor, _layer_passes, ctor, src)
+    assert kind == "torch.CudaTensor"
+    for c, d in zip(cpu, dev):
+        np.testing.assert_allclose(d, c, rtol=2e-4, atol=2e-5)
 
 
 @pytest.mark.parametrize("ctor,src,target", CRITERIONS, ids=[c for c, _, _ in CRITERIONS])
@@ -195,7 +219,7 @@ def _device_run(ctor: str, x: np.ndarray, g: np.ndarray, setup: str = ""):
       local function host(t) return t and t:double() or torch.DoubleTensor() end
       return y, gi, host(m.weight), host(m.bias), host(m.gradWeight), host(m.gradBias)
     end""")(luabridge.from_numpy(x), luabridge.from_numpy(g))
-    return [luabridge.to_numpy(t) for t in r]
+    return [luabridge.to_numpy(t).copy() for t in r]
 
 
 def _correlate(x, w, stride, pad, dil):
@@ -293,7 +317,7 @@ def test_seq_lstm_against_numpy(rng):
     """SeqLSTM: a = b + [x, h] W, gates i f o g (sigmoid, tanh), c' = f c + i g, h' = o tanh(c')."""
     T, N, D, H = 4, 2, 3, 5
     x = rng.standard_normal((T, N, D))
-    y, _, W, bias = _device_run("nn.SeqLSTM(3, 5)", x, rng.standard_normal((T, N, H)))[:4]
+    y, _, W, bias = _in_runtime(True, _device_run, "nn.SeqLSTM(3, 5)", x, rng.standard_normal((T, N, H)))[:4]
     sig = lambda z: 1 / (1 + np.exp(-z))   # noqa: E731
     h, c, want = np.zeros((N, H)), np.zeros((N, H)), []
     for t in range(T):
@@ -361,7 +385,7 @@ def test_spatial_class_nll_against_numpy(rng):
      "nn.SpatialConvolutionLocal: CUDA tensors are not supported"),
     ("nn.VolumetricConvolution(2, 3, 2, 2, 2):cuda():forward(torch.CudaTensor(2, 3, 4, 4))",
      "nn.VolumetricConvolution: CUDA tensors are not supported"),
-    ("nn.PReLU(3):cuda():forward(torch.CudaTensor(2, 3))", r"nn.PReLU: torch.CudaTensor is not supported \(CPU kernel\)"),
+    ("nn.RReLU():cuda():forward(torch.CudaTensor(2, 3))", r"nn.RReLU: torch.CudaTensor is not supported \(CPU kernel\)"),
     ("nn.MultiMarginCriterion():cuda():forward(torch.CudaTensor(2, 3), torch.CudaTensor{1, 2})",
      "nn.MultiMarginCriterion: torch.CudaTensor is not supported"),
     ("nn.TemporalSubSampling(3, 2):cuda():forward(torch.CudaTensor(4, 3))",
