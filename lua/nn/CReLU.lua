@@ -17,7 +17,7 @@ end
 
 -- input as samples x features (contiguous), and the output sizes.
 function CReLU:layout(input)
-  pointwise.checkInput(self, input)
+  pointwise.checkInput(self, input, true)
   local batched = input:dim() == self.nInputDims + 1
   if not batched and input:dim() ~= self.nInputDims then
     check.error(('nn.CReLU: expected a %dD input or a batch of them, got %s'):format(
@@ -33,8 +33,13 @@ end
 function CReLU:updateOutput(input)
   local x, size = self:layout(input)
   local out = self.output:resize(x:size(1), 2, x:size(2))
-  positive(out:select(2, 1), x)
-  negative(out:select(2, 2), x)
+  if backend.of(x) == backend.cpu then
+    positive(out:select(2, 1), x)
+    negative(out:select(2, 2), x)
+  else   -- device tensors: max(x, 0) and -min(x, 0)
+    out:select(2, 1):cmax(x, 0)
+    out:select(2, 2):cmin(x, 0):mul(-1)
+  end
   self.output:resize(size)
   return self.output
 end
@@ -44,7 +49,14 @@ function CReLU:updateGradInput(input, gradOutput)
   check.sameElements('nn.CReLU', self.output:resize(size), gradOutput)
   local g = gradOutput:contiguous():view(x:size(1), 2, x:size(2))
   self.gradInput:resizeAs(input)
-  backward(self.gradInput:view(x:size()), x, g:select(2, 1), g:select(2, 2))
+  local gi = self.gradInput:view(x:size())
+  if backend.of(x) == backend.cpu then
+    backward(gi, x, g:select(2, 1), g:select(2, 2))
+  else   -- device tensors: g1 (x > 0) - g2 (-x > 0)
+    gi:cmul(g:select(2, 1), pointwise.mask(self, x, 0))
+    local negated = pointwise.scratch(self, '_part', x):mul(x, -1)
+    gi:addcmul(-1, g:select(2, 2), pointwise.mask(self, negated, 0))
+  end
   return self.gradInput
 end
 

@@ -13,7 +13,7 @@ function GatedLinearUnit:__init(dim)
 end
 
 function GatedLinearUnit:halves(input)
-  pointwise.checkInput(self, input)
+  pointwise.checkInput(self, input, true)
   local dim = self.dim or input:dim()
   if dim < 1 or dim > input:dim() or input:size(dim) % 2 ~= 0 then
     check.error(('nn.GatedLinearUnit: halving dimension %d of %s input must exist and be even')
@@ -37,7 +37,11 @@ function GatedLinearUnit:updateGradInput(input, gradOutput)
   self.gradInput:resizeAs(input)
   local ga, gb = self.gradInput:narrow(dim, 1, h), self.gradInput:narrow(dim, h + 1, h)
   ga:sigmoid(b)
-  gateGrad(gb, gradOutput, a, ga)
+  if backend.of(input) == backend.cpu then
+    gateGrad(gb, gradOutput, a, ga)
+  else   -- the same as tensor ops: gradOutput a s (1 - s)
+    gb:copy(ga):mul(-1):add(1):cmul(ga):cmul(a):cmul(gradOutput)
+  end
   ga:cmul(gradOutput)
   return self.gradInput
 end

@@ -43,6 +43,8 @@ LAYERS = [
     ("nn.ELU(0.7, true)", "R(2, 3)"),
     ("nn.PReLU()", "R(2, 3)"),
     ("nn.PReLU(3)", "R(2, 3, 2, 2)"),
+    ("nn.CReLU(3)", "R(2, 3, 2, 2)"),
+    ("nn.GatedLinearUnit(2)", "R(3, 4)"),
     ("nn.ReLU(true)", "R(2, 3)"),
     ("nn.SoftPlus(2)", "R(2, 3):mul(8)"),
     ("nn.SoftSign()", "R(2, 3)"),
