@@ -2,6 +2,7 @@
 -- max(0, margin - x)); y is a tensor like x or one number for all of x.
 local check = require 'torch.check'
 local loss = require 'nn.kernels.loss'
+local pointwise = require 'nn.kernels.pointwise'
 local HingeEmbeddingCriterion, parent = torch.class('nn.HingeEmbeddingCriterion', 'nn.Criterion')
 
 function HingeEmbeddingCriterion:__init(margin)
@@ -19,4 +20,14 @@ loss.define(HingeEmbeddingCriterion, {
     self._y = self._y or input.new()
     return self._y:resizeAs(input):fill(y)
   end,
+  -- (y ~= -1) x + (y ~= 1) max(0, margin - x); y, but 0 where y == -1 and x > margin
+  device = {
+    terms = function(self, r, x, y, t, margin)
+      local hinge = pointwise.scratch(self, '_hinge', x):mul(x, -1):add(margin):cmax(0)
+      r:ne(y, -1):cmul(x):addcmul(t:ne(y, 1), hinge)
+    end,
+    grad = function(self, g, x, y, _, margin)
+      g:eq(y, -1):cmul(pointwise.mask(self, x, margin)):mul(-1):add(1):cmul(y)
+    end,
+  },
 })

@@ -99,6 +99,7 @@ CRITERIONS = [
     ("nn.DistKLDivCriterion()", "R(3, 4)", "torch.rand(3, 4):cmul(torch.rand(3, 4):gt(0.3):double())"),
     ("nn.SoftMarginCriterion()", "R(6)", "torch.Tensor{1, -1, 1, 1, -1, -1}"),
     ("nn.MarginCriterion(0.5)", "R(6)", "torch.Tensor{1, -1, 1, 1, -1, -1}"),
+    ("nn.HingeEmbeddingCriterion(0.5)", "R(6)", "torch.Tensor{1, -1, 1, 1, -1, -1}"),
     ("nn.MultiLabelSoftMarginCriterion()", "R(3, 4)", "torch.rand(3, 4):gt(0.5):double()"),
     ("nn.WeightedMSECriterion(torch.Tensor{1, 2, 3, 4})", "R(3, 4)", "R(3, 4)"),
     ("nn.SpatialClassNLLCriterion(torch.Tensor{1, 2, 0.5})", "R(2, 3, 2, 4)",
