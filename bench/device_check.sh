@@ -9,7 +9,7 @@
 #   bash bench/device_check.sh            # from the repository root
 #
 # Exit status: 0 all passed; 1 a stage failed (the report says which); 2 no CUDA device;
-# 3 no CuPy (and it could not be installed).
+# 3 no CuPy (and it could not be installed); 4 luabridge does not import with $PYTHON.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 REPORT=${DEVICE_CHECK_REPORT:-${OUT:+$OUT/device_check.md}}
@@ -39,6 +39,12 @@ mkdir -p "$(dirname "$REPORT")"
 echo "# luabridge device check, $(date -u '+%Y-%m-%d %H:%M UTC')" > "$REPORT"
 say "report: $REPORT"
 say "python: $PY ($("$PY" --version 2>&1))"
+
+if ! LB=$("$PY" -c 'import luabridge, lupa, pytest' 2>&1); then
+  say "device_check: luabridge or its test dependencies do not import with $PY: $(echo "$LB" | tail -n 1)"
+  say "Install them first (pip install -e '.[test,gpu]'), or set PYTHON to a Python that has them."
+  exit 4
+fi
 
 if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L > /dev/null 2>&1; then
   say "device_check: no CUDA device found (nvidia-smi is missing or lists no GPU); nothing to check."
