@@ -4,6 +4,7 @@ local check = require 'torch.check'
 local lrn = require 'nn.kernels.lrn'
 local shape = require 'nn.kernels.shape'
 local SpatialCrossMapLRN, parent = torch.class('nn.SpatialCrossMapLRN', 'nn.Module')
+SpatialCrossMapLRN._deviceKernel = true   -- lrn.lua's device passes
 
 function SpatialCrossMapLRN:__init(size, alpha, beta, k)
   parent.__init(self)

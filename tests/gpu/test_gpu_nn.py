@@ -71,6 +71,7 @@ LAYERS = [
     ("nn.SpatialAdaptiveAveragePooling(3, 2)", "R(2, 2, 7, 5)"),
     ("nn.SpatialAdaptiveMaxPooling(2, 3)", "R(2, 7, 5)"),
     ("nn.SpatialBatchNormalization(2)", "R(3, 2, 4, 4)"),
+    ("nn.SpatialCrossMapLRN(4, 0.3, 0.6, 2)", "R(2, 6, 3, 3)"),
     ("nn.BatchNormalization(3)", "R(4, 3)"),
     ("nn.SpatialZeroPadding(1, -1, 2, 0)", "R(2, 2, 4, 5)"),
     ("nn.SpatialReflectionPadding(2, 1, 1, 2)", "R(2, 2, 4, 5)"),
@@ -314,6 +315,15 @@ def test_batch_normalization_training_against_numpy(rng):
     np.testing.assert_allclose(gi, want_gi, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(gw, (g * xhat).sum((0, 2, 3)), rtol=1e-10)
     np.testing.assert_allclose(gb, g.sum((0, 2, 3)), rtol=1e-10)
+
+
+def test_cross_map_lrn_against_numpy(rng):
+    """y = x (k + alpha/size * sum of x^2 over channels [c - 2, c + 2])^-beta (size 5)."""
+    x = rng.standard_normal((2, 7, 3, 4))
+    y = _device_run("nn.SpatialCrossMapLRN(5, 0.5, 0.75, 2)", x, rng.standard_normal(x.shape))[0]
+    sq = np.pad(x ** 2, ((0, 0), (2, 2), (0, 0), (0, 0)))
+    window = sum(sq[:, i:i + 7] for i in range(5))
+    np.testing.assert_allclose(y, x * (2 + 0.5 / 5 * window) ** -0.75, rtol=1e-12)
 
 
 def test_seq_lstm_against_numpy(rng):

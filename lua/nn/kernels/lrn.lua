@@ -3,6 +3,7 @@
 -- (pre = floor((size-1)/2), post = size-1-pre), output = x * scale^-beta.
 local backend = require 'torch.backend'
 local loopsFor = require 'nn.kernels.loops'
+local planemaps = require 'nn.kernels.planemaps'
 
 local lrn = {}
 
@@ -55,11 +56,39 @@ end]])
 
 local ptr = backend.cpu.ptr
 
+-- Device tensors: the sums over channel windows as one C x C matrix (row c: the window of c)
+-- applied along the channels (planemaps.lua), the rest as tensor ops.
+local function windows(C, size)
+  local pre = (size - 1 - (size - 1) % 2) / 2
+  return planemaps.matrix(C, C, function(c, add)
+    for c2 = math.max(0, c - pre), math.min(C - 1, c + size - 1 - pre) do add(c2, 1) end
+  end)
+end
+
+-- t (B x C x N, contiguous) with the channels last
+local function channelsLast(t, B, C, N) return t:view(B, C, N):transpose(2, 3) end
+
+local function deviceForward(x, scale, out, B, C, N, size, alpha, beta, k)
+  out:cmul(x, x)
+  planemaps.run(channelsLast(scale, B, C, N), channelsLast(out, B, C, N), false, windows(C, size))
+  scale:mul(alpha / size):add(k)
+  out:pow(scale, -beta):cmul(x)
+end
+
+local function deviceBackward(x, g, scale, out, ratio, gi, B, C, N, size, alpha, beta)
+  ratio:cmul(g, out):cdiv(scale)
+  planemaps.run(channelsLast(gi, B, C, N), channelsLast(ratio, B, C, N), true, windows(C, size))
+  gi:cmul(x):mul(-2 * alpha * beta / size)
+  gi:add(ratio:pow(scale, -beta):cmul(g))
+end
+
 function lrn.forward(x, scale, out, B, C, N, size, alpha, beta, k)
+  if backend.of(x) ~= backend.cpu then return deviceForward(x, scale, out, B, C, N, size, alpha, beta, k) end
   forwardLoops[torch.typename(x)](ptr(x), ptr(scale), ptr(out), B, C, N, size, alpha, beta, k)
 end
 
 function lrn.backward(x, g, scale, out, ratio, gi, B, C, N, size, alpha, beta)
+  if backend.of(x) ~= backend.cpu then return deviceBackward(x, g, scale, out, ratio, gi, B, C, N, size, alpha, beta) end
   backwardLoops[torch.typename(x)](ptr(x), ptr(g), ptr(scale), ptr(out), ptr(ratio), ptr(gi), B, C, N, size, alpha, beta)
 end
 
