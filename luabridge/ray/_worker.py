@@ -7,8 +7,9 @@ from ..runtime import bridge
 
 
 def assigned_cpus() -> int | None:
-    """The CPUs Ray gives the calling worker (at least 1), or None outside a Ray worker."""
-    if not ray.is_initialized():
+    """The CPUs Ray gives the calling worker (at least 1), or None outside a Ray worker (a driver
+    may call a Predictor too: Ray assigns CPUs to workers only)."""
+    if not ray.is_initialized() or ray.get_runtime_context().worker.mode != ray.WORKER_MODE:
         return None
     cpus = ray.get_runtime_context().get_assigned_resources().get("CPU")
     return max(1, int(cpus)) if cpus else None

@@ -39,14 +39,11 @@ class Predictor:
         self.batch_size = batch_size
         self.input = input
         self.output = output
-        # a driver may call it too (tests, a local run): Ray assigns CPUs to workers only
-        self.in_worker = ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         try:
             # Ray Data calls this on a thread of its own, whose Lua runtime is not __init__'s
-            if self.in_worker:
-                use_assigned_cpus()
+            use_assigned_cpus()
             x = _columns(batch, self.input)
             outputs = _concatenated([self._predict(c) for c in _chunks(x, self.batch_size)])
         except LuaError as e:
