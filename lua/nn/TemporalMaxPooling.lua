@@ -6,6 +6,7 @@ local pool = require 'nn.kernels.pool'
 local temporal = require 'nn.kernels.temporal'
 local shape = require 'nn.kernels.shape'
 local TemporalMaxPooling, parent = torch.class('nn.TemporalMaxPooling', 'nn.Module')
+TemporalMaxPooling._deviceKernel = true   -- the 2D max pooling's device passes (kW x 1 windows)
 
 function TemporalMaxPooling:__init(kW, dW)
   parent.__init(self)
