@@ -13,6 +13,7 @@ import pytest
 
 import luabridge
 import luabridge.tinyflow as tf
+from helpers import load_bench
 from luabridge.graph import Session, fusion_ir
 from luabridge.graph.fusion_ir import FNS, FusedGroup, evaluate
 from luabridge.interop import from_numpy
@@ -332,3 +333,30 @@ def test_tinyflow_examples_give_the_same_results_fused(monkeypatch, capsys, name
     (acc0, loss0), (acc1, loss1) = runs["cpu"], runs["cpu fusion"]
     assert acc1 == pytest.approx(acc0, abs=0.01)
     np.testing.assert_allclose(loss1, loss0, rtol=1e-4)
+
+
+# ---- bench/fusion.py's chains (no timing asserts) ----
+
+CHAIN_REFS = {   # the bench's chains written out in float64
+    "cheap": lambda x, y: (np.sqrt(np.maximum(x * 1.5 + y - 0.25, 0)) * y + 1) / y,
+    "transcendental": lambda x, y: np.exp(-np.log(np.tanh(np.exp(x * 0.5)) + y)) + 1,
+    "mixed": lambda x, y: np.exp(3 * np.tanh(np.log(np.exp(x * y) + 1) - y)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAIN_REFS))
+def test_bench_chains_compute_the_same_values_everywhere(name):
+    bench = load_bench("fusion.py", "bench_fusion")
+    rng = np.random.default_rng(1)
+    xv, yv = ((rng.random(3000) + 0.5).astype(np.float32) for _ in range(2))
+    want = CHAIN_REFS[name](xv.astype(np.float64), yv.astype(np.float64))
+    chain = bench.CHAINS[name]
+    x, y = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="y")
+    z = chain(x, y, bench.GraphOps)
+    for cfg in ("cpu", "cpu fusion"):
+        np.testing.assert_allclose(Session(cfg).run(z, {x: xv, y: yv}), want, rtol=1e-5)
+    np.testing.assert_allclose(chain(xv, yv, bench.NumpyOps(np.empty_like(xv))), want, rtol=1e-5)
+    torch = pytest.importorskip("torch")
+    xt, yt = torch.from_numpy(xv), torch.from_numpy(yv)
+    got = chain(xt, yt, bench.TorchOps(torch, torch.empty_like(xt)))
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
