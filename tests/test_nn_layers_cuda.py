@@ -266,9 +266,10 @@ def test_device_errors_are_the_cpu_ones(code, message, on_device, numpy_device):
 
 
 def test_subclasses_with_their_own_loops_still_refuse_device_tensors(numpy_device):
-    with pytest.raises(luabridge.LuaError, match="nn.SpatialDepthWiseConvolution: CUDA tensors are not supported"):
-        call("""function() return nn.SpatialDepthWiseConvolution(1, 1, 3, 3):cuda()
-          :forward(torch.randn(1, 5, 5):cuda()) end""")
+    with pytest.raises(luabridge.LuaError, match="nn.LoopingConvolution: CUDA tensors are not supported"):
+        call("""function()   -- a subclass that has not opted in (its class sets no _deviceKernel)
+          if not nn.LoopingConvolution then torch.class('nn.LoopingConvolution', 'nn.SpatialConvolution') end
+          return nn.LoopingConvolution(1, 1, 3, 3):cuda():forward(torch.randn(1, 5, 5):cuda()) end""")
     with pytest.raises(luabridge.LuaError, match="nn.SpatialAutoCropMSECriterion: torch.CudaTensor is not supported"):
         call("""function() return nn.SpatialAutoCropMSECriterion():cuda()
           :forward(torch.randn(1, 3, 3):cuda(), torch.randn(1, 3, 3):cuda()) end""")

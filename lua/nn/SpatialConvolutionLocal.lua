@@ -5,6 +5,7 @@
 local unfold = require 'nn.kernels.unfold'
 local shape = require 'nn.kernels.shape'
 local SpatialConvolutionLocal, parent = torch.class('nn.SpatialConvolutionLocal', 'nn.Module')
+SpatialConvolutionLocal._deviceKernel = true   -- unfold's device im2col / col2im and batched products
 
 function SpatialConvolutionLocal:__init(nInputPlane, nOutputPlane, iW, iH, kW, kH, dW, dH, padW, padH)
   parent.__init(self)

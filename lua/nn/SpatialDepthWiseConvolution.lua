@@ -10,6 +10,7 @@ local shape = require 'nn.kernels.shape'
 
 -- A SpatialConvolution (its fields, reset and noBias) with per-plane parameter shapes.
 local DepthWise, parent = torch.class('nn.SpatialDepthWiseConvolution', 'nn.SpatialConvolution')
+DepthWise._deviceKernel = true   -- unfold's device im2col / col2im and batched products
 
 function DepthWise:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)
   parent.__init(self, nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH)

@@ -291,3 +291,20 @@ def temporal_conv_acc_grad(b: Backend, gw: Any, gb: Any, x: Any, gout: Any, scal
     xp = b.xp
     gw += scale * xp.tensordot(gout, _frames(xp, x, kW, dW, gout.shape[1]), axes=([0, 1], [0, 1]))
     gb += scale * gout.sum(axis=(0, 1))
+
+
+@op
+def im2col(b: Backend, col: Any, img: Any, oH: int, oW: int, *g: int) -> None:
+    """col (B, C*kH*kW, oH*oW) = the patches of img (B, C, H, W): torch7's finput layout."""
+    col[...] = _columns(b.xp, img, g, oH, oW).reshape(col.shape)
+
+
+@op
+def col2im(b: Backend, img: Any, col: Any, keep: bool, oH: int, oW: int, *g: int) -> None:
+    """img (B, C, H, W) = (img when keep, else 0) + each patch of col added back where it was taken."""
+    B, C, H, W = img.shape
+    folded = _unpadded_fold(b.xp, col.reshape(B, C, g[0], g[1], oH, oW), g, H, W)
+    if keep:
+        img += folded
+    else:
+        img[...] = folded

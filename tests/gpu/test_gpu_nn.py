@@ -65,6 +65,8 @@ LAYERS = [
     ("nn.SpatialDilatedConvolution(2, 3, 3, 3, 1, 1, 2, 2, 2, 2)", "R(2, 2, 7, 6)"),
     ("nn.SpatialFullConvolution(2, 3, 3, 3, 2, 2, 1, 1, 1, 1)", "R(2, 2, 4, 5)"),
     ("nn.SpatialFullConvolution(3, 2, 2, 3, 1, 2, 0, 1):noBias()", "R(3, 4, 3)"),
+    ("nn.SpatialDepthWiseConvolution(3, 2, 3, 3, 2, 1, 1, 1)", "R(2, 3, 7, 6)"),
+    ("nn.SpatialConvolutionLocal(2, 3, 5, 5, 3, 3, 1, 1, 1, 1)", "R(2, 2, 5, 5)"),
     ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1):ceil()", "R(2, 2, 7, 6)"),
     ("nn.SpatialDilatedMaxPooling(2, 2, 1, 1, 0, 0, 2, 2)", "R(2, 2, 6, 6)"),
     ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)", "R(2, 2, 7, 6)"),
@@ -395,8 +397,8 @@ def test_spatial_class_nll_against_numpy(rng):
 
 
 @pytest.mark.parametrize("code,message", [
-    ("nn.SpatialConvolutionLocal(2, 3, 5, 5, 3, 3):cuda():forward(torch.CudaTensor(2, 5, 5))",
-     "nn.SpatialConvolutionLocal: CUDA tensors are not supported"),
+    ("nn.SpatialSubSampling(2, 2, 2):cuda():forward(torch.CudaTensor(2, 5, 5))",
+     "nn.SpatialSubSampling: CUDA tensors are not supported"),
     ("nn.VolumetricConvolution(2, 3, 2, 2, 2):cuda():forward(torch.CudaTensor(2, 3, 4, 4))",
      "nn.VolumetricConvolution: CUDA tensors are not supported"),
     ("nn.RReLU():cuda():forward(torch.CudaTensor(2, 3))", r"nn.RReLU: torch.CudaTensor is not supported \(CPU kernel\)"),

@@ -10,6 +10,8 @@
 local ffi = require 'ffi'
 local apply = require 'torch.backend.cpu.apply'
 local ufunc = require 'torch.backend.cpu.ufunc'
+local backend = require 'torch.backend'
+local check = require 'torch.check'
 
 local unfold = {}
 
@@ -238,9 +240,27 @@ end
 
 -- col = the unfolded patches of img; of its images [first, first + count) into col's blocks
 -- from `block` when given (default: all the images, block = first).
+-- Device tensors: a whole batch of 2D images, no bias row (the ops im2col / col2im of
+-- backend/cuda/nn_spatial.lua); any other use says it is not available.
+local function onDevice(name, img, g, first, count, block)
+  if backend.of(img) == backend.cpu then return nil end
+  if first ~= 0 or count ~= g.B or block ~= 0 or g.colStride or (g.T or 1) ~= 1 or (g.kT or 1) ~= 1 then
+    check.error(name .. ': this geometry (3D, a part of the batch, or a bias row) is not available for CUDA tensors')
+  end
+  return backend.of(img)
+end
+
+local function windows(g)
+  return g.oH, g.oW, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, g.dilationH or 1, g.dilationW or 1
+end
+
 function unfold.im2col(img, col, g, first, count, block)
   first = first or 0
   count, block = count or g.B - first, block or first
+  local device = onDevice('im2col', img, g, first, count, block)
+  if device then
+    return device.im2col(col:view(g.B, -1, g.oH * g.oW), img:view(g.B, g.C, g.H, g.W), windows(g))
+  end
   if unrolls(g, 'im2col', img._dt.size) then
     return unrolledRun(img, col, g, 'im2col', first, count, block)
   end
@@ -256,6 +276,10 @@ end
 function unfold.col2im(col, img, g, keep, first, count, block)
   first = first or 0
   count, block = count or g.B - first, block or first
+  local device = onDevice('col2im', img, g, first, count, block)
+  if device then
+    return device.col2im(img:view(g.B, g.C, g.H, g.W), col:view(g.B, -1, g.oH * g.oW), keep or false, windows(g))
+  end
   if unrolls(g, 'col2im') then
     return unrolledRun(img, col, g, keep and 'col2imAdd' or 'col2im', first, count, block)
   end

@@ -136,6 +136,9 @@ backend.register('cuda', {
   spatial_full_conv_acc_grad = function(g, gradWeight, gradBias, input, gradOutput, scale)
     call('full_conv_acc_grad', gradWeight, gradBias, input, gradOutput, scale, fullWindows(g))
   end,
+  -- nn/kernels/unfold.lua's im2col / col2im of a batch of 2D images (B x K x N columns)
+  im2col = function(col, img, ...) call('im2col', col, img, ...) end,
+  col2im = function(img, col, keep, ...) call('col2im', img, col, keep, ...) end,
   -- out = x with its trailing dims mapped by host matrices (nn/kernels/planemaps.lua)
   plane_maps = function(out, x, backward, ...) call('plane_maps', out, x, backward, ...) end,
   adaptive_max_forward = function(output, indices, input, oH, oW)
