@@ -190,6 +190,24 @@ def test_criterion_on_device_matches_cpu(ctor, src, target):
     np.testing.assert_allclose(_flat(dgi), _flat(gi), rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("ctor,pick", [("nn.CMaxTable()", np.argmax), ("nn.CMinTable()", np.argmin)])
+def test_table_extrema_on_device(ctor, pick, rng):
+    """The elementwise extreme of three tensors, its gradient routed to the first input holding it."""
+    xs = np.round(rng.standard_normal((3, 4, 5)), 1)   # rounded: ties, where the first one wins
+    g = rng.standard_normal((4, 5))
+    y, gis = L(f"""function(a, b, c, g)
+      local m = {ctor}:cuda()
+      local x = {{a:cuda(), b:cuda(), c:cuda()}}
+      local y = m:forward(x):double()
+      local gi = m:backward(x, g:cuda())
+      return y, torch.cat({{gi[1]:double(), gi[2]:double(), gi[3]:double()}}, 1)
+    end""")(*(luabridge.from_numpy(x.copy()) for x in xs), luabridge.from_numpy(g))
+    winner = pick(xs, axis=0)
+    np.testing.assert_allclose(luabridge.to_numpy(y), np.take_along_axis(xs, winner[None], 0)[0], rtol=1e-6)
+    want = np.stack([np.where(winner == i, g, 0) for i in range(3)]).reshape(12, 5)
+    np.testing.assert_allclose(luabridge.to_numpy(gis), want, rtol=1e-6)
+
+
 def test_dropout_on_device():
     """Training: each element dropped with probability p, the rest scaled by 1 / (1 - p), and
     the gradient through the same mask; evaluation: the identity."""

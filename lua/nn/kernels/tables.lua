@@ -2,6 +2,7 @@
 local check = require 'torch.check'
 local backend = require 'torch.backend'
 local loss = require 'nn.kernels.loss'
+local pointwise = require 'nn.kernels.pointwise'
 
 local tables = {}
 
@@ -104,6 +105,18 @@ end
 function tables.extremum(cls, compare, indexField)
   local update = backend.cpu.kernel(3, ('if $3 %s $1 then $1 = $3; $2 = v1 end'):format(compare))
   local route = backend.cpu.kernel(3, '$1 = $2 == v1 and $3 or 0')
+  cls._deviceKernel = true
+  -- the same on device tensors as tensor ops: take = (x beats output), output += take (x -
+  -- output), index += take (i - index); gradInput = (index == i) gradOutput
+  local beats = compare == '>' and 'gt' or 'lt'
+  local function deviceUpdate(self, output, index, x, i)
+    local take = pointwise.scratch(self, '_take', x)
+    take[beats](take, x, output)
+    local step = pointwise.scratch(self, '_step', x):add(x, -1, output)
+    output:addcmul(take, step)
+    index:addcmul(take, step:fill(i):add(-1, index))
+  end
+  local function onDevice(t) return backend.of(t) ~= backend.cpu end
 
   function cls:updateOutput(input)
     tables.tensors(self, input)
@@ -113,7 +126,8 @@ function tables.extremum(cls, compare, indexField)
     self.output:resizeAs(input[1]):copy(input[1])
     for i = 2, #input do
       tables.sameType(self, self.output, input[i])
-      update(self.output, index, input[i], i)
+      if onDevice(index) then deviceUpdate(self, self.output, index, input[i], i)
+      else update(self.output, index, input[i], i) end
     end
     return self.output
   end
@@ -124,7 +138,9 @@ function tables.extremum(cls, compare, indexField)
     tables.sameType(self, self[indexField], gradOutput)
     for i = 1, #input do
       self.gradInput[i] = self.gradInput[i] or input[i].new()
-      route(self.gradInput[i]:resizeAs(input[i]), self[indexField], gradOutput, i)
+      local gi = self.gradInput[i]:resizeAs(input[i])
+      if onDevice(gi) then gi:eq(self[indexField], i):cmul(gradOutput)
+      else route(gi, self[indexField], gradOutput, i) end
     end
     tables.trim(self.gradInput, #input)
     return self.gradInput
