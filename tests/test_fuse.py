@@ -82,6 +82,22 @@ def test_non_elementwise_ops_and_other_dtypes_split_groups(rng):
     np.testing.assert_array_equal(gk, (np.arange(5) + 1) * 2)
 
 
+@pytest.mark.parametrize("n", [10, 5000])
+def test_a_long_chain_splits_into_groups_of_at_most_64_nodes(rng, n):
+    x = tf.placeholder(tf.float32, name="x")
+    z = x
+    for k in range(200):
+        z = (z * 0.5 + x) if k % 2 else tf.sqrt(z + 0.25)
+    ax = rng.random(n, np.float32)
+    s, got = _run(z, {x: ax}, "cpu fusion")
+    sizes = [len(g) for g in _fusion(s, z)]
+    assert sum(sizes) == 400 and max(sizes) == 64
+    v, a = ax.astype(np.float64), ax.astype(np.float64)
+    for k in range(200):
+        v = (v * 0.5 + a) if k % 2 else np.sqrt(v + 0.25)
+    np.testing.assert_allclose(got, v, rtol=1e-5)
+
+
 def test_float64_graphs_fuse_in_float64(rng):
     x = tf.placeholder(tf.float64, name="x")
     z = tf.log(x * x + 1.0) - x

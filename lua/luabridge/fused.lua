@@ -31,9 +31,23 @@ local function literal(x)
   return ('(%.17g)'):format(x)
 end
 
+-- The run function's first lines: the pointers, taken from the list P (inputs, then outputs)
+-- into locals (a generated closure may have at most 60 upvalues, a function 200 locals), and
+-- each broadcast input's one element; then `head`'s lines.
+local function pointers(nin, nout, scalar, head)
+  local lines = {}
+  for k = 0, nin - 1 do
+    lines[#lines + 1] = ('local p%d = P[%d]'):format(k, k + 1)
+    if scalar[k + 1] then lines[#lines + 1] = ('local s%d = p%d[0]'):format(k, k) end
+  end
+  for j = 1, nout do lines[#lines + 1] = ('local py%d = P[%d]'):format(j, nin + j) end
+  for _, line in ipairs(head or {}) do lines[#lines + 1] = line end
+  return lines
+end
+
 -- The loop source of a group: exprs (IR lists), nin inputs, scalar[k + 1] when input k broadcasts.
 local function source(exprs, nin, scalar)
-  local body, names, head = {}, {}, {}
+  local body, names = {}, {}
   local function emit(e)
     local kind = e[1]
     if kind == 'in' then return scalar[e[2] + 1] and ('s' .. e[2]) or ('p' .. e[2] .. '[i]') end
@@ -52,15 +66,9 @@ local function source(exprs, nin, scalar)
   end
   local outs = {}
   for j = 1, #exprs do outs[j] = ('py%d[i] = %s'):format(j, emit(exprs[j])) end
-  local params = {}
-  for k = 0, nin - 1 do
-    params[#params + 1] = 'p' .. k
-    if scalar[k + 1] then head[#head + 1] = ('local s%d = p%d[0]'):format(k, k) end
-  end
-  for j = 1, #exprs do params[#params + 1] = 'py' .. j end
   return ([[
 local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
-return function(n, %s)
+return function(n, P)
   return function()
     %s
     for i = 0, n - 1 do
@@ -68,7 +76,7 @@ return function(n, %s)
       %s
     end
   end
-end]]):format(table.concat(params, ', '), table.concat(head, '\n    '),
+end]]):format(table.concat(pointers(nin, #exprs, scalar, head), '\n    '),
               table.concat(body, '\n      '), table.concat(outs, '\n      '))
 end
 
@@ -90,14 +98,15 @@ local TYPE_CHAR = { float = 'f', double = 'd' }
 -- one call of numpy's SIMD loop (or a short Lua loop) into a block buffer that stays in cache;
 -- the roots write the outputs. One pass over memory, SIMD inside the block.
 local function blockedSource(exprs, nin, scalar, ctype)
-  local pre, head, body, loops, consts, memo = {}, {}, {}, {}, {}, {}
+  local head, body, loops, consts, memo = {}, {}, {}, {}, {}
   local ntemp = 0
   -- an operand: { pointer, byte step, element i of it in Lua }
   local function const(x)
     local key = literal(x)
     if not consts[key] then
-      consts[key] = 'c' .. (#pre + 1)
-      pre[#pre + 1] = ('local %s = ffi.new(ct .. "[1]", %s)'):format(consts[key], key)
+      consts[#consts + 1] = key
+      consts[key] = 'c' .. #consts
+      head[#head + 1] = ('local %s = C + %d'):format(consts[key], #consts - 1)
     end
     return { consts[key], '0', key }
   end
@@ -196,21 +205,15 @@ local function blockedSource(exprs, nin, scalar, ctype)
     local got = emit(exprs[j], out)
     if got ~= out then body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(out[3], got[3]) end
   end
-  local params = {}
-  for k = 0, nin - 1 do
-    params[#params + 1] = 'p' .. k
-    if scalar[k + 1] then head[#head + 1] = ('local s%d = p%d[0]'):format(k, k) end
-  end
-  for j = 1, #exprs do params[#params + 1] = 'py' .. j end
   return ([[
 local ffi = require 'ffi'
 local ufunc = require 'torch.backend.cpu.ufunc'
 local unary, binary = ufunc.unary, ufunc.binary
 local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
-return function(n, ct, L, %s)
+return function(n, ct, L, P)
   local S = ffi.sizeof(ct)
   local buf = ffi.new(ct .. '[?]', %d)
-  %s
+  local C = ffi.new(ct .. '[?]', %d, { %s })
   return function()
     %s
     for off = 0, n - 1, %d do
@@ -219,8 +222,9 @@ return function(n, ct, L, %s)
       %s
     end
   end
-end]]):format(table.concat(params, ', '), math.max(1, ntemp) * M.BLOCK, table.concat(pre, '\n  '),
-              table.concat(head, '\n    '), M.BLOCK, M.BLOCK, M.BLOCK, table.concat(body, '\n      ')), loops
+end]]):format(math.max(1, ntemp) * M.BLOCK, math.max(1, #consts), table.concat(consts, ', '),
+              table.concat(pointers(nin, #exprs, scalar, head), '\n    '), M.BLOCK, M.BLOCK, M.BLOCK,
+              table.concat(body, '\n      ')), loops
 end
 
 local compiled = {}
@@ -261,9 +265,9 @@ function M.closure(exprs, xs, ys, blocked)
   local ctype = tostring(ffi.typeof(ptrs[#ptrs])):match('ctype<(%a+) ?%*>')
   if blocked and TYPE_CHAR[ctype] then
     local src, loops = blockedSource(exprs, #xs, scalar, ctype)
-    loop = factory(src)(n, ctype, loops, unpack(ptrs))
+    loop = factory(src)(n, ctype, loops, ptrs)
   else
-    loop = factory(source(exprs, #xs, scalar))(n, unpack(ptrs))
+    loop = factory(source(exprs, #xs, scalar))(n, ptrs)
   end
   if direct then return loop end
   return function()

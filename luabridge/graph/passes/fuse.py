@@ -30,6 +30,10 @@ FUSED = register(Op("_fused", num_inputs=lambda attrs: len(attrs["group"].inputs
                     input_names=lambda attrs: list(attrs["group"].inputs), hint="fused"))
 
 FLOATS = ("float32", "float64")
+# a group's size bounds (the generated Lua function keeps one local per sub-expression, input
+# pointer and broadcast value, and Lua allows 200)
+MAX_GROUP_NODES = 64
+MAX_GROUP_OPERANDS = 48
 # CPU form rule (measured with bench/fusion.py's chains): the per-element Lua loop has no call
 # per op, so it wins on small groups (2-3x the unfused ops up to a few hundred elements); past
 # that numpy's SIMD loops per block win (a cheap fn costs ~1 ns per element in the Lua loop,
@@ -142,6 +146,7 @@ class _Fuser:
         size = self.numel(self.g.entry_id(root))
         members = {id(root)}
         order = [root]
+        operands = set(self.g.input_eids(root))   # entries the group reads from outside
         grown = True
         while grown:
             grown = False
@@ -150,9 +155,12 @@ class _Fuser:
                     continue
                 for e in m.inputs:
                     p = e.node
-                    if id(p) not in members and id(p) not in taken and self.joins(p, members, root, size):
+                    if (len(order) < MAX_GROUP_NODES and id(p) not in members and id(p) not in taken
+                            and len(operands | set(self.g.input_eids(p))) <= MAX_GROUP_OPERANDS + 1
+                            and self.joins(p, members, root, size)):
                         members.add(id(p))
                         order.append(p)
+                        operands = (operands | set(self.g.input_eids(p))) - {self.g.entry_id(p)}
                         grown = True
         return sorted(order, key=lambda n: self.pos[id(n)]) if len(order) > 1 else None
 
