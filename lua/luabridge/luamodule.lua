@@ -81,6 +81,16 @@ local function layout(t)
   return { mt = getmetatable(t), st = t._st, off = t._off, sz = copyArray(t._sz), str = copyArray(t._str) }
 end
 
+-- Whether tensor t still lies as layout l says (modules seldom change their input's layout).
+local function unchanged(t, l)
+  if t._st ~= l.st or t._off ~= l.off or getmetatable(t) ~= l.mt or #t._sz ~= #l.sz then return false end
+  local sz, str = t._sz, t._str
+  for d = 1, #l.sz do
+    if sz[d] ~= l.sz[d] or str[d] ~= l.str[d] then return false end
+  end
+  return true
+end
+
 -- The input: M.tensor's arguments (the storage is kept, see luabridge/torch/crossing.py's Lent),
 -- true for a new view of the kept storage (Python lends the same memory again), or a Lua value.
 -- Returns the input (Python keeps it for the backward), the output, and whether it moved.
@@ -88,10 +98,17 @@ function M.forward(state, first, ...)
   local input
   if first == true then
     local l = state.lent
-    input = torch._makeTensor(l.mt, l.st, l.off, copyArray(l.sz), copyArray(l.str))
+    input = l.view
+    if not unchanged(input, l) then   -- the module resized or re-pointed it: a new view
+      input = torch._makeTensor(l.mt, l.st, l.off, copyArray(l.sz), copyArray(l.str))
+      l.view = input
+    end
   else
     input = value(first, ...)
-    if type(first) == 'string' then state.lent = layout(input) end
+    if type(first) == 'string' then
+      state.lent = layout(input)
+      state.lent.view = input
+    end
   end
   local output = state.module:forward(input)
   return input, output, M.moved(state.output, output)
