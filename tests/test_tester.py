@@ -258,7 +258,8 @@ def test_timer_measures_real_and_cpu_time(lua):
 def test_timer_stop_resume_reset(lua):
     out = luabridge.execute("""
       local t = torch.Timer()
-      local function spin(s) local c = os.clock(); while os.clock() - c < s do end end
+      -- spin on wall time (os.clock counts every thread of the process, so it can run ahead of it)
+      local function spin(s) local w = torch.Timer(); while w:time().real < s do end end
       spin(0.02)
       t:stop()
       local stopped = t:time()
