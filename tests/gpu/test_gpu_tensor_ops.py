@@ -82,6 +82,8 @@ CASES = [
     ("narrow", "B:narrow(2, 2, 2):clone()", lambda: B[:, 1:3]),
     ("unfold", "B:select(1, 1):unfold(1, 2, 2):clone()", lambda: B[0].reshape(2, 2)),
     ("expand", "A:narrow(1, 1, 1):expand(3, 4):clone()", lambda: np.repeat(A[:1], 3, 0)),
+    ("repeatTensor", "B:repeatTensor(2, 1, 3)", lambda: np.tile(B, (2, 1, 3))),
+    ("reshape", "B:t():reshape(2, 6)", lambda: B.T.reshape(2, 6)),
 ]
 SCALARS = [
     ("sum", "B:sum()", lambda: B.sum()),

@@ -191,9 +191,10 @@ for _, dt in ipairs(dtype.list) do   -- float(), double(), ... back to the CPU
   local name = dt.name:lower()
   Methods[name] = Tensor[name]
 end
--- CPU methods written with tensor methods only (math/join.lua, math/operators.lua) serve both;
+-- CPU methods written with tensor methods only (math/join.lua, math/operators.lua, repeatTensor
+-- and reshape in math/construct.lua) serve both;
 -- torch.cat, torch.split, torch.chunk too. Absent ones stay absent.
-for _, name in ipairs { 'cat', 'split', 'chunk', '__add', '__sub', '__mul', '__div', '__mod', '__unm' } do
+for _, name in ipairs { 'cat', 'split', 'chunk', 'repeatTensor', 'reshape', '__add', '__sub', '__mul', '__div', '__mod', '__unm' } do
   Methods[name] = torch._tensorMetatables.Float[name]
 end
 
