@@ -108,18 +108,21 @@ class Staging:
         self.slots: list[tuple[torch.Tensor, np.ndarray, Any]] = []   # (tensor, its numpy view, Lua tensor)
 
     def args(self, b: Bridge, make: Any, grads: tuple, spec: Spec) -> tuple:
-        del self.slots[len(grads):]
+        slots = self.slots
+        del slots[len(grads):]
         for i, g in enumerate(grads):
-            if i == len(self.slots):
-                self.slots.append(_staged(b, make, g))
-            elif self.slots[i][0].shape != g.shape or self.slots[i][0].dtype != g.dtype:
-                self.slots[i] = _staged(b, make, g)
-            tensor, array, _ = self.slots[i]
+            if i == len(slots):
+                slots.append(_staged(b, make, g))
+            else:
+                tensor = slots[i][0]
+                if tensor.shape != g.shape or tensor.dtype != g.dtype:
+                    slots[i] = _staged(b, make, g)
+            tensor, array, lua = slots[i]
             tensor.copy_(g)
             canonical_nans(array)
         if spec is None:
-            return (self.slots[0][2],)
-        return (nest(b, [lua for _, _, lua in self.slots], spec),)
+            return (lua,)
+        return (nest(b, [lua for _, _, lua in slots], spec),)
 
 
 def _staged(b: Bridge, make: Any, like: torch.Tensor) -> tuple[torch.Tensor, np.ndarray, Any]:
@@ -129,10 +132,11 @@ def _staged(b: Bridge, make: Any, like: torch.Tensor) -> tuple[torch.Tensor, np.
 
 def canonical_nans(array: np.ndarray) -> None:
     """interop's NaN rewrite (LuaJIT must never read a NaN with a payload), behind a cheaper test
-    for the usual case of no NaN at all (a bare ufunc reduce; its minimum is NaN when any is)."""
+    for the usual case of no NaN at all: the sum of squares (one BLAS dot, half a min's cost on
+    small arrays) is NaN exactly when an element is (infinities square to +inf, never NaN)."""
     if array.dtype.kind == "f" and array.size:
-        low = np.minimum.reduce(array, axis=None)
-        if low != low:
+        squares = np.vdot(array, array)
+        if squares != squares:
             _canonicalise_nans(array)
 
 
@@ -189,7 +193,8 @@ class Views:
             self.leaves = [torch.from_numpy(to_numpy(t)) for t in leaves]
             self.valid = True
         if needed is None:
-            return tuple([t.clone() for t in self.leaves])
+            leaves = self.leaves
+            return (leaves[0].clone(),) if len(leaves) == 1 else tuple([t.clone() for t in leaves])
         return tuple([t.clone() if need else None for t, need in zip(self.leaves, needed)])
 
 

@@ -149,18 +149,25 @@ class LuaModule(torch.nn.Module):
 
     def forward(self, x: Any) -> Any:
         leaves: list[torch.Tensor] = []
-        spec = flatten(x, leaves)
+        if isinstance(x, torch.Tensor):   # the usual lone tensor, without flatten's walk
+            leaves.append(x)
+            spec: Spec = None
+        else:
+            spec = flatten(x, leaves)
+        dtype = self._dtype
         for leaf in leaves:
-            if leaf.dtype != self._dtype and leaf.is_floating_point() and self._dtype is not None:
+            if leaf.dtype != dtype and leaf.is_floating_point() and dtype is not None:
                 raise TypeError(f"LuaModule({self.lua._typename()}): input is {leaf.dtype} but the module's "
-                                f"tensors are {self._dtype} (convert one of them: .to(dtype))")
+                                f"tensors are {dtype} (convert one of them: .to(dtype))")
+        params = self._params
         if torch.is_grad_enabled() and (any([t.requires_grad for t in leaves])
-                                        or any([p.requires_grad for p in self._params])):
+                                        or any([p.requires_grad for p in params])):
             apply = _LuaFunction.apply if torch._C._are_functorch_transforms_active() else _apply_in_c
-            outputs = apply(self, spec, *leaves, *self._params)
+            outputs = apply(self, spec, *leaves, *params)
         else:   # nothing for autograd to record: no Function, no ctx, no saved outputs
             outputs = self._forward(leaves, spec)[1]
-        return unflatten(outputs, self._output.spec)
+        out_spec = self._output.spec
+        return outputs[0] if out_spec is None else unflatten(outputs, out_spec)
 
     def _forward(self, leaves: tuple | list, spec: Spec) -> tuple[Any, tuple]:
         """The Lua forward of leaves laid out as spec: the Lua input and copies of the outputs."""
