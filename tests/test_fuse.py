@@ -136,7 +136,7 @@ def test_broadcast_operands_of_shape_1(rng):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n", [5, 3000, 70000])   # both CPU forms: a Lua loop and blocked ufuncs
+@pytest.mark.parametrize("n", [5, 3000, 70000, 1000003])   # a Lua loop, blocked ufuncs, large blocks with a tail
 def test_fused_equals_unfused_and_numpy(rng, dtype, n):
     code = tf.float32 if dtype == np.float32 else tf.float64
     x, y = tf.placeholder(code, name="x"), tf.placeholder(code, name="y")

@@ -94,10 +94,10 @@ local UFUNC = {
 }
 local TYPE_CHAR = { float = 'f', double = 'd' }
 
--- The blocked source of a group: per block of M.BLOCK elements, each distinct sub-expression is
+-- The blocked source of a group: per block of `block` elements, each distinct sub-expression is
 -- one call of numpy's SIMD loop (or a short Lua loop) into a block buffer that stays in cache;
 -- the roots write the outputs. One pass over memory, SIMD inside the block.
-local function blockedSource(exprs, nin, scalar, ctype)
+local function blockedSource(exprs, nin, scalar, ctype, block)
   local head, body, loops, consts, memo = {}, {}, {}, {}, {}
   local ntemp = 0
   -- an operand: { pointer, byte step, element i of it in Lua }
@@ -192,7 +192,7 @@ local function blockedSource(exprs, nin, scalar, ctype)
         ntemp = ntemp + 1
         t = ntemp
         -- set in the run function, so that the closure holds buf itself (GC), not pointers into it
-        head[#head + 1] = ('local t%d = buf + %d'):format(t, (t - 1) * M.BLOCK)
+        head[#head + 1] = ('local t%d = buf + %d'):format(t, (t - 1) * block)
       end
       dst = { 't' .. t, 'S', ('t%d[i]'):format(t), temp = t }
     end
@@ -222,8 +222,8 @@ return function(n, ct, L, P)
       %s
     end
   end
-end]]):format(math.max(1, ntemp) * M.BLOCK, math.max(1, #consts), table.concat(consts, ', '),
-              table.concat(pointers(nin, #exprs, scalar, head), '\n    '), M.BLOCK, M.BLOCK, M.BLOCK,
+end]]):format(math.max(1, ntemp) * block, math.max(1, #consts), table.concat(consts, ', '),
+              table.concat(pointers(nin, #exprs, scalar, head), '\n    '), block, block, block,
               table.concat(body, '\n      ')), loops
 end
 
@@ -264,7 +264,8 @@ function M.closure(exprs, xs, ys, blocked)
   local loop
   local ctype = tostring(ffi.typeof(ptrs[#ptrs])):match('ctype<(%a+) ?%*>')
   if blocked and TYPE_CHAR[ctype] then
-    local src, loops = blockedSource(exprs, #xs, scalar, ctype)
+    local block = n >= M.LARGE and M.LARGE_BLOCK or M.BLOCK
+    local src, loops = blockedSource(exprs, #xs, scalar, ctype, block)
     loop = factory(src)(n, ctype, loops, ptrs)
   else
     loop = factory(source(exprs, #xs, scalar))(n, ptrs)
@@ -277,6 +278,8 @@ function M.closure(exprs, xs, ys, blocked)
   end
 end
 
-M.BLOCK = 1024   -- elements per block of the blocked form
+-- Elements per block of the blocked form (bench/fusion.py): small blocks keep groups of ~1e4
+-- elements as fast as unfused; from M.LARGE elements on, larger blocks halve the calls per op.
+M.BLOCK, M.LARGE_BLOCK, M.LARGE = 1024, 4096, 1000000
 M.source, M.blockedSource = source, blockedSource
 return M
