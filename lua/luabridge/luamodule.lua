@@ -92,7 +92,7 @@ local function unchanged(t, l)
 end
 
 -- The input: M.tensor's arguments (the storage is kept, see luabridge/torch/crossing.py's Lent),
--- true for a new view of the kept storage (Python lends the same memory again), or a Lua value.
+-- true for the kept storage's view (Python lends the same memory again), or a Lua value.
 -- Returns the input (Python keeps it for the backward), the output, and whether it moved.
 function M.forward(state, first, ...)
   local input

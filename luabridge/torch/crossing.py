@@ -143,8 +143,8 @@ def canonical_nans(array: np.ndarray) -> None:
 class Lent:
     """The lone input tensor lent to Lua by the latest forward, by its layout. When the same
     memory comes again (the same tensor, or a view with the same address, sizes, strides and
-    dtype), Lua makes a new view of the storage it kept instead of Python registering a buffer
-    and Lua making a storage. Sound because the registered buffer holds the first tensor's
+    dtype), Lua uses the view it made last time (a new view of the storage it kept if the module
+    changed that view's layout) instead of Python registering a buffer and Lua making a storage. Sound because the registered buffer holds the first tensor's
     memory while Lua keeps its storage: no other memory can lie at that address meanwhile, and
     values changed in place are seen because the memory is shared."""
 
