@@ -26,3 +26,12 @@ def path(request, lua):
     yield request.param
     for k, (f, d) in saved.items():
         limits[k].Float, limits[k].Double = f, d
+
+
+@pytest.fixture
+def numpy_device(lua):
+    """The CUDA backend with numpy standing in for CuPy, for this test."""
+    from luabridge.backend import cuda
+    cuda.use_array_module(np)
+    yield
+    cuda.use_array_module(None)

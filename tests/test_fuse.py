@@ -296,14 +296,6 @@ def test_config_names(rng):
         Session("fusion")
 
 
-@pytest.fixture
-def numpy_device(lua):
-    from luabridge.backend import cuda
-    cuda.use_array_module(np)
-    yield
-    cuda.use_array_module(None)
-
-
 def test_gpu_fusion_matches_cpu(numpy_device, rng):
     """"gpu fusion": the fused node calls luabridge.backend.cuda_fuse.kernel (numpy standing in)."""
     x, c = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="c")

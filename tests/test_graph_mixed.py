@@ -119,14 +119,6 @@ def test_python_op_error_names_the_node():
         s.run(bad(x, name="oops"), {x: np.ones(3)})
 
 
-@pytest.fixture
-def numpy_device(lua):
-    from luabridge.backend import cuda
-    cuda.use_array_module(np)
-    yield
-    cuda.use_array_module(None)
-
-
 def test_gpu_session_matches_cpu(numpy_device, rng):
     """config "gpu": buffers, variables and nn modules on the CUDA backend (numpy standing in)."""
     x, t = placeholder("x", dtype="float32"), placeholder("t", dtype="float32")

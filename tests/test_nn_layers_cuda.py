@@ -7,15 +7,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.backend import cuda
 from nn_layers_check import call, forward, lua_tensor, module
-
-
-@pytest.fixture
-def numpy_device(lua):
-    cuda.use_array_module(np)
-    yield
-    cuda.use_array_module(None)
 
 
 _RUN = """function(m, x, g, onDevice)
