@@ -75,7 +75,9 @@ function Kmeans:updateOutput(input)
   self._dist = self._dist or input.new()
   sqDistances(input, self.weight, self._dist)
   self._minScore = self._minScore or input.new()
-  self._minIndx = self._minIndx or torch.LongTensor()
+  -- min's indices are a CudaLongTensor for CUDA input, as in cutorch
+  local indexType = input:type():find('Cuda', 1, true) and 'torch.CudaLongTensor' or 'torch.LongTensor'
+  if torch.type(self._minIndx) ~= indexType then self._minIndx = torch.getmetatable(indexType).new() end
   self._minScore:min(self._minIndx, self._dist, 1)
   self._minIndx = self._minIndx:view(input:size(1))
   self.output:resize(input:size(1)):copy(self._minIndx)

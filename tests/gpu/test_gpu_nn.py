@@ -83,6 +83,7 @@ LAYERS = [
     ("nn.SpatialUpSamplingBilinear({oheight=5, owidth=7})", "R(2, 2, 3, 4)"),
     ("nn.TemporalConvolution(3, 4, 3, 2)", "R(2, 9, 3)"),
     ("nn.TemporalMaxPooling(3, 2)", "R(2, 9, 4)"),
+    ("nn.Kmeans(3, 4)", "R(6, 4)"),
     ("nn.SeqLSTM(3, 4)", "R(5, 2, 3)"),
     ("nn.SeqGRU(3, 4)", "R(5, 2, 3)"),
     ("nn.Sequencer(nn.FastLSTM(3, 4))", "R(5, 2, 3)"),
