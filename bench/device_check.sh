@@ -4,7 +4,7 @@
 # runs tests/gpu and the other GPU tests with real CuPy (LUABRIDGE_GPU_TESTS=cupy: no numpy
 # standing in), then bench/gpu.py, and writes a Markdown report to $DEVICE_CHECK_REPORT, else
 # $OUT/device_check.md when $OUT is set (the device tool's folder that comes back), else
-# /tmp/luabridge_device_check.md.
+# build/device_check.md in the repository.
 #
 #   bash bench/device_check.sh            # from the repository root
 #
@@ -13,7 +13,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 REPORT=${DEVICE_CHECK_REPORT:-${OUT:+$OUT/device_check.md}}
-REPORT=${REPORT:-/tmp/luabridge_device_check.md}
+REPORT=${REPORT:-build/device_check.md}
 PY=${PYTHON:-}
 if [ -z "$PY" ]; then
   if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
