@@ -76,7 +76,7 @@ return function(n, P)
       %s
     end
   end
-end]]):format(table.concat(pointers(nin, #exprs, scalar, head), '\n    '),
+end]]):format(table.concat(pointers(nin, #exprs, scalar), '\n    '),
               table.concat(body, '\n      '), table.concat(outs, '\n      '))
 end
 
