@@ -30,7 +30,3 @@ XP, MODE = _array_module()
 ON_DEVICE = XP is not np
 NEEDS_DEVICE = pytest.mark.skipif(not ON_DEVICE, reason=f"needs a CUDA device; running with {MODE}")
 
-
-def host(a: Any) -> np.ndarray:
-    """A host numpy copy of a device array (a numpy array as is)."""
-    return a.get() if hasattr(a, "get") else np.asarray(a)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from gpu_mode import MODE, NEEDS_DEVICE, XP, host
+from gpu_mode import MODE, NEEDS_DEVICE, XP
 from helpers import lua_fn as L
 from luabridge.backend import cuda
 
@@ -27,7 +27,7 @@ def test_device_arrays_are_shared_both_ways():
     a = XP.arange(12, dtype=XP.float32).reshape(3, 4)
     t = cuda.from_device_array(a[:, 1:3])                  # a strided view, no copy
     L("function(t) t:mul(10) end")(t)
-    np.testing.assert_array_equal(host(a)[:, 1:3], np.arange(12).reshape(3, 4)[:, 1:3] * 10)
+    np.testing.assert_array_equal(cuda.to_host(a)[:, 1:3], np.arange(12).reshape(3, 4)[:, 1:3] * 10)
     back = XP.from_dlpack(luabridge.wrap(t))               # DLPack out of the proxy: the same memory
     back[0, 0] = -1
     assert L("function(t) return t[1][1] end")(t) == -1
@@ -58,7 +58,7 @@ def test_pytorch_cuda_dlpack_zero_copy_and_streams():
     with torch.cuda.stream(side):
         y = x * 3                                          # made on a side stream
     t = luabridge.from_dlpack(y)
-    np.testing.assert_array_equal(host(luabridge.to_numpy(t)), np.arange(6).reshape(2, 3) * 3)
+    np.testing.assert_array_equal(cuda.to_host(luabridge.to_numpy(t)), np.arange(6).reshape(2, 3) * 3)
     L("function(t) t:add(1) end")(t)
     torch.cuda.synchronize()
     assert torch.equal(y.cpu(), torch.arange(6.0).reshape(2, 3) * 3 + 1)
