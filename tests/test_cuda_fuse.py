@@ -240,15 +240,8 @@ def test_every_body_compiles_as_a_cuda_kernel(tmp_path: Path) -> None:
 
 # ---- (c) the callable with numpy standing in for CuPy; (d) the cache ----
 
-@pytest.fixture
-def numpy_standing_in():
-    cuda.use_array_module(np)
-    yield np
-    cuda.use_array_module(None)
-
-
 @pytest.mark.parametrize("name", sorted(GROUPS))
-def test_kernel_with_numpy_standing_in_matches_numpy(numpy_standing_in, name: str) -> None:
+def test_kernel_with_numpy_standing_in_matches_numpy(numpy_device, name: str) -> None:
     g = GROUPS[name]
     ins = _inputs(name, g)
     outs = [np.empty(257, dtype=g.dtype) for _ in g.exprs]
@@ -256,7 +249,7 @@ def test_kernel_with_numpy_standing_in_matches_numpy(numpy_standing_in, name: st
     _check(name, g, ins, outs)
 
 
-def test_a_source_is_compiled_once(numpy_standing_in) -> None:
+def test_a_source_is_compiled_once(numpy_device) -> None:
     expr = ("mul", ("add", X, C(0.123456789)), Y)
     first = FusedGroup(("a", "b"), (expr,), "float32", "cuda", ("n1", "n2"))
     renamed = FusedGroup(("c", "d"), (expr,), "float32", "cuda", ("m1", "m2"))   # the same source
@@ -269,7 +262,7 @@ def test_a_source_is_compiled_once(numpy_standing_in) -> None:
     assert cuda_fuse.compile_count == before + 2
 
 
-def test_gpu_fusion_session_runs_the_generated_kernel(numpy_standing_in, lua) -> None:
+def test_gpu_fusion_session_runs_the_generated_kernel(numpy_device) -> None:
     """Session("gpu fusion") (numpy standing in): the chain is one group, run by kernel(group)."""
     x = G.create("placeholder", name="x", dtype="float32")
     b = G.create("placeholder", name="b", dtype="float32")
