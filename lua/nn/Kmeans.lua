@@ -3,6 +3,7 @@
 -- within-cluster sum of squared distances; gradWeight then moves each centroid towards the mean
 -- of its samples, so weight:add(-lr, gradWeight) with lr = 1 is a Lloyd step.
 local check = require 'torch.check'
+local extremum = require 'nn.kernels.extremum'
 local Kmeans, parent = torch.class('nn.Kmeans', 'nn.Module')
 
 function Kmeans:__init(k, dim, scale)
@@ -76,9 +77,7 @@ function Kmeans:updateOutput(input)
   sqDistances(input, self.weight, self._dist)
   self._minScore = self._minScore or input.new()
   -- min's indices are a CudaLongTensor for CUDA input, as in cutorch
-  local indexType = input:type():find('Cuda', 1, true) and 'torch.CudaLongTensor' or 'torch.LongTensor'
-  if torch.type(self._minIndx) ~= indexType then self._minIndx = torch.getmetatable(indexType).new() end
-  self._minScore:min(self._minIndx, self._dist, 1)
+  self._minScore:min(extremum.indices(self, '_minIndx', input), self._dist, 1)
   self._minIndx = self._minIndx:view(input:size(1))
   self.output:resize(input:size(1)):copy(self._minIndx)
   self.loss = self._minScore:sum()

@@ -10,6 +10,13 @@ function extremum.indexTensor(t)
   return backend.of(t) == backend.cpu and torch.LongTensor() or torch.CudaLongTensor()
 end
 
+-- self[field] as an index tensor on t's device: kept when it already is one, else made anew.
+function extremum.indices(self, field, t)
+  local wanted = backend.of(t) == backend.cpu and 'torch.LongTensor' or 'torch.CudaLongTensor'
+  if torch.type(self[field]) ~= wanted then self[field] = extremum.indexTensor(t) end
+  return self[field]
+end
+
 function extremum.define(cls, op)
   function cls:__init(dimension, nInputDims)
     nn.Module.__init(self)

@@ -7,6 +7,7 @@ local shape = require 'nn.kernels.shape'
 local unfold = require 'nn.kernels.unfold'
 local planemaps = require 'nn.kernels.planemaps'
 local convdnnl = require 'nn.kernels.dnnl'
+local extremum = require 'nn.kernels.extremum'
 require 'torch.backend.cuda.nn_spatial'
 
 local pool = {}
@@ -217,11 +218,7 @@ function pool.adaptiveForward(self, input, mode)
   input = input:contiguous()
   self.output:resize(batch and { B, C, self.H, self.W } or { C, self.H, self.W })
   local device = backend.of(input) ~= backend.cpu and backend.of(input)
-  if mode == 'max' then
-    local indexType = device and 'torch.CudaLongTensor' or 'torch.LongTensor'
-    if torch.type(self.indices) ~= indexType then self.indices = torch.getmetatable(indexType).new() end
-    self.indices:resize(self.output:size())
-  end
+  if mode == 'max' then extremum.indices(self, 'indices', input):resize(self.output:size()) end
   if device then   -- averages: one matrix per dim (planemaps.lua); maxima: the op's windows
     if mode == 'max' then
       device.adaptive_max_forward(self.output, self.indices, input, self.H, self.W)
@@ -429,9 +426,7 @@ function pool.maxForward(self, input, g)
   self.itime, self.iheight, self.iwidth = self.kT and g.I[1] or nil, g.I[2], g.I[3]
   input = input:contiguous()
   shape.resize(self.output, g.sizes)
-  local indexType = input:type():find('^torch%.Cuda') and 'torch.CudaLongTensor' or 'torch.LongTensor'
-  if torch.type(self.indices) ~= indexType then self.indices = torch.getmetatable(indexType).new() end
-  shape.resize(self.indices, g.sizes)
+  shape.resize(extremum.indices(self, 'indices', input), g.sizes)
   backend.of(input).pool_max_forward(g, self.output, self.indices, input)
   return self.output
 end
