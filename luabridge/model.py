@@ -196,7 +196,7 @@ class Model:
     def state(self) -> dict[str, np.ndarray]:
         """Copies of the parameters and buffers (running_mean, running_var), keyed as
         luabridge.torch.LuaModule's state_dict: "1.weight", "3.2.bias", "2.running_mean"."""
-        return {e.key: np.array(to_numpy(e.tensor._lua)) for e in _entries(self._built(bridge()).module)}
+        return module_state(self._built(bridge()).module)
 
     def to_bytes(self) -> bytes:
         """The module's .t7 bytes (in the format it was given in; from_lua's are binary)."""
@@ -315,6 +315,12 @@ def _check_held(b: Bridge, value: Any, what: str, hint: str = "") -> None:
 def _evaluate(b: Bridge, module: Any) -> None:
     if module.evaluate is not None:   # a criterion has no mode
         b.call(module.evaluate, module)
+
+
+def module_state(module: Any) -> dict[str, np.ndarray]:
+    """Copies of a Lua module's parameters and buffers (a Lua value or proxy), keyed as
+    Model.state; none for a criterion."""
+    return {e.key: np.array(to_numpy(e.tensor._lua)) for e in _entries(unwrap(module))}
 
 
 def _entries(module: Any) -> list[Entry]:

@@ -17,7 +17,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from ..errors import LuaError
 from ..interop import to_numpy
-from ..model import Model
+from ..model import Model, module_state
 from ..proxy import unwrap
 from ..runtime import bridge
 from ._worker import use_assigned_cpus
@@ -62,7 +62,7 @@ class _Replica:
     def finish(self, update: Update) -> dict[str, np.ndarray]:
         """Applies the last update; gives the trained parameters and buffers (Model.state's keys)."""
         self._apply(update)
-        return Model.from_module(self.module).state()
+        return module_state(self.module)
 
     def _apply(self, update: Update) -> None:
         if update is not None:
