@@ -44,14 +44,14 @@ register_all(Op("matmul", num_inputs=2, input_names=("lhs", "rhs"), infer_shape=
 def _matmul_backward_grad(node: Node, og: list) -> list:
     # c = f(a, b) is bilinear: the map gc -> (ga, gb) is the adjoint of (da, db) -> f(da, b) +
     # f(a, db), so its gradient in gc is f(gga, b) + f(a, ggb); ga does not depend on a and gb
-    # is linear in a (<ggb, gb> = <gc, f(a, ggb)>), and likewise for b
+    # is linear in a (<ggb, gb> = <gc, f(a, ggb)>), and likewise for b. ga reads only gc and
+    # the rhs, gb only gc and the lhs: one backward of (gc, gga, ggb) gives d_a and d_b.
     gc, a, b = node.inputs
     gga, ggb = og
     n = node.name
     d_gc = create("__add_symbol__", _matmul(gga, b, f"{n}_grad_gc0", node.attrs),
                   _matmul(a, ggb, f"{n}_grad_gc1", node.attrs), name=f"{n}_grad_gc")
-    d_a = _matmul_backward(gc, a, ggb, f"{n}_grad_a", node.attrs)[0]
-    d_b = _matmul_backward(gc, gga, b, f"{n}_grad_b", node.attrs)[1]
+    d_a, d_b = _matmul_backward(gc, gga, ggb, f"{n}_grad_ab", node.attrs)
     return [d_gc, d_a, d_b]
 
 
