@@ -209,3 +209,7 @@ def test_bad_inputs_name_the_module() -> None:
         convert("nn.NarrowTable(2, 2)")(x)
     with pytest.raises(IndexError, match="JoinTable: dimension 3 out of range for a 1D input"):
         convert("nn.JoinTable(3)")(x)
+    # the layers that take one torch7 dim read it alike (negative from the end, range checked)
+    for ctor in ("nn.Sum(3)", "nn.Max(-3)", "nn.Narrow(3, 1, 1)", "nn.Select(3, 1)"):
+        with pytest.raises(IndexError, match=r"(Reduce|Narrow|Select): dimension -?3 out of range for a 2D input"):
+            convert(ctor)(torch.zeros(2, 2))

@@ -304,18 +304,22 @@ class Unsqueeze(torch.nn.Module):
         return f"pos={self.pos}, num_input_dims={self.num_input_dims}"
 
 
-def _dim_of(x: torch.Tensor, dim: int, n_input_dims: int | None) -> int:
-    """torch7's 1-based `dim` of nn.Sum / Max / Narrow... as a 0-based dim of x: negative counts
-    from the end; with nInputDims, a batch dim in front shifts it."""
-    if dim < 0:
-        return x.dim() + dim
-    if n_input_dims is not None and x.dim() == n_input_dims + 1:
-        return dim
-    return dim - 1
+def torch7_dim(owner: torch.nn.Module, dimension: int, n_input_dims: int | None, ndim: int) -> int:
+    """The 0-based dim of torch7's 1-based `dimension` (nn.Sum / Max / Narrow / Select / JoinTable /
+    SplitTable) for an ndim-D input: negative counts from the end; with n_input_dims, an input with
+    one more dim is a batch and the dim moves one right; out of range is an IndexError."""
+    d = dimension
+    if d < 0:
+        d = ndim + d + 1
+    elif n_input_dims is not None and ndim == n_input_dims + 1:
+        d += 1
+    if not 1 <= d <= ndim:
+        raise IndexError(f"{type(owner).__name__}: dimension {dimension} out of range for a {ndim}D input")
+    return d - 1
 
 
 class Reduce(torch.nn.Module):
-    """nn.Sum / Mean / Max / Min over a torch7 dim (1-based, see `_dim_of`); Sum and Mean keep the
+    """nn.Sum / Mean / Max / Min over a torch7 dim (1-based, see `torch7_dim`); Sum and Mean keep the
     dim when squeeze is false (and for 1D input), Max and Min drop it but for 1D input."""
 
     def __init__(self, op: str, dim: int, n_input_dims: int | None, squeeze: bool = True) -> None:
@@ -323,7 +327,7 @@ class Reduce(torch.nn.Module):
         self.op, self.dim, self.n_input_dims, self.squeeze = op, dim, n_input_dims, squeeze
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = _dim_of(x, self.dim, self.n_input_dims)
+        d = torch7_dim(self, self.dim, self.n_input_dims, x.dim())
         keep = x.dim() == 1 or not self.squeeze
         if self.op == "sum":
             return x.sum(d, keepdim=keep)
@@ -344,7 +348,7 @@ class Narrow(torch.nn.Module):
         self.dim, self.offset, self.length = dim, offset, length
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = self.dim - 1 if self.dim > 0 else x.dim() + self.dim
+        d = torch7_dim(self, self.dim, None, x.dim())
         size, offset, length = x.shape[d], self.offset, self.length
         if length < 0:
             length = size - offset + length + 2
@@ -364,7 +368,7 @@ class Select(torch.nn.Module):
         self.dim, self.index = dim, index
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        d = self.dim - 1 if self.dim > 0 else x.dim() + self.dim
+        d = torch7_dim(self, self.dim, None, x.dim())
         return x.select(d, self.index - 1 if self.index > 0 else x.shape[d] + self.index)
 
     def extra_repr(self) -> str:

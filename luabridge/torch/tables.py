@@ -13,21 +13,9 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
+from .layers import torch7_dim
+
 Table = list  # a torch7 table: a list of tensors or of nested lists
-
-
-def torch7_dim(owner: nn.Module, dimension: int, n_input_dims: int | None, ndim: int) -> int:
-    """The 0-based dim of JoinTable's / SplitTable's 1-based `dimension` for an ndim-D input:
-    negative counts from the end; with n_input_dims, an input with one more dim is a batch and the
-    dim moves one right."""
-    d = dimension
-    if d < 0:
-        d = ndim + d + 1
-    elif n_input_dims and ndim == n_input_dims + 1:
-        d += 1
-    if not 1 <= d <= ndim:
-        raise IndexError(f"{type(owner).__name__}: dimension {dimension} out of range for a {ndim}D input")
-    return d - 1
 
 
 def _like(x: Tensor, ref: Tensor) -> Tensor:
