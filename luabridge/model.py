@@ -27,7 +27,7 @@ from .dtypes import DTYPES
 from .errors import LuaError
 from .interop import to_numpy
 from .model_tree import Entry, collect
-from .persist import _package_for
+from .persist import requiring_packages
 from .proxy import LuaObject, _kind, unwrap
 from .runtime import Bridge, bridge
 from .t7 import FORMATS
@@ -279,28 +279,23 @@ def _run_source(b: Bridge, chunk: str, files: dict[str, str], keep_random: bool 
 
 
 def _build(b: Bridge, model: Model) -> Any:
-    """model's module read from its bytes in runtime b. A class unknown here makes the source
-    run first (it defines the custom classes; torch's random state is left as it was), then nn,
-    then nngraph be required."""
+    """model's module read from its bytes in runtime b. A class unknown here makes nn, then
+    nngraph be required, then the source run (it defines the custom classes; torch's random
+    state is left as it was)."""
     b.module("nn")
-    read = b.lua.globals().torch.deserialize
+    deserialize = b.lua.globals().torch.deserialize
     options = b.lua.table_from(dict(model._options)) if model._options else None
-    source_ran = model._source is None
-    while True:
-        try:
-            module = b.call(read, model._t7, model._format, options)
-            break
-        except LuaError as e:
-            if "unknown Torch class <" not in e.message:
-                raise
-            if not source_ran:
-                _run_source(b, model._source, dict(model._files), keep_random=True)
-                source_ran = True
-                continue
-            package = _package_for(e)
-            if package is None:
-                raise
-            b.module(package)
+
+    def read() -> Any:
+        return b.call(deserialize, model._t7, model._format, options)
+
+    try:
+        module = requiring_packages(read)
+    except LuaError as e:
+        if model._source is None or "unknown Torch class <" not in e.message:
+            raise
+        _run_source(b, model._source, dict(model._files), keep_random=True)
+        module = requiring_packages(read)
     _check_held(b, module, "Model: the bytes hold")
     _evaluate(b, module)
     return module

@@ -11,7 +11,7 @@ For plain Python values without running any Lua, see `luabridge.t7`.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Callable
 
 from lupa import luajit21 as lupa
 import numpy as np
@@ -78,13 +78,22 @@ def _loading(path: str | os.PathLike, format: str, options: dict, run: Any) -> A
     if not os.path.isfile(path):
         raise LuaError(f"luabridge.load: no such file {path}")
     args = (path, format, True, options) if options else (path, format)
+    try:
+        return requiring_packages(lambda: run(_torch_function("load"), *args))
+    except LuaError as e:
+        raise _naming(path, e) from None
+
+
+def requiring_packages(read: Callable[[], Any]) -> Any:
+    """read() (a torch.load or torch.deserialize), requiring nn, then nngraph, each time it fails
+    on a class that no loaded package defines."""
     while True:
         try:
-            return run(_torch_function("load"), *args)
+            return read()
         except LuaError as e:
             package = _package_for(e)
             if package is None:
-                raise _naming(path, e) from None
+                raise
         require(package)
 
 
