@@ -34,9 +34,10 @@ def _kind(obj: Any) -> str:
 
 def unwrap(x: Any, synced: list | None = None) -> Any:
     """The Lua value for a Python one: a proxy's Lua object; numpy arrays and other arrays that
-    can lend their memory (see `shared_tensor`) become shared Lua tensors; lists and tuples become Lua arrays and dicts Lua tables (elements converted alike);
-    Python functions become Lua functions (see `callback`). With `synced`, each dict converted at
-    the top level is recorded there as (dict, table) so that `sync` can copy Lua's changes back."""
+    can lend their memory (see `shared_tensor`) become shared Lua tensors; lists and tuples
+    become Lua arrays and dicts Lua tables (elements converted alike); Python functions become
+    Lua functions (see `callback`). With `synced`, each dict converted at the top level is
+    recorded there as (dict, table) so that `sync` can copy Lua's changes back."""
     if lupa.lua_type(x) is not None:
         return x
     if isinstance(x, LuaObject):
