@@ -68,6 +68,11 @@ class Context:
         path = f"{self.path}.{key}" if self.path else str(key)
         return _convert(module, Context(path, self.strict, self.shared))
 
+    def children(self, modules: list[LuaObject]) -> list[torch.nn.Module]:
+        """The conversions of a list of child modules (a container's `modules`, a criterion's
+        `criterions`), each at its 1-based index."""
+        return [self.child(module, i) for i, module in enumerate(modules, start=1)]
+
     def fail(self, module: LuaObject, reason: str) -> ConversionError:
         """The error for a module of this path whose settings the converter cannot keep."""
         return ConversionError(module._typename(), self.path, reason)

@@ -113,14 +113,12 @@ def _distance_ratio(m: LuaObject, ctx: Context) -> torch.nn.Module:
 
 @converter("nn.ParallelCriterion")
 def _parallel_criterion(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    children = [ctx.child(child, i) for i, child in enumerate(m.criterions, start=1)]
-    return c.ParallelCriterion(children, [float(w) for w in m.weights], bool(m._lua["repeatTarget"]))
+    return c.ParallelCriterion(ctx.children(m.criterions), [float(w) for w in m.weights], bool(m._lua["repeatTarget"]))
 
 
 @converter("nn.MultiCriterion")
 def _multi_criterion(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    children = [ctx.child(child, i) for i, child in enumerate(m.criterions, start=1)]
-    return c.MultiCriterion(children, [float(w) for w in m.weights])
+    return c.MultiCriterion(ctx.children(m.criterions), [float(w) for w in m.weights])
 
 
 @converter("nn.CriterionTable")

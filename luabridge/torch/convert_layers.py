@@ -487,15 +487,11 @@ def _copy(m: LuaObject, ctx: Context) -> torch.nn.Module:
 
 # ---- containers
 
-def _children(m: LuaObject, ctx: Context) -> list[torch.nn.Module]:
-    return [ctx.child(child, i) for i, child in enumerate(m.modules, start=1)]
-
-
 @converter("nn.Sequential", "nn.Maxout")
 def _sequential(m: LuaObject, ctx: Context) -> torch.nn.Module:
     """Children named by torch7's 1-based index, as LuaModule names them (`"3.2.bias"`)."""
     out = torch.nn.Sequential()
-    for i, child in enumerate(_children(m, ctx), start=1):
+    for i, child in enumerate(ctx.children(m.modules), start=1):
         out.add_module(str(i), child)
     return out
 
@@ -510,9 +506,9 @@ def _decorator(m: LuaObject, ctx: Context) -> torch.nn.Module:
 
 @converter("nn.Concat", "nn.DepthConcat")
 def _concat(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return layers.Concat(int(m.dimension) - 1, _children(m, ctx), centered=m._typename() == "nn.DepthConcat")
+    return layers.Concat(int(m.dimension) - 1, ctx.children(m.modules), centered=m._typename() == "nn.DepthConcat")
 
 
 @converter("nn.Parallel")
 def _parallel(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return layers.Parallel(int(m.inputDimension) - 1, int(m.outputDimension) - 1, _children(m, ctx))
+    return layers.Parallel(int(m.inputDimension) - 1, int(m.outputDimension) - 1, ctx.children(m.modules))

@@ -16,10 +16,6 @@ def _field(m: LuaObject, name: str) -> Any:
     return m._lua[name]
 
 
-def _children(m: LuaObject, ctx: Context) -> list[torch.nn.Module]:
-    return [ctx.child(child, i) for i, child in enumerate(m.modules, start=1)]
-
-
 def _stateless(cls: type[torch.nn.Module]) -> Callable[[LuaObject, Context], torch.nn.Module]:
     def convert(m: LuaObject, ctx: Context) -> torch.nn.Module:
         return cls()
@@ -34,12 +30,12 @@ for _name in ("CAddTable", "CSubTable", "CMulTable", "CDivTable", "CMaxTable", "
 
 @converter("nn.ConcatTable")
 def _concat_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.ConcatTable(_children(m, ctx))
+    return tables.ConcatTable(ctx.children(m.modules))
 
 
 @converter("nn.ParallelTable")
 def _parallel_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.ParallelTable(_children(m, ctx))
+    return tables.ParallelTable(ctx.children(m.modules))
 
 
 @converter("nn.MapTable")
