@@ -650,7 +650,8 @@ class Readers:
             import luabridge
 
             self.lua_read = luabridge.execute(LUA_READER)
-            self.lua_knows = luabridge.eval("function(name) return torch.factory(name) ~= nil end")
+            # the reader's own class resolution, aliases included (cudnn.X is read as nn.X)
+            self.lua_knows = luabridge.eval("function(name) return torch.File._resolveClass(name) ~= nil end")
         if which in ("both", "python"):
             from luabridge import t7
 
