@@ -222,6 +222,32 @@ def test_constructor_tables_take_numeric_strings(lua):
         lua.execute("torch.IntStorage({1, {}})")
 
 
+def test_assigned_elements_take_numeric_strings(lua):
+    """torch7's __newindex read a value with lua_isnumber / luaL_checknumber: '7' is 7."""
+    v = np.zeros(3)
+    m = np.zeros((2, 2), dtype=np.float32)
+    s, second = lua_fn("""function(v, m)
+      v[1] = '7'
+      v[{3}] = '-0.5'
+      m[{2, 1}] = '1e3'
+      m[torch.LongStorage{1, 2}] = '0x10'
+      local s = torch.IntStorage(3)
+      s[2] = ' 42 '
+      local second = s[2]
+      s:copy({'1', 2, '3'})
+      return s, second
+    end""")(luabridge.from_numpy(v), luabridge.from_numpy(m))
+    np.testing.assert_array_equal(v, [7, 0, -0.5])
+    np.testing.assert_array_equal(m, [[0, 16], [1000, 0]])
+    assert second == 42 and [s[i] for i in (1, 2, 3)] == [1, 2, 3]
+    with pytest.raises(luabridge.LuaError, match="element assignment: value must be a number, got 'x'"):
+        lua.execute("torch.Tensor(2)[1] = 'x'")
+    with pytest.raises(luabridge.LuaError, match="torch.ByteStorage: value must be a number, got 'y'"):
+        lua.execute("torch.ByteStorage(2)[1] = 'y'")
+    with pytest.raises(luabridge.LuaError, match="copy: table entry 2 must be a number, got 'z'"):
+        lua.execute("torch.FloatStorage(2):copy({1, 'z'})")
+
+
 def test_torch_data_points_at_the_first_element(lua):
     """torch.data(x[, asnumber]), as torch7's: the pointer of a tensor (at its offset) or storage."""
     text, same, offset_bytes = lua.execute("""local ffi = require 'ffi'

@@ -95,10 +95,11 @@ function Storage.copy(s, src)
   if type(src) == 'table' and not isStorage(src) then
     if #src ~= s._n then check.error(('copy: size mismatch, storage %d vs table %d'):format(s._n, #src)) end
     -- checked before the first write: a failed copy leaves the storage as it was
-    for i = 1, #src do check.number('copy', src[i], 'table entry ' .. i) end
+    local values = {}
+    for i = 1, #src do values[i] = check.element('copy', src[i], 'table entry ' .. i) end
     -- Half elements are bit patterns: the numbers convert through a float storage
-    if s._dt.half then return s:copy(torch.FloatStorage(src)) end
-    for i = 1, #src do s._ptr[i - 1] = src[i] end
+    if s._dt.half then return s:copy(torch.FloatStorage(values)) end
+    for i = 1, #values do s._ptr[i - 1] = values[i] end
     return s
   end
   if not isStorage(src) then check.error('copy: expected a storage or a table') end
@@ -225,8 +226,9 @@ for _, dt in ipairs(dtype.list) do
     if type(k) ~= 'number' then check.error('storage index must be an integer, got ' .. type(k)) end
     checkIndex(s, k)
     if dt.half then check.error('HalfStorage: copy from a FloatStorage to set elements') end
-    s._ptr[k - 1] = check.number(name, v, 'value')
+    s._ptr[k - 1] = check.element(name, v, 'value')
   end)
+  mt.elementSize = function() return dt.size end   -- also called on the class, as torch7 allowed
   mt.__len = function(s) return s._n end
   mt.__tostring = function(s) return s:__tostring__() end   -- __tostring__: print.lua
   mt.__factory = function() return newStorage(mt, 0) end

@@ -528,7 +528,7 @@ local function readAt(t, o)
 end
 
 local function writeAt(t, o, v)
-  if type(v) ~= 'number' then check.error('element assignment expects a number, got ' .. torch.type(v)) end
+  if type(v) ~= 'number' then v = check.element('element assignment', v, 'value') end
   if t._device then return t:_writeAt(o, v) end
   if t._dt.half then
     make(getmetatable(t), t._st, o, { 1 }, { 1 }):copy(torch.FloatTensor({ v }))

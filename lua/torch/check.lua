@@ -58,8 +58,9 @@ for _, luaType in ipairs { 'number', 'string', 'boolean' } do
   end
 end
 
--- A table element that becomes a tensor or storage element: a number, or a string Lua reads as
--- one (torch7 took what lua_isnumber takes, so CSV fields like '3' work). Returns the number.
+-- A value that becomes a tensor or storage element (a constructor's table entry, an assigned
+-- element): a number, or a string Lua reads as one (torch7 took what lua_isnumber takes, so CSV
+-- fields like '3' work). Returns the number.
 function check.element(op, x, name)
   local v = type(x) == 'number' and x or type(x) == 'string' and tonumber(x)
   if not v then badArgument(op, name, 'a number', x) end
