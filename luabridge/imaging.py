@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 # Pillow mode -> (channels, largest sample value): 16-bit PNGs and PGMs with maxval > 255 read as 'I'
 _MODES = {"1": (1, 255), "L": (1, 255), "LA": (2, 255), "RGB": (3, 255), "RGBA": (4, 255),
           "I": (1, 65535), "I;16": (1, 65535), "I;16B": (1, 65535)}
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # what an unlisted mode is converted to first (palettes, CMYK JPEGs, YCbCr...)
 _CONVERT = {"P": "RGB", "PA": "RGBA", "CMYK": "RGB", "YCbCr": "RGB", "F": "I", "LAB": "RGB", "HSV": "RGB"}
 
@@ -27,6 +28,14 @@ def missing() -> str | None:
     except ImportError:
         return "image: Pillow is not installed; install the extra: pip install 'luabridge[image]'"
     return None
+
+
+def _head(bridge: "Bridge", source: Any, size: int) -> bytes:
+    """The first bytes of a file name's file or of a ByteTensor of file bytes."""
+    if isinstance(source, str):
+        with open(source, "rb") as f:
+            return f.read(size)
+    return bridge.buffers.tensor_view(source)[:size].tobytes()
 
 
 def _open(bridge: "Bridge", source: Any) -> Any:
@@ -50,7 +59,12 @@ def callbacks(bridge: "Bridge") -> dict:
         try:
             img = _open(bridge, source)
         except (OSError, UnidentifiedImageError, SyntaxError) as e:
-            return None, str(e)
+            in_memory = not isinstance(source, str)   # Pillow's message would name a BytesIO object
+            reason = "cannot identify an image in the bytes" if in_memory and isinstance(
+                e, UnidentifiedImageError) else str(e)
+            if _head(bridge, source, len(PNG_SIGNATURE)) == PNG_SIGNATURE:
+                return None, f"Error during init_io ({reason})"   # torch7's message for any unreadable PNG
+            return None, reason
         fmt = (img.format or "").upper() or None
         if fmt == "PPM" and img.mode == "1":   # Pillow names bitmaps (P1, P4) PPM too
             fmt = "PBM"

@@ -128,6 +128,20 @@ def test_file_errors(tmp_path):
                         "unable to determine image type for file")], str(tmp_path))
 
 
+def test_corrupt_png_gives_torch7s_message(tmp_path):
+    """torch7's PNG reader fails any unreadable PNG with "Error during init_io" (its own test
+    looks for it); a zero width in the IHDR chunk stands for the corruption."""
+    Image.fromarray(rgb_u8()).save(tmp_path / "ok.png")
+    data = bytearray((tmp_path / "ok.png").read_bytes())
+    data[16:20] = b"\0\0\0\0"    # IHDR's width, right after the signature and the chunk header
+    (tmp_path / "bad.png").write_bytes(bytes(data))
+    assert_lua_errors([
+        ("function(p) require 'image'; image.load(p .. '/bad.png') end", "image.load: cannot read .*Error during init_io"),
+        ("function(p) require 'image'; image.decompressPNG(torch.ByteTensor(torch.ByteStorage():string(io.open(p .. "
+         "'/bad.png', 'rb'):read('*a')))) end", "image.decompressPNG: PNG .Error during init_io .cannot identify an image"),
+    ], str(tmp_path))
+
+
 def test_get_size(tmp_path):
     Image.fromarray(rgb_u8(13, 17)).save(tmp_path / "a.png")
     assert N(img("getSize", str(tmp_path / "a.png"))).tolist() == [3, 13, 17]
