@@ -219,6 +219,16 @@ def test_tool_fails_a_model_whose_check_fails_or_whose_repository_is_missing(tmp
     assert not missing.ok and "not found" in missing.detail
 
 
+def test_tool_builds_the_colorization_net_without_a_repository(tmp_path):
+    colorization = next(m for m in fm.MODELS if m.name == "colorization")
+    row = fm.check_model(colorization, tmp_path / "no-checkouts")
+    assert row.ok, row.detail
+    assert row.fields["input"] == "1x64x64+128" and row.fields["output"] == "2x64x64"
+    # convolutions 1->32 (3x3), 32->64 (3x3), 128->64 (1x1), 64->2 (3x3); Linear 128->64, 64->64
+    assert int(row.fields["params"]) == (32 * 9 + 32) + (64 * 32 * 9 + 64) + (64 * 128 + 64) + (2 * 64 * 9 + 2) \
+        + (64 * 128 + 64) + (64 * 64 + 64)
+
+
 def test_parameters_follow_nns_order():
     leaf = lambda *ws: t7.TorchObject("nn.Linear", 0, {"weight": ws[0], "bias": ws[1]})  # noqa: E731
     a, b, c, d = (np.full(2, v, np.float32) for v in range(4))

@@ -1,6 +1,7 @@
 -- Builds one famous model from its public definition file and checks it end to end; run by
 -- tools/famous_models.py as `luabridge th famous_models.lua NAME OUTDIR` in a scratch copy of
--- the model's repository. Runs a training step's forward and backward, saves the model with torch.save,
+-- the model's repository. Runs a training step's forward and backward, saves the model with torch.save
+-- (after clearState, as training scripts do),
 -- loads it back with torch.load and requires the same output. Writes OUTDIR/model.t7 and the
 -- flat parameters as raw float32 (OUTDIR/params.f32) for the Python reader's check, and prints
 -- one `famous key=value ...` line.
@@ -9,7 +10,22 @@ require 'nn'
 local name, outdir = arg[1], arg[2]
 
 local function sizes(t)
+  if type(t) == 'table' then   -- several inputs: {a, b} as AxB+CxD
+    local each = {}
+    for i, x in ipairs(t) do each[i] = sizes(x) end
+    return table.concat(each, '+')
+  end
   return table.concat(t:size():totable(), 'x')
+end
+
+-- inputs in float: index tensors stay as they are
+local function float_input(x)
+  if type(x) == 'table' then
+    local each = {}
+    for i, v in ipairs(x) do each[i] = float_input(v) end
+    return each
+  end
+  return torch.typename(x) == 'torch.DoubleTensor' and x:float() or x
 end
 
 local function millis(fn)
@@ -67,10 +83,65 @@ end
 builders['fast-neural-style'] = function() return transform_net() end
 builders['fast-neural-style-reflect'] = function() return transform_net('reflect') end
 
+-- A character language model in char-rnn's default sizes (65 symbols, 128 units, 50 steps of
+-- 16 sequences): LookupTable, Sequencer(FastLSTM, Linear, LogSoftMax), SequencerCriterion. It trains
+-- a few SGD steps on a repeating text first; the check requires the loss to fall at every step.
+builders['rnn-lm'] = function()
+  require 'rnn'
+  torch.manualSeed(3)
+  local vocab, hidden, steps, batch = 65, 128, 50, 16
+  local lm = nn.Sequential()
+    :add(nn.LookupTable(vocab, hidden))
+    :add(nn.Sequencer(nn.Sequential():add(nn.FastLSTM(hidden, hidden)):add(nn.Linear(hidden, vocab)):add(nn.LogSoftMax())))
+    :float()
+  local crit = nn.SequencerCriterion(nn.ClassNLLCriterion()):float()
+  local text = torch.range(0, steps * batch):apply(function(i) return i * 7 % 13 + 1 end)   -- period 13
+  local input = text:narrow(1, 1, steps * batch):view(batch, steps):t():contiguous():long()
+  local target = text:narrow(1, 2, steps * batch):view(batch, steps):t():contiguous():float()
+  local params, grads = lm:getParameters()
+  local losses = {}
+  for step = 1, 4 do
+    grads:zero()
+    local out = lm:forward(input)
+    losses[step] = crit:forward(out, target)
+    lm:backward(input, crit:backward(out, target))
+    params:add(-0.05, grads)   -- the criterion sums 50 steps' losses
+  end
+  local function falls(y)
+    local total = y:clone():exp():sum(3)   -- each step's probabilities sum to 1
+    local sums_ok = (total - 1):abs():max() < 1e-4
+    for step = 2, #losses do if losses[step] >= losses[step - 1] then sums_ok = false end end
+    return sums_ok, string.format('loss %.3f -> %.3f in %d steps', losses[1], losses[#losses], #losses)
+  end
+  return {model = lm, input = input, check = falls}
+end
+
+-- A colorization-style two-input gModule (after Iizuka et al.): a luminance image through strided
+-- convolutions, a global feature vector through Linear layers replicated over the feature map,
+-- fused by a 1x1 convolution and upsampled to two chrominance planes in (-1, 1).
+builders.colorization = function()
+  require 'nngraph'
+  torch.manualSeed(4)
+  local size, features = 64, 128
+  local lum, glob = nn.Identity()(), nn.Identity()()
+  local low = nn.ReLU()(nn.SpatialConvolution(1, 32, 3, 3, 2, 2, 1, 1)(lum))
+  local mid = nn.ReLU()(nn.SpatialConvolution(32, 64, 3, 3, 2, 2, 1, 1)(low))   -- 64 x size/4 x size/4
+  local g = nn.ReLU()(nn.Linear(64, 64)(nn.ReLU()(nn.Linear(features, 64)(glob))))
+  local spread = nn.Replicate(size / 4, 3)(nn.Replicate(size / 4, 2)(g))
+  local fused = nn.ReLU()(nn.SpatialConvolution(128, 64, 1, 1)(nn.JoinTable(1)({mid, spread})))
+  local ab = nn.Tanh()(nn.SpatialConvolution(64, 2, 3, 3, 1, 1, 1, 1)(nn.SpatialUpSamplingNearest(4)(fused)))
+  local function chrominance(y)
+    return y:dim() == 3 and y:size(1) == 2 and y:size(2) == size and y:abs():max() < 1,
+           'output ' .. sizes(y)
+  end
+  return {model = nn.gModule({lum, glob}, {ab}), input = {torch.rand(1, size, size), torch.randn(features)},
+          check = chrominance, checkpoint = true}
+end
+
 local build = builders[name]
 if not build then error('famous_models.lua: unknown model ' .. tostring(name)) end
 local case = build()
-local model, x = case.model:float(), case.input:float()
+local model, x = case.model:float(), float_input(case.input)
 local params = model:getParameters()
 
 model:training()
@@ -84,6 +155,7 @@ model:evaluate()
 local before = model:forward(x):clone()
 local path = paths.concat(outdir, 'model.t7')
 local loaded, save_load_ms = millis(function()
+  model:clearState()   -- as OpenFace's and fast-neural-style's train.lua do before saving
   if case.checkpoint then
     -- as fast_neural_style.lua reads a checkpoint: a table whose `model` it evaluates and casts
     torch.save(path, {model = model, opt = case.opt})

@@ -34,7 +34,7 @@ DRIVER = HERE / "famous_models.lua"
 @dataclass
 class Famous:
     name: str      # the driver's builder name
-    repo: str
+    repo: str | None   # None: the driver builds it alone, in an empty scratch folder
     what: str
     timeout: float = 300.0
 
@@ -47,7 +47,13 @@ MODELS = [
            "saved and read as a {model = ...} checkpoint"),
     Famous("fast-neural-style-reflect", "jcjohnson/fast-neural-style",
            "the same with -padding_type reflect, as a checkpoint"),
+    Famous("rnn-lm", None, "LookupTable, Sequencer(FastLSTM, Linear, LogSoftMax), SequencerCriterion in char-rnn's "
+           "sizes, trained a few SGD steps (the loss falls at each)"),
+    Famous("colorization", None, "a two-input gModule (luminance image, global features replicated over the "
+           "feature map, fused) to two chrominance planes, as a checkpoint"),
 ]
+
+NO_REPOSITORY = "luabridge/scratch"   # the empty folder the repository-free models run in
 
 
 @dataclass
@@ -92,8 +98,11 @@ def weight_problems(outdir: Path, checkpoint_key: str) -> list[str]:
 
 def check_model(m: Famous, repos: Path, scale: float = 1.0) -> Row:
     with tempfile.TemporaryDirectory(prefix="luabridge-famous-") as out:
-        program = rp.Program(name=m.name, repo=m.repo, what=m.what, args=[str(DRIVER), m.name, out],
-                             expect=[r"^famous "], timeout=m.timeout)
+        if m.repo is None:
+            repos = Path(out) / "repos"
+            (repos / NO_REPOSITORY.replace("/", "+")).mkdir(parents=True)
+        program = rp.Program(name=m.name, repo=m.repo or NO_REPOSITORY, what=m.what,
+                             args=[str(DRIVER), m.name, out], expect=[r"^famous "], timeout=m.timeout)
         run = rp.run_program(program, repos, scale)
         if not run.ok:
             return Row(m, False, run.detail)
@@ -104,16 +113,18 @@ def check_model(m: Famous, repos: Path, scale: float = 1.0) -> Row:
         if float(fields["reload_diff"]) != 0:
             problems.append(f"output after torch.load differs by {fields['reload_diff']}")
         problems += weight_problems(Path(out), fields["checkpoint"])
+        fields["file_mb"] = f"{(Path(out) / 'model.t7').stat().st_size / 2 ** 20:.1f}"
     return Row(m, not problems, "; ".join(problems), fields)
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| model | input | output | parameters | forward ms | backward ms | save/load ms | result |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | input | output | parameters | file MB | forward ms | backward ms | save/load ms | result |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r.fields
         cells = [f.get(k, "") for k in ("input", "output")]
         cells.append(f"{int(f['params']):,}" if "params" in f else "")
+        cells.append(f.get("file_mb", ""))
         cells += [f"{float(f[k]):.0f}" if k in f else "" for k in ("forward_ms", "backward_ms", "save_load_ms")]
         verdict = "pass" if r.ok else "FAIL: " + r.detail[:160].replace("|", "\\|")
         lines.append(f"| {r.model.name} | " + " | ".join(cells) + f" | {verdict} |")
