@@ -216,3 +216,23 @@ def test_waiting_drawings_keep_their_folder(tmp_path, monkeypatch):
     monkeypatch.chdir(other)
     gp("plotflush")
     assert (tmp_path / "gnuplot_1.png").exists() and not (other / "gnuplot_1.png").exists()
+
+
+def test_imagesc_draws_the_first_row_on_top_in_the_palette(tmp_path):
+    """gnuplot's imagesc shows row 1 at the top, the smallest value at the palette's low end:
+    for [[0, 0], [1, 1]] in 'color' (gnuplot's own palette) the image is black above yellow."""
+    from matplotlib import colormaps
+    from matplotlib.image import imread
+
+    gp("pngfigure", str(tmp_path / "m.png"))
+    gp("imagesc", T(np.array([[0.0, 0.0], [1.0, 1.0]])), "color")
+    gp("plotflush")
+    rgb = (imread(str(tmp_path / "m.png"))[..., :3] * 255).round()
+    low, high = (np.round(np.array(colormaps["gnuplot"](v)[:3]) * 255) for v in (0.0, 1.0))
+    black, top = (np.abs(rgb - c).max(axis=-1) <= 1 for c in (low, high))
+    # the image's columns hold both colours; the colour bar has few exact ends, the frame no yellow
+    columns = (black.sum(axis=0) > 100) & (top.sum(axis=0) > 100)
+    assert columns.sum() > 300
+    rows = np.arange(rgb.shape[0])[:, None]
+    assert (rows * black)[:, columns].sum() / black[:, columns].sum() < \
+        (rows * top)[:, columns].sum() / top[:, columns].sum()
