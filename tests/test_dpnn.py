@@ -4,6 +4,12 @@ differences (nn.Jacobian). Every case runs in a runtime of its own thread, since
 changes nn (getParameters, updateParameters) for the rest of its runtime."""
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -420,3 +426,27 @@ def test_print_size_is_an_identity_that_prints(run, capfd):
     np.testing.assert_array_equal(A(r["g"]), np.zeros((2, 5)))
     out = capfd.readouterr().out
     assert "here:input" in out and "here:gradOutput" in out and "2" in out and "5" in out
+
+
+# dpnn's own test/test.lua, unmodified, when a checkout's test/ folder is at hand (it is not part of
+# the project). Its glimpse tests require nnx (ours) themselves; with LUABRIDGE_CUDA_ON_CPU=1 the
+# parts behind require 'cunn' run too. ReinforceGamma returns at once without randomkit and cephes
+# (the scipy test above checks ours).
+DPNN_TESTS = next((Path(c) for c in (os.environ.get("LUABRIDGE_DPNN_TESTS", ""),
+                                     str(Path(__file__).resolve().parents[2] / "shared/conformance/dpnn/test"))
+                   if c and (Path(c) / "test.lua").is_file()), None)
+
+
+@pytest.mark.skipif(DPNN_TESTS is None, reason="dpnn's test folder not found: set LUABRIDGE_DPNN_TESTS to a "
+                                               "checkout's test/ (github.com/Element-Research/dpnn)")
+@pytest.mark.parametrize("cuda_on_cpu", ["0", "1"])
+def test_dpnn_suite_unmodified(cuda_on_cpu):
+    names = re.findall(r"^function dpnntest\.(\w+)\(", (DPNN_TESTS / "test.lua").read_text(), re.M)
+    env = {**os.environ, "LUABRIDGE_CUDA_ON_CPU": cuda_on_cpu}
+    done = subprocess.run([sys.executable, "-m", "luabridge", "th", "-e",
+                           f"require 'dpnn'; dofile('{DPNN_TESTS / 'test.lua'}'); dpnn.test()"],
+                          cwd=DPNN_TESTS, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    passed = re.findall(r"\d+/\d+ (\w+) \.+[^\[]*\[PASS\]", done.stdout)
+    assert sorted(passed) == sorted(names) and len(names) == 32
+    assert re.search(r"in 32 tests with 0 failures and 0 errors", done.stdout)
