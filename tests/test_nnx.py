@@ -596,6 +596,52 @@ def test_spatial_pyramid_unfocused_gradients():
     assert jacobian_error(ctor, T(x)) < 1e-6
 
 
+pyramid = lua_fn("""function(input, fx, fy)
+  require 'nnx'
+  local C = input:size(1)
+  local convs = {nn.SpatialConvolution(C, 2, 3, 3), nn.SpatialConvolution(C, 2, 3, 3)}
+  local pyr = nn.SpatialPyramid({1, 2}, convs, 3, 3, 1, 1)
+  pyr:focus(fx, fy, 3, 3)
+  local out = pyr:forward(input)
+  local ws = {}
+  for i, c in ipairs(convs) do ws[i] = {c.weight:clone(), c.bias:clone()} end
+  return {out[1]:clone(), out[2]:clone()}, ws
+end""")
+
+
+def conv3x3(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Valid 3x3 cross-correlation of C x H x W x by O x C x 3 x 3 w, plus b."""
+    _, h, wd = x.shape
+    out = np.zeros((w.shape[0], h - 2, wd - 2))
+    for dy in range(3):
+        for dx in range(3):
+            out += np.einsum("oc,cyx->oyx", w[:, :, dy, dx], x[:, dy:dy + h - 2, dx:dx + wd - 2])
+    return out + b[:, None, None]
+
+
+def test_spatial_pyramid_scales_pads_and_crops():
+    """Unfocused: scale r averages r x r blocks, pads by (k - d) / 2 for the 3x3 processor and
+    repeats each output pixel r x r times. Focused at (x, y) for a 3x3 output: scale r takes the
+    5r x 5r window whose left column is x - ceil(5r / 2) + 1 (1-based, zeros outside)."""
+    x = rand(2, 8, 8)
+    outs, ws = pyramid(T(x), None, None)
+    (w1, b1), (w2, b2) = numpy_of(ws)
+    pad = lambda a: np.pad(a, ((0, 0), (1, 1), (1, 1)))  # noqa: E731
+    fine, coarse = numpy_of(outs)
+    np.testing.assert_allclose(fine, conv3x3(pad(x), w1, b1), atol=1e-12)
+    want = conv3x3(pad(block_average(x, 2)), w2, b2)
+    np.testing.assert_allclose(coarse, want.repeat(2, axis=1).repeat(2, axis=2), atol=1e-12)
+
+    fx, fy = 5, 3
+    outs, ws = pyramid(T(x), fx, fy)
+    for got, r, (w, b) in zip(numpy_of(outs), (1, 2), numpy_of(ws)):
+        size = 5 * r
+        padded = np.pad(x, ((0, 0), (size, size), (size, size)))
+        left, top = fx - -(-size // 2), fy - -(-size // 2)          # 0-based, before the padding
+        window = padded[:, size + top:size + top + size, size + left:size + left + size]
+        np.testing.assert_allclose(got, conv3x3(block_average(window, r), w, b), atol=1e-12)
+
+
 fovea = lua_fn("""function(input, bilinear, fov, x, y)
   require 'nnx'
   local C = input:size(1)
