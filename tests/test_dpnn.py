@@ -428,6 +428,41 @@ def test_print_size_is_an_identity_that_prints(run, capfd):
     assert "here:input" in out and "here:gradOutput" in out and "2" in out and "5" in out
 
 
+def test_dictionary_trains_only_the_rows_used(run):
+    r = run("""
+      local d = nn.Dictionary(7, 3)
+      local w0 = d.weight:clone()
+      local input, go = torch.LongTensor{{2, 5}, {5, 1}}, torch.randn(2, 2, 3)
+      local out = d:forward(input)
+      d:zeroGradParameters(); d:backward(input, go)
+      local rows = {}
+      for k in pairs(d:sparseParameters()) do rows[#rows + 1] = k end
+      table.sort(rows)
+      d:updateGradParameters(0.9)           -- momentum 0 -> 0.1 * grad, grad := momentum
+      d:updateParameters(0.5)
+      local w1 = d.weight:clone()
+      d:zeroGradParameters()
+      local left = d.gradWeight:clone()
+      local e = nn.Dictionary(7, 3, true)   -- accUpdate: no gradWeight, updated in place
+      local e0 = e.weight:clone()
+      e:forward(input); e:backwardUpdate(input, go, 0.5)
+      d.weight:fill(3); d.inputs[4] = 1; d:maxParamNorm(2)
+      return { w0 = T(w0), out = T(out), go = T(go), rows = rows, w1 = T(w1), left = T(left),
+               e0 = T(e0), e1 = T(e.weight), noGrad = e.gradWeight == nil, capped = T(d.weight) }""")
+    w0, go, idx = A(r["w0"]), A(r["go"]).reshape(4, 3), np.array([2, 5, 5, 1]) - 1
+    np.testing.assert_array_equal(A(r["out"]).reshape(4, 3), w0[idx])
+    assert r["rows"] == [1, 2, 5]
+    grad = np.zeros_like(w0)
+    np.add.at(grad, idx, go)
+    np.testing.assert_allclose(A(r["w1"]), w0 - 0.5 * 0.1 * grad, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(A(r["left"]), np.zeros((7, 3)))
+    assert r["noGrad"]
+    np.testing.assert_allclose(A(r["e1"]), A(r["e0"]) - 0.5 * grad, rtol=1e-12, atol=1e-12)
+    capped = np.full((7, 3), 3.0)
+    capped[3] = 2.0                        # only row 4 was marked used; its elements are capped at 2
+    np.testing.assert_allclose(A(r["capped"]), capped, rtol=1e-6)
+
+
 # dpnn's own test/test.lua, unmodified, when a checkout's test/ folder is at hand (it is not part of
 # the project). Its glimpse tests require nnx (ours) themselves; with LUABRIDGE_CUDA_ON_CPU=1 the
 # parts behind require 'cunn' run too. ReinforceGamma returns at once without randomkit and cephes

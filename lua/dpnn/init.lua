@@ -24,7 +24,7 @@ for _, name in ipairs {
   'Serial', 'ReverseTable', 'Inception', 'Clip', 'SpatialUniformCrop', 'SpatialGlimpse',
   'ArgMax', 'CategoricalEntropy', 'TotalDropout', 'SpatialRegionDropout', 'FireModule',
   'SpatialFeatNormalization', 'SpatialBinaryConvolution', 'SimpleColorTransform',
-  'PCAColorTransform',
+  'PCAColorTransform', 'Dictionary',
   -- noise contrastive estimation
   'NCEModule', 'NCECriterion',
   -- REINFORCE
