@@ -251,6 +251,45 @@ def test_color_transform_rgb2yuv_matrix_and_gradient():
     np.testing.assert_allclose(grad, np.einsum("oi,oyx->iyx", yuv, g), atol=1e-12)
 
 
+@pytest.mark.parametrize("transform, rows", [
+    ("yuv2rgb", [[1, 0, 1.13983], [1, -0.39465, -0.58060], [1, 2.03211, 0]]),
+    ("rgb2y", [[0.299, 0.587, 0.114]]),
+])
+def test_color_transform_other_linear_ones(transform, rows):
+    m, x, g = np.array(rows), RNG.random((3, 4, 5)), rand(len(rows), 4, 5)
+    out, grad = forward_backward(f"nn.SpatialColorTransform('{transform}')", x, g)
+    np.testing.assert_allclose(out, np.einsum("oi,iyx->oyx", m, x), atol=1e-12)
+    np.testing.assert_allclose(grad, np.einsum("oi,oyx->iyx", m, g), atol=1e-12)
+
+
+def colorsys_map(fn, x: np.ndarray, order: tuple[int, int, int] = (0, 1, 2)) -> np.ndarray:
+    """fn (a colorsys function of three floats) at every pixel of 3 x H x W x, its results in order."""
+    out = np.empty_like(x)
+    for y in range(x.shape[1]):
+        for i in range(x.shape[2]):
+            r = fn(*x[:, y, i])
+            out[:, y, i] = [r[k] for k in order]
+    return out
+
+
+def test_color_transform_through_image_forward_only():
+    pytest.importorskip("PIL", reason="the image package needs the 'image' extra (Pillow)")
+    import colorsys
+    x = RNG.random((3, 3, 4))
+    hsv = N(run_module("nn.SpatialColorTransform('rgb2hsv')", T(x)))
+    np.testing.assert_allclose(hsv, colorsys_map(colorsys.rgb_to_hsv, x), atol=1e-12)
+    hsl = N(run_module("nn.SpatialColorTransform('rgb2hsl')", T(x)))
+    np.testing.assert_allclose(hsl, colorsys_map(colorsys.rgb_to_hls, x, (0, 2, 1)), atol=1e-12)
+    back = N(run_module("nn.SpatialColorTransform('hsv2rgb')", T(colorsys_map(colorsys.rgb_to_hsv, x))))
+    np.testing.assert_allclose(back, x, atol=1e-12)
+    y_nrgb = N(run_module("nn.SpatialColorTransform('rgb2y+nrgb')", T(x)))   # image's nrgb: over r + g + b + 1e-6
+    np.testing.assert_allclose(y_nrgb[0], np.einsum("i,iyx->yx", [0.299, 0.587, 0.114], x), atol=1e-12)
+    np.testing.assert_allclose(y_nrgb[1:], x / (x.sum(axis=0) + 1e-6), atol=1e-12)
+    assert_lua_error("require 'nnx'; local m = nn.SpatialColorTransform('rgb2hsv'); local x = torch.rand(3, 2, 2); "
+                     "m:forward(x); m:backward(x, x)",
+                     "nn.SpatialColorTransform: updateGradInput not implemented for the non-linear transform rgb2hsv")
+
+
 # ---------------------------------------------------------------------------- SpatialMatching
 
 def matching(a: np.ndarray, b: np.ndarray, maxh: int, maxw: int, full: bool) -> np.ndarray:
