@@ -4,10 +4,12 @@ starts without it; `require 'image'` asks imaging_missing() first."""
 from __future__ import annotations
 
 import io
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import png16
 from .memory import lua_list
 
 if TYPE_CHECKING:
@@ -31,11 +33,12 @@ def missing() -> str | None:
 
 
 def _head(bridge: "Bridge", source: Any, size: int) -> bytes:
-    """The first bytes of a file name's file or of a ByteTensor of file bytes."""
+    """The first bytes (all of them for size -1) of a file name's file or of a ByteTensor of file bytes."""
     if isinstance(source, str):
         with open(source, "rb") as f:
             return f.read(size)
-    return bridge.buffers.tensor_view(source)[:size].tobytes()
+    view = bridge.buffers.tensor_view(source)
+    return (view if size < 0 else view[:size]).tobytes()
 
 
 def _open(bridge: "Bridge", source: Any) -> Any:
@@ -49,6 +52,17 @@ def _open(bridge: "Bridge", source: Any) -> Any:
     if img.mode not in _MODES:
         img = img.convert(_CONVERT.get(img.mode, "RGB"))
     return img
+
+
+def _layout(bridge: "Bridge", source: Any, img: Any) -> tuple[int, int, bool]:
+    """Channels, the largest sample value, and whether png16 decodes the file (a 16-bit colour
+    PNG, which Pillow would give at 8 bits)."""
+    if img.format == "PNG":
+        wide = png16.wide_colour_channels(_head(bridge, source, png16.HEADER_SIZE))
+        if wide:
+            return wide, 65535, True
+    channels, top = _MODES[img.mode]
+    return channels, top, False
 
 
 def callbacks(bridge: "Bridge") -> dict:
@@ -68,15 +82,19 @@ def callbacks(bridge: "Bridge") -> dict:
         fmt = (img.format or "").upper() or None
         if fmt == "PPM" and img.mode == "1":   # Pillow names bitmaps (P1, P4) PPM too
             fmt = "PBM"
-        channels, _ = _MODES[img.mode]
+        channels, _, _ = _layout(bridge, source, img)
         return fmt, channels, img.height, img.width
 
-    def image_decode(source: Any, dst: Any) -> None:
+    def image_decode(source: Any, dst: Any) -> str | None:
         """Decodes into dst (channels x height x width, from image_info): a byte tensor gets 0..255
-        (16-bit samples keep their high byte, as libpng's strip_16), a float tensor [0, 1]."""
+        (16-bit samples keep their high byte, as libpng's strip_16), a float tensor [0, 1].
+        Returns what is wrong when the pixel data cannot be decoded (a truncated file...)."""
         img = _open(bridge, source)
-        channels, top = _MODES[img.mode]
-        pixels = np.asarray(img)
+        channels, top, wide = _layout(bridge, source, img)
+        try:
+            pixels = png16.decode(_head(bridge, source, -1)) if wide else np.asarray(img)
+        except (OSError, ValueError, SyntaxError, zlib.error) as e:
+            return str(e)
         if img.mode == "1":
             pixels = pixels.astype(np.uint8) * 255
         pixels = pixels.reshape(img.height, img.width, channels).transpose(2, 0, 1)
@@ -85,6 +103,7 @@ def callbacks(bridge: "Bridge") -> dict:
             out[...] = pixels >> 8 if top == 65535 else pixels
         else:
             np.multiply(pixels, 1.0 / top, out=out, casting="unsafe")
+        return None
 
     def image_encode(path: str | None, src: Any, fmt: str, quality: int) -> bytes | None:
         """Writes a byte tensor (channels x height x width; 1, 2, 3 or 4 channels) as fmt to path,

@@ -80,6 +80,66 @@ def test_sixteen_bit_and_pgm_values_as_torch7_documents(tmp_path):
     assert loaded[0, 1, 1] == math.floor(255 * 3 / 15) and loaded[0, 1, 2] == 255
 
 
+def png16_bytes(samples: np.ndarray, colour_type: int, filters: list[int]) -> bytes:
+    """A PNG of H x W x C uint16 samples, row y written with PNG filter filters[y % len(filters)]
+    (the specification's forward filters; the decoder under test undoes them)."""
+    import struct
+    import zlib
+
+    height, width, channels = samples.shape
+    bpp = 2 * channels
+    raw = samples.astype(">u2").view(np.uint8).reshape(height, width * bpp).astype(np.int64)
+    body = bytearray()
+    prev = np.zeros(width * bpp, dtype=np.int64)
+    for y in range(height):
+        cur, kind = raw[y], filters[y % len(filters)]
+        left = np.concatenate([np.zeros(bpp, np.int64), cur[:-bpp]])
+        upleft = np.concatenate([np.zeros(bpp, np.int64), prev[:-bpp]])
+        p = left + prev - upleft
+        pa, pb, pc = abs(p - left), abs(p - prev), abs(p - upleft)
+        paeth = np.where((pa <= pb) & (pa <= pc), left, np.where(pb <= pc, prev, upleft))
+        guess = [0 * cur, left, prev, (left + prev) // 2, paeth][kind]
+        body += bytes([kind]) + ((cur - guess) % 256).astype(np.uint8).tobytes()
+        prev = cur
+
+    def chunk(name: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + name + data + struct.pack(">I", zlib.crc32(name + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(body)))
+            + chunk(b"IEND", b""))
+
+
+def test_truncated_pixel_data_names_the_op(tmp_path):
+    Image.fromarray(rgb_u8(64, 64)).save(tmp_path / "whole.jpg")   # its header survives the cut
+    whole = (tmp_path / "whole.jpg").read_bytes()
+    (tmp_path / "cut.jpg").write_bytes(whole[:len(whole) // 2])
+    wide = png16_bytes(rng.integers(0, 65536, size=(4, 4, 3), dtype=np.uint16), 2, filters=[4])
+    (tmp_path / "cut16.png").write_bytes(wide[:wide.index(b"IDAT") + 20])
+    assert_lua_errors([
+        ("function(p) require 'image'; image.load(p .. '/cut.jpg') end", "image.load: cannot decode .*cut.jpg: .*truncated"),
+        ("function(p) require 'image'; image.load(p .. '/cut16.png') end", "image.load: cannot decode .*cut16.png: .*truncated"),
+    ], str(tmp_path))
+
+
+@pytest.mark.parametrize("colour_type,channels", [(2, 3), (6, 4), (4, 2)])
+def test_sixteen_bit_colour_png_at_full_depth(tmp_path, colour_type, channels):
+    # torch7's test.LoadPNG: rgb16-2x1 loads as v / 65535 in floats and as the high byte in bytes
+    samples = rng.integers(0, 65536, size=(6, 7, channels), dtype=np.uint16)
+    data = png16_bytes(samples, colour_type, filters=[0, 1, 2, 3, 4, 4])
+    (tmp_path / "c16.png").write_bytes(data)
+    path = str(tmp_path / "c16.png")
+    np.testing.assert_allclose(N(img("load", path, None, "double")), chw(samples) / 65535, rtol=1e-15)
+    as_bytes = N(img("load", path, None, "byte"))
+    np.testing.assert_array_equal(as_bytes, chw(samples >> 8))
+    narrowed = np.asarray(Image.open(path))    # Pillow's 8 bits; grey with alpha as RGBA
+    np.testing.assert_array_equal(as_bytes, chw(narrowed[..., [0, 3]] if channels == 2 else narrowed))
+    in_memory = lua_fn("function(p) require 'image'; local f = io.open(p, 'rb'); local s = f:read('*a'); f:close()"
+                       "; return image.decompressPNG(torch.ByteTensor(torch.ByteStorage():string(s)), 3, 'float') end")
+    np.testing.assert_allclose(N(in_memory(path)), chw(samples[..., :3] if channels > 2 else
+                                                        np.repeat(samples[..., :1], 3, axis=2)) / 65535, rtol=1e-6)
+
+
 def test_save_clamps_rounds_and_pillow_reads_back(tmp_path):
     values = rng.uniform(-0.2, 1.2, size=(3, 6, 5))
     img("save", str(tmp_path / "s.png"), T(values))

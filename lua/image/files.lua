@@ -53,7 +53,10 @@ local function decode(fn, source, depth, tensortype, expected)
     error(('%s: unknown image type: %s (the file holds %s)'):format(fn, ext, format), 3)
   end
   local img = torch.Tensor():type(typename):resize(channels, height, width)
-  py.image_decode(source, img)
+  local problem = py.image_decode(source, img)
+  if problem then
+    error(('%s: cannot decode %s: %s'):format(fn, type(source) == 'string' and source or 'the bytes', problem), 3)
+  end
   return todepth(fn, img, depth)
 end
 
