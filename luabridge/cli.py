@@ -17,6 +17,7 @@ from .errors import LuaError
 from .repl import PRELOADED, Prompt, preload
 from .runtime import bridge
 from .t7 import Key, TorchObject
+from .th_interrupt import Interrupter
 
 TH_USAGE = f"""\
 usage: luabridge th [options] [script.lua [arguments]]
@@ -103,20 +104,22 @@ def th(argv: Sequence[str]) -> int:
         return o
     b = bridge()
     g = b.lua.globals()
+    interrupter = Interrupter(b)
     try:
         _set_arg(o.script or "", o.args)
-        preload(b)
-        for kind, value in o.steps:
-            if kind == "exec":
-                b.call(b.load(value, "=(command line)"))
-                continue
-            try:
-                b.call(g.require, value)
-            except LuaError as e:  # as trepl: say so and go on
-                print(f"could not load {value}, skipping", file=sys.stderr)
-                print(e, file=sys.stderr)  # the message, then the traceback
-        if o.script:
-            b.call(g.dofile, o.script)
+        with interrupter:
+            preload(b)
+            for kind, value in o.steps:
+                if kind == "exec":
+                    b.call(b.load(value, "=(command line)"))
+                    continue
+                try:
+                    b.call(g.require, value)
+                except LuaError as e:  # as trepl: say so and go on
+                    print(f"could not load {value}, skipping", file=sys.stderr)
+                    print(e, file=sys.stderr)  # the message, then the traceback
+            if o.script:
+                b.call(g.dofile, o.script)
     except LuaError as e:
         g.io.stdout.flush(g.io.stdout)
         print(e, file=sys.stderr)
@@ -125,7 +128,7 @@ def th(argv: Sequence[str]) -> int:
         sys.stdout.flush()
     ran = o.script or any(kind == "exec" for kind, _ in o.steps)
     if o.interactive or not ran:
-        return Prompt(b).loop()
+        return Prompt(b, interrupter).loop()
     return 0
 
 

@@ -1,6 +1,7 @@
 """The `luabridge th` prompt, after Torch7's trepl: line editing, history and tab completion
 (Python's readline, when stdin is a terminal), chunks continued over lines until complete, results
-printed as trepl prints them and kept in _RESULTS, `$ command` for the shell and `?` for help.
+printed as trepl prints them and kept in _RESULTS, `$ command` for the shell, `?` for help, and
+Ctrl-C stopping a running chunk (luabridge/th_interrupt.py).
 The Lua side (print, completion, running a chunk) is lua/luabridge/repl.lua."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from .errors import LuaError
 from .runtime import Bridge
+from .th_interrupt import Interrupter
 
 PROMPT, MORE = "th> ", "..> "
 PRELOADED = ("torch", "paths", "sys", "xlua", "dok")  # what trepl loads before anything runs
@@ -28,6 +30,7 @@ luabridge th: a prompt for Lua Torch7 code (as Torch7's th).
                        a chunk ending in ';' or starting with 'print' prints nothing more
   = expression         the same (as Lua's own prompt)
   unfinished chunks    continue on the next line (..>) until they are complete; Ctrl-C drops them
+  Ctrl-C while running stops the chunk with 'interrupted!' (twice quits, for a loop that does not stop)
   _RESULTS, _LAST      every value printed (the first of each line), and the last one
   $ command            runs a shell command; its output also goes to _RESULTS
   setprintlevel(n)     how deep print opens nested tables (0: Lua's plain print)
@@ -65,8 +68,9 @@ def _is_incomplete(error: str) -> bool:
 
 
 class Prompt:
-    def __init__(self, b: Bridge) -> None:
+    def __init__(self, b: Bridge, interrupter: Interrupter) -> None:
         self.b = b
+        self.interrupter = interrupter
         self.g = b.lua.globals()
         self.lua_repl = b.call(self.g.require, "luabridge.repl")
         self.terminal = sys.stdin.isatty()
@@ -166,7 +170,8 @@ class Prompt:
             return
         started = time.perf_counter()
         try:
-            self.b.call(self.lua_repl.run, fn, show)
+            with self.interrupter:
+                self.b.call(self.lua_repl.run, fn, show)
         except LuaError as e:
             self._flush()
             print(e, file=sys.stderr)  # the message, then the user's traceback

@@ -498,3 +498,92 @@ def test_penlight_globals_and_who(tmp_path):
     assert lines[0] == "/" and "== User Variables ==" in lines
     user = lines[lines.index("== User Variables ==") + 1:lines.index("==")]
     assert [line.split()[0] for line in user] == ["mine"]
+
+
+
+def test_real_penlight_globals_and_format_operator(tmp_path):
+    """Penlight itself (a checkout named by LUABRIDGE_PENLIGHT, as for nngraph's suite): its lazy
+    globals, and the '%' format operator on strings that trepl turns on."""
+    penlight = os.environ.get("LUABRIDGE_PENLIGHT", "")
+    if not os.path.isfile(os.path.join(penlight, "lua", "pl", "init.lua")):
+        pytest.skip("needs LUABRIDGE_PENLIGHT, a checkout of lunarmodules/Penlight")
+    lib = os.path.join(penlight, "lua")
+    env = {**os.environ, "LUA_PATH": f"{lib}/?.lua;{lib}/?/init.lua;;"}
+    code = ("print(path.basename('/data/train.t7'), #stringx.split('a b c'), '%5.2f|%s' % {3.14159, 'x'})"
+            " utils.printf('%d\\n', 7) mine = 1 who()")
+    r = subprocess.run([*entry_point(), "th", "-e", code], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:2] == [f"train.t7\t3\t{'%5.2f|%s' % (3.14159, 'x')}", "7"]
+    user = lines[lines.index("== User Variables ==") + 1:lines.index("==")]
+    assert "mine" in [line.split()[0] for line in user]
+
+
+def test_import_copies_a_package_into_the_globals():
+    r = th("-e", "Linear = 'mine' import 'nn'"
+                 " print(Sequential == nn.Sequential, Linear, _torchimport.nn == nn)"
+                 " import('nn', true) print(Linear == nn.Linear)")
+    assert (r.returncode, r.stdout) == (0, "true\tmine\ttrue\ntrue\n"), r.stderr
+
+# Ctrl-C stops running Lua code with 'interrupted!' (as LuaJIT's interpreter, so Torch7's th)
+
+BUSY_LOOP = """require 'nn'
+local m, x = nn.Linear(20, 20), torch.randn(20)
+local function train()
+  print('started') io.stdout:flush()
+  while true do m:forward(x) end
+end
+train()
+"""
+
+
+def _started(proc: subprocess.Popen) -> None:
+    assert proc.stdout.readline() == "started\n"
+    time.sleep(0.5)
+
+
+def test_ctrl_c_stops_a_running_script(tmp_path):
+    write(tmp_path / "busy.lua", BUSY_LOOP)
+    proc = subprocess.Popen([*entry_point(), "th", "busy.lua"], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _started(proc)
+    proc.send_signal(2)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    # the message names the user's line that was running, the traceback the user's frames
+    assert err.splitlines() == ["busy.lua:5: interrupted!", "stack traceback:",
+                                "\tbusy.lua:5: in function 'train'", "\tbusy.lua:7: in main chunk"]
+
+
+def test_second_ctrl_c_quits_a_loop_that_checks_no_hooks():
+    # LuaJIT's compiled code never looks at hooks: the second Ctrl-C ends the process (status 130)
+    proc = subprocess.Popen([*entry_point(), "th", "-e", "print('started') io.stdout:flush() while true do end"],
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _started(proc)
+    proc.send_signal(2)
+    time.sleep(1)
+    assert proc.poll() is None
+    proc.send_signal(2)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "\ninterrupted twice: quitting\n")
+
+
+def test_terminal_ctrl_c_stops_a_running_chunk(terminal):
+    t = terminal("-l", "nn")
+    t.type("m, x, n = nn.Linear(20, 20), torch.randn(20), 0\r")
+    t.expect("th> ")
+    t.type("while true do m:forward(x) n = n + 1 end\r")
+    time.sleep(2)
+    t.type("\x03")
+    out = t.expect("th> ")
+    # wherever it stopped (nn, a BLAS call, an element-wise kernel), only the user's frame shows
+    assert "stdin:1: interrupted!\nstack traceback:\n\tstdin:1: in main chunk\n" in out
+    t.type("n > 0, torch.type(m)\r")     # the session and its globals live on
+    assert "true\tnn.Linear\n" in t.expect("th> ")
+    t.type("for i = 1, 3 do\r")
+    t.expect("..> ")
+    t.type("\x03")                        # at the prompt Ctrl-C still drops the line
+    t.expect("th> ")
+    t.type("1 + 1\r")
+    assert "2\n" in t.expect("th> ")

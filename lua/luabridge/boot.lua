@@ -16,10 +16,13 @@ local library_source = '@' .. library .. '/'
 local full_traceback = os.getenv('LUABRIDGE_FULL_TRACEBACK') == '1'
 
 -- 'user' (the caller's own Lua), 'C' (a named C function) or 'hidden': luabridge's Lua library
--- (torch7's C core, written in Lua here), LuaJIT's unnamed builtins (dofile's frame).
+-- (torch7's C core, written in Lua here, and the element-wise kernels it compiles, which
+-- torch/backend/cpu/apply.lua names '=kernel(...)'), LuaJIT's unnamed builtins (dofile's frame).
 local function frame_kind(info)
   if info.what == 'C' then return info.namewhat ~= '' and 'C' or 'hidden' end
-  if info.source:sub(1, #library_source) == library_source then return 'hidden' end
+  if info.source:sub(1, #library_source) == library_source or info.source:find('^=kernel%(') then
+    return 'hidden'
+  end
   return 'user'
 end
 
@@ -84,6 +87,7 @@ function protected(f, ...)
   return false, e, tb
 end
 rawset(_G, '__luabridge_protected', protected)
+rawset(_G, '__luabridge_frame_kind', frame_kind)   -- for code that names the user's line (th's Ctrl-C)
 rawset(_G, '__luabridge_kind', function(x)
   local mt = getmetatable(x)
   if type(mt) ~= 'table' then return 'table' end

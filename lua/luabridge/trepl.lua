@@ -1,6 +1,7 @@
 -- The globals Torch7's th (trepl) gives every script besides its print: a require that also takes
 -- paths relative to the calling file ('./util', '../', 'model.net'), Penlight's lazy globals
--- (path, stringx, tablex, ...) when Penlight is on package.path, and who().
+-- (path, stringx, tablex, ...) and its '%' operator on strings when Penlight is on package.path,
+-- import and who().
 local trepl = {}
 
 local baseRequire = require
@@ -41,6 +42,29 @@ function trepl.require(name)
   error(result, 2)
 end
 
+-- Makes a package's fields globals (those not defined yet; all of them when forced), as trepl's
+-- import: after import 'nn', Linear and Sequential are globals. _torchimport keeps each package.
+function trepl.import(name, forced)
+  local result = trepl.require(name)
+  local fields = rawget(_G, name)
+  if type(fields) ~= 'table' then fields = type(result) == 'table' and result or {} end
+  local imported = rawget(_G, '_torchimport') or {}
+  rawset(_G, '_torchimport', imported)
+  imported[name] = fields
+  for k, v in pairs(fields) do
+    if forced or rawget(_G, k) == nil then rawset(_G, k, v) end
+  end
+end
+
+-- Penlight's `'%5.2f' % x` for strings, as trepl turns it on (stringx holds it since Penlight
+-- 1.11; before, text did).
+local function penlightFormatOperator()
+  for _, name in ipairs { 'pl.stringx', 'pl.text' } do
+    local ok, lib = pcall(baseRequire, name)
+    if ok and type(lib) == 'table' and lib.format_operator then return lib.format_operator() end
+  end
+end
+
 -- Prints the user's globals (those defined after th started), as trepl's who().
 local preloaded
 function trepl.who()
@@ -57,7 +81,10 @@ end
 function trepl.install()
   rawset(_G, 'require', trepl.require)
   rawset(_G, 'who', trepl.who)
-  pcall(baseRequire, 'pl')   -- Penlight, as trepl loads it: lazy globals path, stringx, ...
+  rawset(_G, 'import', trepl.import)
+  if pcall(baseRequire, 'pl') then   -- Penlight, as trepl loads it: lazy globals path, stringx, ...
+    penlightFormatOperator()
+  end
   preloaded = {}
   for k in pairs(_G) do preloaded[k] = true end
 end

@@ -1,0 +1,75 @@
+"""Ctrl-C for `luabridge th`: stops the Lua code that is running with the error 'interrupted!',
+as LuaJIT's own interpreter (and so Torch7's th) does.
+
+While Lua runs, Python's signal handlers wait for the next Python bytecode, which a Lua loop may
+never reach. Python's C-level handler still writes each signal to the wakeup fd; a thread waiting
+on it turns LuaJIT's hooks on (lua_sethook, which LuaJIT allows from a signal handler, so from
+any thread), and the hook (lua/luabridge/th_interrupt.lua) raises the error in the Lua thread. A
+second Ctrl-C before Lua stops quits the process, as LuaJIT's interpreter: code running in a
+compiled trace checks no hooks."""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+from types import FrameType, TracebackType
+from typing import Any
+
+from lupa import luajit21
+
+from .runtime import Bridge
+
+_MASK_CALL, _MASK_RETURN, _MASK_COUNT = 1, 2, 8   # lua.h's LUA_MASK*
+QUIT_STATUS = 128 + signal.SIGINT
+
+
+class Interrupter:
+    """`with interrupter:` around each Lua run makes Ctrl-C stop that run; between runs (at the
+    prompt) Ctrl-C is Python's KeyboardInterrupt."""
+
+    def __init__(self, b: Bridge) -> None:
+        self.b = b
+        self.lua_side = b.call(b.lua.globals().require, "luabridge.th_interrupt")
+        lib = ctypes.CDLL(luajit21.__file__)
+        self._sethook = lib.lua_sethook
+        self._sethook.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        gethook = lib.lua_gethook
+        gethook.argtypes, gethook.restype = [ctypes.c_void_p], ctypes.c_void_p
+        self._state = int(b.call(self.lua_side.prepare), 16)
+        self._hook = gethook(self._state)   # debug.sethook's C hook, which calls the Lua one
+        b.call(self.lua_side.disarm)
+        self._running = False
+        self._armed = False
+        read_end, write_end = os.pipe()
+        os.set_blocking(write_end, False)
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+        signal.signal(signal.SIGINT, self._python_handler)
+        threading.Thread(target=self._watch, args=(read_end,), daemon=True,
+                         name="luabridge th Ctrl-C").start()
+
+    def _python_handler(self, signum: int, frame: FrameType | None) -> None:
+        if not self._running:  # at the prompt: drop the line, as before
+            raise KeyboardInterrupt
+        # while Lua runs, the watcher has armed the hook: the error comes from Lua
+
+    def _watch(self, read_end: int) -> None:
+        while True:
+            if signal.SIGINT not in os.read(read_end, 64) or not self._running:
+                continue
+            if self._armed:
+                sys.stderr.write("\ninterrupted twice: quitting\n")
+                sys.stderr.flush()
+                os._exit(QUIT_STATUS)
+            self._armed = True
+            self._sethook(self._state, self._hook, _MASK_CALL | _MASK_RETURN | _MASK_COUNT, 1)
+
+    def __enter__(self) -> None:
+        self._armed = False
+        self._running = True
+
+    def __exit__(self, kind: Any, error: Any, tb: TracebackType | None) -> None:
+        self._running = False
+        if self._armed:  # Ctrl-C came as the run ended: no hook may stay for the next one
+            self.b.call(self.lua_side.disarm)
