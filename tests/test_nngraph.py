@@ -678,3 +678,43 @@ def test_require_graph_alone():
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "('graph.Graph', True)"
+
+
+# ---- nngraph's own test folder, run unmodified ------------------------------------------------
+# github.com/torch/nngraph's test/ run with deepmind's torch-totem and Penlight (pure Lua) on
+# LUA_PATH. None of them is part of the project: LUABRIDGE_NNGRAPH_TESTS names the test/ folder,
+# LUABRIDGE_TOTEM and LUABRIDGE_PENLIGHT the two checkouts; without them these cases skip.
+# The counts are the tests each upstream file defines.
+UPSTREAM_TESTS = {"test_nngraph": 28, "test_JustElement": 3, "test_JustTable": 2, "test_ModuleFromCriterion": 4,
+                  "test_connectivity": 1, "test_debug": 2, "test_nest": 1, "test_old": None, "speed": None}
+
+
+def _upstream_env() -> dict[str, str]:
+    folders = {k: os.environ.get(k, "") for k in ("LUABRIDGE_NNGRAPH_TESTS", "LUABRIDGE_TOTEM", "LUABRIDGE_PENLIGHT")}
+    missing = [k for k, v in folders.items() if not v or not os.path.isdir(v)]
+    if missing:
+        pytest.skip(f"nngraph's test folder needs {', '.join(missing)} (checkouts of torch/nngraph's test/, "
+                    "deepmind/torch-totem and lunarmodules/Penlight)")
+    totem, penlight = folders["LUABRIDGE_TOTEM"], os.path.join(folders["LUABRIDGE_PENLIGHT"], "lua")
+    lua_path = f"{totem}/?.lua;{totem}/?/init.lua;{penlight}/?.lua;{penlight}/?/init.lua;;"
+    return {**os.environ, "LUA_PATH": lua_path, "NNGRAPH_TESTS": folders["LUABRIDGE_NNGRAPH_TESTS"]}
+
+
+@pytest.mark.parametrize("name", list(UPSTREAM_TESTS))
+def test_upstream_test_folder(tmp_path, name):
+    env = _upstream_env()
+    if name == "test_old" and shutil.which("dot") is None:
+        pytest.skip("test_old renders svg files with Graphviz's dot program")
+    work = tmp_path / "test"
+    shutil.copytree(env.pop("NNGRAPH_TESTS"), work, ignore=shutil.ignore_patterns("*.dot", "*.svg"))
+    done = subprocess.run([sys.executable, "-m", "luabridge", "th", f"{name}.lua"], cwd=work, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    tests = UPSTREAM_TESTS[name]
+    if tests is not None:   # totem's summary line
+        assert re.search(rf"in {tests} tests? with 0 failures and 0 errors", done.stdout), done.stdout[-2000:]
+    if name == "test_old":
+        assert (work / "old.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+        assert "module = nn.CAddTable" in (work / "new.dot").read_text()
+    if name == "speed":
+        assert re.search(r"Backward Time = [\d.]+ %", done.stdout), done.stdout[-2000:]
