@@ -607,3 +607,12 @@ def test_pooling_steps_by_the_kernel_by_default(cudnn_lua, rng):
     assert strides == [2, 2, 3, 3]
     np.testing.assert_allclose(avg, x.reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5)), rtol=1e-12)
     np.testing.assert_allclose(mx, x.reshape(2, 3, 2, 3, 2, 3).max(axis=(3, 5)), rtol=0)
+    v = rng.standard_normal((1, 2, 4, 8, 6))   # cudnn.torch's _Pooling3D: dT, dW, dH = kT, kW, kH
+    vavg, vmax, *strides = cudnn_lua("""function(v)
+      local a, m = cudnn.VolumetricAveragePooling(2, 3, 4), cudnn.VolumetricMaxPooling(2, 3, 4)
+      return a:forward(v):clone(), m:forward(v):clone(), a.dT, a.dW, a.dH, m.dT, m.dW, m.dH
+    end""")(v)
+    assert strides == [2, 3, 4, 2, 3, 4]
+    blocks = v.reshape(1, 2, 2, 2, 2, 4, 2, 3)   # time, height, width cut by kT = 2, kH = 4, kW = 3
+    np.testing.assert_allclose(vavg, blocks.mean(axis=(3, 5, 7)), rtol=1e-12)
+    np.testing.assert_allclose(vmax, blocks.max(axis=(3, 5, 7)), rtol=0)
