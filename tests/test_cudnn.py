@@ -380,6 +380,63 @@ def test_grouped_convolution_file(cudnn_lua, rng, tmp_path):
     np.testing.assert_allclose(gw, numeric_grad(loss, w), rtol=1e-6, atol=1e-8)
 
 
+def _pool(x: np.ndarray, k: int, d: int, pad: int, fill: float, reduce) -> np.ndarray:
+    """k x k windows every d over x padded by pad with fill, reduced over each window."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
+    n = (xp.shape[2] - k) // d + 1
+    return np.stack([np.stack([reduce(xp[:, :, d * i:d * i + k, d * j:d * j + k], axis=(2, 3))
+                               for j in range(n)], -1) for i in range(n)], -2)
+
+
+def _lrn(x: np.ndarray, size: int, alpha: float, beta: float, k: float) -> np.ndarray:
+    sq, half = x ** 2, size // 2
+    scale = [k + alpha / size * sq[:, max(0, c - half):c + half + 1].sum(axis=1) for c in range(x.shape[1])]
+    return x / np.stack(scale, 1) ** beta
+
+
+_BN = {"running_mean": np.array([0.5, -1, 0, 2]), "running_var": np.array([1, 0.5, 2, 0.25]),
+       "weight": np.array([1, 2, -1, 0.5]), "bias": np.array([0, 1, -2, 0.5])}
+# cudnn.torch's fields, which differ from nn's: activations without threshold/val (ReLU) or
+# min_val/max_val (ClippedReLU), K for LRN's k (older versions), average pooling from before
+# ceil_mode and count_include_pad, batch normalization with mode and save_std.
+LAYER_FILES = [
+    ("cudnn.ReLU", {"inplace": False, "mode": "CUDNN_ACTIVATION_RELU"}, lambda x: np.maximum(x, 0)),
+    ("cudnn.ClippedReLU", {"inplace": False, "ceiling": 0.4}, lambda x: np.clip(x, 0, 0.4)),
+    ("cudnn.Sigmoid", {"inplace": False, "mode": "CUDNN_ACTIVATION_SIGMOID"}, lambda x: 1 / (1 + np.exp(-x))),
+    ("cudnn.SpatialCrossMapLRN", {"size": 3, "alpha": 0.1, "beta": 0.75, "K": 2.0},
+     lambda x: _lrn(x, 3, 0.1, 0.75, 2.0)),
+    ("cudnn.SpatialMaxPooling", {"kW": 3, "kH": 3, "dW": 2, "dH": 2, "padW": 1, "padH": 1, "ceil_mode": False,
+                                 "mode": "CUDNN_POOLING_MAX"}, lambda x: _pool(x, 3, 2, 1, -np.inf, np.max)),
+    ("cudnn.SpatialAveragePooling", {"kW": 3, "kH": 3, "dW": 2, "dH": 2, "padW": 1, "padH": 1, "ceil_mode": False,
+                                     "mode": "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING"},
+     lambda x: _pool(x, 3, 2, 1, 0, np.mean)),
+    # a file from before ceil_mode: cudnn.torch's backwardCompatible drops its padding
+    ("cudnn.SpatialAveragePooling", {"kW": 3, "kH": 3, "dW": 2, "dH": 2, "padW": 1, "padH": 1,
+                                     "mode": "CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING"},
+     lambda x: _pool(x, 3, 2, 0, 0, np.mean)),
+    ("cudnn.SpatialBatchNormalization", {"affine": True, "eps": 1e-5, "momentum": 0.1, "nDim": 4,
+                                         "mode": "CUDNN_BATCHNORM_SPATIAL", "save_mean": np.zeros(4),
+                                         "save_std": np.zeros(4), **_BN},
+     lambda x: (x - _BN["running_mean"][:, None, None]) / np.sqrt(_BN["running_var"][:, None, None] + 1e-5)
+     * _BN["weight"][:, None, None] + _BN["bias"][:, None, None]),
+]
+
+
+@pytest.mark.parametrize("name,fields,want", LAYER_FILES, ids=[f"{c[0]}-{i}" for i, c in enumerate(LAYER_FILES)])
+def test_cudnn_torch_layer_files(cudnn_lua, rng, tmp_path, name, fields, want):
+    """Layers with the fields cudnn.torch writes load as their cudnn class and compute as cuDNN."""
+    path = tmp_path / "layer.t7"
+    t7.write(path, t7.TorchObject(name, 1, {**fields, "train": False, "output": np.zeros(0),
+                                            "gradInput": np.zeros(0)}))
+    x = rng.standard_normal((2, 4, 5, 5))
+    got, y = cudnn_lua("""function(p, x)
+      local m = torch.load(p)
+      return torch.type(m), m:forward(x)
+    end""")(str(path), x.copy())
+    assert got == name
+    np.testing.assert_allclose(y, want(x), rtol=1e-10, atol=1e-12)
+
+
 def _log_softmax(x: np.ndarray, axis) -> np.ndarray:
     m = x.max(axis=axis, keepdims=True)
     return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
