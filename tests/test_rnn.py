@@ -187,19 +187,87 @@ def test_gru_and_seqgru_match_equations(rng):
     np.testing.assert_allclose(converted, gru_ref(xs, *args), rtol=1e-10, atol=1e-12)
 
 
-def test_recurrent_simple_rnn(rng):
-    xs = rng.standard_normal((4, 2, 3))
-    out, Wi, bi, Wf, bf, start = lua("""function(x)
-      local r = nn.Recurrent(5, nn.Linear(3, 5), nn.Linear(5, 5), nn.Tanh(), 99)
-      return nn.Sequencer(r):forward(x), r.inputModule.weight, r.inputModule.bias,
-        r.feedbackModule.weight, r.feedbackModule.bias, r.startModule.bias
-    end""")(xs)
+def simple_rnn_ref(xs, Wi, bi, Wf, bf, start):
+    """nn.Recurrent with Tanh: h1 = tanh(Wi x1 + bi + start), then h = tanh(Wi x + bi + Wf h + bf)."""
     h = np.tanh(xs[0] @ Wi.T + bi + start)
-    want = [h]
+    out = [h]
     for x in xs[1:]:
         h = np.tanh(x @ Wi.T + bi + h @ Wf.T + bf)
-        want.append(h)
-    np.testing.assert_allclose(out, np.stack(want), rtol=1e-10, atol=1e-12)
+        out.append(h)
+    return np.stack(out)
+
+
+RECURRENT = """local function recurrent() return nn.Recurrent(5, nn.Linear(3, 5), nn.Linear(5, 5), nn.Tanh(), 99) end
+      local function weights(r)
+        return {r.inputModule.weight, r.inputModule.bias, r.feedbackModule.weight, r.feedbackModule.bias,
+                r.startModule.bias}
+      end"""
+
+
+def test_recurrent_simple_rnn(rng):
+    xs = rng.standard_normal((4, 2, 3))
+    out, p = lua(f"""function(x)
+      {RECURRENT}
+      local r = recurrent()
+      return nn.Sequencer(r):forward(x), weights(r)
+    end""")(xs)
+    np.testing.assert_allclose(out, simple_rnn_ref(xs, *p), rtol=1e-10, atol=1e-12)
+
+
+def test_bidirectional_sequencers_and_repeater(rng):
+    xs = rng.standard_normal((4, 2, 3))
+    bi, pf, pb, brnn, fw, fb, bw, bb, rep, pr = lua(f"""function(x)
+      {RECURRENT}
+      torch.manualSeed(4)
+      local fwd, bwd, again = recurrent(), recurrent(), recurrent()
+      local steps = {{}}
+      for t = 1, x:size(1) do steps[t] = x[t] end
+      local bi = nn.BiSequencer(fwd, bwd):forward(steps)
+      local brnn = nn.SeqBRNN(3, 4)
+      local f, b = brnn.forwardModule, brnn.backwardModule
+      return bi, weights(fwd), weights(bwd), brnn:forward(x), f.weight, f.bias, b.weight, b.bias,
+        nn.Repeater(again, 3):forward(x[1]), weights(again)
+    end""")(xs)
+    # BiSequencer: the forward RNN, and the backward one over the reversed steps, joined per step
+    want = np.concatenate([simple_rnn_ref(xs, *pf), simple_rnn_ref(xs[::-1], *pb)[::-1]], axis=2)
+    np.testing.assert_allclose(np.stack(bi), want, rtol=1e-10, atol=1e-12)
+    # SeqBRNN: two SeqLSTMs (gate blocks i f o g), the backward one reversed, added
+    want = (lstm_ref(xs, fw[:3].T, fb, fw[3:].T, "ifoz")
+            + lstm_ref(xs[::-1], bw[:3].T, bb, bw[3:].T, "ifoz")[::-1])
+    np.testing.assert_allclose(brnn, want, rtol=1e-10, atol=1e-12)
+    # Repeater: the same input at each of its 3 steps
+    np.testing.assert_allclose(np.stack(rep), simple_rnn_ref(np.stack([xs[0]] * 3), *pr), rtol=1e-10, atol=1e-12)
+
+
+def test_recursor_bptt_linear_no_bias_zero_grad_and_rho(rng):
+    xs, gos = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 2, 3))
+    outs, gins, W, b, gW, nobias, hasBias, nbW, zout, zgrad, kept, rhos, message = lua("""function(x, go)
+      local rec = nn.Recursor(nn.Linear(4, 3))
+      local outs, gins = {}, {}
+      for t = 1, 3 do outs[t] = rec:forward(x[t]):clone() end
+      rec:zeroGradParameters()
+      for t = 3, 1, -1 do gins[t] = rec:backward(x[t], go[t]):clone() end   -- last step first
+      local lin = rec:getStepModule(1)
+      local nb = nn.LinearNoBias(4, 3)
+      local z = nn.ZeroGrad()
+      local zout, zgrad = z:forward(x[1]), z:backward(x[1], torch.ones(2, 4))
+      local r = nn.Recurrent(5, nn.Linear(4, 5), nn.Linear(5, 5), nn.Tanh(), 99)
+      local net = nn.Sequential():add(r)
+      net:maxBPTTstep(2)                      -- keeps rho + 1 step clones, recycling the oldest
+      for t = 1, 8 do net:forward(x[1]) end
+      local ok, err = pcall(function() r:backwardThroughTime() end)
+      return outs, gins, lin.weight, lin.bias, lin.gradWeight, nb:forward(x[1]), nb.bias ~= nil, nb.weight, zout, zgrad,
+        require('moses').size(r.sharedClones), {r.rho}, tostring(err)
+    end""")(xs, gos)
+    np.testing.assert_allclose(np.stack(outs), xs @ W.T + b, rtol=1e-12)
+    np.testing.assert_allclose(np.stack(gins), gos @ W, rtol=1e-12)
+    np.testing.assert_allclose(gW, sum(g.T @ x for g, x in zip(gos, xs)), rtol=1e-12)
+    assert not hasBias
+    np.testing.assert_allclose(nobias, xs[0] @ nbW.T, rtol=1e-12)
+    np.testing.assert_array_equal(zout, xs[0])
+    np.testing.assert_array_equal(zgrad, np.zeros((2, 4)))
+    assert kept == 3 and rhos == [2]
+    assert "DEPRECATED" in message
 
 
 # ---- gradients by finite differences -----------------------------------------------------------

@@ -34,6 +34,12 @@ UNPASSABLE = {
     "MufuruGradients": "random sizes that nn.CrossEntropyCriterion refuses, as torch7's does "
                        "(1x1x1 in the whole suite's run: torch7's squeeze gives a number)",
 }
+# Run alone (an unseeded process), this one is close to a coin flip: it trains 5 epochs on random,
+# unseeded data and noise samples and asserts that the last epoch's loss is below the first, but
+# random targets leave almost nothing to learn (2 of 4 seeds passed in a check). It passes in the
+# whole suite's run, where the tests before it have seeded the generator.
+COIN_FLIP_ALONE = {"NCE_MaskZero": "unseeded random data with little to learn: alone, 'the loss fell' is "
+                                   "about a coin flip; checked in test_rnn_suite_whole"}
 TEST_LINE = re.compile(r"^\s*\d+/\d+ (\w+) \.+[^\[]*\[(PASS|FAIL|ERROR)\]", re.M)
 
 
@@ -44,8 +50,8 @@ def _th(args: list[str], cwd: Path, timeout: int = 600) -> subprocess.CompletedP
 
 @pytest.mark.parametrize("name", NAMES)
 def test_rnn_suite(name: str) -> None:
-    if name in UNPASSABLE:
-        pytest.skip(UNPASSABLE[name])
+    if name in UNPASSABLE or name in COIN_FLIP_ALONE:
+        pytest.skip(UNPASSABLE.get(name) or COIN_FLIP_ALONE[name])
     done = _th(["-e", f"require 'rnn'; dofile('{FOLDER / 'test.lua'}'); rnn.test{{'^{name}$'}}"], FOLDER)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "[PASS]" in done.stdout
