@@ -463,6 +463,45 @@ def test_dictionary_trains_only_the_rows_used(run):
     np.testing.assert_allclose(A(r["capped"]), capped, rtol=1e-6)
 
 
+def test_augmentation_modules_and_type_keeping_shared_clones(run):
+    r = run("""
+      local x, V, lam = torch.randn(2, 3, 6, 7), torch.randn(3, 3), torch.rand(3)
+      local pca = nn.PCAColorTransform(3, V, lam, 0.5)
+      local y = pca:forward(x):clone()
+      local alphas = pca.alphas:clone()          -- the draws, times the eigenvalues
+      pca:evaluate()
+      local crop = nn.SpatialUniformCrop(4, 3)
+      local c, go = crop:forward(x):clone(), torch.randn(2, 3, 4, 3)
+      local gc = crop:backward(x, go):clone()
+      crop:evaluate()
+      local drop = nn.SpatialRegionDropout(0.5)
+      local d = drop:forward(x)
+      local lin = nn.Linear(3, 2)
+      local net = nn.Sequential():add(lin):add(lin:sharedClone()):float()  -- one tensor cache for both
+      local a, b = net:get(1), net:get(2)
+      return { x = T(x), V = T(V), y = T(y), alphas = T(alphas), ye = T(pca:forward(x)), c = T(c),
+               coord = T(crop.coord:double()), go = T(go), gc = T(gc), ce = T(crop:forward(x)),
+               d = T(d), region = drop.regionType, wtype = torch.type(b.weight),
+               shared = a.weight:storage() == b.weight:storage() and a.gradBias:storage() == b.gradBias:storage() }""")
+    x, V, alphas = A(r["x"]), A(r["V"]), A(r["alphas"])
+    offset = (V @ alphas).T                        # image b, channel c: sum_j V[c, j] alpha[j, b]
+    np.testing.assert_allclose(A(r["y"]), x + offset[:, :, None, None], rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(A(r["ye"]), x)   # evaluation: no noise
+    grad = np.zeros_like(x)
+    for i, (h1, w1) in enumerate(A(r["coord"]).astype(int) - 1):
+        assert 0 <= h1 <= 6 - 4 and 0 <= w1 <= 7 - 3
+        np.testing.assert_array_equal(A(r["c"])[i], x[i, :, h1:h1 + 4, w1:w1 + 3])
+        grad[i, :, h1:h1 + 4, w1:w1 + 3] = A(r["go"])[i]
+    np.testing.assert_array_equal(A(r["gc"]), grad)
+    np.testing.assert_array_equal(A(r["ce"]), x[:, :, 0:4, 1:4])   # centre: ceil((6-4)/2), ceil((7-3)/2)
+    keep = np.ones_like(x)
+    band = {1: (slice(None), slice(None), slice(0, 3)), 2: (slice(None), slice(None), slice(3, 6)),
+            3: (Ellipsis, slice(0, 3)), 4: (Ellipsis, slice(4, 7))}[r["region"]]
+    keep[band] = 0                                 # floor(6 * 0.5) rows or floor(7 * 0.5) columns
+    np.testing.assert_allclose(A(r["d"]), x * keep / 0.5, rtol=1e-12)
+    assert r["shared"] and r["wtype"] == "torch.FloatTensor"
+
+
 # dpnn's own test/test.lua, unmodified, when a checkout's test/ folder is at hand (it is not part of
 # the project). Its glimpse tests require nnx (ours) themselves; with LUABRIDGE_CUDA_ON_CPU=1 the
 # parts behind require 'cunn' run too. ReinforceGamma returns at once without randomkit and cephes
