@@ -486,6 +486,26 @@ print(root, util.twice(21), vocab.a + vocab.b[2], pkgloaded)
     assert r.returncode == 1 and "module 'nothing_here' not found" in r.stderr
 
 
+
+def test_traceback_reaches_into_required_modules(tmp_path):
+    """An error while a user's module loads shows the module's frames and the requiring
+    script's, whether it is required by a relative name or through package.path."""
+    write(tmp_path / "cfg.lua", "local function check(n)\n  if n > 2 then error('n too big: ' .. n) end\n"
+                                "end\ncheck(3)\nreturn {}\n")
+    write(tmp_path / "main.lua", "local function setup()\n  local cfg = require(arg[1])\n  return cfg\nend\n"
+                                 "setup()\n")
+    for name, require_frame in [("./cfg", []), ("cfg", ["\t[C]: in function 'require'"])]:
+        r = th("main.lua", name, cwd=tmp_path)
+        assert r.returncode == 1
+        # the module's path as Lua shortens it ('./cfg.lua', '/tmp/.../cfg.lua', '...g/cfg.lua')
+        assert re.sub(r"\S*cfg\.lua", "cfg.lua", r.stderr).splitlines() == [
+            "cfg.lua:2: n too big: 3", "stack traceback:", "\tcfg.lua:2: in function 'check'",
+            "\tcfg.lua:4: in main chunk", *require_frame, "\tmain.lua:2: in function 'setup'",
+            "\tmain.lua:5: in main chunk"]
+    r = th("-e", "require './missing'", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"(command line):1: module './missing' not found: no {tmp_path}/missing.lua")
+
 def test_penlight_globals_and_who(tmp_path):
     """With a 'pl' module on LUA_PATH, th loads it as trepl does (Penlight's lazy globals)."""
     (tmp_path / "lib" / "pl").mkdir(parents=True)

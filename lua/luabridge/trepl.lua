@@ -6,40 +6,72 @@ local trepl = {}
 
 local baseRequire = require
 
--- What a relative name stands for, tried in trepl's order: Lua source, a saved object, JSON, the
--- file itself, then a folder's init.lua.
-local function requireFile(pkg)
-  local function has(suffix) return paths.filep(pkg .. suffix) end
-  if has('.lua') then return dofile(pkg .. '.lua') end
-  for _, suffix in ipairs { '.th', '.net', '.t7' } do
-    if pkg:sub(-#suffix) == suffix and has('') or has(suffix) then
-      if suffix == '.net' then baseRequire 'nn' end
-      return torch.load(pkg:sub(-#suffix) == suffix and pkg or pkg .. suffix)
-    end
+-- pkg when it ends with suffix, else pkg .. suffix: the one that exists, if any.
+local function existing(pkg, suffix)
+  if pkg:sub(-#suffix) == suffix and paths.filep(pkg) then return pkg end
+  if paths.filep(pkg .. suffix) then return pkg .. suffix end
+end
+
+-- What a file name given to require stands for, tried in trepl's order (Lua source, a saved
+-- object, JSON, the file itself, a folder's init.lua): the file and how to load it, or nil.
+local kinds = { { '.lua', 'lua' }, { '.th', 't7' }, { '.net', 'net' }, { '.t7', 't7' }, { '.json', 'json' } }
+
+local function locate(pkg)
+  for _, kind in ipairs(kinds) do
+    local file = existing(pkg, kind[1])
+    if file then return file, kind[2] end
   end
-  if pkg:sub(-5) == '.json' and has('') or has('.json') then
-    local f = assert(io.open(pkg:sub(-5) == '.json' and pkg or pkg .. '.json'))
+  if paths.filep(pkg) then return pkg, 'lua' end
+  local init = paths.concat(pkg, 'init.lua')
+  if paths.filep(init) then return init, 'lua' end
+end
+
+local loaders = {
+  lua = function(file)
+    local result = dofile(file)   -- not a tail call: dofile's frame stays out of tracebacks
+    return result
+  end,
+  t7 = function(file) return torch.load(file) end,
+  net = function(file)
+    baseRequire 'nn'
+    return torch.load(file)
+  end,
+  json = function(file)
+    local f = assert(io.open(file))
     local text = f:read('*a')
     f:close()
     return baseRequire('cjson').decode(text)
-  end
-  if has('') then return dofile(pkg) end
-  return dofile(paths.concat(pkg, 'init.lua'))
+  end,
+}
+
+-- Whether Lua's require can find name (loaded, preloaded, on package.path or package.cpath);
+-- with searchers beyond Lua's four (luabridge.model adds one while it loads), it decides.
+local function requireFinds(name)
+  return package.loaded[name] ~= nil or package.preload[name] ~= nil or #package.loaders > 4
+    or package.searchpath(name, package.path) ~= nil or package.searchpath(name, package.cpath) ~= nil
 end
 
+-- require as trepl's: './x' and '../' name files relative to the calling file, and a name that
+-- require cannot find is looked for in the current folder. Errors inside a module pass through
+-- untouched, so the traceback reaches into the module's own frames.
 function trepl.require(name)
-  if type(name) == 'string' and name:sub(1, 1) == '.' then
+  if type(name) ~= 'string' then return baseRequire(name) end
+  if name:sub(1, 1) == '.' then
     local source = debug.getinfo(2, 'S').source
     local file = source:sub(1, 1) == '@' and source:sub(2) or ''
-    local dir = (file ~= '' and paths.filep(file)) and paths.dirname(file) or '.'
-    return requireFile(paths.concat(dir, name))
+    local pkg = paths.concat((file ~= '' and paths.filep(file)) and paths.dirname(file) or '.', name)
+    local found, kind = locate(pkg)
+    if not found then
+      error(("module '%s' not found: no %s.lua, .th, .net, .t7, .json, nor %s"):format(
+        name, pkg, paths.concat(pkg, 'init.lua')), 2)
+    end
+    return loaders[kind](found)
   end
-  local ok, result = pcall(baseRequire, name)
-  if ok then return result end
-  -- a module in the current folder that package.path does not reach
-  local found, here = pcall(requireFile, paths.concat('.', name))
-  if found then return here end
-  error(result, 2)
+  if not requireFinds(name) then
+    local found, kind = locate(paths.concat('.', name))
+    if found then return loaders[kind](found) end
+  end
+  return baseRequire(name)
 end
 
 -- Makes a package's fields globals (those not defined yet; all of them when forced), as trepl's
