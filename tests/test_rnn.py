@@ -267,7 +267,7 @@ def test_recursor_bptt_linear_no_bias_zero_grad_and_rho(rng):
     np.testing.assert_array_equal(zout, xs[0])
     np.testing.assert_array_equal(zgrad, np.zeros((2, 4)))
     assert kept == 3 and rhos == [2]
-    assert "DEPRECATED" in message
+    assert "nn.Recurrent:backwardThroughTime: DEPRECATED Jan 8, 2016" in message
 
 
 # ---- gradients by finite differences -----------------------------------------------------------

@@ -227,7 +227,10 @@ AbstractRecurrent.recursiveNormal = nn.rnn.recursiveNormal
 -- The explicit BPTT calls of rnn before 2016; backward per step replaced them.
 for _, method in ipairs({ 'backwardThroughTime', 'updateGradInputThroughTime', 'accGradParametersThroughTime',
     'accUpdateGradParametersThroughTime', 'backwardUpdateThroughTime' }) do
-  AbstractRecurrent[method] = function() error("DEPRECATED Jan 8, 2016") end
+  AbstractRecurrent[method] = function(self)
+    error(('%s:%s: DEPRECATED Jan 8, 2016 (call backward once per time-step, the last step first)')
+      :format(torch.type(self), method), 2)
+  end
 end
 
 function AbstractRecurrent:__tostring__()
