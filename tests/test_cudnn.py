@@ -10,6 +10,7 @@ has cudnn loaded: the other test files' runtime stays without it.
 from __future__ import annotations
 
 import os
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -67,6 +68,28 @@ def test_settings_and_version(cudnn_lua):
     end""")()
     assert got[0] >= 5005 and isinstance(got[0], int)
     assert got[1:] == ("false", "false", "function", "cudnn.SpatialConvolution", "true")
+
+
+def test_cutorch_host_tensors_and_memory(cudnn_lua):
+    """cutorch's pinned host tensors are CPU tensors of the size given (numbers or a
+    LongStorage); getMemoryUsage and getDeviceProperties report the host memory in bytes."""
+    got = cudnn_lua("""function()
+      local a, b = cutorch.createCudaHostTensor(2, 3), cutorch.createCudaHostDoubleTensor(torch.LongStorage{4})
+      local c = cutorch.createCudaHostHalfTensor(5)
+      local free, total = cutorch.getMemoryUsage(1)
+      local props = cutorch.getDeviceProperties(1)
+      local ok, err = pcall(cutorch.getMemoryUsage, 2)
+      return torch.type(a) .. ' ' .. table.concat(a:size():totable(), 'x') .. ' ' .. torch.type(b) .. ' '
+        .. b:nElement() .. ' ' .. torch.type(c) .. ' ' .. c:nElement(), free, total, props.totalGlobalMem,
+        tostring(cutorch.getKernelPeerToPeerAccess()), err
+    end""")()
+    kinds, free, total, props_total, peer, err = got
+    assert kinds == "torch.FloatTensor 2x3 torch.DoubleTensor 4 torch.HalfTensor 5"
+    if os.path.exists("/proc/meminfo"):
+        with open("/proc/meminfo") as f:
+            kb = int(re.search(r"MemTotal:\s*(\d+) kB", f.read()).group(1))
+        assert total == props_total == kb * 1024 and 0 < free <= total
+    assert peer == "true" and "cutorch.getMemoryUsage: device 2 does not exist (1 device)" in err
 
 
 # ---- the fused recurrent layers: a float64 reference ----------------------------------------

@@ -45,9 +45,20 @@ end
 function cutorch.synchronize() end
 cutorch.synchronizeAll = cutorch.synchronize
 
+-- Peer access between devices: always on with a single device.
+function cutorch.getPeerToPeerAccess() return true end
+function cutorch.setPeerToPeerAccess() end
+function cutorch.getKernelPeerToPeerAccess() return true end
+function cutorch.setKernelPeerToPeerAccess() end
+
+require 'cutorch.host'
+
 function cutorch.getDeviceProperties(i)
   cutorch.setDevice(i)
-  return { name = onCpu and 'CPU (LUABRIDGE_CUDA_ON_CPU)' or 'luabridge CUDA device', major = 0, minor = 0 }
+  local props = { name = onCpu and 'CPU (LUABRIDGE_CUDA_ON_CPU)' or 'luabridge CUDA device', major = 0, minor = 0 }
+  local ok, free, total = pcall(cutorch.getMemoryUsage, i)   -- the host's, on the CPU
+  if ok then props.freeGlobalMem, props.totalGlobalMem = free, total end
+  return props
 end
 
 -- The CUDA generator: torch's own when CUDA tensors live on the CPU.
