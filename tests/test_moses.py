@@ -128,6 +128,7 @@ A = [5, 8, 12, 20, 3, 8]
     ("_(({5,8,12,20,3,8})):select(function(_, v) return v > 6 end):map(function(_, v) return v * 2 end):value()",
      [v * 2 for v in A if v > 6]),
     ("_.chain({3, 1, 2}):sort():reverse():value()", [3, 2, 1]),
+    ("_.value(_.chain({3, 1, 2}):sort())", [1, 2, 3]),
 ])
 def test_moses_against_python(run, expr, expected):
     got = run(expr)

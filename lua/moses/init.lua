@@ -33,6 +33,8 @@ function Wrapper:value() return self._wrapped end
 for name, fn in pairs(M) do
   Wrapper[name] = function(self, ...) return wrap(fn(self._wrapped, ...)) end
 end
+-- _.value(wrapper) is wrapper:value() (defined after the loop, which would wrap its result).
+function M.value(wrapper) return wrapper._wrapped end
 
 -- Copies the library into context (_G by default), keeping existing names when noConflict.
 function M.import(context, noConflict)
