@@ -1,6 +1,7 @@
 """argcheck (lua/argcheck): torch/argcheck's documented behaviour -- ordered and named calls,
 defaults (default, defaulta, defaultf), opt, check, pack, quiet, call, overload, named method
-calls, torch type patterns, nonamed / noordered, the usage text, and argcheck.doc."""
+calls, torch type patterns, nonamed / noordered, the usage text, argcheck.doc, and overloads
+that overlap an older one (an error unless force)."""
 from __future__ import annotations
 
 import pytest
@@ -82,3 +83,18 @@ def test_doc_records(run):
       doc('dropped')
       return {text, doc.stop()}""")
     assert got == ["# title and a function", ""]
+
+
+def test_overloads_that_overlap_need_force(run):
+    got = run("""
+      local add = argcheck{{name = 'x', type = 'number'}, call = function(x) return 'one ' .. x end}
+      add = argcheck{{name = 's', type = 'string'}, overload = add, call = function(s) return 'str ' .. s end}
+      local ok, err = pcall(argcheck, {{name = 'x', type = 'number'}, {name = 'msg', type = 'string', default = 'd'},
+                                       overload = add, call = function(x, m) return 'two ' .. x .. m end})
+      local forced = argcheck{{name = 'x', type = 'number'}, {name = 'msg', type = 'string', default = 'd'},
+                              overload = add, force = true, call = function(x, m) return 'two ' .. x .. m end}
+      return {ok, err, forced(5), forced(5, 'm'), forced('s')}""")
+    ok, err, *calls = got
+    # (number) is what add(5) and the new rules (msg left to its default) both accept
+    assert ok is False and "argcheck: rules led to ambiguous situations: (number) is accepted" in err
+    assert calls == ["two 5d", "two 5m", "str s"]    # forced: the new rules win, the older ones remain

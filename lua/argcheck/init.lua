@@ -110,6 +110,36 @@ local function results(spec, values)
   return unpack(values, 1, n)
 end
 
+-- The ordered type sequences spec accepts: every rule's type, each optional rule present or
+-- left out (rules without a type read 'any').
+local function signatures(spec)
+  local found = { '' }
+  for _, rule in ipairs(spec.rules) do
+    local grown = {}
+    for _, sig in ipairs(found) do
+      grown[#grown + 1] = sig .. ',' .. (rule.type or 'any')
+      if optional(rule) then grown[#grown + 1] = sig end
+    end
+    found = grown
+  end
+  return found
+end
+
+-- As argcheck's graph: new rules that accept a type sequence an overloaded checker accepts
+-- too are an error, unless force is set (the new rules then win).
+local function checkAmbiguity(spec, overloaded)
+  local new = {}
+  for _, sig in ipairs(signatures(spec)) do new[sig] = true end
+  for _, old in ipairs(overloaded) do
+    for _, sig in ipairs(signatures(old)) do
+      if new[sig] then
+        error(('argcheck: rules led to ambiguous situations: (%s) is accepted by the overloaded function too '
+          .. '(force = true lets the new rules win)'):format(sig:sub(2)), 3)
+      end
+    end
+  end
+end
+
 local function argcheck(options)
   if type(options) ~= 'table' then error('argcheck: a table of rules expected', 2) end
   local spec = { rules = {}, istype = env.istype }
@@ -130,6 +160,7 @@ local function argcheck(options)
   local chain = {}   -- this spec, then those it overloads (newest first)
   local s = spec
   while s do chain[#chain + 1] = s; s = s.overload and specs[s.overload] end
+  if not spec.force then checkAmbiguity(spec, { unpack(chain, 2) }) end
 
   local function check(...)
     local args = { n = select('#', ...), ... }
