@@ -42,6 +42,8 @@ class Interrupter:
         b.call(self.lua_side.disarm)
         self._running = False
         self._armed = False
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored: it stays so
+            return
         read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
         signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
