@@ -273,6 +273,30 @@ Trainer.step(torch.Tensor(4))
     assert lines[1:] == ["stack traceback:", "\ttrain.lua:5: in function 'step'", "\ttrain.lua:8: in main chunk"]
 
 
+
+def test_traceback_of_user_code_called_back_by_the_library(tmp_path):
+    """A user function that optim or Tensor:apply calls fails: the traceback shows the user's
+    frames on both sides of the library's, and none of the library's own."""
+    write(tmp_path / "fit.lua", """require 'optim'
+local x = torch.Tensor(3):fill(1)
+local function loss(p)
+  error('loss of ' .. p:sum())
+end
+local function feval(p) local l = loss(p) return l end
+if arg[1] == 'apply' then x:apply(function(v) local l = loss(x) return l end) end
+optim.sgd(feval, x, {learningRate = 0.1})
+""")
+    r = th("fit.lua", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "fit.lua:4: loss of 3", "stack traceback:", "\tfit.lua:4: in function 'loss'",
+        "\tfit.lua:6: in function 'opfunc'", "\tfit.lua:8: in main chunk"]
+    r = th("fit.lua", "apply", cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        "fit.lua:4: loss of 3", "stack traceback:", "\tfit.lua:4: in function 'loss'",
+        "\tfit.lua:7: in function 'fn'", "\tfit.lua:7: in main chunk"]
+
 # print as trepl: the expected layouts follow trepl's printer (init.lua's print_new): '{' and '}'
 # at 4 spaces per level, entries 2 further as `key : value`, strings quoted inside tables,
 # tensors and storages by type and size, tables past the depth limit (or empty) as {...}
