@@ -196,6 +196,18 @@ def test_spatial_linear_is_a_linear_map_per_pixel():
     np.testing.assert_allclose(gb, 0.5 * g.sum(axis=(1, 2)), atol=1e-12)
 
 
+def test_spatial_linear_decay_shrinks_its_parameters():
+    w, b, dw, db = map(N, lua_fn("""function()
+      require 'nnx'
+      local m = nn.SpatialLinear(3, 2)
+      local w, b = m.weight:clone(), m.bias:clone()
+      m:decayParameters(0.1)
+      return w, b, m.weight, m.bias
+    end""")())
+    np.testing.assert_allclose(dw, 0.9 * w, atol=1e-15)
+    np.testing.assert_allclose(db, 0.9 * b, atol=1e-15)
+
+
 qd_linear = lua_fn("""function(inputs, gradOutputs, qd)
   require 'nnx'
   local m = nnx.QDRiemaNNLinear(inputs[1]:size(2), gradOutputs[1]:size(2), 0.3, qd)
@@ -433,6 +445,35 @@ def test_soft_max_tree_against_direct_path_sums():
         np.testing.assert_allclose(N(nodes[p][4]), numeric_grad(loss, b), atol=1e-6)
     counts = {int(updates[i][1]): updates[i][2] for i in range(1, len(updates) + 1)}
     assert counts == {7: 4, 2: 2, 8: 1, 9: 1}   # samples whose path passes through each parent
+
+
+def test_soft_max_tree_momentum_buffers_follow_its_parameters():
+    """Static: the momentum rows of the parents a batch touched (targets 1 and 4 pass through
+    parents 7 and 8; bias keys are parentId + maxParentId = parentId + 9), views of whole
+    buffers; not static (or before any batch): the two whole buffers."""
+    hierarchy = "{" + ", ".join(f"[{p}] = torch.IntTensor{{{', '.join(map(str, cs))}}}"
+                                for p, cs in HIERARCHY.items()) + "}"
+    before, shapes, filled, dense = lua_fn("""function(hierarchy, root)
+      require 'nnx'
+      local h = loadstring('return ' .. hierarchy)()
+      local m = nn.SoftMaxTree(5, h, root)
+      local whole = m:momentumGradParameters()
+      local before = {#whole, whole[1]:size(1), whole[1]:size(2), whole[2]:size(1), whole[1]:sum()}
+      local input = {torch.randn(2, 5), torch.IntTensor{1, 4}}
+      m:forward(input); m:backward(input, torch.ones(2))
+      local keyed, shapes = m:momentumGradParameters(), {}
+      for k, t in pairs(keyed) do shapes[#shapes + 1] = {k, t:size():totable()} end
+      table.sort(shapes, function(a, b) return a[1] < b[1] end)
+      keyed[8]:fill(1)
+      local dense = nn.SoftMaxTree(5, h, root, false, false):momentumGradParameters()
+      return before, shapes, m.momGradParams[1]:sum(), {#dense, dense[1]:size(1), dense[2]:size(1)}
+    end""")(hierarchy, ROOT)
+    n_children = sum(len(cs) for cs in HIERARCHY.values())
+    assert list(before.values()) == [2, n_children, 5, n_children, 0]
+    shapes = {int(shapes[i][1]): list(shapes[i][2].values()) for i in range(1, len(shapes) + 1)}
+    assert shapes == {7: [3, 5], 8: [2, 5], 16: [3], 17: [2]}
+    assert filled == 2 * 5                      # parent 8's rows, written through its view
+    assert list(dense.values()) == [2, n_children, n_children]
 
 
 # ---------------------------------------------------------------------------- softmaxes, tables
@@ -726,6 +767,12 @@ def test_bad_inputs_name_the_module_and_sizes():
     assert_lua_error("require 'nnx'; nn.SoftMaxTree(3, {[1] = torch.IntTensor{2, 3}}):forward("
                      "{torch.rand(2, 3), torch.IntTensor{4, 2}})",
                      "nn.SoftMaxTree: node 4 is not the root and has no parent in the tree")
+    assert_lua_error("require 'nnx'; nn.SpatialFovea{nInputPlane = 1, ratios = {1, 2}, fov = 3, sub = 1, "
+                     "processors = {nn.Identity(), nn.Identity()}}:forward(torch.rand(1, 4, 4))",
+                     "nn.SpatialFovea: the processors must shrink their input by fov - sub = 2 pixels "
+                     "(scale 2, ratio 2, gives 8x8 maps, scale 1 gives 6x6)")
+    assert_lua_error("require 'nnx'; nnx.test()",
+                     "nnx.test: nnx's suite is not bundled: dofile('<nnx checkout>/test/test-all.lua') defines it")
     assert_lua_error("require 'nnx'; nn.SpatialDownSampling(3, 3):forward(torch.rand(1, 2, 5))",
                      "nn.SpatialDownSampling: expected a C x H x W input of at least 3x3 pixels, got size [1x2x5]")
 

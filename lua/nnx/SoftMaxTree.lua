@@ -226,6 +226,24 @@ function SoftMaxTree:parameters()
   return params, grads, {}, self.nChildNode * 2
 end
 
+-- Momentum buffers shaped as gradWeight and gradBias (dp's momentum uses them): both whole, or
+-- in static mode, once a batch has updated some parents, their rows keyed as parameters() keys
+-- them.
+function SoftMaxTree:momentumGradParameters()
+  if self.accUpdate then error('nn.SoftMaxTree: momentum needs gradients (accUpdate is set)', 2) end
+  if not self.momGradParams or not next(self.momGradParams) then
+    self.momGradParams = {self.gradWeight:clone():zero(), self.gradBias:clone():zero()}
+  end
+  if not (self.static and next(self.updates)) then return self.momGradParams end
+  local views = {}
+  for parentId in pairs(self.updates) do
+    local first, n = self.parentChildren[parentId][1], self.parentChildren[parentId][2]
+    views[parentId] = self.momGradParams[1]:narrow(1, first, n)
+    views[parentId + self.maxParentId] = self.momGradParams[2]:narrow(1, first, n)
+  end
+  return views
+end
+
 function SoftMaxTree:updateParameters(learningRate)
   assert(not self.accUpdate, 'nn.SoftMaxTree: updateParameters needs gradients (accUpdate is set)')
   local params, grads = self:parameters()

@@ -77,7 +77,12 @@ function SpatialFovea:updateOutput(input)
   end
   self.output:resize(planes, results[1]:size(2), results[1]:size(3))
   local first = 1
-  for _, r in ipairs(results) do
+  for i, r in ipairs(results) do
+    if r:size(2) ~= results[1]:size(2) or r:size(3) ~= results[1]:size(3) then
+      error(('nn.SpatialFovea: the processors must shrink their input by fov - sub = %d pixels (scale %d, '
+        .. 'ratio %s, gives %dx%d maps, scale 1 gives %dx%d)'):format(self.padding, i, tostring(self.ratios[i]),
+        r:size(2), r:size(3), results[1]:size(2), results[1]:size(3)), 2)
+    end
     self.output:narrow(1, first, r:size(1)):copy(r)
     first = first + r:size(1)
   end

@@ -26,6 +26,12 @@ function SpatialLinear:reset(stdv)
   return self
 end
 
+-- Weight decay applied in place: the parameters shrink by decay times themselves.
+function SpatialLinear:decayParameters(decay)
+  self.weight:add(-decay, self.weight)
+  self.bias:add(-decay, self.bias)
+end
+
 -- t (C x H x W) as a C x HW matrix, checked against the expected plane count.
 function SpatialLinear:_flat(t, C, what)
   if t:dim() ~= 3 or t:size(1) ~= C then

@@ -27,4 +27,9 @@ for _, name in ipairs(classes) do
   require('nnx.' .. name)
 end
 
+-- nnx's test/test-all.lua, not bundled, defines the real nnx.test when run with dofile.
+function nnx.test()
+  error("nnx.test: nnx's suite is not bundled: dofile('<nnx checkout>/test/test-all.lua') defines it", 2)
+end
+
 return nnx
