@@ -415,6 +415,33 @@ def test_data_loader_pattern(threads_run):
     assert got == [2.0, 4.0, 6.0, 8.0]
 
 
+def test_consumer_driven_loader_pattern(threads_run):
+    """fb.resnet.torch's dataloader.lua: fill the queue while acceptsjob(), then dojob() one batch
+    per step and refill, until hasjob() is false."""
+    got = threads_run("""
+      local pool = threads.Threads(3)
+      local size, batchSize, nextIndex, sample = 10, 4, 1, nil
+      local function enqueue()
+        while nextIndex <= size and pool:acceptsjob() do
+          local first, n = nextIndex, math.min(batchSize, size - nextIndex + 1)
+          pool:addjob(function(a, k) local t = {} for i = a, a + k - 1 do t[#t + 1] = i * i end return t end,
+                      function(batch) sample = batch end, first, n)
+          nextIndex = nextIndex + batchSize
+        end
+      end
+      local batches = {}
+      while true do
+        enqueue()
+        if not pool:hasjob() then break end
+        pool:dojob()
+        if pool:haserror() then pool:synchronize() end
+        batches[#batches + 1] = sample
+      end
+      return batches""")
+    squares = [i * i for i in range(1, 11)]
+    assert got == [squares[0:4], squares[4:8], squares[8:10]]
+
+
 def test_serializations(threads_run):
     got = threads_run("""
       local t = torch.Tensor{1, 2, 3}
