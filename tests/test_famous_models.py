@@ -11,6 +11,7 @@ checks the others from their repositories (tools/famous_models.py) on a tiny fak
 """
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -204,6 +205,8 @@ def test_tool_checks_a_fake_openface(tmp_path, capsys):
     assert row.ok, row.detail
     assert row.fields["input"] == "2x3x8x8" and row.fields["output"] == "2x128"
     assert int(row.fields["params"]) == 3 * 2 * 9 + 2 + 72 * 128 + 128
+    if importlib.util.find_spec("torch"):
+        assert float(row.fields["reference"]) < 1e-6   # PyTorch's forward of what t7.read found
     assert not (repos / "cmusatyalab+openface" / "model.t7").exists()   # ran in a scratch copy
 
     assert fm.main([str(repos), "--only", "openface"]) == 0
@@ -225,6 +228,7 @@ def test_tool_builds_the_colorization_net_without_a_repository(tmp_path):
     assert row.ok, row.detail
     assert row.fields["input"] == "1x64x64+128" and row.fields["output"] == "2x64x64"
     # convolutions 1->32 (3x3), 32->64 (3x3), 128->64 (1x1), 64->2 (3x3); Linear 128->64, 64->64
+    assert row.fields["reference"] == "in tests"   # a gModule: checked against numpy above
     assert int(row.fields["params"]) == (32 * 9 + 32) + (64 * 32 * 9 + 64) + (64 * 128 + 64) + (2 * 64 * 9 + 2) \
         + (64 * 128 + 64) + (64 * 64 + 64)
 

@@ -2,9 +2,10 @@
 -- tools/famous_models.py as `luabridge th famous_models.lua NAME OUTDIR` in a scratch copy of
 -- the model's repository. Runs a training step's forward and backward, saves the model with torch.save
 -- (after clearState, as training scripts do),
--- loads it back with torch.load and requires the same output. Writes OUTDIR/model.t7 and the
--- flat parameters as raw float32 (OUTDIR/params.f32) for the Python reader's check, and prints
--- one `famous key=value ...` line.
+-- loads it back with torch.load and requires the same output. Writes OUTDIR/model.t7, the
+-- flat parameters as raw float32 (OUTDIR/params.f32) for the Python reader's check and, for a
+-- tensor input, the input and the evaluation output (input.f32, output.f32), and prints one
+-- `famous key=value ...` line.
 require 'nn'
 
 local name, outdir = arg[1], arg[2]
@@ -177,9 +178,16 @@ local after = loaded:forward(x)
 torch.setnumthreads(threads)
 local reload_diff = (after - again):abs():max()
 
-local raw = torch.DiskFile(paths.concat(outdir, 'params.f32'), 'w'):binary()
-raw:writeFloat(params:storage())
-raw:close()
+local function write_floats(file, t)
+  local raw = torch.DiskFile(paths.concat(outdir, file), 'w'):binary()
+  raw:writeFloat(t:contiguous():storage())
+  raw:close()
+end
+write_floats('params.f32', params)
+if torch.typename(x) == 'torch.FloatTensor' then   -- for a forward from what t7.read finds
+  write_floats('input.f32', x)
+  write_floats('output.f32', before)
+end
 
 local ok, note = case.check(before, x)
 print(string.format('famous input=%s output=%s params=%d forward_ms=%.1f backward_ms=%.1f save_load_ms=%.1f ' ..

@@ -4,11 +4,14 @@
 
 REPOS is a folder of checked-out repositories, as for tools/real_programs.py (whose runner this
 uses: a scratch copy of the repository, `luabridge th`, a time limit). In it
-tools/famous_models.lua builds the model from the repository's own definition file, runs a
-training step's forward and backward, saves it with torch.save and loads it back with torch.load, requiring
+tools/famous_models.lua builds the model from the repository's own definition file (the rnn
+language model and the colorization net it builds itself, in an empty folder), runs a training
+step's forward and backward, saves it with torch.save and loads it back with torch.load, requiring
 the same output. Here the saved file is read again with luabridge.t7.read (pure Python): its
 weights, in the order nn's getParameters lays them out, must equal the parameters the Lua side
-wrote, bit for bit. Prints a markdown table: sizes, parameter count, timings, pass or fail.
+wrote, bit for bit, and PyTorch's float64 forward of the model it finds (tools/t7_reference.py)
+must give Lua's output to 1e-5 (relative). Prints a markdown table: sizes, parameter count, file
+size, timings, the reference's difference, pass or fail.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 import real_programs as rp  # noqa: E402
+import t7_reference  # noqa: E402
 
 from luabridge import t7  # noqa: E402
 
@@ -96,6 +100,30 @@ def weight_problems(outdir: Path, checkpoint_key: str) -> list[str]:
     return []
 
 
+def dims(sizes: str) -> list[int]:
+    return [int(n) for n in sizes.split("x")]
+
+
+def reference_difference(outdir: Path, fields: dict[str, str], checkpoint_key: str) -> float | str:
+    """max |Lua's output - PyTorch's float64 forward of what t7.read finds| / max |the latter|, or
+    why there is none: the driver wrote no input or the model has a class t7_reference does not
+    know (the tests check those against numpy), or PyTorch is not installed."""
+    if not (outdir / "input.f32").exists():
+        return "in tests"
+    saved = t7.read(outdir / "model.t7")
+    x = np.fromfile(outdir / "input.f32", dtype="<f4").reshape(dims(fields["input"]))
+    lua = np.fromfile(outdir / "output.f32", dtype="<f4").reshape(dims(fields["output"]))
+    try:
+        ref = t7_reference.forward(saved[checkpoint_key] if checkpoint_key else saved, x)
+    except t7_reference.Unsupported:
+        return "in tests"
+    except ImportError:
+        return "needs PyTorch"
+    if ref.shape != lua.shape:
+        return float("inf")
+    return float(np.abs(ref - lua).max() / max(np.abs(ref).max(), 1e-30))
+
+
 def check_model(m: Famous, repos: Path, scale: float = 1.0) -> Row:
     with tempfile.TemporaryDirectory(prefix="luabridge-famous-") as out:
         if m.repo is None:
@@ -113,19 +141,25 @@ def check_model(m: Famous, repos: Path, scale: float = 1.0) -> Row:
         if float(fields["reload_diff"]) != 0:
             problems.append(f"output after torch.load differs by {fields['reload_diff']}")
         problems += weight_problems(Path(out), fields["checkpoint"])
+        diff = reference_difference(Path(out), fields, fields["checkpoint"])
+        fields["reference"] = diff if isinstance(diff, str) else f"{diff:.0e}"
+        if isinstance(diff, float) and not diff <= 1e-5:   # float32 against float64
+            problems.append(f"the forward of t7.read's model differs from Lua's output by {diff:.1e} (relative)")
         fields["file_mb"] = f"{(Path(out) / 'model.t7').stat().st_size / 2 ** 20:.1f}"
     return Row(m, not problems, "; ".join(problems), fields)
 
 
 def table(rows: list[Row]) -> str:
-    lines = ["| model | input | output | parameters | file MB | forward ms | backward ms | save/load ms | result |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | input | output | parameters | file MB | forward ms | backward ms | save/load ms "
+             "| t7.read forward | result |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         f = r.fields
         cells = [f.get(k, "") for k in ("input", "output")]
         cells.append(f"{int(f['params']):,}" if "params" in f else "")
         cells.append(f.get("file_mb", ""))
         cells += [f"{float(f[k]):.0f}" if k in f else "" for k in ("forward_ms", "backward_ms", "save_load_ms")]
+        cells.append(f.get("reference", ""))
         verdict = "pass" if r.ok else "FAIL: " + r.detail[:160].replace("|", "\\|")
         lines.append(f"| {r.model.name} | " + " | ".join(cells) + f" | {verdict} |")
     return "\n".join(lines)
