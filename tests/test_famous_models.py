@@ -233,6 +233,42 @@ def test_tool_builds_the_colorization_net_without_a_repository(tmp_path):
         + (64 * 128 + 64) + (64 * 64 + 64)
 
 
+def test_reference_forward_of_t7_read_models_matches_lua(tmp_path):
+    """tools/t7_reference.py on the layer kinds of OpenFace (DepthConcat centring, LP pooling,
+    cross-map LRN, batch norm, ceil-mode pooling, Normalize) and of fast-neural-style's residual
+    blocks and upsampling (reflection padding, ConcatTable + CAddTable, full convolution)."""
+    pytest.importorskip("torch", reason="the reference forward runs on PyTorch")
+    import t7_reference
+
+    out = lua_fn("""function(path, x)
+      require 'nn'
+      torch.manualSeed(7)
+      local inception = nn.DepthConcat(2)
+        :add(nn.SpatialConvolution(3, 4, 3, 3, 2, 2))                                -- 4 x 3 x 3
+        :add(nn.Sequential():add(nn.SpatialLPPooling(3, 2, 3, 3, 2, 2)))             -- 3 x 3 x 3
+        :add(nn.SpatialMaxPooling(3, 3, 3, 3):ceil())                                -- 3 x 3 x 3
+        :add(nn.SpatialConvolutionMM(3, 2, 1, 1, 3, 3))                              -- 2 x 3 x 3
+        :add(nn.SpatialAveragePooling(2, 2, 4, 4))                                   -- 3 x 2 x 2, centred
+      local bn = nn.SpatialBatchNormalization(15)
+      bn.running_mean:uniform(-1, 1); bn.running_var:uniform(0.5, 2); bn.weight:uniform(); bn.bias:uniform()
+      local residual = nn.Sequential():add(nn.ConcatTable()
+          :add(nn.Sequential():add(nn.SpatialReflectionPadding(1, 1, 1, 1)):add(nn.SpatialConvolution(15, 15, 3, 3)))
+          :add(nn.Identity()))
+        :add(nn.CAddTable())
+      local net = nn.Sequential():add(inception):add(bn):add(nn.SpatialCrossMapLRN(5, 0.001, 0.75, 2))
+        :add(residual):add(nn.ReLU()):add(nn.SpatialFullConvolution(15, 4, 3, 3, 2, 2, 1, 1, 1, 1)):add(nn.Tanh())
+        :add(nn.MulConstant(3)):add(nn.View(4 * 6 * 6)):add(nn.Linear(144, 8)):add(nn.Normalize(2))
+      net:evaluate()
+      local y = net:forward(x)
+      torch.save(path, net)
+      return y
+    end""")(str(tmp_path / "net.t7"), np.random.default_rng(3).random((2, 3, 8, 8)))
+    ref = t7_reference.forward(t7.read(tmp_path / "net.t7"), np.random.default_rng(3).random((2, 3, 8, 8)))
+    np.testing.assert_allclose(ref, N(out), rtol=1e-10, atol=1e-12)
+    with pytest.raises(t7_reference.Unsupported, match="nn.SoftPlus"):
+        t7_reference.forward(t7.TorchObject("nn.SoftPlus", 0, {}), np.zeros(2))
+
+
 def test_parameters_follow_nns_order():
     leaf = lambda *ws: t7.TorchObject("nn.Linear", 0, {"weight": ws[0], "bias": ws[1]})  # noqa: E731
     a, b, c, d = (np.full(2, v, np.float32) for v in range(4))
