@@ -627,6 +627,20 @@ def test_convolve_modes():
         np.testing.assert_allclose(out[p], conv_full(planes[p], k)[2:5, 3:5], atol=1e-12)
 
 
+def test_kernel_errors():
+    assert_lua_errors([
+        ("function() require 'image'; image.gaussian(0) end", "image.gaussian: height must be a whole number from 1 on, got 0"),
+        ("function() require 'image'; image.gaussian1D{size = -2} end", "image.gaussian1D: size must be .* got -2"),
+        ("function() require 'image'; image.laplacian{width = 2.5} end", "image.laplacian: width must be .* got 2.5"),
+        ("function() require 'image'; image.convolve(torch.rand(5, 5), torch.rand(7, 7)) end",
+         r"image.convolve: input \(5x5\) is smaller than the kernel \(7x7\) in valid mode"),
+        ("function() require 'image'; image.convolve(torch.rand(3), torch.rand(2, 2)) end",
+         "image.convolve: .*2D or 3D tensors, got torch.DoubleTensor of size 3 and"),
+        # an error found inside the encoder still points at the caller's line
+        ("function() require 'image'; image.save('x.png', torch.rand(3, 0, 4)) end", r"^\(eval\):1: image.save: image is empty"),
+    ])
+
+
 def test_gaussianpyramid_levels():
     a = rng.uniform(size=(8, 8))
     levels = img("gaussianpyramid", T(a), luabridge.runtime().table_from([1, 0.5]))

@@ -76,12 +76,12 @@ function image.getSize(filename)
 end
 
 -- A byte copy of an image for an encoder: floats clamped to [0, 1], scaled to 0..255 and rounded.
-local function tobytes(fn, tensor)
-  util.image(fn, tensor, 'image')
+local function tobytes(fn, tensor)   -- called by encode, called by the public functions
+  util.image(fn, tensor, 'image', nil, 5)
   if tensor:dim() == 2 then tensor = tensor:view(1, tensor:size(1), tensor:size(2)) end
   local channels = tensor:size(1)
   if channels ~= 1 and channels ~= 3 and channels ~= 4 and channels ~= 2 then
-    error(('%s: image must have 1, 2, 3 or 4 channels, got %s'):format(fn, util.describe(tensor)), 3)
+    error(('%s: image must have 1, 2, 3 or 4 channels, got %s'):format(fn, util.describe(tensor)), 4)
   end
   if torch.typename(tensor) == 'torch.ByteTensor' then return tensor:contiguous() end
   local scaled = torch.DoubleTensor(tensor:size()):copy(tensor):clamp(0, 1):mul(255)

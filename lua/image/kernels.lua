@@ -3,6 +3,14 @@
 local util = require 'image.util'
 local unpack = unpack or table.unpack
 
+-- a kernel's width or height, checked by the public function: a whole number from 1 on
+local function extent(fn, n, what)
+  if type(n) ~= 'number' or n < 1 or n ~= math.floor(n) then
+    error(('%s: %s must be a whole number from 1 on, got %s'):format(fn, what, tostring(n)), 3)
+  end
+  return n
+end
+
 -- amplitude * exp(-((u - mean_u) / (sigma_u * width))^2 / 2) over 1-based positions u
 local function bell(n, mean, sigma, amplitude)
   local centre = mean * n + 0.5
@@ -35,6 +43,7 @@ function image.gaussian(...)
     util.image('image.gaussian', tensor, 'tensor', { [2] = true })
     height, width = tensor:size(1), tensor:size(2)
   end
+  extent('image.gaussian', height, 'height'); extent('image.gaussian', width, 'width')
   local gauss = tensor or torch.Tensor(height, width)
   -- the 2D gaussian is the outer product of the vertical and horizontal bells
   local values = torch.ger(bell(height, mean_vert, sigma_vert, 1), bell(width, mean_horz, sigma_horz, amplitude))
@@ -61,6 +70,7 @@ function image.gaussian1D(...)
     util.image('image.gaussian1D', tensor, 'tensor', { [1] = true })
     size = tensor:size(1)
   end
+  extent('image.gaussian1D', size, 'size')
   local gauss = tensor or torch.Tensor(size)
   local values = bell(size, mean, sigma, amplitude)
   if normalize then values:div(values:sum()) end
@@ -70,6 +80,7 @@ end
 function image.laplacian(...)
   local _, size, sigma, amplitude, normalize, width, height, sigma_horz, sigma_vert, mean_horz, mean_vert =
     dok.unpack({ ... }, 'image.laplacian', 'returns a 2D Laplacian kernel', unpack(kernel_args(0.1)))
+  extent('image.laplacian', width, 'width'); extent('image.laplacian', height, 'height')
   -- torch7 measures rows against the horizontal parameters and columns against the vertical ones
   local rows = torch.range(1, height):add(-(mean_horz * width + 0.5)):div(sigma_horz * width):pow(2):div(2)
   local cols = torch.range(1, width):add(-(mean_vert * height + 0.5)):div(sigma_vert * height):pow(2):div(2)
@@ -91,8 +102,9 @@ function image.convolve(...)
   else
     src, kernel, mode = a[1], a[2], a[3]
   end
-  if not (torch.isTensor(src) and torch.isTensor(kernel)) then
-    error('image.convolve: expected ([dst,] src, kernel [, mode]) with tensors, got ' ..
+  if not (torch.isTensor(src) and torch.isTensor(kernel) and src:dim() >= 2 and src:dim() <= 3
+          and kernel:dim() >= 2 and kernel:dim() <= 3) then
+    error('image.convolve: expected ([dst,] src, kernel [, mode]) with 2D or 3D tensors, got ' ..
           util.describe(src) .. ' and ' .. util.describe(kernel), 2)
   end
   mode = mode or 'valid'
@@ -100,6 +112,10 @@ function image.convolve(...)
   if kernel:dim() == 2 and src:dim() == 3 then
     kernel = kernel:view(1, kernel:size(1), kernel:size(2)):expand(src:size(1), kernel:size(1), kernel:size(2))
     kernel = kernel:typeAs(src):contiguous()
+  end
+  local sh, sw, kh, kw = src:size(src:dim() - 1), src:size(src:dim()), kernel:size(kernel:dim() - 1), kernel:size(kernel:dim())
+  if mode == 'valid' and (sh < kh or sw < kw) then
+    error(('image.convolve: input (%dx%d) is smaller than the kernel (%dx%d) in valid mode'):format(sh, sw, kh, kw), 2)
   end
   if dst then torch.conv2(dst, src, kernel, CONV_MODES[mode]) else dst = torch.conv2(src, kernel, CONV_MODES[mode]) end
   if mode == 'same' then

@@ -12,16 +12,17 @@ end
 util.describe = describe
 
 -- t must be an H x W or C x H x W Byte, Float or Double tensor (dims: the dimensions allowed).
-function util.image(fn, t, what, dims)
+-- The error names the public function's caller; level: for a check made deeper than there.
+function util.image(fn, t, what, dims, level)
   dims = dims or { [2] = true, [3] = true }
   if not (torch.isTensor(t) and KERNEL_TYPES[torch.typename(t)] and dims[t:dim()]) then
     local want = {}
     for d in pairs(dims) do want[#want + 1] = d .. 'D' end
     table.sort(want)
     error(('%s: %s must be a %s Byte, Float or Double tensor, got %s')
-          :format(fn, what or 'image', table.concat(want, ' or '), describe(t)), 3)
+          :format(fn, what or 'image', table.concat(want, ' or '), describe(t)), level or 3)
   end
-  if t:nElement() == 0 then error(('%s: %s is empty'):format(fn, what or 'image'), 3) end
+  if t:nElement() == 0 then error(('%s: %s is empty'):format(fn, what or 'image'), level or 3) end
   return t
 end
 
