@@ -83,6 +83,8 @@ def test_plot_errors():
         ("function() require 'gnuplot'; gnuplot.pngfigure('/no/such/dir/x.png') end", "directory does not exist"),
         ("function() require 'gnuplot'; gnuplot.splot(torch.rand(4)) end", "z must be a matrix"),
         ("function() require 'gnuplot'; gnuplot.imagesc(torch.rand(2, 2), 'rainbowish') end", "unknown palette 'rainbowish'"),
+        ("function() require 'gnuplot'; gnuplot.hist(torch.Tensor()) end", r"^\(eval\):1: gnuplot.hist: the tensor is empty"),
+        ("function() require 'gnuplot'; gnuplot.histc('x') end", r"usage: gnuplot.histc \(tensor"),
     ])
 
 

@@ -40,8 +40,15 @@ end
 
 -- histc(tensor [, bins = 72] [, min] [, max] [, raw]): raw counts, or a table of bins
 -- {val = centre, nb = count} with raw, bins, binwidth, max and min (the fullest and emptiest bins)
+-- the samples of histc and hist: a non-empty tensor (the error names fn's caller)
+local function samples(fn, tensor)
+  if not torch.isTensor(tensor) then error(('usage: %s (tensor [, nBins] [, min] [, max])'):format(fn), 3) end
+  if tensor:nElement() == 0 then error(fn .. ': the tensor is empty', 3) end
+  return tensor
+end
+
 function gnuplot.histc(tensor, bins, min, max, raw)
-  if not torch.isTensor(tensor) then error('usage: gnuplot.histc (tensor [, nBins] [, min] [, max]', 2) end
+  samples('gnuplot.histc', tensor)
   bins = bins or 80 - 8
   min = min or tensor:min()
   max = max or tensor:max()
@@ -57,7 +64,7 @@ end
 
 -- hist(tensor [, bins] [, min] [, max]): the histogram drawn as bars at the bin centres
 function gnuplot.hist(tensor, bins, min, max)
-  local h = gnuplot.histc(tensor, bins, min, max)
+  local h = gnuplot.histc(samples('gnuplot.hist', tensor), bins, min, max)
   local centres = torch.Tensor(#h)
   for i = 1, #h do centres[i] = h[i].val end
   gnuplot.bar(centres, h.raw)
