@@ -74,6 +74,10 @@ def test_sixteen_bit_and_pgm_values_as_torch7_documents(tmp_path):
     assert N(img("load", str(tmp_path / "g16.png"), 1, "byte")).ravel().tolist() == [0, 255]
     np.testing.assert_allclose(N(img("load", str(tmp_path / "g16.png"), 1, "float")).ravel(), [0, 65534 / 65535],
                                rtol=1e-6)
+    # a binary 16-bit PGM (big-endian samples, as netpbm writes them): v / 65535, not torch7's swap
+    (tmp_path / "p16.pgm").write_bytes(b"P5\n3 1\n65535\n" + np.array([0, 258, 65535], dtype=">u2").tobytes())
+    np.testing.assert_allclose(N(img("load", str(tmp_path / "p16.pgm"), 1, "double")).ravel(),
+                               [0, 258 / 65535, 1], rtol=1e-15)
     # test_pgmaload: an ascii PGM with maxval 15, pixel value 3 -> floor(255 * 3 / 15) as a byte
     (tmp_path / "p2.pgm").write_text("P2\n3 2\n15\n0 0 0\n0 3 15\n")
     loaded = N(img("load", str(tmp_path / "p2.pgm"), 1, "byte"))
