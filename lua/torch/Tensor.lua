@@ -696,6 +696,11 @@ function Tensor.totable(t)
   return build(1, t._off)
 end
 
+function torch.totable(x)
+  if not (torch.isTensor(x) or torch.isStorage(x)) then check.error('torch.totable: expected a tensor or a storage, got ' .. torch.type(x)) end
+  return x:totable()
+end
+
 ------------------------------------------------------------------------------------------------
 -- constructors
 

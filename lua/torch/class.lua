@@ -67,6 +67,11 @@ function torch.newmetatable(name, parentName, ctor)
     __tostring = function() return 'torch.' .. 'class ' .. name end,
   })
   mt.__constructor = constructor
+  -- luaT keeps class metatables in the Lua registry (registry[mt] = name), and code tells classes
+  -- from plain tables that way (torchnet's torch.isclass(getmetatable(x))); getmetatable(Class)
+  -- is the constructor's own metatable here, so it is registered as well
+  local registry = debug.getregistry()
+  registry[mt], registry[getmetatable(constructor)] = name, name
   setpath(name, constructor)
   return mt, parent
 end

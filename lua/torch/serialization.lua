@@ -206,6 +206,10 @@ end
 
 -- torch.deserializeFromStorage(storage[, mode][, options]) / torch.deserialize(str[, mode][, options])
 function torch.deserializeFromStorage(storage, ...)
+  if torch.typename(storage) == 'torch.CharTensor' then   -- torch7 read its argument as torch.CharTensor(x)
+    local bytes = storage:contiguous()
+    return deserialized(bytes:data(), bytes:nElement(), ...)
+  end
   if torch.typename(storage) ~= 'torch.CharStorage' then
     check.error('torch.deserializeFromStorage: CharStorage expected, got ' .. torch.type(storage))
   end

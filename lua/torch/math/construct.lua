@@ -50,12 +50,22 @@ local function define(name, f)
   torch[name] = f
 end
 
--- Installs r:name(...) and torch.name([r,] ...), where r defaults to a new default-type tensor.
+-- A new result tensor and the arguments: torch7's torch.f(..., 'torch.FloatTensor') takes the
+-- type from a last argument naming a tensor type (and drops it), else the default type.
+local function resultAndArgs(...)
+  local n = select('#', ...)
+  local last = select(n, ...)
+  local mt = type(last) == 'string' and torch.getmetatable(last)
+  if mt and rawget(mt, '__tensor') then return mt.__constructor(), unpack({ ... }, 1, n - 1) end
+  return torch.Tensor(), ...
+end
+
+-- Installs r:name(...) and torch.name([r,] ... [, typeName]), where r defaults to a new tensor.
 local function constructor(name, method)
   torch._method(name, method)
   torch[name] = function(a, ...)
     if isTensor(a) then return method(a, ...) end
-    return method(torch.Tensor(), a, ...)
+    return method(resultAndArgs(a, ...))
   end
 end
 
