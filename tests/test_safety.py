@@ -37,6 +37,8 @@ RAISES = {
     "multilabel_target_nan": (
         "nn.MultiLabelMarginCriterion():forward(torch.randn(2, 3), torch.Tensor(2, 3):fill(0/0))",
         "target out of range"),
+    "view_no_sizes": ("torch.Tensor(2, 3):view(torch.LongStorage())",
+                      "view: size [] has 1 elements but the tensor (2x3) has 6"),
     "cat_huge_dim": ("torch.cat(torch.randn(2), torch.randn(2), 2^31)", "cat: invalid dimension"),
     "unsqueeze_module_nan": ("nn.Unsqueeze(0/0)", "nn.Unsqueeze: pos"),
     "unsqueeze_empty": ("torch.LongTensor():unsqueeze(1)", "unsqueeze: the tensor has no dimension"),

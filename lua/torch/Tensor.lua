@@ -137,12 +137,12 @@ torch._viewExtent = viewExtent
 local function setView(t, st, off, sz, str)
   check.int('set', off, 'storage offset', 1)
   local n, first, last = viewExtent(sz, str, off)
-  if n >= check.MAXINT then check.error(('set: view of sizes %s has too many elements'):format(table.concat(sz, 'x'))) end
+  if n >= check.MAXINT then check.error(('set: view of sizes %s has too many elements'):format(check.sizes(sz))) end
   if #sz > 0 and n > 0 then
     if not st then check.error('set: no storage to view') end
     if first < 0 or last >= st._n then
       check.error(('set: view of sizes %s, strides %s from offset %d needs %d elements but the storage has %d'):format(
-        table.concat(sz, 'x'), table.concat(str, ','), off, last + 1, st._n))
+        check.sizes(sz), table.concat(str, ','), off, last + 1, st._n))
     end
   end
   t._st, t._off, t._sz, t._str = st or false, off - 1, sz, str
@@ -209,7 +209,7 @@ function Tensor.resize(t, a, ...)
     end
   end
   if need >= check.MAXINT then
-    check.error(('resize: sizes %s need %.0f elements, more than any storage can hold'):format(table.concat(sz, 'x'), need))
+    check.error(('resize: sizes %s need %.0f elements, more than any storage can hold'):format(check.sizes(sz), need))
   end
   if need > 0 then
     if not t._st then
@@ -350,7 +350,7 @@ local function viewSizes(op, t, sz)
   end
   if n ~= total then
     check.error(('%s: size %s has %d elements but the tensor (%s) has %d'):format(
-      op, table.concat(sz, 'x'), n, check.sizestr(t), total))
+      op, check.sizes(sz), n, check.sizestr(t), total))
   end
   return sz
 end

@@ -24,10 +24,14 @@ function check.error(msg)
 end
 
 -- "2x3x4" for a tensor's sizes (an empty tensor prints as "[]"... torch7 style).
-function check.sizestr(t)
-  local sz = t._sz
+-- Sizes as messages write them: 2x3, or [] for none.
+function check.sizes(sz)
   if #sz == 0 then return '[]' end
   return table.concat(sz, 'x')
+end
+
+function check.sizestr(t)
+  return check.sizes(t._sz)
 end
 
 function check.tensorOf(op, x, name)

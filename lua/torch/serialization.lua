@@ -78,7 +78,7 @@ local function checkView(t, st, sz, str, off)
     if st == nil then badTensor(t, ('%d elements but no storage'):format(n)) end
     if first < 0 or last >= st._n then
       badTensor(t, ('view of sizes %s, strides %s from offset %d needs %d elements but the storage has %d'):format(
-        table.concat(sz, 'x'), table.concat(str, ','), off, last + 1, st._n))
+        check.sizes(sz), table.concat(str, ','), off, last + 1, st._n))
     end
   end
 end

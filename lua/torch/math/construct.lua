@@ -204,7 +204,7 @@ local function reshape(...)
   for d = 1, #sz do n = n * sz[d] end
   if n ~= numel(t) then
     check.error(('reshape: size %s (%d elements) does not match tensor %s (%d elements)'):format(
-      table.concat(sz, 'x'), n, check.sizestr(t), numel(t)))
+      check.sizes(sz), n, check.sizestr(t), numel(t)))
   end
   r, t = resultFor('reshape', r, t)
   return r:resize(sz):copy(t)

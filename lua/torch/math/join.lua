@@ -61,7 +61,7 @@ local function catList(res, list, dim)
     local t = list[i]
     if #t._sz > 0 and numel(t) ~= slab * extent(t, dim) then
       check.error(('cat: tensor %d (%s) does not fit the result (%s) along dimension %d'):format(
-        i, check.sizestr(t), table.concat(sz, 'x'), dim))
+        i, check.sizestr(t), check.sizes(sz), dim))
     end
   end
   -- an input sharing the result's storage would be moved under the copy by the resize
