@@ -82,3 +82,11 @@ def test_a_disagreement_is_a_failure_of_the_run(corpus, tmp_path, monkeypatch):
     outcomes = readers.run(case)
     assert [(o.reader, o.status) for o in outcomes][-1] == ("lua+python", "disagree")
     assert outcomes[-1].failed and "only lua loaded" in outcomes[-1].message
+
+
+def test_lua_knows_the_classes_its_reader_reads_under_an_alias():
+    """cudnn.SpatialConvolution is read as nn's class, whose read method may refuse fields the
+    Python reader keeps: the Lua side knows the class even before cudnn is required."""
+    readers = fuzz_t7.Readers("lua")
+    assert readers.lua_knows("cudnn.SpatialConvolution") and readers.lua_knows("nn.Linear")
+    assert not readers.lua_knows("cudnn.NoSuchLayer")
