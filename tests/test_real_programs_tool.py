@@ -34,6 +34,7 @@ def make_repos(tmp_path: Path) -> Path:
     lib = repos / "other+lib" / "src"
     lib.mkdir(parents=True)
     (lib / "init.lua").write_text("return { twice = function(x) return 2 * x end }\n")
+    (repos / "other+lib" / "single.lua").write_text("return { twice = function(x) return x + x end }\n")
     return repos
 
 
@@ -55,6 +56,9 @@ def test_runner_passes_fails_and_keeps_the_checkout_clean(tmp_path):
 
     failed = rp.run_program(program(args=["main.lua", "21", "fail"]), repos, 1.0)
     assert not failed.ok and "deliberate" in failed.detail and failed.detail.startswith("exit 1")
+
+    one_file = rp.run_program(program(lua_modules={"helper": "other/lib/single.lua"}), repos, 1.0)
+    assert one_file.ok, one_file.detail
 
     missing = rp.run_program(program(lua_modules={"helper": "nobody/here"}), repos, 1.0)
     assert not missing.ok and "nobody/here" in missing.detail

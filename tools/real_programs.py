@@ -44,7 +44,8 @@ class Program:
     until: bool = False      # a long run: passing once `expect` appeared, then stopped
     setup: str = ""          # a shell line run in the scratch copy first (small data, a checkpoint)
     stdin: str = ""          # what the program reads from its standard input
-    # pure-Lua libraries from other checked-out repositories: module name -> "owner/name[/folder]"
+    # pure-Lua libraries from other checked-out repositories: module name -> "owner/name[/path]",
+    # path being a folder (the module's init.lua and its submodules) or one .lua file
     lua_modules: dict[str, str] = field(default_factory=dict)
 
 
@@ -91,7 +92,9 @@ def run_program(p: Program, repos: Path, scale: float) -> Result:
             found = find_repo(repos, f"{owner}/{name}")
             if found is None:
                 return Result(p, False, 0.0, f"library {where} (for require '{module}') not found under {repos}")
-            (lib / module).symlink_to(found.joinpath(*folder).resolve())
+            target = found.joinpath(*folder).resolve()
+            # a one-file library (kikito's md5.lua) is required as module.lua, a folder as module/
+            (lib / (module + ".lua" if target.is_file() else module)).symlink_to(target)
         lua_path = f"{lib}/?.lua;{lib}/?/init.lua;" + os.environ.get("LUA_PATH", ";")
         # setup lines call `$LUABRIDGE th ...` to prepare what a program needs (e.g. a checkpoint)
         env = {**os.environ, **p.env, "TMPDIR": tmp, "LUA_PATH": lua_path, "LUABRIDGE": " ".join(luabridge_command())}
