@@ -23,6 +23,7 @@ from .runtime import Bridge
 
 _MASK_CALL, _MASK_RETURN, _MASK_COUNT = 1, 2, 8   # lua.h's LUA_MASK*
 QUIT_STATUS = 128 + signal.SIGINT
+_libc = ctypes.CDLL(None)
 
 
 class Interrupter:
@@ -63,6 +64,7 @@ class Interrupter:
             if self._armed:
                 sys.stderr.write("\ninterrupted twice: quitting\n")
                 sys.stderr.flush()
+                _libc.fflush(None)   # what Lua wrote (C's buffered stdout) still reaches a log file
                 os._exit(QUIT_STATUS)
             self._armed = True
             self._sethook(self._state, self._hook, _MASK_CALL | _MASK_RETURN | _MASK_COUNT, 1)
