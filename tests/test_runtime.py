@@ -202,3 +202,19 @@ def test_object_of_another_thread_says_how_to_share(lua):
         assert "belongs to another thread's runtime" in seen[key]
         assert "belong to the thread that made them" in seen[key] and "numpy arrays" in seen[key]
     np.testing.assert_allclose(seen["result"], weight @ x + bias)
+
+
+def test_lua52_library_functions_as_torch7s_luajit():
+    """Torch7's LuaJIT had Lua 5.2's library additions (LUA52COMPAT); a runtime has them before
+    any package is required."""
+    result = {}
+
+    def fresh_runtime() -> None:  # a thread has a runtime of its own, with nothing required
+        result["values"] = list(luabridge.eval(
+            "{table.pack(1, nil, 3).n, select(2, table.unpack({7, 8})), rawlen({1, 2, 3}), rawlen('ab'),"
+            " package.searchers == package.loaders, (pcall(rawlen, 5))}").values())
+
+    thread = threading.Thread(target=fresh_runtime)
+    thread.start()
+    thread.join()
+    assert result["values"] == [3, 8, 3, 2, True, False]

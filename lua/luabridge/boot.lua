@@ -11,6 +11,19 @@ for dir in lua_dirs:gmatch('[^;]+') do
 end
 package.path = table.concat(parts, ';') .. ';' .. package.path
 
+-- Torch7's LuaJIT was built with LUAJIT_ENABLE_LUA52COMPAT, lupa's is not: the library
+-- functions that switch adds, which scripts call freely (table.unpack above all). Its language
+-- part, __len on tables, cannot be added from Lua.
+table.unpack = table.unpack or unpack
+table.pack = table.pack or function(...) return { n = select('#', ...), ... } end
+package.searchers = package.searchers or package.loaders
+rawset(_G, 'rawlen', rawlen or function(v)
+  if type(v) ~= 'table' and type(v) ~= 'string' then
+    error(("bad argument #1 to 'rawlen' (table or string expected, got %s)"):format(type(v)), 2)
+  end
+  return #v
+end)
+
 local protected
 local library_source = '@' .. library .. '/'
 local full_traceback = os.getenv('LUABRIDGE_FULL_TRACEBACK') == '1'

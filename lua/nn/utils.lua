@@ -175,5 +175,4 @@ function utils.release(self, ...)
   return empty(self, { ... }, fresh)
 end
 
-table.unpack = table.unpack or unpack
 return utils
