@@ -3,6 +3,7 @@
 -- sequences, and their criterions. Needs dpnn (sharedClone and the Module extensions).
 require 'nn'
 require 'dpnn'
+require 'torchx' -- torch.find for TrimZero, and what rnn scripts expect loaded
 local _ = require 'moses'
 
 -- a script's own global named rnn (often its model) is not rnn's table
