@@ -60,7 +60,9 @@ function paths.indexdir(pathList, extensionList, use_cache, ignorePattern)
     torch.md5.sumhexa(table.concat(pathList) .. table.concat(extensionList)))
   if not (use_cache and paths.filep(cachefile)) then
     os.remove(cachefile)
-    io.open(cachefile, 'w'):close()
+    local file, message = io.open(cachefile, 'w')
+    if not file then error('paths.indexdir: cannot write the cache file: ' .. message, 2) end
+    file:close()
     for _, path in ipairs(pathList) do
       os.execute(findCommand(path, extensionList, ignorePattern, cachefile))
     end
