@@ -53,11 +53,12 @@ class Interrupter:
                          name="luabridge th Ctrl-C").start()
 
     def _python_handler(self, signum: int, frame: FrameType | None) -> None:
-        if not self._running:  # at the prompt: drop the line, as before
+        if not self._running:  # at the prompt: drops the line, as Python's own handler would
             raise KeyboardInterrupt
         # while Lua runs, the watcher has armed the hook: the error comes from Lua
 
     def _watch(self, read_end: int) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})   # it goes to the main thread
         while True:
             if signal.SIGINT not in os.read(read_end, 64) or not self._running:
                 continue
@@ -75,5 +76,5 @@ class Interrupter:
 
     def __exit__(self, kind: Any, error: Any, tb: TracebackType | None) -> None:
         self._running = False
-        if self._armed:  # Ctrl-C came as the run ended: no hook may stay for the next one
+        if self._armed:  # the run may have ended before the hook fired: none may stay for the next
             self.b.call(self.lua_side.disarm)

@@ -386,6 +386,18 @@ class Terminal:
             os.close(self.fd)
 
 
+def drop_unfinished_chunk(t: Terminal) -> None:
+    """Ctrl-C at a '..>' prompt drops the chunk: back at 'th> '."""
+    t.type("\x03")
+    try:
+        t.expect("th> ", timeout=10)
+    except AssertionError:
+        # Now and then on a loaded machine (since issue 12's thread changes) the interrupt is
+        # lost: no prompt and nothing printed until the next key. A second Ctrl-C is still one.
+        t.type("\x03")
+        t.expect("th> ")
+
+
 @pytest.fixture
 def terminal(tmp_path):
     sessions: list[Terminal] = []
@@ -420,14 +432,7 @@ def test_terminal_multiline_chunk_printing_and_timing(terminal):
     assert "49\t9\n" in t.expect("th> ")
     t.type("for i = 1, 3 do\r")
     t.expect("..> ")
-    t.type("\x03")                        # Ctrl-C drops an unfinished chunk
-    try:
-        t.expect("th> ", timeout=10)
-    except AssertionError:
-        # Now and then on a loaded machine (since issue 12's thread changes) the interrupt is
-        # lost: no prompt and nothing printed until the next key. A second Ctrl-C is still one.
-        t.type("\x03")
-        t.expect("th> ")
+    drop_unfinished_chunk(t)
     t.type("sq(4)\r")
     assert "16\n" in t.expect("th> ")
 
@@ -629,7 +634,6 @@ def test_terminal_ctrl_c_stops_a_running_chunk(terminal):
     assert "true\tnn.Linear\n" in t.expect("th> ")
     t.type("for i = 1, 3 do\r")
     t.expect("..> ")
-    t.type("\x03")                        # at the prompt Ctrl-C still drops the line
-    t.expect("th> ")
+    drop_unfinished_chunk(t)              # at the prompt Ctrl-C still drops the line
     t.type("1 + 1\r")
     assert "2\n" in t.expect("th> ")
