@@ -273,6 +273,22 @@ Trainer.step(torch.Tensor(4))
     assert lines[1:] == ["stack traceback:", "\ttrain.lua:5: in function 'step'", "\ttrain.lua:8: in main chunk"]
 
 
+def test_traceback_in_a_containers_message_shows_the_scripts_frames(tmp_path):
+    """nn's containers put the failing module's traceback into the error message (as torch7's
+    do): that one too lists the script's frames only."""
+    write(tmp_path / "net.lua", """require 'nn'
+local function build()
+  return nn.Sequential():add(nn.Linear(3, 4)):add(nn.Linear(5, 2))
+end
+local net = build()
+net:forward(torch.randn(3))
+""")
+    r = th("net.lua", cwd=tmp_path)
+    assert r.returncode == 1
+    assert "In 2 module of nn.Sequential:\nnet.lua:6: nn.Linear: size mismatch" in r.stderr
+    traces = r.stderr.split("stack traceback:\n")[1:]
+    assert len(traces) == 2 and all(t.split("\n\n")[0].strip() == "net.lua:6: in main chunk" for t in traces)
+
 
 def test_traceback_of_user_code_called_back_by_the_library(tmp_path):
     """A user function that optim or Tensor:apply calls fails: the traceback shows the user's

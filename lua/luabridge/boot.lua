@@ -101,6 +101,12 @@ function protected(f, ...)
 end
 rawset(_G, '__luabridge_protected', protected)
 rawset(_G, '__luabridge_frame_kind', frame_kind)   -- for code that names the user's line (th's Ctrl-C)
+-- debug.traceback('', level) as the user should see it, for tracebacks put into messages (nn's
+-- containers): level counts from the caller, as debug.traceback's does.
+rawset(_G, '__luabridge_traceback', function(level)
+  if full_traceback then return (debug.traceback('', level + 1):gsub('^\n', '')) end
+  return user_traceback(level + 2)
+end)
 rawset(_G, '__luabridge_kind', function(x)
   local mt = getmetatable(x)
   if type(mt) ~= 'table' then return 'table' end

@@ -27,7 +27,7 @@ local function prefixed(self, index, err)
   if err:find(TRACE_MARK, 1, true) then
     err = err:sub((err:find('\n', 1, true) or 0) + 1)
   else
-    local trace = debug.traceback('', 2):gsub('^\n', '')
+    local trace = __luabridge_traceback(2)
     err = err .. '\n' .. trace .. '\n\n' .. TRACE_MARK
   end
   -- starts with a newline: error() puts the position of the rethrow in front of it
