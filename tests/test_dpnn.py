@@ -433,29 +433,43 @@ def test_dictionary_trains_only_the_rows_used(run):
       local d = nn.Dictionary(7, 3)
       local w0 = d.weight:clone()
       local input, go = torch.LongTensor{{2, 5}, {5, 1}}, torch.randn(2, 2, 3)
-      local out = d:forward(input)
+      local out = d:forward(input):clone()
       d:zeroGradParameters(); d:backward(input, go)
       local rows = {}
       for k in pairs(d:sparseParameters()) do rows[#rows + 1] = k end
       table.sort(rows)
-      d:updateGradParameters(0.9)           -- momentum 0 -> 0.1 * grad, grad := momentum
+      d:updateGradParameters(0.9)           -- as dpnn: momentum starts as a copy of the gradient
       d:updateParameters(0.5)
       local w1 = d.weight:clone()
       d:zeroGradParameters()
       local left = d.gradWeight:clone()
+      local input2, go2 = torch.LongTensor{3, 5}, torch.randn(2, 3)
+      d:forward(input2); d:backward(input2, go2)
+      d:updateGradParameters(0.9)           -- rows 3 and 5 only
+      d:updateParameters(0.5)
+      local w2 = d.weight:clone()
       local e = nn.Dictionary(7, 3, true)   -- accUpdate: no gradWeight, updated in place
       local e0 = e.weight:clone()
       e:forward(input); e:backwardUpdate(input, go, 0.5)
-      d.weight:fill(3); d.inputs[4] = 1; d:maxParamNorm(2)
+      d:zeroGradParameters(); d.weight:fill(3); d.inputs[4] = 1; d:maxParamNorm(2)
       return { w0 = T(w0), out = T(out), go = T(go), rows = rows, w1 = T(w1), left = T(left),
+               go2 = T(go2), w2 = T(w2),
                e0 = T(e0), e1 = T(e.weight), noGrad = e.gradWeight == nil, capped = T(d.weight) }""")
     w0, go, idx = A(r["w0"]), A(r["go"]).reshape(4, 3), np.array([2, 5, 5, 1]) - 1
     np.testing.assert_array_equal(A(r["out"]).reshape(4, 3), w0[idx])
     assert r["rows"] == [1, 2, 5]
     grad = np.zeros_like(w0)
     np.add.at(grad, idx, go)
-    np.testing.assert_allclose(A(r["w1"]), w0 - 0.5 * 0.1 * grad, rtol=1e-12, atol=1e-12)
+    # dpnn's momentum: mom = 0.9 mom + 0.1 grad, from mom = grad; then grad := mom
+    mom = 0.9 * grad + 0.1 * grad
+    w1 = w0 - 0.5 * mom
+    np.testing.assert_allclose(A(r["w1"]), w1, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(A(r["left"]), np.zeros((7, 3)))
+    grad2 = np.zeros_like(w0)
+    grad2[[2, 4]] = A(r["go2"])
+    w2 = w1.copy()
+    w2[[2, 4]] -= 0.5 * (0.9 * mom + 0.1 * grad2)[[2, 4]]
+    np.testing.assert_allclose(A(r["w2"]), w2, rtol=1e-12, atol=1e-12)
     assert r["noGrad"]
     np.testing.assert_allclose(A(r["e1"]), A(r["e0"]) - 0.5 * grad, rtol=1e-12, atol=1e-12)
     capped = np.full((7, 3), 3.0)

@@ -38,12 +38,12 @@ function Dictionary:sparseParameters()
   return params, gradParams, scales, self.weight:size(1)
 end
 
--- Views of the used rows in one dense momentum buffer.
+-- Views of the used rows in Module's dense momentum buffer (started, as dpnn's, as a copy of gradWeight).
 function Dictionary:momentumGradParameters()
   assert(not self.accUpdate, 'nn.Dictionary: no momentum with accUpdate (there is no gradWeight)')
-  self.momGradWeight = self.momGradWeight or self.gradWeight:clone():zero()
+  local momGradWeight = parent.momentumGradParameters(self)[1]
   local rows = {}
-  for k in pairs(self.inputs) do rows[k] = self.momGradWeight:select(1, k) end
+  for k in pairs(self.inputs) do rows[k] = momGradWeight:select(1, k) end
   return rows
 end
 
