@@ -186,16 +186,16 @@ function SoftMaxTree:accGradParameters(inputTable, gradOutput, scale)
   end
 end
 
--- The rows of `field` (weight, bias...) that belong to parentId's children.
-function SoftMaxTree:_rowsOf(field, parentId)
+-- The rows of t (weight, bias, their gradients or momentum buffers) that hold parentId's children.
+function SoftMaxTree:_rowsOf(t, parentId)
   local first, n = self.parentChildren[parentId][1], self.parentChildren[parentId][2]
-  return self[field]:narrow(1, first, n)
+  return t:narrow(1, first, n)
 end
 
 function SoftMaxTree:getNodeParameters(parentId)
-  local params = {self:_rowsOf('weight', parentId), self:_rowsOf('bias', parentId)}
+  local params = {self:_rowsOf(self.weight, parentId), self:_rowsOf(self.bias, parentId)}
   if self.accUpdate then return params end
-  return params, {self:_rowsOf('gradWeight', parentId), self:_rowsOf('gradBias', parentId)}
+  return params, {self:_rowsOf(self.gradWeight, parentId), self:_rowsOf(self.gradBias, parentId)}
 end
 
 function SoftMaxTree:parameters()
@@ -212,9 +212,9 @@ function SoftMaxTree:parameters()
   end
   local params, grads = {}, {}
   for _, parentId in ipairs(parents) do
-    local w, b = self:_rowsOf('weight', parentId), self:_rowsOf('bias', parentId)
-    local gw = not self.accUpdate and self:_rowsOf('gradWeight', parentId) or nil
-    local gb = not self.accUpdate and self:_rowsOf('gradBias', parentId) or nil
+    local w, b = self:_rowsOf(self.weight, parentId), self:_rowsOf(self.bias, parentId)
+    local gw = not self.accUpdate and self:_rowsOf(self.gradWeight, parentId) or nil
+    local gb = not self.accUpdate and self:_rowsOf(self.gradBias, parentId) or nil
     if self.static then -- keyed, for pairs
       local biasId = parentId + self.maxParentId
       params[parentId], params[biasId], grads[parentId], grads[biasId] = w, b, gw, gb
@@ -237,9 +237,8 @@ function SoftMaxTree:momentumGradParameters()
   if not (self.static and next(self.updates)) then return self.momGradParams end
   local views = {}
   for parentId in pairs(self.updates) do
-    local first, n = self.parentChildren[parentId][1], self.parentChildren[parentId][2]
-    views[parentId] = self.momGradParams[1]:narrow(1, first, n)
-    views[parentId + self.maxParentId] = self.momGradParams[2]:narrow(1, first, n)
+    views[parentId] = self:_rowsOf(self.momGradParams[1], parentId)
+    views[parentId + self.maxParentId] = self:_rowsOf(self.momGradParams[2], parentId)
   end
   return views
 end
