@@ -40,7 +40,10 @@ class Interrupter:
         gethook.argtypes, gethook.restype = [ctypes.c_void_p], ctypes.c_void_p
         self._state = int(b.call(self.lua_side.prepare), 16)
         self._hook = gethook(self._state)   # debug.sethook's C hook, which calls the Lua one
-        b.call(self.lua_side.disarm)
+        self._disarm()
+        # _running and _armed change together under the lock: the watcher cannot arm the hook
+        # after __exit__ looked, which would interrupt whatever Lua runs next
+        self._lock = threading.Lock()
         self._running = False
         self._armed = False
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored: it stays so
@@ -60,8 +63,14 @@ class Interrupter:
     def _watch(self, read_end: int) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})   # it goes to the main thread
         while True:
-            if signal.SIGINT not in os.read(read_end, 64) or not self._running:
-                continue
+            if signal.SIGINT in os.read(read_end, 64):
+                self.interrupt()
+
+    def interrupt(self) -> None:
+        """What a Ctrl-C does while Lua runs: arms the hook, or quits when it already is."""
+        with self._lock:
+            if not self._running:
+                return
             if self._armed:
                 sys.stderr.write("\ninterrupted twice: quitting\n")
                 sys.stderr.flush()
@@ -70,11 +79,17 @@ class Interrupter:
             self._armed = True
             self._sethook(self._state, self._hook, _MASK_CALL | _MASK_RETURN | _MASK_COUNT, 1)
 
+    def _disarm(self) -> None:
+        # from C, not through debug.sethook: a Lua call would itself be interrupted by the hook
+        self._sethook(self._state, None, 0, 0)
+
     def __enter__(self) -> None:
-        self._armed = False
-        self._running = True
+        with self._lock:
+            self._armed = False
+            self._running = True
 
     def __exit__(self, kind: Any, error: Any, tb: TracebackType | None) -> None:
-        self._running = False
-        if self._armed:  # the run may have ended before the hook fired: none may stay for the next
-            self.b.call(self.lua_side.disarm)
+        with self._lock:
+            self._running = False
+            if self._armed:  # the run may have ended before the hook fired: none may stay for the next
+                self._disarm()

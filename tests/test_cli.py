@@ -653,3 +653,32 @@ def test_terminal_ctrl_c_stops_a_running_chunk(terminal):
     drop_unfinished_chunk(t)              # at the prompt Ctrl-C still drops the line
     t.type("1 + 1\r")
     assert "2\n" in t.expect("th> ")
+
+
+HOOK_LEFT_ON = """
+from luabridge.errors import LuaError
+from luabridge.runtime import bridge
+from luabridge.th_interrupt import Interrupter
+
+b = bridge()
+interrupter = Interrupter(b)
+count = b.load("local n = 0 for i = 1, 10 do n = n + i end return n", "=count")
+interrupter.interrupt()                  # between runs: nothing happens
+print(b.call(count))
+with interrupter:                        # the Ctrl-C came as the run ended, before any hook fired
+    interrupter.interrupt()
+print(b.call(count))
+b.lua.globals().ctrl_c = interrupter.interrupt
+try:
+    with interrupter:
+        b.call(b.load("ctrl_c() for i = 1, 10 do end", "=run"))
+except LuaError as e:
+    print(e.message)
+print(b.call(count))
+"""
+
+
+def test_ctrl_c_leaves_no_hook_after_the_run():
+    # Interrupter.interrupt is what the watcher thread calls on SIGINT
+    r = subprocess.run([sys.executable, "-c", HOOK_LEFT_ON], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout) == (0, "55\n55\nrun:1: interrupted!\n55\n"), r.stderr

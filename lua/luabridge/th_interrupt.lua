@@ -24,14 +24,10 @@ local function stop()
 end
 
 -- Registers stop with debug.sethook's C hook; a count far beyond what Python needs to read that
--- hook (then disarm) keeps it from firing. Returns the address of a lua_State of this runtime.
+-- hook (then turn it off) keeps it from firing. Returns the address of a lua_State of this runtime.
 function interrupt.prepare()
   debug.sethook(stop, '', 0x7fffffff)
   return tostring(anchor):match('0x%x+')
-end
-
-function interrupt.disarm()
-  debug.sethook(stop, '', 0)
 end
 
 return interrupt
