@@ -38,26 +38,14 @@ function Dictionary:sparseParameters()
   return params, gradParams, scales, self.weight:size(1)
 end
 
--- Views of the used rows in Module's dense momentum buffer (started, as dpnn's, as a copy of gradWeight).
+-- Views of the used rows in Module's dense momentum buffer (started, as dpnn's, as a copy of
+-- gradWeight), keyed as sparseParameters keys them, for Module:updateGradParameters.
 function Dictionary:momentumGradParameters()
   assert(not self.accUpdate, 'nn.Dictionary: no momentum with accUpdate (there is no gradWeight)')
   local momGradWeight = parent.momentumGradParameters(self)[1]
   local rows = {}
   for k in pairs(self.inputs) do rows[k] = momGradWeight:select(1, k) end
   return rows
-end
-
--- dpnn's momentum (see Module:updateGradParameters) on the used rows only.
-function Dictionary:updateGradParameters(momFactor, momDamp, momNesterov)
-  momFactor = self.momFactor or momFactor
-  if momFactor <= 0 then return end
-  momDamp = self.momDamp or momDamp or momFactor
-  if self.momNesterov ~= nil then momNesterov = self.momNesterov end
-  local _, gradParams = self:sparseParameters()
-  for k, mom in pairs(self:momentumGradParameters()) do
-    mom:mul(momFactor):add(1 - momDamp, gradParams[k])
-    if momNesterov then gradParams[k]:add(momFactor, mom) else gradParams[k]:copy(mom) end
-  end
 end
 
 -- As dpnn's: renorm along dim 2 of each used 1 x embeddingSize row, which caps every element.

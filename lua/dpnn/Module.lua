@@ -280,7 +280,7 @@ function Module:updateGradParameters(momFactor, momDamp, momNesterov)
     for _, m in ipairs(self.modules) do m:updateGradParameters(momFactor, momDamp, momNesterov) end
     return
   end
-  local params, gradParams = self:parameters()
+  local params, gradParams = self:sparseParameters() -- a sparse module's momentum rows match these
   if not params or _.isEmpty(params) then return end
   local mom = self:momentumGradParameters()
   for i, g in pairs(gradParams) do mom[i]:mul(momFactor):add(1 - momDamp, g) end
