@@ -4,7 +4,6 @@ starts without it; `require 'image'` asks imaging_missing() first."""
 from __future__ import annotations
 
 import io
-import zlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -18,7 +17,6 @@ if TYPE_CHECKING:
 # Pillow mode -> (channels, largest sample value): 16-bit PNGs and PGMs with maxval > 255 read as 'I'
 _MODES = {"1": (1, 255), "L": (1, 255), "LA": (2, 255), "RGB": (3, 255), "RGBA": (4, 255),
           "I": (1, 65535), "I;16": (1, 65535), "I;16B": (1, 65535)}
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # what an unlisted mode is converted to first (palettes, CMYK JPEGs, YCbCr...)
 _CONVERT = {"P": "RGB", "PA": "RGBA", "CMYK": "RGB", "YCbCr": "RGB", "F": "I", "LAB": "RGB", "HSV": "RGB"}
 
@@ -39,6 +37,14 @@ def _head(bridge: "Bridge", source: Any, size: int) -> bytes:
             return f.read(size)
     view = bridge.buffers.tensor_view(source)
     return (view if size < 0 else view[:size]).tobytes()
+
+
+def _is_png(bridge: "Bridge", source: Any) -> bool:
+    """Whether the source starts with PNG's signature (False for a file that cannot be opened)."""
+    try:
+        return _head(bridge, source, len(png16.SIGNATURE)) == png16.SIGNATURE
+    except OSError:
+        return False
 
 
 def _open(bridge: "Bridge", source: Any) -> Any:
@@ -68,15 +74,15 @@ def _layout(bridge: "Bridge", source: Any, img: Any) -> tuple[int, int, bool]:
 def callbacks(bridge: "Bridge") -> dict:
     def image_info(source: Any) -> Any:
         """format, channels, height, width; or nil, message when Pillow cannot read it."""
-        from PIL import UnidentifiedImageError
+        from PIL.Image import DecompressionBombError, UnidentifiedImageError
 
         try:
             img = _open(bridge, source)
-        except (OSError, UnidentifiedImageError, SyntaxError) as e:
+        except (OSError, UnidentifiedImageError, SyntaxError, DecompressionBombError) as e:
             in_memory = not isinstance(source, str)   # Pillow's message would name a BytesIO object
             reason = "cannot identify an image in the bytes" if in_memory and isinstance(
                 e, UnidentifiedImageError) else str(e)
-            if _head(bridge, source, len(PNG_SIGNATURE)) == PNG_SIGNATURE:
+            if _is_png(bridge, source):
                 return None, f"Error during init_io ({reason})"   # torch7's message for any unreadable PNG
             return None, reason
         fmt = (img.format or "").upper() or None
@@ -93,7 +99,7 @@ def callbacks(bridge: "Bridge") -> dict:
         channels, top, wide = _layout(bridge, source, img)
         try:
             pixels = png16.decode(_head(bridge, source, -1)) if wide else np.asarray(img)
-        except (OSError, ValueError, SyntaxError, zlib.error) as e:
+        except (OSError, ValueError, SyntaxError) as e:
             return str(e)
         if img.mode == "1":
             pixels = pixels.astype(np.uint8) * 255

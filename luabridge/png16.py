@@ -13,6 +13,7 @@ SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # colour type -> samples per pixel, for the types Pillow narrows (grey alone it reads at 16 bits)
 _CHANNELS = {2: 3, 4: 2, 6: 4}
 HEADER_SIZE = 29   # signature, IHDR's length and name, then width .. interlace
+MAX_DATA = 1 << 31   # the most inflated bytes decode accepts (Pillow refuses such sizes before)
 
 
 def wide_colour_channels(head: bytes) -> int | None:
@@ -61,23 +62,39 @@ def _unfilter(raw: np.ndarray, height: int, stride: int, bpp: int) -> np.ndarray
 
 
 def decode(data: bytes) -> np.ndarray:
-    """H x W x C uint16 samples of a file for which wide_colour_channels is not None."""
-    pos, width, height, channels, chunks = len(SIGNATURE), 0, 0, 0, []
-    while pos + 8 <= len(data):
+    """H x W x C uint16 samples of a file for which wide_colour_channels is not None. A file that is
+    cut short or corrupt raises ValueError saying what is wrong; the image data is inflated no
+    further than the header's size needs."""
+    channels = wide_colour_channels(data[:HEADER_SIZE])
+    if channels is None:
+        raise ValueError("PNG: not a non-interlaced PNG of 16-bit colour samples")
+    width, height = struct.unpack(">II", data[16:24])
+    bpp = 2 * channels
+    need = height * (width * bpp + 1)
+    if width == 0 or height == 0 or need > MAX_DATA:
+        raise ValueError(f"PNG: the header's size {width} x {height} is empty or over {MAX_DATA >> 30} GiB of samples")
+    pos, chunks = len(SIGNATURE), []
+    while True:
+        if pos + 12 > len(data):
+            raise ValueError("PNG: the file is truncated (it ends before its IEND chunk)")
         length, name = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
-        if name == b"IHDR":
-            width, height = struct.unpack(">II", body[:8])
-            channels = _CHANNELS[body[9]]
-        elif name == b"IDAT":
-            chunks.append(body)
+        if pos + 12 + length > len(data):
+            chunk = name.decode("latin-1")
+            raise ValueError(f"PNG: the file is truncated (its {chunk} chunk of {length} bytes runs past the end)")
+        if name == b"IDAT":
+            chunks.append(data[pos + 8:pos + 8 + length])
         elif name == b"IEND":
             break
         pos += 12 + length
-    bpp = 2 * channels
-    raw = np.frombuffer(zlib.decompress(b"".join(chunks)), dtype=np.uint8)
-    if raw.size != height * (width * bpp + 1):
-        raise ValueError(f"PNG: image data holds {raw.size} bytes, {height} rows of {width} pixels need "
-                         f"{height * (width * bpp + 1)}")
+    inflate = zlib.decompressobj()
+    try:
+        raw = np.frombuffer(inflate.decompress(b"".join(chunks), need + 1), dtype=np.uint8)
+    except zlib.error as e:
+        raise ValueError(f"PNG: the image data is corrupt ({e})") from e
+    rows_need = f"the {need} bytes that {height} rows of {width} pixels need"
+    if raw.size > need:
+        raise ValueError(f"PNG: the image data holds more than {rows_need}")
+    if raw.size < need or not inflate.eof:
+        raise ValueError(f"PNG: the image data is truncated (it gives {raw.size} of {rows_need})")
     rows = _unfilter(raw, height, width * bpp, bpp)
     return rows.view(">u2").reshape(height, width, channels).astype(np.uint16)

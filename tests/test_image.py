@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import colorsys
 import math
+import struct
+import zlib
 
 import numpy as np
 import pytest
@@ -84,12 +86,19 @@ def test_sixteen_bit_and_pgm_values_as_torch7_documents(tmp_path):
     assert loaded[0, 1, 1] == math.floor(255 * 3 / 15) and loaded[0, 1, 2] == 255
 
 
+def png_chunk(name: bytes, data: bytes) -> bytes:
+    """A PNG chunk: length, name, data, CRC-32 of name and data."""
+    return struct.pack(">I", len(data)) + name + data + struct.pack(">I", zlib.crc32(name + data))
+
+
+def png_header(width: int, height: int, colour_type: int) -> bytes:
+    """The IHDR chunk of a non-interlaced 16-bit PNG."""
+    return png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0))
+
+
 def png16_bytes(samples: np.ndarray, colour_type: int, filters: list[int]) -> bytes:
     """A PNG of H x W x C uint16 samples, row y written with PNG filter filters[y % len(filters)]
     (the specification's forward filters; the decoder under test undoes them)."""
-    import struct
-    import zlib
-
     height, width, channels = samples.shape
     bpp = 2 * channels
     raw = samples.astype(">u2").view(np.uint8).reshape(height, width * bpp).astype(np.int64)
@@ -105,13 +114,8 @@ def png16_bytes(samples: np.ndarray, colour_type: int, filters: list[int]) -> by
         guess = [0 * cur, left, prev, (left + prev) // 2, paeth][kind]
         body += bytes([kind]) + ((cur - guess) % 256).astype(np.uint8).tobytes()
         prev = cur
-
-    def chunk(name: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + name + data + struct.pack(">I", zlib.crc32(name + data))
-
-    header = struct.pack(">IIBBBBB", width, height, 16, colour_type, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(body)))
-            + chunk(b"IEND", b""))
+    return (b"\x89PNG\r\n\x1a\n" + png_header(width, height, colour_type)
+            + png_chunk(b"IDAT", zlib.compress(bytes(body))) + png_chunk(b"IEND", b""))
 
 
 def test_truncated_pixel_data_names_the_op(tmp_path):
@@ -123,6 +127,40 @@ def test_truncated_pixel_data_names_the_op(tmp_path):
     assert_lua_errors([
         ("function(p) require 'image'; image.load(p .. '/cut.jpg') end", "image.load: cannot decode .*cut.jpg: .*truncated"),
         ("function(p) require 'image'; image.load(p .. '/cut16.png') end", "image.load: cannot decode .*cut16.png: .*truncated"),
+    ], str(tmp_path))
+
+
+def with_idat(png: bytes, body: bytes) -> bytes:
+    """png (from png16_bytes: one IDAT chunk) with that chunk's data replaced by body."""
+    return png[:png.index(b"IDAT") - 4] + png_chunk(b"IDAT", body) + png[png.index(b"IEND") - 4:]
+
+
+def test_corrupt_sixteen_bit_colour_png_names_what_is_wrong(tmp_path):
+    """The 16-bit colour decoder checks what it reads: 2 x 2 RGB rows need 2 * (1 + 2 * 6) = 26
+    bytes; more (a small file inflating to 10 MB, read no further than 27), fewer, a stream cut
+    short, bytes that are no zlib stream, an unknown filter type, a chunk running past the end,
+    and a header size Pillow refuses are each an error naming the op."""
+    good = png16_bytes(np.zeros((2, 2, 3), np.uint16), 2, filters=[0])
+    bad = {
+        "bomb": with_idat(good, zlib.compress(bytes(10_000_000), 9)),
+        "short": with_idat(good, zlib.compress(bytes(25))),
+        "cut": with_idat(good, zlib.compress(bytes(26))[:-6]),
+        "nozlib": with_idat(good, b"not a zlib stream"),
+        "filter": with_idat(good, zlib.compress(bytes([5]) + bytes(25))),
+        "past": good[:good.index(b"IEND") - 4] + (1000).to_bytes(4, "big") + good[-8:],
+        "huge": good[:8] + png_header(60000, 60000, 2) + good[33:],
+    }
+    for name, data in bad.items():
+        (tmp_path / f"{name}.png").write_bytes(data)
+    load = "function(p) require 'image'; image.load(p .. '/%s.png') end"
+    assert_lua_errors([
+        (load % "bomb", r"image.load: cannot decode .*bomb.png: PNG: the image data holds more than the 26 bytes"),
+        (load % "short", r"cannot decode .*short.png: PNG: the image data is truncated \(it gives 25 of the 26 bytes"),
+        (load % "cut", r"cannot decode .*cut.png: PNG: the image data is truncated"),
+        (load % "nozlib", r"cannot decode .*nozlib.png: PNG: the image data is corrupt"),
+        (load % "filter", r"cannot decode .*filter.png: PNG: unknown row filter 5 in row 1"),
+        (load % "past", r"cannot decode .*past.png: PNG: the file is truncated \(its IEND chunk of 1000 bytes"),
+        (load % "huge", r"image.load: cannot read .*huge.png: .*decompression bomb"),
     ], str(tmp_path))
 
 
@@ -188,8 +226,11 @@ def test_file_errors(tmp_path):
         ("function(p) require 'image'; image.save(p .. '/x.png', torch.rand(5, 2, 2)) end", "1, 2, 3 or 4 channels"),
     ], str(tmp_path))
     (tmp_path / "junk").write_bytes(b"not an image at all")
+    (tmp_path / "folder.png").mkdir()
     assert_lua_errors([("function(p) require 'image'; image.load(p .. '/junk') end",
-                        "unable to determine image type for file")], str(tmp_path))
+                        "unable to determine image type for file"),
+                       ("function(p) require 'image'; image.load(p .. '/folder.png') end",
+                        "image.load: cannot read .*folder.png: .*Is a directory")], str(tmp_path))
 
 
 def test_corrupt_png_gives_torch7s_message(tmp_path):
