@@ -38,8 +38,6 @@ local function histogram_text(h, rows)
   return table.concat(lines, '\n')
 end
 
--- histc(tensor [, bins = 72] [, min] [, max] [, raw]): raw counts, or a table of bins
--- {val = centre, nb = count} with raw, bins, binwidth, max and min (the fullest and emptiest bins)
 -- the samples of histc and hist: a non-empty tensor (the error names fn's caller)
 local function samples(fn, tensor)
   if not torch.isTensor(tensor) then error(('usage: %s (tensor [, nBins] [, min] [, max])'):format(fn), 3) end
@@ -47,6 +45,8 @@ local function samples(fn, tensor)
   return tensor
 end
 
+-- histc(tensor [, bins = 72] [, min] [, max] [, raw]): raw counts, or a table of bins
+-- {val = centre, nb = count} with raw, bins, binwidth, max and min (the fullest and emptiest bins)
 function gnuplot.histc(tensor, bins, min, max, raw)
   samples('gnuplot.histc', tensor)
   bins = bins or 80 - 8
