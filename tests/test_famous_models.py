@@ -233,6 +233,15 @@ def test_tool_builds_the_colorization_net_without_a_repository(tmp_path):
         + (64 * 128 + 64) + (64 * 64 + 64)
 
 
+def test_tool_trains_the_rnn_language_model_without_a_repository(tmp_path):
+    rnn_lm = next(m for m in fm.MODELS if m.name == "rnn-lm")
+    row = fm.check_model(rnn_lm, tmp_path / "no-checkouts")
+    assert row.ok, row.detail   # the driver's check: the loss fell at each of its SGD steps
+    assert row.fields["input"] == "50x16" and row.fields["output"] == "50x16x65"
+    # LookupTable 65x128; FastLSTM's input Linear 128->4*128 (with bias) and output one (without); Linear 128->65
+    assert int(row.fields["params"]) == 65 * 128 + (128 * 512 + 512) + 128 * 512 + (128 * 65 + 65)
+
+
 def test_reference_forward_of_t7_read_models_matches_lua(tmp_path):
     """tools/t7_reference.py on the layer kinds of OpenFace (DepthConcat centring, LP pooling,
     cross-map LRN, batch norm, ceil-mode pooling, Normalize) and of fast-neural-style's residual

@@ -1,8 +1,8 @@
--- Builds one famous model from its public definition file and checks it end to end; run by
--- tools/famous_models.py as `luabridge th famous_models.lua NAME OUTDIR` in a scratch copy of
--- the model's repository. Runs a training step's forward and backward, saves the model with torch.save
--- (after clearState, as training scripts do),
--- loads it back with torch.load and requires the same output. Writes OUTDIR/model.t7, the
+-- Builds one famous model (from its public definition file, where it has one) and checks it end
+-- to end; run by tools/famous_models.py as `luabridge th famous_models.lua NAME OUTDIR` in a scratch
+-- copy of the model's repository (an empty folder for the models built here alone). Runs a training
+-- step's forward and backward, saves the model with torch.save after clearState (as training scripts
+-- do), loads it back with torch.load and requires the same output. Writes OUTDIR/model.t7, the
 -- flat parameters as raw float32 (OUTDIR/params.f32) for the Python reader's check and, for a
 -- tensor input, the input and the evaluation output (input.f32, output.f32), and prints one
 -- `famous key=value ...` line.
@@ -110,9 +110,9 @@ builders['rnn-lm'] = function()
   end
   local function falls(y)
     local total = y:clone():exp():sum(3)   -- each step's probabilities sum to 1
-    local sums_ok = (total - 1):abs():max() < 1e-4
-    for step = 2, #losses do if losses[step] >= losses[step - 1] then sums_ok = false end end
-    return sums_ok, string.format('loss %.3f -> %.3f in %d steps', losses[1], losses[#losses], #losses)
+    local ok = (total - 1):abs():max() < 1e-4
+    for step = 2, #losses do if losses[step] >= losses[step - 1] then ok = false end end
+    return ok, string.format('loss %.3f -> %.3f in %d steps', losses[1], losses[#losses], #losses)
   end
   return {model = lm, input = input, check = falls}
 end
