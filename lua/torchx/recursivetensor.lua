@@ -1,5 +1,11 @@
 -- torchx.recursive*: tensor operations over tensors nested in tables.
 
+-- raised for the caller of the function that calls it
+local function nestingError(name, t1, t2)
+  error(('torchx.%s: expecting nested tensors or tables, got %s and %s')
+    :format(name, torch.type(t1), torch.type(t2)), 3)
+end
+
 -- walk(t1, t2, ...): t1 takes t2's nesting (a non-table t1 facing a table becomes {t1}), and
 -- leaf(t1, t2, ...) gives each of t1's tensors. Returns t1, t2.
 local function pairwise(name, leaf)
@@ -10,8 +16,7 @@ local function pairwise(name, leaf)
     elseif torch.isTensor(t2) then
       t1 = leaf(t1, t2, ...)
     else
-      error(('torchx.%s: expecting nested tensors or tables, got %s and %s')
-        :format(name, torch.type(t1), torch.type(t2)), 2)
+      nestingError(name, t1, t2)
     end
     return t1, t2
   end
@@ -39,9 +44,7 @@ torchx.recursiveResizeAs = pairwise('recursiveResizeAs', function(t1, t2) return
 torchx.recursiveSet = pairwise('recursiveSet', function(t1, t2) return orNew(t1, t2):set(t2) end)
 torchx.recursiveCopy = pairwise('recursiveCopy', function(t1, t2) return orNew(t1, t2):resizeAs(t2):copy(t2) end)
 torchx.recursiveAdd = pairwise('recursiveAdd', function(t1, t2)
-  if not torch.isTensor(t1) then
-    error('torchx.recursiveAdd: expecting nested tensors or tables, got ' .. torch.type(t1) .. ' and ' .. torch.type(t2), 2)
-  end
+  if not torch.isTensor(t1) then nestingError('recursiveAdd', t1, t2) end
   return t1:add(t2)
 end)
 local indexInto = pairwise('recursiveIndex', function(res, src, dim, indices) return orNew(res, src):index(src, dim, indices) end)
@@ -79,8 +82,7 @@ function torchx.recursiveTensorEq(t1, t2)
   elseif torch.isTensor(t1) and torch.isTensor(t2) then
     return (t1 - t2):abs():max() < 0.00001
   end
-  error('torchx.recursiveTensorEq: expecting nested tensors or tables, got ' .. torch.type(t1)
-    .. ' and ' .. torch.type(t2), 2)
+  nestingError('recursiveTensorEq', t1, t2)
 end
 
 -- the tensors of the array part converted to type_str; other values kept
