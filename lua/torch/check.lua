@@ -23,13 +23,13 @@ function check.error(msg)
   error(msg, userLevel())
 end
 
--- "2x3x4" for a tensor's sizes (an empty tensor prints as "[]"... torch7 style).
--- Sizes as messages write them: 2x3, or [] for none.
+-- Sizes as messages write them: 2x3x4, or [] for none.
 function check.sizes(sz)
   if #sz == 0 then return '[]' end
   return table.concat(sz, 'x')
 end
 
+-- A tensor's sizes, as check.sizes writes them.
 function check.sizestr(t)
   return check.sizes(t._sz)
 end
