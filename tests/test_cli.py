@@ -313,6 +313,7 @@ optim.sgd(feval, x, {learningRate = 0.1})
         "fit.lua:4: loss of 3", "stack traceback:", "\tfit.lua:4: in function 'loss'",
         "\tfit.lua:7: in function 'fn'", "\tfit.lua:7: in main chunk"]
 
+
 # print as trepl: the expected layouts follow trepl's printer (init.lua's print_new): '{' and '}'
 # at 4 spaces per level, entries 2 further as `key : value`, strings quoted inside tables,
 # tensors and storages by type and size, tables past the depth limit (or empty) as {...}
@@ -531,7 +532,6 @@ print(root, util.twice(21), vocab.a + vocab.b[2], pkgloaded)
     assert r.returncode == 1 and "module 'nothing_here' not found" in r.stderr
 
 
-
 def test_traceback_reaches_into_required_modules(tmp_path):
     """An error while a user's module loads shows the module's frames and the requiring
     script's, whether it is required by a relative name or through package.path."""
@@ -551,6 +551,7 @@ def test_traceback_reaches_into_required_modules(tmp_path):
     assert r.returncode == 1
     assert r.stderr.startswith(f"(command line):1: module './missing' not found: no {tmp_path}/missing.lua")
 
+
 def test_penlight_globals_and_who(tmp_path):
     """With a 'pl' module on LUA_PATH, th loads it as trepl does (Penlight's lazy globals)."""
     (tmp_path / "lib" / "pl").mkdir(parents=True)
@@ -563,7 +564,6 @@ def test_penlight_globals_and_who(tmp_path):
     assert lines[0] == "/" and "== User Variables ==" in lines
     user = lines[lines.index("== User Variables ==") + 1:lines.index("==")]
     assert [line.split()[0] for line in user] == ["mine"]
-
 
 
 def test_real_penlight_globals_and_format_operator(tmp_path):
@@ -590,6 +590,7 @@ def test_import_copies_a_package_into_the_globals():
                  " print(Sequential == nn.Sequential, Linear, _torchimport.nn == nn)"
                  " import('nn', true) print(Linear == nn.Linear)")
     assert (r.returncode, r.stdout) == (0, "true\tmine\ttrue\ntrue\n"), r.stderr
+
 
 # Ctrl-C stops running Lua code with 'interrupted!' (as LuaJIT's interpreter, so Torch7's th)
 
