@@ -31,14 +31,13 @@ class Interrupter:
     prompt) Ctrl-C is Python's KeyboardInterrupt."""
 
     def __init__(self, b: Bridge) -> None:
-        self.b = b
-        self.lua_side = b.call(b.lua.globals().require, "luabridge.th_interrupt")
+        lua_side = b.call(b.lua.globals().require, "luabridge.th_interrupt")
         lib = ctypes.CDLL(luajit21.__file__)
         self._sethook = lib.lua_sethook
         self._sethook.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
         gethook = lib.lua_gethook
         gethook.argtypes, gethook.restype = [ctypes.c_void_p], ctypes.c_void_p
-        self._state = int(b.call(self.lua_side.prepare), 16)
+        self._state = int(b.call(lua_side.prepare), 16)
         self._hook = gethook(self._state)   # debug.sethook's C hook, which calls the Lua one
         self._disarm()
         # _running and _armed change together under the lock: the watcher cannot arm the hook
