@@ -28,7 +28,7 @@ from .errors import LuaError
 from .interop import to_numpy
 from .model_tree import Entry, collect
 from .persist import requiring_packages
-from .proxy import LuaObject, _kind, unwrap
+from .proxy import LuaObject, lua_kind, unwrap
 from .runtime import Bridge, bridge
 from .t7 import FORMATS
 
@@ -346,7 +346,7 @@ def _lua_input(batch: Any, dtype: np.dtype | None) -> Any:
 
 
 def _copied_out(value: Any) -> Any:
-    kind = _kind(value)
+    kind = lua_kind(value)
     if kind == "tensor":
         return np.array(to_numpy(value))
     if kind == "table":

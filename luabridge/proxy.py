@@ -24,7 +24,7 @@ from .runtime import bridge, foreign_objects_named
 _raised = threading.local()  # the exception a Python callback raised into Lua, per thread
 
 
-def _kind(obj: Any) -> str:
+def lua_kind(obj: Any) -> str:
     """'tensor', 'storage', 'object' (a torch class instance), 'table' or 'other' for a Lua value."""
     if lupa.lua_type(obj) not in ("table", "userdata"):
         return "other"
@@ -134,7 +134,7 @@ def call(fn: Any, *args: Any, self: Any = None) -> Any:
 def wrap(x: Any) -> Any:
     """A Python view of a Lua value: tensors, storages and class instances become proxies
     (sharing the Lua object); plain tables become lists (keys 1..n) or dicts, copied."""
-    kind = _kind(x)
+    kind = lua_kind(x)
     if kind == "tensor":
         return Tensor(x)
     if kind == "storage":
@@ -171,7 +171,7 @@ def _from_table(table: Any, seen: dict) -> Any:
     out: Any = [None] * n if is_list else {}
     seen[key] = out
     for k, v in items:
-        value = _from_table(v, seen) if _kind(v) == "table" else wrap(v)
+        value = _from_table(v, seen) if lua_kind(v) == "table" else wrap(v)
         if is_list:
             out[k - 1] = value
         else:
@@ -204,13 +204,13 @@ class Namespace:
         value = self._value()[name]
         if value is None:
             raise AttributeError(f"{'.'.join((self._module, *self._path))} has no field {name!r}")
-        if lupa.lua_type(value) == "function" or _kind(value) == "table":
+        if lupa.lua_type(value) == "function" or lua_kind(value) == "table":
             return Namespace(self._module, (*self._path, name))
         return wrap(value)
 
     def __dir__(self) -> list[str]:
         value = self._value()
-        return sorted(str(k) for k in value.keys()) if _kind(value) == "table" else []
+        return sorted(str(k) for k in value.keys()) if lua_kind(value) == "table" else []
 
     def __call__(self, *args: Any) -> Any:
         return call(self._value(), *args)

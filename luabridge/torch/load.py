@@ -21,7 +21,7 @@ import torch
 
 from ..interop import to_numpy
 from ..persist import load_value
-from ..proxy import _kind, wrap
+from ..proxy import lua_kind, wrap
 from ..runtime import bridge
 from ..t7 import Key, TorchObject
 from .module import LuaModule
@@ -42,7 +42,7 @@ class _Converter:
         self.memo: dict[int, Any] = {}
 
     def value(self, x: Any) -> Any:
-        kind = _kind(x)
+        kind = lua_kind(x)
         if kind == "other":
             return wrap(x)   # numbers, strings, booleans, nil; functions (functions='load')
         key = self.g.torch.pointer(x)
