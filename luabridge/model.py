@@ -57,7 +57,7 @@ class _Built:
         self.module, self.dtype = module, dtype
 
 
-class _Cache:
+class ModelCache:
     """The Models built in one runtime (an attribute of its Bridge)."""
 
     def __init__(self) -> None:
@@ -65,11 +65,10 @@ class _Cache:
         self.recent: deque[_Token] = deque(maxlen=RECENT)
 
 
-def _cache(b: Bridge) -> _Cache:
-    cache = getattr(b, "model_cache", None)
-    if cache is None:
-        cache = b.model_cache = _Cache()
-    return cache
+def _cache(b: Bridge) -> ModelCache:
+    if b.model_cache is None:
+        b.model_cache = ModelCache()
+    return b.model_cache
 
 
 class Model:
