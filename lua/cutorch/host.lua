@@ -29,14 +29,4 @@ local function hostMemory()
   return tonumber(free) * 1024, tonumber(total) * 1024
 end
 
--- cutorch.getMemoryUsage([device]): free and total bytes of the device's memory.
-function cutorch.getMemoryUsage(device)
-  if (device or 1) ~= 1 then
-    check.error(('cutorch.getMemoryUsage: device %s does not exist (1 device)'):format(tostring(device)))
-  end
-  if not cutorch.onCPU then
-    check.error('cutorch.getMemoryUsage: the device memory report is not available with the CUDA backend '
-                .. '(only with LUABRIDGE_CUDA_ON_CPU=1, where it reports the host memory)')
-  end
-  return hostMemory()
-end
+return hostMemory

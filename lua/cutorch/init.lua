@@ -6,6 +6,7 @@
 -- it is one). Without either, require 'cutorch' raises an error saying so.
 require 'torch'
 local cuda = require 'torch.backend.cuda'
+local check = require 'torch.check'
 
 cutorch = rawget(_G, 'cutorch') or {}
 
@@ -32,12 +33,13 @@ if onCpu then
 end
 cutorch.onCPU = onCpu   -- true when CUDA code runs on the CPU (LUABRIDGE_CUDA_ON_CPU=1)
 
--- One device, numbered 1.
+-- One device, numbered 1: checkDevice raises fname's error for any other number.
+local function checkDevice(fname, i)
+  if i ~= 1 then check.error(('%s: device %s does not exist (1 device)'):format(fname, tostring(i))) end
+end
 function cutorch.getDeviceCount() return 1 end
 function cutorch.getDevice() return 1 end
-function cutorch.setDevice(i)
-  if i ~= 1 then error(('cutorch.setDevice: device %s does not exist (1 device)'):format(tostring(i)), 2) end
-end
+function cutorch.setDevice(i) checkDevice('cutorch.setDevice', i) end
 function cutorch.withDevice(i, fn)
   cutorch.setDevice(i)
   return fn()
@@ -51,7 +53,17 @@ function cutorch.setPeerToPeerAccess() end
 function cutorch.getKernelPeerToPeerAccess() return true end
 function cutorch.setKernelPeerToPeerAccess() end
 
-require 'cutorch.host'
+local hostMemory = require 'cutorch.host'
+
+-- cutorch.getMemoryUsage([device]): free and total bytes of the device's memory.
+function cutorch.getMemoryUsage(device)
+  checkDevice('cutorch.getMemoryUsage', device or 1)
+  if not onCpu then
+    check.error('cutorch.getMemoryUsage: the device memory report is not available with the CUDA backend '
+                .. '(only with LUABRIDGE_CUDA_ON_CPU=1, where it reports the host memory)')
+  end
+  return hostMemory()
+end
 
 function cutorch.getDeviceProperties(i)
   cutorch.setDevice(i)
