@@ -321,16 +321,25 @@ _ROSENBROCK_FG = """function(x)
 end"""
 
 
-def cupy_or_skip() -> Any:
-    """The cupy module when it is installed and sees a CUDA device; else the test skips, saying why."""
+def cupy_device() -> tuple[Any, str]:
+    """(the cupy module, "CuPy <version> on <device>") when CuPy is installed and sees a CUDA device,
+    else (None, why not)."""
     try:
         import cupy
-    except ImportError:
-        pytest.skip("CuPy is not installed: the device tests need CuPy and a CUDA GPU")
-    try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:  # CuPy raises its own runtime error without a driver
-        pytest.skip(f"CuPy finds no CUDA device: {e}")
+    except ImportError:
+        return None, "CuPy is not installed"
+    except Exception as e:   # CuPy raises its own runtime error without a driver
+        return None, f"CuPy finds no CUDA device ({type(e).__name__}: {e})".splitlines()[0]
     if count == 0:
-        pytest.skip("CuPy finds no CUDA device")
+        return None, "CuPy finds no CUDA device"
+    name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
+    return cupy, f"CuPy {cupy.__version__} on {name.decode() if isinstance(name, bytes) else name}"
+
+
+def cupy_or_skip() -> Any:
+    """The cupy module when it is installed and sees a CUDA device; else the test skips, saying why."""
+    cupy, why = cupy_device()
+    if cupy is None:
+        pytest.skip(f"{why}: the device tests need CuPy and a CUDA GPU")
     return cupy

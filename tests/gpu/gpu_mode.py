@@ -8,22 +8,17 @@ from typing import Any
 import numpy as np
 import pytest
 
+from helpers import cupy_device
+
 
 def _array_module() -> tuple[Any, str]:
     """(CuPy or numpy, the mode in words)."""
-    try:
-        import cupy
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as e:   # no CuPy, no driver, no device: each raises its own kind
-        reason = f"{type(e).__name__}: {e}".splitlines()[0]
-    else:
-        if count > 0:
-            name = cupy.cuda.runtime.getDeviceProperties(0)["name"]
-            return cupy, f"CuPy {cupy.__version__} on {name.decode() if isinstance(name, bytes) else name}"
-        reason = "CuPy sees no device"
+    cupy, described = cupy_device()
+    if cupy is not None:
+        return cupy, described
     if os.environ.get("LUABRIDGE_GPU_TESTS") == "cupy":
-        raise pytest.UsageError(f"LUABRIDGE_GPU_TESTS=cupy but no CuPy device ({reason})")
-    return np, f"numpy standing in for CuPy ({reason})"
+        raise pytest.UsageError(f"LUABRIDGE_GPU_TESTS=cupy but no CuPy device ({described})")
+    return np, f"numpy standing in for CuPy ({described})"
 
 
 XP, MODE = _array_module()
