@@ -14,7 +14,7 @@ import ctypes
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,6 +24,7 @@ from luabridge.backend import cuda, cuda_fuse
 from luabridge.graph import Session
 from luabridge.graph import fusion_ir
 from luabridge.graph.fusion_ir import FusedGroup
+from fuse_reference import FN_REFERENCE
 from helpers import cupy_or_skip
 
 X, Y, S = ("in", 0), ("in", 1), ("in", 2)
@@ -33,16 +34,6 @@ def C(v: float) -> tuple:
     return ("const", v)
 
 
-# Independent float64 references of the vocabulary (numpy's semantics; comparisons give 1.0 / 0.0).
-REFERENCE: dict[str, Callable[..., Any]] = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "neg": np.negative,
-    "abs": np.abs, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
-    "tanh": np.tanh, "sigmoid": lambda a: 1.0 / (1.0 + np.exp(-a)), "relu": lambda a: np.maximum(a, 0.0),
-    "max": np.maximum, "min": np.minimum, "pow": np.power, "square": lambda a: a * a,
-    "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-    "eq": np.equal, "ne": np.not_equal,
-    "where": lambda c, a, b: np.where(c != 0, a, b), "clamp": np.clip,
-}
 POSITIVE = {"log", "sqrt", "rsqrt", "pow"}   # fns whose first operand the tests keep above 0
 
 
@@ -51,7 +42,7 @@ def reference(e: tuple, arrays: list) -> Any:
         return arrays[e[1]].astype(np.float64)
     if e[0] == "const":
         return np.float64(e[1])
-    return np.asarray(REFERENCE[e[0]](*[reference(a, arrays) for a in e[1:]]), dtype=np.float64)
+    return np.asarray(FN_REFERENCE[e[0]](*[reference(a, arrays) for a in e[1:]]), dtype=np.float64)
 
 
 def _fn_expr(fn: str) -> tuple:

@@ -13,6 +13,7 @@ import pytest
 
 import luabridge
 import luabridge.tinyflow as tf
+from fuse_reference import FN_REFERENCE
 from helpers import load_bench
 from luabridge.graph import Session, fusion_ir
 from luabridge.graph.fusion_ir import FNS, FusedGroup, evaluate
@@ -195,19 +196,6 @@ def test_gradient_graphs_fuse_and_give_the_same_gradients(rng):
 
 # ---- the IR's vocabulary on the CPU kernels ----
 
-REF = {   # numpy float64 references, written from FNS's table
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "div": lambda a, b: a / b, "neg": lambda a: -a, "abs": np.abs, "exp": np.exp, "log": np.log,
-    "sqrt": np.sqrt, "rsqrt": lambda a: 1 / np.sqrt(a), "tanh": np.tanh,
-    "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "relu": lambda a: np.where(a < 0, 0, a),
-    "max": np.maximum, "min": np.minimum, "pow": np.power, "square": lambda a: a * a,
-    "lt": lambda a, b: (a < b) * 1.0, "le": lambda a, b: (a <= b) * 1.0, "gt": lambda a, b: (a > b) * 1.0,
-    "ge": lambda a, b: (a >= b) * 1.0, "eq": lambda a, b: (a == b) * 1.0, "ne": lambda a, b: (a != b) * 1.0,
-    "where": lambda c, a, b: np.where(c != 0, a, b),
-    "clamp": lambda a, lo, hi: np.where(a < lo, lo, np.where(a > hi, hi, a)),
-}
-
-
 def _kernel(exprs, inputs, out, blocked):
     b = bridge()
     fused = b.module("luabridge.fused")
@@ -231,7 +219,7 @@ def _operands(rng, fn, dtype, n):
 
 
 def test_the_vocabulary_is_documented_and_checked():
-    assert set(REF) == set(FNS)
+    assert set(FN_REFERENCE) == set(FNS)
     fusion_ir.check(("where", ("gt", ("in", 0), ("const", 0.0)), ("in", 1), ("const", 2.0)), 2)
     with pytest.raises(ValueError, match="unknown fn 'cube'"):
         fusion_ir.check(("cube", ("in", 0)), 1)
@@ -247,7 +235,7 @@ def test_each_fn_on_the_cpu_kernels(rng, fn, dtype, blocked):
     ins = _operands(rng, fn, dtype, n)
     expr = (fn, *[("in", k) for k in range(len(ins))])
     got = _kernel([expr], ins, np.empty(n, dtype), blocked)
-    ref = REF[fn](*[a.astype(np.float64) for a in ins])
+    ref = FN_REFERENCE[fn](*[a.astype(np.float64) for a in ins])
     tol = 2e-6 if dtype == np.float32 else 1e-13
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol)
     np.testing.assert_allclose(evaluate(expr, ins), ref, rtol=tol, atol=tol)
