@@ -532,6 +532,20 @@ print(root, util.twice(21), vocab.a + vocab.b[2], pkgloaded)
     assert r.returncode == 1 and "module 'nothing_here' not found" in r.stderr
 
 
+def test_plain_require_falls_back_to_the_current_folder_whatever_the_searchers(tmp_path):
+    """A name that no searcher finds, not even one a script added, is looked for in the current
+    folder as trepl does ('vocab.json' is no Lua module name); a file there that does not compile
+    is require's own error."""
+    write(tmp_path / "vocab.json", '{"a": 7}\n')
+    write(tmp_path / "broken.lua", "return {\n")
+    script = ("table.insert(package.loaders, function(n) if n == 'virt' then return function() return 'v' end end "
+              "return '\\n\\tno virt here' end) print(require('virt'), require('vocab.json').a)")
+    r = th("-e", script, cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "v\t7\n"), r.stderr
+    r = th("-e", "require('broken')", cwd=tmp_path)
+    assert r.returncode == 1 and "error loading module 'broken'" in r.stderr
+
+
 def test_traceback_reaches_into_required_modules(tmp_path):
     """An error while a user's module loads shows the module's frames and the requiring
     script's, whether it is required by a relative name or through package.path."""

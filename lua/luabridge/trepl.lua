@@ -44,11 +44,16 @@ local loaders = {
   end,
 }
 
--- Whether Lua's require can find name (loaded, preloaded, on package.path or package.cpath);
--- with searchers beyond Lua's four (luabridge.model adds one while it loads), it decides.
+-- Whether Lua's require finds name: loaded already, or one of package.loaders (preload,
+-- package.path, package.cpath and any searcher added since) gives a loader for it. A searcher that
+-- raises (a file that does not compile) has found it too: require then raises that error itself.
 local function requireFinds(name)
-  return package.loaded[name] ~= nil or package.preload[name] ~= nil or #package.loaders > 4
-    or package.searchpath(name, package.path) ~= nil or package.searchpath(name, package.cpath) ~= nil
+  if package.loaded[name] ~= nil then return true end
+  for _, searcher in ipairs(package.loaders) do
+    local ok, loader = pcall(searcher, name)
+    if not ok or type(loader) == 'function' then return true end
+  end
+  return false
 end
 
 -- require as trepl's: './x' and '../' name files relative to the calling file, and a name that
