@@ -28,6 +28,15 @@ function backend.of(t)
   return backend.cpu
 end
 
+-- A tensor of t's type and size for an op's intermediate values: one per element type (so one
+-- per device too), reused by every op, as ops run one at a time and none keeps it.
+local scratches = {}
+function backend.scratch(t)
+  local s = scratches[t._dt]
+  if not s then s = t.new(); scratches[t._dt] = s end
+  return s:resizeAs(t)
+end
+
 -- Adds the ops of one family to a device's table; a name given twice is a mistake.
 function backend.register(device, ops)
   local tbl = backend[device]

@@ -101,21 +101,13 @@ local function threshold(output, input, th, val)
   if th ~= 0 or not rectify(output, input) then cpu.binary('max', output, input, asElement(input._dt, th)) end
 end
 
--- A scratch tensor of t's type and size, one per element type.
-local scratches = {}
-local function scratch(t)
-  local s = scratches[t._dt]
-  if not s then s = t.new(); scratches[t._dt] = s end
-  return s:resizeAs(t)
-end
-
 -- For th ~= 0 the bit-pattern passes run on input - th (a float difference has the sign of the
 -- exact one: x > th exactly when x - th > 0) where numpy's loops apply; otherwise one branching
 -- loop, far slower on data of either sign.
 local function thresholdBackward(gradInput, input, gradOutput, th)
   if th == 0 and rectifyBackward(gradInput, input, gradOutput) then return end
   if th ~= 0 and loopsFor(input, gradInput, gradOutput) then
-    local shifted = scratch(input)
+    local shifted = backend.scratch(input)
     cpu.add(shifted, input, asElement(input._dt, -th), nil)
     if rectifyBackward(gradInput, shifted, gradOutput) then return end
   end

@@ -5,13 +5,7 @@
 local backend = require 'torch.backend'
 local call = require('torch.backend.cuda.core').call
 
--- A scratch tensor of t's type and size, one per type (the passes below run one at a time).
-local scratches = {}
-local function scratch(t)
-  local s = scratches[t:type()]
-  if not s then s = t.new(); scratches[t:type()] = s end
-  return s:resizeAs(t)
-end
+local scratch = backend.scratch
 
 local ops = {}
 
