@@ -7,6 +7,7 @@ is missing). Results are compared with numpy float64 references computed from th
 from __future__ import annotations
 
 import gc
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -406,9 +407,11 @@ def test_pointwise_one_front_end(xp, rng):
          "torch.CudaDoubleTensor and torch.CudaHalfTensor only"),
         ("function() return torch.CudaTensor(2):copy(torch.FloatTensor(3)) end",
          r"copy: inconsistent tensor size, 2 \(2 elements\) and 3 \(3 elements\)"),
-        ("function() return torch.CudaLongTensor(2):bitand(1) end", "bitand is not available for CUDA tensors"),
-        ("function() return torch.clshift(torch.CudaTensor(2), torch.CudaTensor(2)) end",
-         "lshift is not available for CUDA tensors"),
+        ("function() return torch.CudaTensor(2):bitand(1) end",
+         "bitand: torch.CudaTensor is not supported; torch7 has bitand for the integer types only "
+         r"\(CudaByte, CudaChar, CudaShort, CudaInt and CudaLong\)"),
+        ("function() return torch.cbitor(torch.CudaIntTensor(2), torch.CudaLongTensor(2)) end",
+         "cbitor: expected torch.CudaIntTensor, got torch.CudaLongTensor"),
     ])
     shifted = L("function() return torch.CudaTensor({1, 3}):lshift(2), torch.CudaDoubleTensor({8, 2}):rshift(1) end")()
     np.testing.assert_array_equal(host(shifted[0]), [4, 12])   # Float and Double shifts scale by 2^v
@@ -805,7 +808,7 @@ def test_reduce_and_sort_errors_take_the_cpu_wording(xp, rng):
         ("function(x) return x:view(6):trace() end", "trace: expected a 2D tensor, got 1D"),
         ("function(x) return x:renorm(0, 1, 1) end", "renorm: the norm must be positive, got p = 0"),
         ("function(x) return x:kthvalue(0) end", "kthvalue: k = 0 out of range for dimension 2 of size 3"),
-        ("function(x) return x:mode() end", "mode is not available for CUDA tensors"),
+        ("function() return torch.CudaTensor(2, 0):mode() end", "mode: dimension 2 has size 0"),
     ], x)
 
 
@@ -892,6 +895,217 @@ def test_random_one_front_end(xp):
 
 
 # ----------------------------------------------------------------------------------------------
+# bitwise ops and shifts, clamp with min > max, mode and histc: the CPU's results on the device
+
+CUDA_NAME = {np.uint8: "Byte", np.int8: "Char", np.int16: "Short", np.int32: "Int", np.int64: "Long",
+             np.float32: "", np.float64: "Double", np.float16: "Half"}
+
+
+def cuda_type(dtype: type) -> str:
+    return f"torch.Cuda{CUDA_NAME[dtype]}Tensor"
+
+
+def strided(a: np.ndarray):
+    """A transposed (non-contiguous) CUDA view of a's type with a's values."""
+    return L("function(t) return t:t() end")(dev(np.ascontiguousarray(a.T), cuda_type(a.dtype.type)))
+
+
+def on_both_devices(code: str, *arrays: np.ndarray) -> tuple[list, list]:
+    """The values returned by the Lua function `code` of CPU tensors of the arrays, then of strided
+    CUDA views of them (as numpy arrays)."""
+    fn = L(code)
+    on_host = fn(*(luabridge.from_numpy(np.ascontiguousarray(a)) for a in arrays))
+    on_device = fn(*(strided(a) for a in arrays))
+    return [host(t) for t in on_host], [host(t) for t in on_device]
+
+
+def wrapped(v: int, dtype: type) -> int:
+    """The Python int v as an element of the integer type dtype holds it (C's wrap-around)."""
+    info = np.iinfo(dtype)
+    v %= 1 << info.bits
+    return v - (1 << info.bits) if info.min < 0 and v > info.max else v
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.int64])
+def test_shifts_and_bitwise_ops_of_integer_types(xp, rng, dtype):
+    """lshift ... cbitxor of CUDA integer tensors equal the CPU's and a Python-int reference:
+    numbers are cast to the element type, a shift moves the bits of the unsigned value by the
+    count modulo 32, or 64 for Long (LuaJIT's bit ops, which are the CPU's loops; negative counts
+    included), and its result wraps into the type."""
+    info = np.iinfo(dtype)
+    lanes, mask = (64 if info.bits == 64 else 32), (1 << info.bits) - 1
+    edges = [info.min, info.max, 0, 1, info.max // 3, info.min // 5]
+    x = np.array(edges + [int(v) for v in rng.integers(info.min, info.max, 18, endpoint=True)], dtype=dtype)
+    counts = [-70, -33, -9, -1, 0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 63, 64, 65, 100, 2, 5, 6]
+    y = np.array([wrapped(c, dtype) for c in counts], dtype=dtype)
+    x, y = x.reshape(4, 6), y.reshape(4, 6)
+
+    def lshift(a: int, c: int) -> int:
+        return wrapped(a << (wrapped(c, dtype) % lanes), dtype)
+
+    def rshift(a: int, c: int) -> int:
+        return wrapped((a & mask) >> (wrapped(c, dtype) % lanes), dtype)
+
+    calls = [   # (Lua expression over x and y, the reference of elements a of x and b of y)
+        ("torch.lshift(x, 5)", lambda a, b: lshift(a, 5)),
+        ("torch.lshift(x, -3)", lambda a, b: lshift(a, -3)),
+        ("x:clone():lshift(70)", lambda a, b: lshift(a, 70)),
+        ("torch.rshift(x, 3)", lambda a, b: rshift(a, 3)),
+        ("torch.rshift(x, 33)", lambda a, b: rshift(a, 33)),
+        ("torch.rshift(x, -1)", lambda a, b: rshift(a, -1)),
+        ("torch.clshift(x, y)", lshift),
+        ("x:clone():crshift(y)", rshift),
+        ("x:clone():bitand(77)", lambda a, b: wrapped(a & wrapped(77, dtype), dtype)),
+        ("torch.bitor(x, -77)", lambda a, b: wrapped(a | wrapped(-77, dtype), dtype)),
+        ("torch.bitxor(x, 1234)", lambda a, b: wrapped(a ^ wrapped(1234, dtype), dtype)),
+        ("torch.cbitand(x, y)", lambda a, b: a & b),
+        ("torch.cbitor(x, y)", lambda a, b: a | b),
+        ("x:clone():cbitxor(y)", lambda a, b: a ^ b),
+    ]
+    on_host, on_device = on_both_devices("function(x, y) return " + ", ".join(e for e, _ in calls) + " end", x, y)
+    pairs = list(zip(x.ravel().tolist(), y.ravel().tolist()))
+    for (expr, ref), h, d in zip(calls, on_host, on_device):
+        want = np.array([ref(a, b) for a, b in pairs], dtype=dtype).reshape(x.shape)
+        assert d.dtype == dtype, expr
+        np.testing.assert_array_equal(d, h, err_msg=expr)
+        np.testing.assert_array_equal(d, want, err_msg=expr)
+    empty = L("function(ty) local e = torch.Tensor():type(ty) return e:lshift(3), torch.cbitxor(e, e), e:bitor(1) end")(
+        cuda_type(dtype))
+    assert all(host(t).size == 0 for t in empty)
+
+
+def test_shifts_of_floating_types_scale_by_powers_of_two(xp, rng):
+    """Float and Double shifts are torch7's products and quotients by 2^count (fractional and
+    negative counts too), on either device; CudaHalfTensor computes them alike."""
+    x = (rng.standard_normal((3, 4)) * 10).astype(np.float32)
+    y = np.array([-2.5, -1, 0, 0.5, 1, 3, 7, -8, 2, 0.25, 4, -3], dtype=np.float32).reshape(3, 4)
+    code = "function(x, y) return torch.lshift(x, 3), x:clone():rshift(2), torch.lshift(x, -1), " \
+           "torch.clshift(x, y), x:clone():crshift(y) end"
+    X, Y = x.astype(np.float64), y.astype(np.float64)
+    refs = [X * 8, X / 4, X / 2, X * 2 ** Y, X / 2 ** Y]
+    for dtype, rtol in [(np.float32, 1e-6), (np.float64, 1e-15)]:
+        on_host, on_device = on_both_devices(code, x.astype(dtype), y.astype(dtype))
+        for h, d, ref in zip(on_host, on_device, refs):
+            np.testing.assert_array_equal(d, h)
+            np.testing.assert_allclose(d, ref, rtol=rtol)
+    halves = L(code)(strided(x.astype(np.float16)), strided(y.astype(np.float16)))
+    X16 = x.astype(np.float16).astype(np.float64)
+    for d, ref in zip(halves, [X16 * 8, X16 / 4, X16 / 2, X16 * 2 ** Y, X16 / 2 ** Y]):
+        np.testing.assert_allclose(host(d), ref, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint8])
+def test_clamp_follows_torch7_when_min_exceeds_max(xp, rng, dtype):
+    """clamp(lo, hi) is torch7's `x < lo ? lo : (x > hi ? hi : x)` on either device: with lo > hi,
+    lo below lo and hi elsewhere (never min(max(x, lo), hi), which is hi throughout); NaN stays."""
+    x = np.arange(24).reshape(4, 6).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        x = x - 12
+        x.ravel()[[0, 5, 11]] = [np.nan, -np.inf, np.inf]
+    lo_hi = [(10, 3), (3, 10), (5, 5), (-2, -7)]
+    code = "function(x) return " + ", ".join(f"torch.clamp(x, {lo}, {hi})" for lo, hi in lo_hi) + " end"
+    on_host, on_device = on_both_devices(code, x)
+    for (lo, hi), h, d in zip(lo_hi, on_host, on_device):
+        lo, hi = np.array([lo, hi]).astype(dtype)
+        want = np.array([lo if v < lo else hi if v > hi else v for v in x.ravel()], dtype=dtype).reshape(x.shape)
+        np.testing.assert_array_equal(d, h)
+        np.testing.assert_array_equal(d, want)
+    small = L("function() return torch.CudaTensor({0, 2, 4, 6}):clamp(3, 1) end")()
+    np.testing.assert_array_equal(host(small), [3, 3, 1, 1])   # worked by hand
+    assert host(L("function() return torch.CudaTensor(0):clamp(2, 1) end")()).size == 0
+
+
+def mode_of(row: list) -> tuple[float, int]:
+    """The CPU's mode of a row: the most frequent value, the smallest of equally frequent ones,
+    and its last 1-based position; NaN equals nothing, so it is the mode only of an all-NaN row
+    (at its first position, where the stable sort leaves it first)."""
+    counts = Counter(v for v in row if v == v)
+    if not counts:
+        return float("nan"), 1
+    most = max(counts.values())
+    value = min(v for v, c in counts.items() if c == most)
+    return value, max(i for i, v in enumerate(row) if v == value) + 1
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_mode_matches_the_cpu(xp, rng, dtype):
+    """mode on CUDA tensors: the CPU's values and positions along every dim, ties going to the
+    smallest value at its last occurrence."""
+    a = rng.integers(0, 4, (5, 7)).astype(dtype)
+    a[0] = [1, 2, 2, 1, 3, 0, 5]      # 1 and 2 twice each: 1, last seen at 4
+    a[1] = [6, 5, 4, 3, 2, 1, 0]      # all once: the smallest, 0
+    if dtype != np.int64:
+        a[2] = [np.nan, 2, np.nan, 3, 2, np.nan, 1]   # NaNs are never equal: 2
+        a[3] = np.nan
+    code = "function(x) local v1, i1 = x:mode(1) local v2, i2 = torch.mode(x) return v1, i1, v2, i2 end"
+    on_host, on_device = on_both_devices(code, a)
+    refs = [mode_of(list(col)) for col in a.T], [mode_of(list(row)) for row in a]
+    wants = [np.array([v for v, _ in refs[0]])[None], np.array([i for _, i in refs[0]])[None],
+             np.array([v for v, _ in refs[1]])[:, None], np.array([i for _, i in refs[1]])[:, None]]
+    for h, d, want in zip(on_host, on_device, wants):
+        np.testing.assert_array_equal(d, h)
+        np.testing.assert_array_equal(d, want)
+    cube = np.stack([a, a[::-1]], 2)   # 5 x 7 x 2, its mode along the 5 through a permuted view
+    v, i = L("function(x) return torch.mode(x:permute(2, 1, 3), 2) end")(dev(cube, cuda_type(dtype)))
+    refs = [[mode_of(list(cube[:, j, k])) for k in range(2)] for j in range(7)]
+    np.testing.assert_array_equal(host(v)[:, 0], [[value for value, _ in row] for row in refs])
+    np.testing.assert_array_equal(host(i)[:, 0], [[at for _, at in row] for row in refs])
+    values, positions = L("function() return torch.CudaTensor(0, 5):mode(2) end")()
+    assert host(values).shape == (0, 1) and host(positions).shape == (0, 1)
+
+
+def test_histc_and_bhistc_match_the_cpu(xp, rng):
+    """histc and bhistc of CUDA tensors: nbins equal bins over [min, max] (max in the last one,
+    values outside and NaN left out), the data's range when min == max (one wider on each side
+    when that is a single value too), the bounds of a CudaTensor as float32 values, as a
+    FloatTensor's; the result of the input's type. Hand-worked counts, and numpy's histogram."""
+    hand = [  # (Lua expression over the CUDA tensor type T, the counts worked by hand)
+        ("T({0, 1, 2, 3, 4, -1, 5, 0/0}):histc(4, 0, 4)", [1, 1, 1, 2]),
+        ("T({1, 2, 3}):histc(5)", [1, 0, 1, 0, 1]),            # min == max == 0: the data's range [1, 3]
+        ("torch.histc(T({1, 2, 3}), 5, 9, 9)", [1, 0, 1, 0, 1]),
+        ("T({3, 3, 3}):histc(4)", [0, 0, 3, 0]),                # one value: [2, 4]
+        ("T(0):histc(3)", [0, 0, 0]),
+        ("torch.bhistc(T({{0, 1, 1}, {2, 2, 2}}), 2, 0, 2)", [[1, 2], [0, 3]]),
+    ]
+    for type_name in ["CudaTensor", "CudaDoubleTensor", "FloatTensor"]:
+        results = L("function(T) return " + ", ".join(e for e, _ in hand) + " end")(
+            luabridge.eval(f"torch.{type_name}"))
+        for (expr, want), r in zip(hand, results):
+            np.testing.assert_array_equal(host(r), want, err_msg=f"{type_name}: {expr}")
+            assert L("function(r) return torch.type(r) end")(r) == f"torch.{type_name}"
+    tenth = np.array([0, 0.1], dtype=np.float32)   # float32(0.1) lies above the double 0.1
+    f, d, h = L("""function(x)
+      return x:cuda():histc(2, 0, 0.1), x:cudaDouble():histc(2, 0, 0.1), x:histc(2, 0, 0.1)
+    end""")(tenth)
+    np.testing.assert_array_equal(host(f), [1, 1])   # bounds 0 and float32(0.1): the last bin
+    np.testing.assert_array_equal(host(d), [1, 0])   # bounds 0 and 0.1: above max
+    np.testing.assert_array_equal(host(h), [1, 1])
+    for dtype in (np.float32, np.float64):
+        x = (rng.standard_normal((3, 200)) * 1.5).astype(dtype)
+        on_host, on_device = on_both_devices(
+            "function(x) return x:histc(10, -2, 2), torch.bhistc(x, 6, -1, 1), x:histc(7) end", x)
+        lo, hi = x.min(), x.max()
+        wants = [np.histogram(x, 10, (-2, 2))[0], np.stack([np.histogram(row, 6, (-1, 1))[0] for row in x]),
+                 np.histogram(x, 7, (lo, hi))[0]]
+        for h, d, want in zip(on_host, on_device, wants):
+            np.testing.assert_array_equal(d, h)
+            np.testing.assert_array_equal(d, want)
+
+
+def test_one_scratch_helper_serves_both_devices(xp):
+    """backend.scratch (the nn ops' intermediate tensor): one per element type, so one per device,
+    resized to the tensor asked for."""
+    same, apart, size, kinds = L("""function()
+      local backend = require 'torch.backend'
+      local a, b = backend.scratch(torch.CudaTensor(2, 3)), backend.scratch(torch.CudaTensor(5))
+      local h = backend.scratch(torch.FloatTensor(4))
+      return a == b, a ~= h and backend.scratch(torch.CudaDoubleTensor(1)) ~= a, b:nElement(),
+             torch.type(b) .. ' ' .. torch.type(h)
+    end""")()
+    assert same and apart and size == 5 and kinds == "torch.CudaTensor torch.FloatTensor"
+
+
+# ----------------------------------------------------------------------------------------------
 # errors: checked in Lua with the CPU wording, operands left unchanged
 
 def test_validation_errors(xp, rng):
@@ -913,7 +1127,10 @@ def test_validation_errors(xp, rng):
         ("function(x) return x:topk(4) end", "topk: k = 4 out of range for dimension 2 of size 3"),
         ("function() return torch.CudaLongTensor(2):div(0.5) end",
          r"div: integer division by zero \(torch.CudaLongTensor\)"),
-        ("function(x) return x:histc() end", "histc: not supported for CUDA tensors"),
+        ("function(x) return x:histc(0) end", "histc: the number of bins must be a positive integer, got 0"),
+        ("function() return torch.CudaLongTensor(2):histc() end",
+         "histc: expected a torch.CudaTensor, torch.CudaDoubleTensor or torch.CudaHalfTensor, got torch.CudaLongTensor"),
+        ("function(x) return x:view(6):bhistc() end", "bhistc: expected a 2D tensor, got 6"),
     ], x)   # Lua drops the arguments a function does not take
     np.testing.assert_array_equal(host(x), a)
 

@@ -213,6 +213,26 @@ def _pow(xp: Any, a: Any, b: Any) -> Any:
     return xp.power(a, b)
 
 
+# The unsigned type of each integer width: shifts move the bits of the unsigned value, as C's.
+UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _shift(left: bool) -> Callable[[Any, Any, Any], Any]:
+    """lshift / rshift as the CPU's: integers shift their unsigned bits (in uint64), the count taken
+    modulo 32, or 64 for Long (the lanes of LuaJIT's bit ops); Float and Double (a tensor of counts:
+    the front end turns a number into mul / div) are multiplied or divided by 2^count, as torch7."""
+    def run(xp: Any, a: Any, count: Any) -> Any:
+        if not _is_int(a):
+            scale = xp.power(2.0, xp.asarray(count, dtype=np.float64))
+            wide = a.astype(np.float64)
+            return wide * scale if left else wide / scale
+        lanes = 64 if a.itemsize == 8 else 32
+        bits = a.astype(UNSIGNED[a.itemsize]).astype(np.uint64)
+        by = (xp.asarray(count).astype(np.int64) & (lanes - 1)).astype(np.uint64)
+        return bits << by if left else bits >> by   # the result's cast keeps its low bits
+    return run
+
+
 BINARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "add": lambda xp, a, b: a + b,
     "sub": lambda xp, a, b: a - b,
@@ -231,6 +251,11 @@ BINARY: dict[str, Callable[[Any, Any, Any], Any]] = {
     "ge": lambda xp, a, b: a >= b,
     "eq": lambda xp, a, b: a == b,
     "ne": lambda xp, a, b: a != b,
+    "lshift": _shift(True),
+    "rshift": _shift(False),
+    "bitand": lambda xp, a, b: a & b,   # integer types only (the front end's check)
+    "bitor": lambda xp, a, b: a | b,
+    "bitxor": lambda xp, a, b: a ^ b,
 }
 
 UNARY: dict[str, Callable[[Any, Any], Any]] = {
@@ -320,8 +345,11 @@ def addcdiv(b: Backend, r: Any, x: Any, v: Any, y: Any, z: Any) -> None:
 
 @op
 def clamp(b: Backend, r: Any, x: Any, lo: Any, hi: Any) -> None:
-    x = _shaped(x, r)
-    r[...] = b.xp.minimum(b.xp.maximum(x, _scalar(lo, x)), _scalar(hi, x))
+    """torch7's rule, which min(max(x, lo), hi) is only while lo <= hi: lo below lo, else hi above
+    hi (so with lo > hi, lo or hi as x is below lo or not); NaN stays."""
+    xp, x = b.xp, _shaped(x, r)
+    lo, hi = _scalar(lo, x), _scalar(hi, x)
+    r[...] = xp.where(x < lo, lo, xp.where(x > hi, hi, x))
 
 
 @op
@@ -381,6 +409,26 @@ def argreduce(b: Backend, name: str, r: Any, idx: Any, a: Any, dim: int) -> None
 @op
 def scan(b: Backend, name: str, r: Any, a: Any, dim: int) -> None:
     r[...] = (b.xp.cumsum if name == "cumsum" else b.xp.cumprod)(a, axis=dim, dtype=_acc(a))
+
+
+@op
+def histc(b: Backend, h: Any, x: Any, lo: float, hi: float) -> None:
+    """h (host doubles: nbins, or rows x nbins for one histogram per row of the matrix x) += the
+    counts of x's elements in nbins equal bins over [lo, hi], as the CPU's: the bin of v is
+    floor((v - lo) / (hi - lo) * nbins) in double, hi in the last one; values outside (NaN too)
+    are not counted. Float's bounds are float32 values, as math/join.lua makes FloatTensor's."""
+    xp = b.xp
+    if x.dtype == np.float32:
+        lo, hi = float(np.float32(lo)), float(np.float32(hi))
+    nbins = h.shape[-1]
+    v = x.astype(np.float64).reshape(h.shape[:-1] + (-1,))
+    inside = (v >= lo) & (v <= hi)
+    bins = xp.minimum(xp.floor((v - lo) / (hi - lo) * nbins), nbins - 1)
+    if h.ndim == 2:
+        bins = bins + (xp.arange(h.shape[0]) * nbins)[:, None]
+    counted = bins[inside].astype(np.int64)
+    if counted.size:   # (older CuPy's bincount takes no empty array)
+        h += to_host(xp.bincount(counted, minlength=h.size)).reshape(h.shape)
 
 
 @op
@@ -549,6 +597,33 @@ def kthvalue(b: Backend, r: Any, idx: Any, a: Any, k: int, dim: int) -> None:
     i = _span_along(_argsort(xp, a, dim), dim, slice(k - 1, k))
     r[...] = a[_along(xp, i, dim)]
     idx[...] = i + 1
+
+
+@op
+def mode(b: Backend, r: Any, idx: Any, a: Any, dim: int) -> None:
+    """The most frequent value along dim (the smallest of equally frequent ones) into r and the
+    1-based position of its last occurrence into idx, as the CPU's runs over a stable sort: NaN
+    sorts last and each NaN is a run of its own."""
+    xp = b.xp
+    n = a.shape[dim]
+    rows = xp.moveaxis(a, dim, -1).reshape(-1, n)
+    if rows.shape[0] == 0:
+        return
+    order = _argsort(xp, rows, 1)
+    v = xp.take_along_axis(rows, order, 1)
+    starts = xp.ones(v.shape, dtype=bool)
+    starts[:, 1:] = v[:, 1:] != v[:, :-1]
+    # each position's run length, through the runs of the flattened rows (a row starts a run)
+    flat = starts.ravel()
+    first = xp.flatnonzero(flat)
+    lengths = xp.diff(xp.concatenate((first, xp.asarray([flat.size]))))
+    run = lengths[xp.cumsum(flat, dtype=np.int64) - 1].reshape(v.shape)
+    ends = xp.ones(v.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    last = xp.argmax(xp.where(ends, run, 0), axis=1)[:, None]   # the first longest: the smallest
+    values, positions = xp.moveaxis(r, dim, -1), xp.moveaxis(idx, dim, -1)   # views: rows x 1
+    values[...] = xp.take_along_axis(v, last, 1).reshape(values.shape)
+    positions[...] = (xp.take_along_axis(order, last, 1) + 1).reshape(positions.shape)
 
 
 # ----------------------------------------------------------------------------------------------

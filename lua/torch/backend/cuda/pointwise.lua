@@ -1,16 +1,12 @@
 -- The CUDA elementwise ops (fill copy unary binary add addcmul addcdiv clamp lerp): marshallers
--- to the Python ops of the same names (luabridge/backend/cuda.py). The CUDA tensor types take
--- the front-end methods of math/pointwise.lua, compare.lua and copy.lua, which check the
--- arguments and size the results for both devices.
+-- to the Python ops of the same names (luabridge/backend/cuda.py), the bitwise family and the
+-- shifts among binary's. The CUDA tensor types take the front-end methods of math/pointwise.lua,
+-- compare.lua and copy.lua, which check the arguments and size the results for both devices.
 local C = require 'torch.backend.cuda.core'
 local backend = require 'torch.backend'
 local call, Methods = C.call, C.Methods
 
 local function op(name) return function(...) call(name, ...) end end
-
--- The binary ops the Python side lacks: the shifts of integer types (the front end makes those
--- of Float and Double products) and the bitwise family.
-local cpuOnly = { lshift = true, rshift = true, bitand = true, bitor = true, bitxor = true }
 
 backend.register('cuda', {
   fill = op('fill'),
@@ -19,11 +15,7 @@ backend.register('cuda', {
     if not r._device then return call('download', r, a) end
     call(a._device and 'copy' or 'upload', r, a)
   end,
-  binary = function(name, r, a, b)
-    if cpuOnly[name] then C.check.error(name .. ' is not available for CUDA tensors') end
-    call('binary', name, r, a, b)
-  end,
-  unary = op('unary'), add = op('add'), addcmul = op('addcmul'),
+  unary = op('unary'), binary = op('binary'), add = op('add'), addcmul = op('addcmul'),
   addcdiv = op('addcdiv'), clamp = op('clamp'), lerp = op('lerp'),
 })
 
