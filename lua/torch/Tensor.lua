@@ -739,7 +739,7 @@ local function fromTable(mt, tbl)
 end
 
 -- torch.<Type>Tensor(...); another backend's types give mt.__fromTable for the table form.
-local function construct(mt, a, ...)
+local construct = check.numericArgs(function(mt, a, ...)
   if a == nil then return make(mt) end
   if type(a) == 'number' then return make(mt):resize(a, ...) end
   if isTensor(a) then
@@ -753,7 +753,7 @@ local function construct(mt, a, ...)
   end
   if type(a) == 'table' then return (rawget(mt, '__fromTable') or fromTable)(mt, a) end
   check.error(mt.__typename .. ': expected sizes, a LongStorage, a storage, a tensor or a table, got ' .. torch.type(a))
-end
+end)
 torch._constructTensor = construct
 
 -- Makes the tensor class of element type dt (torch.<Name>Tensor) with the given methods,

@@ -54,22 +54,48 @@ local function badArgument(op, name, what, x)
   check.error(('%s: %s must be %s, got %s'):format(op, name or 'argument', what, got(x)))
 end
 
--- check.number, check.string, check.boolean (op, x, name): x, when it has that Lua type.
-for _, luaType in ipairs { 'number', 'string', 'boolean' } do
+-- x as torch7's C functions read a number (lua_isnumber): a number, or a string Lua's tonumber
+-- reads (' 2.5 ', '0x10'), so a script's arg[1] works; nil for anything else.
+local function toNumber(x)
+  if type(x) == 'string' then return tonumber(x) end
+  if type(x) == 'number' then return x end
+end
+check.toNumber = toNumber
+
+-- fn with every numeric string among its arguments read as a number first (the rest unchanged,
+-- so a non-numeric string still meets fn's own check). Strings are rare: one pass finds none.
+function check.numericArgs(fn)
+  return function(...)
+    local n = select('#', ...)
+    for i = 1, n do
+      if type((select(i, ...))) == 'string' then
+        local args = { ... }
+        for j = i, n do args[j] = type(args[j]) == 'string' and tonumber(args[j]) or args[j] end
+        return fn(unpack(args, 1, n))
+      end
+    end
+    return fn(...)
+  end
+end
+
+-- check.string, check.boolean (op, x, name): x, when it has that Lua type.
+for _, luaType in ipairs { 'string', 'boolean' } do
   check[luaType] = function(op, x, name)
     if type(x) ~= luaType then badArgument(op, name, 'a ' .. luaType, x) end
     return x
   end
 end
 
--- A value that becomes a tensor or storage element (a constructor's table entry, an assigned
--- element): a number, or a string Lua reads as one (torch7 took what lua_isnumber takes, so CSV
--- fields like '3' work). Returns the number.
-function check.element(op, x, name)
-  local v = type(x) == 'number' and x or type(x) == 'string' and tonumber(x)
+-- check.number(op, x, name): x as a number (a numeric string read as one, as torch7).
+function check.number(op, x, name)
+  local v = toNumber(x)
   if not v then badArgument(op, name, 'a number', x) end
   return v
 end
+
+-- A value that becomes a tensor or storage element (a constructor's table entry, an assigned
+-- element): a number or a numeric string (CSV fields like '3'), returned as a number.
+check.element = check.number
 
 -- The name of a tensor class ('torch.FloatTensor'...).
 function check.tensorType(op, x, name)
@@ -121,6 +147,7 @@ end
 -- zero, so legacy sizes such as n / 2 work; NaN, the infinities and anything else are returned
 -- unchanged for the integer checks to refuse.
 function check.truncate(x)
+  x = toNumber(x) or x
   if type(x) == 'number' and x > -MAXINT and x < MAXINT and x ~= math.floor(x) then
     return x >= 0 and math.floor(x) or math.ceil(x)
   end
@@ -132,6 +159,7 @@ check.MAXDIM = 64
 
 -- x as an integer in [lo, hi] (either bound may be nil), or an error naming op and what x is.
 function check.int(op, x, what, lo, hi)
+  x = toNumber(x) or x
   if not check.isInt(x) or (lo and x < lo) or (hi and x > hi) then
     local range = (lo and hi) and (' in [%d, %d]'):format(lo, hi)
       or lo and (' >= %d'):format(lo) or hi and (' <= %d'):format(hi) or ''
@@ -161,7 +189,7 @@ function check.sizeArgs(op, lo, ...)
   local n, first = select('#', ...), ...
   local sizes = { ... }
   if n == 1 and torch.typename(first) == 'torch.LongStorage' then sizes, n = first:totable(), #first end
-  for i = 1, n do check.int(op, sizes[i], 'size ' .. i, lo) end
+  for i = 1, n do sizes[i] = check.int(op, sizes[i], 'size ' .. i, lo) end
   return torch.LongStorage(sizes)
 end
 
@@ -178,6 +206,7 @@ end
 -- A dimension argument (1-based; negative counts from the end when allowNeg) checked against t.
 function check.dim(op, t, d, extra)
   local nd = #t._sz + (extra or 0)
+  d = toNumber(d) or d
   if not check.isInt(d) then
     check.error(('%s: dimension must be an integer, got %s'):format(op, tostring(d)))
   end

@@ -31,4 +31,5 @@ require 'torch.MemoryFile'
 require 'torch.serialization'
 require 'torch.print'
 require 'torch.defaults'
+require 'torch.numericargs'   -- last: it wraps what the files above installed
 return torch
