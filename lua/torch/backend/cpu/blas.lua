@@ -28,6 +28,13 @@ local blas = {}
 -- 63 us at 1024^2; even at 512^2), never for dot (even from 1M to 16M elements).
 blas.minWork = { gemm = 4e6, gemv = 5e5, vector = math.huge }
 
+-- Float products of at least this many multiply-adds that stay on one thread run on oneDNN's
+-- matmul (torch.backend.cpu.dnnl) when it is loaded: measured on one core, 0.77x OpenBLAS's
+-- time from 64^3 to 128^3 (the char-rnn LSTM's 32x128 by 128x512: 56 -> 33 us), 0.88x at 256^3,
+-- about even from 512^3 and at 32^3. Split over 2 threads it was no faster than OpenBLAS (0.91x
+-- to 1.07x), so threaded products and all Double ones stay on OpenBLAS.
+blas.dnnlGemmWork = 1e5
+
 local ColMajor, NoTrans, Trans = 102, 111, 112
 
 -- cblas prototypes; R is the element type, I the BLAS integer.
@@ -184,9 +191,16 @@ local function ffiBlas(fn)
     spun(used)
   end
 
+  local dnnl   -- torch.backend.cpu.dnnl, required at the first product it may run (it requires this module)
   function blas.gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+    local work = m * n * k
+    if dt.name == 'Float' and alpha == 1 and work >= blas.dnnlGemmWork
+        and blas.threadsFor(work, minWork.gemm) == 1 then
+      dnnl = dnnl or require 'torch.backend.cpu.dnnl'
+      if dnnl.enabled and dnnl.sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, 1) then return end
+    end
     local f = dt.name == 'Double' and dgemm or sgemm
-    local used = size(m * n * k, minWork.gemm)
+    local used = size(work, minWork.gemm)
     f(ColMajor, ta and Trans or NoTrans, tb and Trans or NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
     restore(used)
   end

@@ -76,6 +76,16 @@ dnnl_status_t dnnl_pooling_forward_primitive_desc_create(dnnl_primitive_desc_t *
   const dnnl_memory_desc_t dst, const dnnl_dims_t strides, const dnnl_dims_t kernel,
   const dnnl_dims_t dilation, const dnnl_dims_t padding_l, const dnnl_dims_t padding_r,
   const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_matmul_primitive_desc_create(dnnl_primitive_desc_t *pd, dnnl_engine_t engine,
+  const dnnl_memory_desc_t src, const dnnl_memory_desc_t weights, const dnnl_memory_desc_t bias,
+  const dnnl_memory_desc_t dst, const dnnl_primitive_attr_t attr);
+typedef struct dnnl_post_ops *dnnl_post_ops_t;
+dnnl_status_t dnnl_post_ops_create(dnnl_post_ops_t *post_ops);
+dnnl_status_t dnnl_post_ops_append_sum(dnnl_post_ops_t post_ops, float scale, int32_t zero_point, int data_type);
+dnnl_status_t dnnl_post_ops_destroy(dnnl_post_ops_t post_ops);
+dnnl_status_t dnnl_primitive_attr_create(dnnl_primitive_attr_t *attr);
+dnnl_status_t dnnl_primitive_attr_set_post_ops(dnnl_primitive_attr_t attr, const dnnl_post_ops_t post_ops);
+dnnl_status_t dnnl_primitive_attr_destroy(dnnl_primitive_attr_t attr);
 size_t dnnl_memory_desc_get_size(const dnnl_memory_desc_t md);
 int omp_get_max_threads(void);
 void omp_set_num_threads(int n);
@@ -152,14 +162,18 @@ function dnnl.dims(list)
   return d
 end
 
--- A memory descriptor: of the plain (row-major contiguous) layout of sizes, or with tag `any`.
-function dnnl.md(sizes, any)
+-- A memory descriptor: of the plain (row-major contiguous) layout of sizes, or with tag `any`,
+-- or with the given element strides.
+function dnnl.md(sizes, any, strides)
   local md = ffi.new('dnnl_memory_desc_t[1]')
   if any then
     check(lib.dnnl_memory_desc_create_with_tag(md, #sizes, dnnl.dims(sizes), dnnl.F32, dnnl.ANY), 'memory_desc_create')
   else
-    local strides, s = {}, 1
-    for i = #sizes, 1, -1 do strides[i] = s; s = s * sizes[i] end
+    local s = 1
+    if not strides then
+      strides = {}
+      for i = #sizes, 1, -1 do strides[i] = s; s = s * sizes[i] end
+    end
     check(lib.dnnl_memory_desc_create_with_strides(md, #sizes, dnnl.dims(sizes), dnnl.F32,
       dnnl.dims(strides)), 'memory_desc_create')
   end
@@ -250,6 +264,54 @@ function dnnl.run(plan, ...)
     teamMade = plan.threads
     unblock()
   end
+end
+
+-- Float32 GEMM as BLAS's (column-major, alpha 1): C = op(A) op(B) + beta C, on a matmul
+-- primitive made once per shape, leading dimensions, beta and thread count. oneDNN's matmul is
+-- row-major, so it computes C^T = op(B)^T op(A)^T over the same memory: each operand is a
+-- strided view, nothing is copied. beta ~= 0 is a sum post-op (dst = product + beta * dst).
+local gemmPlans, gemmCount, MAX_GEMM_PLANS = {}, 0, 256
+
+local function gemmPlan(ta, tb, m, n, k, lda, ldb, beta, ldc, threads)
+  local attr = ffi.new('dnnl_primitive_attr_t[1]')
+  check(lib.dnnl_primitive_attr_create(attr), 'primitive_attr_create')
+  attr = ffi.gc(attr[0], lib.dnnl_primitive_attr_destroy)
+  if beta ~= 0 then
+    local ops = ffi.new('dnnl_post_ops_t[1]')
+    check(lib.dnnl_post_ops_create(ops), 'post_ops_create')
+    ops = ffi.gc(ops[0], lib.dnnl_post_ops_destroy)
+    check(lib.dnnl_post_ops_append_sum(ops, beta, 0, dnnl.F32), 'post_ops_append_sum')
+    check(lib.dnnl_primitive_attr_set_post_ops(attr, ops), 'primitive_attr_set_post_ops')
+  end
+  local src = dnnl.md({ n, k }, false, tb and { 1, ldb } or { ldb, 1 })       -- op(B)^T
+  local weights = dnnl.md({ k, m }, false, ta and { 1, lda } or { lda, 1 })   -- op(A)^T
+  local dst = dnnl.md({ n, m }, false, { ldc, 1 })                            -- C^T
+  gomp.omp_set_num_threads(threads)
+  local pd = dnnl.pd('dnnl_matmul_primitive_desc_create', 'matmul', src, weights, nil, dst, attr)
+  if not pd then return false end
+  local plan = { main = step(primitive(pd, 'primitive_create'), 3), before = {}, after = {},
+    user = { memory(src, nil), memory(weights, nil), memory(dst, nil) }, keep = { src, weights, dst },
+    threads = threads }
+  for i, arg in ipairs { dnnl.ARG.SRC, dnnl.ARG.WEIGHTS, dnnl.ARG.DST } do
+    plan.main.args[i - 1].arg, plan.main.args[i - 1].memory = arg, plan.user[i]
+  end
+  return plan
+end
+
+-- Runs the product on `threads` threads and returns true, or returns false where oneDNN
+-- declines the shape (the caller then runs its BLAS).
+function dnnl.sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, threads)
+  local key = (ta and 't' or 'n') .. (tb and 't' or 'n') .. m .. ' ' .. n .. ' ' .. k .. ' ' .. lda
+    .. ' ' .. ldb .. ' ' .. ldc .. ' ' .. beta .. ' ' .. threads
+  local plan = gemmPlans[key]
+  if plan == nil then
+    if gemmCount >= MAX_GEMM_PLANS then gemmPlans, gemmCount = {}, 0 end
+    plan = gemmPlan(ta, tb, m, n, k, lda, ldb, beta, ldc, threads)
+    gemmPlans[key], gemmCount = plan, gemmCount + 1
+  end
+  if not plan then return false end
+  dnnl.run(plan, b, a, c)
+  return true
 end
 
 return dnnl
