@@ -162,9 +162,29 @@ def test_memory_plan_sees_only_the_groups_inputs_and_outputs(rng):
     np.testing.assert_allclose(fused.run(z, feed), plain.run(z, feed), rtol=1e-6)
     mp = plain.executor_for(z).plan.graph.attrs["memory"]
     mf = fused.executor_for(z).plan.graph.attrs["memory"]
-    assert mf.naive_bytes == 2 * 4000            # the feed and the output, nothing between
-    assert mp.naive_bytes == 25 * 4000
+    aligned = 4032                               # 1000 float32, rounded up to 64 bytes
+    assert mf.naive_bytes == 2 * aligned         # the feed and the output, nothing between
+    assert mp.naive_bytes == 25 * aligned
     assert mf.num_storages <= mp.num_storages
+
+
+def test_the_readme_graph_plans_no_more_than_one_buffer_per_entry():
+    """The README's fusion example: with fusion the plan holds x, b and the group's output (20, 4
+    and 20 bytes, each padded to 64 as the arena places buffers); planned <= naive everywhere."""
+    x, b = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="b")
+    w = tf.Variable(tf.zeros([5]), name="fuse_readme_w")
+    y = tf.sqrt(tf.nn.relu(x * w + b)) / (x + 1.0)
+    grad_w, = tf.gradients(tf.reduce_sum(tf.exp(y)), [w])
+    feed = {x: np.float32([1, 2, 3, 4, 5]), b: np.float32([0.5])}
+    for config in ("cpu", "cpu fusion"):
+        s = Session(config)
+        s.assign("fuse_readme_w", np.float32([0.5, -1, 2, 0.25, 1]))
+        for fetch in (y, grad_w):
+            s.run(fetch, feed)
+            m = s.executor_for(fetch).plan.graph.attrs["memory"]
+            assert m.lower_bound_bytes <= m.planned_bytes <= m.naive_bytes, (config, str(m))
+            if config == "cpu fusion" and fetch is y:
+                assert m.naive_bytes == 3 * 64
 
 
 # ---- gradients ----

@@ -364,6 +364,19 @@ def test_in_place_reuse_where_the_input_dies():
     _check_no_live_overlap(g2)
 
 
+@pytest.mark.parametrize("n", [1, 5, 8, 9, 100])
+def test_planned_bytes_never_exceed_one_aligned_buffer_per_entry(n):
+    """naive_bytes: each entry in its own buffer at a 64-byte boundary, as the arena places them;
+    the plan never needs more, whatever the padding."""
+    x = placeholder("x")
+    out = create("t_add", create("t_exp", x), create("t_mul", x, x))
+    g = plan_memory(infer_shapes(build_graph(out.outputs), [(n,)] + [None] * 3, None))
+    m = g.attrs["memory"]
+    entry = -(-8 * n // 64) * 64   # n float64 values, rounded up to 64 bytes
+    assert m.naive_bytes == 4 * entry   # x, exp, mul and add
+    assert m.lower_bound_bytes <= m.planned_bytes <= m.naive_bytes
+
+
 def test_build_errors_name_the_node():
     R.register(Op("t_badsrc", infer_shape=lambda a, i: (i, [i[0]]),
                   compute=LuaCompute("function(x, y) error('cannot build') end")))
@@ -398,4 +411,7 @@ def test_random_graphs_with_poisoned_frees_match_numpy(seed):
         np.testing.assert_allclose(r, fns[i](a), rtol=1e-12, atol=1e-12)
     want = fd_grad(lambda v: float(np.sum(fns[-1](v))), a)
     np.testing.assert_allclose(res[-1], want, rtol=1e-6, atol=1e-7)
-    _check_no_live_overlap(s.executor_for([nodes[i] for i in fetch] + [gx]).plan.graph)
+    plan = s.executor_for([nodes[i] for i in fetch] + [gx]).plan.graph
+    _check_no_live_overlap(plan)
+    m = plan.attrs["memory"]   # 40-byte entries: the arena's 64-byte alignment pads each of them
+    assert m.lower_bound_bytes <= m.planned_bytes <= m.naive_bytes

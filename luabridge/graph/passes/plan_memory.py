@@ -19,7 +19,8 @@ ALIGN_BYTES = 64  # chain offsets are multiples of 64 bytes
 @dataclass
 class MemoryReport:
     planned_bytes: int       # the arenas' sizes
-    naive_bytes: int         # one buffer per entry
+    naive_bytes: int         # one buffer per entry, each starting at a 64-byte boundary as the
+                             # arena's do (so planned never exceeds it)
     lower_bound_bytes: int   # the most bytes live at one step (liveness lower bound; an output
                              # written in place over its dying input counts once)
     num_storages: int        # chains: entries sharing memory in place
@@ -49,7 +50,7 @@ def plan_memory(graph: Graph) -> Graph:
             life[s] = (min(life[s][0], a), max(life[s][1], b))
     offsets, arenas = _place(sizes, stypes, life)
     report = MemoryReport(sum(n * np.dtype(t).itemsize for t, n in arenas.items()),
-                          sum(b for b, s in zip(nbytes, sid) if s >= 0),
+                          sum(_aligned(b, 1) for b, s in zip(nbytes, sid) if s >= 0),
                           _lower_bound(graph, nbytes, sid, lifetime, shared_at), len(sizes))
     return graph.with_attrs(storage_id=sid, storage_bytes=sizes, storage_dtype=stypes,
                             storage_offset=offsets, storage_life=life, arena_elements=arenas,
