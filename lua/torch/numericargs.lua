@@ -45,5 +45,8 @@ for _, name in ipairs(FUNCTIONS) do
   if torch[name] then torch[name] = numeric(torch[name]) end
 end
 wrapTable(methods)
-for _, mt in pairs(torch._tensorMetatables) do wrapTable(mt) end
-for _, mt in pairs(torch._storageMetatables) do wrapTable(mt) end
+-- every tensor and storage class, CPU and CUDA (whose classes hold their own method tables)
+for name in pairs(torch) do
+  local mt = type(name) == 'string' and torch.getmetatable('torch.' .. name)
+  if mt and (rawget(mt, '__tensor') or rawget(mt, '__storage')) then wrapTable(mt) end
+end
