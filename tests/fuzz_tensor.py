@@ -30,7 +30,8 @@ CASE_SECONDS = 10
 MEMORY_MB = 2048  # in this sandbox touching 2 GiB costs 8 s of page faults: bigger asks must fail
 TYPES = ("Byte", "Char", "Short", "Int", "Long", "Float", "Double")
 NUMBERS = ("0", "1", "-1", "2", "3", "0.5", "-2.5", "0/0", "1/0", "-1/0", "2^31", "2^53", "1e18", "-2^31", "7")
-OTHER_ARGS = ("nil", "'x'", "{}", "{2, 3}", "torch.LongStorage({2, 2})", "true")
+# numeric strings are numbers to torch7's C functions (lua_isnumber), so they go where numbers go
+OTHER_ARGS = ("nil", "'x'", "{}", "{2, 3}", "torch.LongStorage({2, 2})", "true", "'2'", "' -0x1 '", "'1e300'")
 
 # method -> argument count range (beyond self); arguments are numbers, other values or operands
 METHODS = {

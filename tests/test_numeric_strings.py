@@ -131,3 +131,10 @@ def test_string_arguments_stay_names(lua):
     text = lua_fn("function() return torch.CharStorage():string('123'):string() end")
     assert text() == "123"
     assert lua_fn("function() return torch.type('3') end")() == "string"
+    # torch7's storage constructors take a string first as a file to map, whatever it reads as
+    assert_lua_error("torch.DoubleStorage('3')", "torch.DoubleStorage: cannot map file <3>")
+
+
+def test_timer_mark(lua):
+    elapsed = lua_fn("function() return torch.toc(tostring(torch.tic() - 1)) end")()
+    assert 1.0 <= elapsed < 60.0

@@ -16,7 +16,7 @@ local NAMES = {
 
 -- torch.* functions with number arguments that are not also tensor methods.
 local FUNCTIONS = {
-  'manualSeed', 'cudaManualSeed', 'setnumthreads', 'multinomialAlias', 'multinomialAliasSetup',
+  'manualSeed', 'cudaManualSeed', 'setnumthreads', 'toc', 'multinomialAlias', 'multinomialAliasSetup',
   'eig', 'gels', 'geqrf', 'gesv', 'inverse', 'orgqr', 'ormqr', 'potrf', 'potri', 'potrs', 'pstrf',
   'qr', 'svd', 'symeig', 'trtrs',
 }
