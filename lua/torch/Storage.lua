@@ -18,8 +18,8 @@ Storage.isStorage = isStorage
 
 local function newStorage(mt, n)
   local dt = mt.__dtype
-  local ptr, h, id = memory.alloc(n, dt)
-  return object.new(mt, { _ptr = ptr, _n = n, _h = h, _id = id, _dt = dt, _base = false, _baseoff = 0 })
+  local ptr, h, id, off = memory.alloc(n, dt)
+  return object.new(mt, { _ptr = ptr, _n = n, _h = h, _id = id, _dt = dt, _base = false, _baseoff = off })
 end
 
 -- Reads element i (0-based) as a Lua number.
@@ -73,10 +73,10 @@ function Storage.resize(s, n)
   check.int('resize', n, 'storage size', 0)
   if n == s._n then return s end
   checkResizable(s)
-  local ptr, h, id = memory.alloc(n, s._dt)
+  local ptr, h, id, off = memory.alloc(n, s._dt)
   local keep = math.min(n, s._n)
   if keep > 0 then ffi.copy(ptr, s._ptr, keep * s._dt.size) end
-  s._ptr, s._h, s._id, s._n = ptr, h, id, n
+  s._ptr, s._h, s._id, s._n, s._baseoff = ptr, h, id, n, off
   return s
 end
 
@@ -86,7 +86,7 @@ end
 function Storage._resizeForOverwrite(s, n)
   if n == s._n then return s end
   checkResizable(s)
-  s._ptr, s._h, s._id = memory.alloc(n, s._dt, true)
+  s._ptr, s._h, s._id, s._baseoff = memory.alloc(n, s._dt, true)
   s._n = n
   return s
 end

@@ -57,10 +57,38 @@ function memory.account(bytes)
   memory.flush()
 end
 
--- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle and its id.
--- With overwritten true the caller writes every element before anything reads them (a file
--- read), so a reused buffer is not zeroed first.
+-- Buffers of up to memory.smallBytes (size vectors, tensors of a few elements) are carved in
+-- Lua from a slab, one Python buffer of SLAB_BYTES: a Python allocation costs about 4 us with
+-- its release, a carve a fraction of one. A carve's storage holds the slab's handle and id and
+-- sits at an offset into it (_baseoff), so the slab lives while any of its storages, or any
+-- numpy view of them, does. Carves are handed out once and never reused: a slab is zero when
+-- made, and goes back to Python whole with its last holder (so one long-lived carve keeps
+-- SLAB_BYTES). 0 turns carving off.
+local SLAB_BYTES, ALIGN = 4096, 16
+memory.smallBytes = 64
+local slabPtr, slabHandle, slabId, slabUsed = nil, nil, nil, SLAB_BYTES
+local bytePtr = ffi.typeof('uint8_t *')
+
+local function carve(bytes, dt)
+  local size = math.max(ALIGN, math.ceil(bytes / ALIGN) * ALIGN)
+  if slabUsed + size > SLAB_BYTES then
+    memory.account(SLAB_BYTES)
+    local id, hi, lo = py.alloc(SLAB_BYTES, 'Byte', true)
+    slabPtr, slabHandle, slabId, slabUsed = address(hi, lo, bytePtr), memory.handle(id), id, 0
+  elseif #pending > 0 then
+    memory.flush()
+  end
+  local at = slabUsed
+  slabUsed = at + size
+  return ffi.cast(dt.ptr, slabPtr + at), slabHandle, slabId, at / dt.size
+end
+
+-- A zeroed buffer of n elements of type dt: returns the typed pointer, the handle, its id and
+-- the buffer's element offset in the handle's memory (0 unless carved). With overwritten true
+-- the caller writes every element before anything reads them (a file read), so a reused
+-- buffer is not zeroed first.
 function memory.alloc(n, dt, overwritten)
+  if n * dt.size <= memory.smallBytes then return carve(n * dt.size, dt) end
   memory.account(n * dt.size)
   local ok, id, hi, lo = pcall(py.alloc, n, dt.name, not overwritten)
   if not ok then
@@ -69,7 +97,7 @@ function memory.alloc(n, dt, overwritten)
     check.error(('%s: not enough memory for %.0f %s elements (%.4g bytes)'):format(
       check.userOp() or 'alloc', n, dt.name, n * dt.size))
   end
-  return address(hi, lo, dt.ptr), memory.handle(id), id
+  return address(hi, lo, dt.ptr), memory.handle(id), id, 0
 end
 
 -- A buffer mapped from the file at path (luabridge.memory.BufferRegistry.map_file): returns the
