@@ -66,9 +66,10 @@ class ModelCache:
 
 
 def _cache(b: Bridge) -> ModelCache:
-    if b.model_cache is None:
-        b.model_cache = ModelCache()
-    return b.model_cache
+    cache = b.model_cache
+    if not isinstance(cache, ModelCache):
+        cache = b.model_cache = ModelCache()
+    return cache
 
 
 class Model:

@@ -5,16 +5,13 @@ import codecs
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from lupa import luajit21
 
 from .errors import FOREIGN_OBJECT, LuaError
 from .memory import BufferRegistry
 from .paths import lua_dir
-
-if TYPE_CHECKING:   # model imports runtime: the name only, for the annotation
-    from .model import ModelCache
 
 
 # Lua strings are bytes. They cross to Python as UTF-8 text, with any byte that is not UTF-8 kept
@@ -64,7 +61,8 @@ class Bridge:
         self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True, encoding=STRING_ENCODING)
         self.buffers = BufferRegistry()
         self.modules: dict[str, Any] = {}   # Lua modules the layers above keep (see `module`)
-        self.model_cache: ModelCache | None = None   # the Models built here (model.py makes it)
+        # the Models built here: model.py's ModelCache, made on first use (this layer may not name it)
+        self.model_cache: object = None
         callbacks: dict[str, Any] = {}
         for provider in _callback_providers:
             callbacks.update(provider(self))
