@@ -258,7 +258,7 @@ def test_plain_number_indexing(lua_fns, shape, data):
 # bad calls
 
 def bad_dim(nd: int):
-    return st.sampled_from([0, -1, nd + 1, nd + 7, 1.5, "1", True, [1]])
+    return st.sampled_from([0, -1, nd + 1, nd + 7, 1.5, "one", True, [1]])
 
 
 def bad_number(n: int):
@@ -267,7 +267,7 @@ def bad_number(n: int):
 
 
 def bad_index(n: int):
-    return bad_number(n) | st.sampled_from(["1", False, [1]])
+    return bad_number(n) | st.sampled_from(["one", False, [1]])
 
 
 def bad_permutation(draw, nd: int) -> list:
@@ -314,7 +314,7 @@ def bad_sub(draw, shape: list[int], d: int) -> list:
         return prefix + [1, draw(st.sampled_from([n + 1, -n - 2, 0.5]))]
     if kind == "reversed":
         return prefix + [n + 2, n]
-    return prefix + [draw(st.sampled_from(["1", True, [1]])), 1]
+    return prefix + [draw(st.sampled_from(["one", True, [1]])), 1]
 
 
 def bad_view(draw, shape: list[int], contiguous: bool) -> list:
@@ -357,7 +357,7 @@ def bad_call(draw, shape: list[int], contiguous: bool) -> tuple[str, list]:
         return "narrow", [draw(bad_dim(nd)), 1, 0]
     if kind == "narrow_range":
         return "narrow", [d, *draw(st.sampled_from([
-            (0, 1), (n + 2, 0), (1, n + 1), (1, -1), (n, 2), (1.5, 0), (1, 0.5), ("1", 1), (1, None)]))]
+            (0, 1), (n + 2, 0), (1, n + 1), (1, -1), (n, 2), (1.5, 0), (1, 0.5), ("one", 1), (1, None)]))]
     if kind == "select_dim":
         # torch7 ignores the dim of a 1-D tensor's select when it is >= 1; only smaller ones fail there
         dim = draw(bad_dim(nd))
@@ -375,7 +375,7 @@ def bad_call(draw, shape: list[int], contiguous: bool) -> tuple[str, list]:
     if kind == "unfold_size":
         return "unfold", [d, draw(st.sampled_from([n + 1, -1, 1.5, "2", None])), 1]
     if kind == "unfold_step":
-        return "unfold", [d, min(n, 1), draw(st.sampled_from([0, -1, 0.5, 1.5, "1", None]))]
+        return "unfold", [d, min(n, 1), draw(st.sampled_from([0, -1, 0.5, 1.5, "one", None]))]
     if kind == "expand":
         return "expand", bad_expand(draw, shape, d)
     if kind == "sub":
@@ -383,9 +383,9 @@ def bad_call(draw, shape: list[int], contiguous: bool) -> tuple[str, list]:
     if kind == "view":
         return "view", bad_view(draw, shape, contiguous)
     if kind == "squeeze":
-        return "squeeze", [draw(st.sampled_from([0, -1, nd + 1, 1.5, "1", True]))]
+        return "squeeze", [draw(st.sampled_from([0, -1, nd + 1, 1.5, "one", True]))]
     if kind == "unsqueeze":
-        return "unsqueeze", [draw(st.sampled_from([0, -1, nd + 2, 1.5, "1"]))]
+        return "unsqueeze", [draw(st.sampled_from([0, -1, nd + 2, 1.5, "one"]))]
     if kind == "size":
         return draw(st.sampled_from(["size", "stride"])), [draw(bad_dim(nd))]
     if kind == "resize":
