@@ -416,10 +416,8 @@ def histc(b: Backend, h: Any, x: Any, lo: float, hi: float) -> None:
     """h (host doubles: nbins, or rows x nbins for one histogram per row of the matrix x) += the
     counts of x's elements in nbins equal bins over [lo, hi], as the CPU's: the bin of v is
     floor((v - lo) / (hi - lo) * nbins) in double, hi in the last one; values outside (NaN too)
-    are not counted. Float's bounds are float32 values, as math/join.lua makes FloatTensor's."""
+    are not counted. (math/join.lua has already made a float32 tensor's bounds float32 values.)"""
     xp = b.xp
-    if x.dtype == np.float32:
-        lo, hi = float(np.float32(lo)), float(np.float32(hi))
     nbins = h.shape[-1]
     v = x.astype(np.float64).reshape(h.shape[:-1] + (-1,))
     inside = (v >= lo) & (v <= hi)

@@ -149,7 +149,7 @@ local function histogramRange(op, x, nbins, lo, hi)
   end
   check.number(op, lo, 'min')
   check.number(op, hi, 'max')
-  if x._dt.name == 'Float' then   -- the bounds are elements of x's type, as in torch7
+  if x._dt.ctype == 'float' then   -- the bounds are elements of x's type, as in torch7
     lo, hi = tonumber(ffi.new('float', lo)), tonumber(ffi.new('float', hi))
   end
   if lo == hi and numel(x) > 0 then lo, hi = backend.of(x).minmax(x) end
