@@ -373,7 +373,7 @@ def bad_call(draw, shape: list[int], contiguous: bool) -> tuple[str, list]:
     if kind == "unfold_dim":
         return "unfold", [draw(bad_dim(nd)), 1, 1]
     if kind == "unfold_size":
-        return "unfold", [d, draw(st.sampled_from([n + 1, -1, 1.5, "2", None])), 1]
+        return "unfold", [d, draw(st.sampled_from([n + 1, -1, 1.5, "two", None])), 1]
     if kind == "unfold_step":
         return "unfold", [d, min(n, 1), draw(st.sampled_from([0, -1, 0.5, 1.5, "one", None]))]
     if kind == "expand":
@@ -390,7 +390,7 @@ def bad_call(draw, shape: list[int], contiguous: bool) -> tuple[str, list]:
         return draw(st.sampled_from(["size", "stride"])), [draw(bad_dim(nd))]
     if kind == "resize":
         sizes = list(shape)
-        sizes[d - 1] = draw(st.sampled_from([-1, -5, float("inf"), "2", float("nan")]))
+        sizes[d - 1] = draw(st.sampled_from([-1, -5, float("inf"), "two", float("nan")]))
         return "resize", sizes
     if kind == "index":
         return "__index", [bad_index_table(draw, shape, d)]
