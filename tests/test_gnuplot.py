@@ -194,9 +194,11 @@ def test_a_file_is_drawn_at_most_once_a_second(tmp_path, monkeypatch):
     from luabridge import plotting
 
     drawn: list = []
-    monkeypatch.setattr(plotting, "render", lambda spec: drawn.append((spec.path, spec.labels.get("title"))))
+    path = str(tmp_path / "a.png")
+    # only this file's drawings: an earlier test's figure may still be waiting for the shared timer
+    monkeypatch.setattr(plotting, "render", lambda spec: spec.path == path and drawn.append((spec.path, spec.labels.get("title"))))
     drawer = plotting.Drawer(interval=0.3)
-    spec = lambda title: plotting.Spec(str(tmp_path / "a.png"), "png", "plot", labels={"title": title})
+    spec = lambda title: plotting.Spec(path, "png", "plot", labels={"title": title})
     for i in range(50):
         drawer.draw(spec(f"step {i}"), now=False)
     assert drawn == [(str(tmp_path / "a.png"), "step 0")]
