@@ -44,13 +44,17 @@ local loaders = {
   end,
 }
 
--- Whether Lua's require finds name: loaded already, or one of package.loaders (preload,
--- package.path, package.cpath and any searcher added since) gives a loader for it. A searcher that
--- raises (a file that does not compile) has found it too: require then raises that error itself.
+-- Whether Lua's require finds name: loaded or preloaded already, a file on package.path or
+-- package.cpath (Lua's own four searchers, asked without compiling anything), or a loader from a
+-- searcher added after those four (luabridge.model adds one). A searcher that raises has found
+-- it too: require then raises that error itself.
 local function requireFinds(name)
-  if package.loaded[name] ~= nil then return true end
-  for _, searcher in ipairs(package.loaders) do
-    local ok, loader = pcall(searcher, name)
+  if package.loaded[name] ~= nil or package.preload[name] ~= nil
+      or package.searchpath(name, package.path) or package.searchpath(name, package.cpath) then
+    return true
+  end
+  for i = 5, #package.loaders do
+    local ok, loader = pcall(package.loaders[i], name)
     if not ok or type(loader) == 'function' then return true end
   end
   return false
