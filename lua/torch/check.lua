@@ -70,7 +70,7 @@ function check.numericArgs(fn)
     for i = 1, n do
       if type((select(i, ...))) == 'string' then
         local args = { ... }
-        for j = i, n do args[j] = type(args[j]) == 'string' and tonumber(args[j]) or args[j] end
+        for j = i, n do args[j] = toNumber(args[j]) or args[j] end
         return fn(unpack(args, 1, n))
       end
     end
