@@ -27,12 +27,15 @@ from .dtypes import DTYPES
 from .errors import LuaError
 from .interop import to_numpy
 from .model_tree import Entry, collect
-from .persist import requiring_packages
+from .persist import read_t7
 from .proxy import LuaObject, lua_kind, unwrap
 from .runtime import Bridge, bridge
 from .t7 import FORMATS
 
 RECENT = 2   # built modules each runtime keeps for Models that are gone
+# from_lua's and from_module's bytes are this process's own serialization of a module the caller's
+# code built, so the Lua functions they may hold are loaded as that code's (files refuse them).
+OWN_BYTES = {"functions": "load"}
 _SOURCE_CHUNK = "=(model source)"
 _tokens: weakref.WeakValueDictionary[str, _Token] = weakref.WeakValueDictionary()
 _tokens_lock = threading.Lock()
@@ -102,8 +105,9 @@ class Model:
                 source: str | None = None, files: Mapping[str, str] | None = None,
                 **options: str) -> Model:
         """The module a .t7 file (a path, read now) or its bytes hold; it is loaded on first
-        use. options as luabridge.load's; source and files: Lua defining the custom classes the
-        file names (see from_lua)."""
+        use. options as luabridge.load's: Lua functions in the file are refused unless
+        ``functions='load'`` (trusted files only: loading runs their code) or ``'skip'``;
+        source and files: Lua defining the custom classes the file names (see from_lua)."""
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             data = bytes(path_or_bytes)
         else:
@@ -127,7 +131,7 @@ class Model:
                     " (end it with `return model`, or pass entry='return model')")
         _evaluate(b, module)
         t7 = b.call(b.module("luabridge.model").serialize, module)
-        model = cls(_lua_bytes(t7), source=chunk, files=files)
+        model = cls(_lua_bytes(t7), options=OWN_BYTES, source=chunk, files=files)
         model._keep(b, module)
         return model
 
@@ -144,7 +148,7 @@ class Model:
         b.check_owned(module._lua)
         _check_held(b, module._lua, "Model.from_module expects a Lua nn module or criterion, got")
         t7 = b.call(b.lua.globals().torch.serialize, module._lua, "binary")
-        return cls(_lua_bytes(t7), source=source, files=files)
+        return cls(_lua_bytes(t7), options=OWN_BYTES, source=source, files=files)
 
     def with_state(self, state: Mapping[str, Any]) -> Model:
         """A new Model whose parameters and buffers are `state` (keys and shapes as `state()`
@@ -283,19 +287,17 @@ def _build(b: Bridge, model: Model) -> Any:
     nngraph be required, then the source run (it defines the custom classes; torch's random
     state is left as it was)."""
     b.module("nn")
-    deserialize = b.lua.globals().torch.deserialize
-    options = b.lua.table_from(dict(model._options)) if model._options else None
 
     def read() -> Any:
-        return b.call(deserialize, model._t7, model._format, options)
+        return read_t7(model._t7, model._format, dict(model._options))
 
     try:
-        module = requiring_packages(read)
+        module = read()
     except LuaError as e:
         if model._source is None or "unknown Torch class <" not in e.message:
             raise
         _run_source(b, model._source, dict(model._files), keep_random=True)
-        module = requiring_packages(read)
+        module = read()
     _check_held(b, module, "Model: the bytes hold")
     _evaluate(b, module)
     return module

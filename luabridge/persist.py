@@ -11,7 +11,7 @@ For plain Python values without running any Lua, see `luabridge.t7`.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from lupa import luajit21 as lupa
 import numpy as np
@@ -19,11 +19,12 @@ import numpy as np
 from .errors import LuaError
 from .interop import from_array, from_numpy
 from .memory import TYPE_OF_DTYPE
-from .proxy import LuaObject, call, unwrap
+from .proxy import LuaObject, call, wrap
 from .runtime import bridge, require
 from .t7 import FORMATS, flat_of_root, view_of_root
 
 PACKAGES = ("nn", "nngraph")  # required by load, in turn, when a file's classes need them
+SAFE_OPTIONS = {"functions": "error"}  # what `read_t7` passes to torch.load unless the caller says otherwise
 _SAVABLE = (type(None), bool, int, float, str, bytes, np.generic, LuaObject)
 
 
@@ -62,26 +63,33 @@ def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any
     ``functions='skip'`` reads Lua functions as None, ``functions='load'`` loads them (trusted
     files only; refused by default). Errors (missing file, corrupt or hostile contents, a file
     that is not a .t7, which says what it looks like) raise LuaError naming the file."""
-    return _loading(path, format, options, call)
+    return wrap(load_value(path, format, **options))
 
 
 def load_value(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
     """As `load`, but the Lua value itself (lupa's objects for tables, tensors and instances),
     for readers that keep the identity of tables (luabridge.torch.load_lua)."""
-    return _loading(path, format, options, lambda fn, *args: bridge().call(fn, *(unwrap(a) for a in args)))
-
-
-def _loading(path: str | os.PathLike, format: str, options: dict, run: Any) -> Any:
-    """torch.load through run(fn, *args), requiring nn, then nngraph, when the file needs them."""
     path = os.fspath(path)
     _checked(path, format, "load")
     if not os.path.isfile(path):
         raise LuaError(f"luabridge.load: no such file {path}")
-    args = (path, format, True, options) if options else (path, format)
     try:
-        return requiring_packages(lambda: run(_torch_function("load"), *args))
+        return read_t7(path, format, options)
     except LuaError as e:
         raise _naming(path, e) from None
+
+
+def read_t7(source: str | bytes, format: str = "binary", options: Mapping[str, str] | None = None) -> Any:
+    """The Lua value a .t7 file (a path) or its bytes hold, read in the calling thread's runtime:
+    the one way a Torch7 file enters luabridge (luabridge.load, load_lua, convert, Model and its
+    Ray workers, LuaModule unpickling). Lua functions in it are refused (a LuaError saying where
+    one sits) unless options say ``functions='skip'`` (read as nil) or ``functions='load'``
+    (loading runs the file's code: trusted files only), whatever torch.deserialize's own default.
+    nn, then nngraph, are required when the file names classes they define."""
+    b = bridge()
+    reader = _torch_function("load" if isinstance(source, str) else "deserialize")
+    lua_options = b.lua.table_from({**SAFE_OPTIONS, **(options or {})})
+    return requiring_packages(lambda: b.call(reader, source, format, lua_options))
 
 
 def requiring_packages(read: Callable[[], Any]) -> Any:

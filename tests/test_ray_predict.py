@@ -113,6 +113,18 @@ def test_lua_error_in_a_worker_is_a_lua_error(cluster):
     assert "(model source):4: in function" in caught.value.traceback   # the Lua stack, from the worker
 
 
+def test_a_file_holding_a_function_runs_no_code_on_the_workers(cluster, tmp_path):
+    """A .t7 whose Linear carries its own updateOutput (tests/test_safe_reading.py's file): every
+    worker refuses the function, so no worker runs the file's code."""
+    from test_safe_reading import Hostile
+
+    hostile = Hostile(tmp_path)
+    ds = ray.data.from_items([{"id": i, "input": np.zeros(3)} for i in range(4)])
+    with pytest.raises(luabridge.LuaError, match=r"updateOutput is a Lua function .*not loaded"):
+        run(ds, rows_per_batch=4, model=luabridge.Model(hostile.bytes()))
+    assert not hostile.ran()
+
+
 def test_table_input_and_named_outputs_in_process():
     """Called as Ray Data calls it: columns a and b as a Lua table, outputs named by a tuple."""
     model = luabridge.Model.from_lua("return nn.ConcatTable():add(nn.CAddTable()):add(nn.CMulTable())")

@@ -16,6 +16,7 @@ import torch
 from .. import eval as lua_eval
 from .. import require, to_numpy, wrap
 from ..model_tree import collect
+from ..persist import read_t7
 from ..proxy import LuaObject
 from ..runtime import STRING_ENCODING, bridge
 from .crossing import Lent, Spec, Staging, Views, flatten, table_args, type_name, unflatten
@@ -249,9 +250,10 @@ class LuaModule(torch.nn.Module):
 
 
 def _unpickle(data: bytes, training: bool) -> LuaModule:
+    """The LuaModule that __reduce__ pickled. Its bytes are read as a file's are (read_t7): Lua
+    functions are refused, since the pickled bytes may come from anywhere."""
     require("nn")
-    b = bridge()
-    return LuaModule(wrap(b.call(b.lua.globals().torch.deserialize, data))).train(training)
+    return LuaModule(wrap(read_t7(data))).train(training)
 
 
 def _rebound(param: torch.nn.Parameter | None, view: torch.Tensor) -> torch.nn.Parameter:
