@@ -4,6 +4,7 @@ starts without it; `require 'image'` asks imaging_missing() first."""
 from __future__ import annotations
 
 import io
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,11 +15,18 @@ from .memory import lua_list
 if TYPE_CHECKING:
     from .runtime import Bridge
 
-# Pillow mode -> (channels, largest sample value): 16-bit PNGs and PGMs with maxval > 255 read as 'I'
+# Pillow mode -> (channels, largest sample value), as torch7's image gives them: palettes expanded
+# to RGB (3 channels, with or without transparency: torch7's png.c reads every palette PNG as 3),
+# CMYK and YCCK JPEGs (Pillow gives YCCK as CMYK) converted to RGB; 16-bit PNGs and PGMs with
+# maxval > 255 read as 'I'
 _MODES = {"1": (1, 255), "L": (1, 255), "LA": (2, 255), "RGB": (3, 255), "RGBA": (4, 255),
+          "P": (3, 255), "PA": (3, 255), "CMYK": (3, 255),
           "I": (1, 65535), "I;16": (1, 65535), "I;16B": (1, 65535)}
-# what an unlisted mode is converted to first (palettes, CMYK JPEGs, YCbCr...)
-_CONVERT = {"P": "RGB", "PA": "RGBA", "CMYK": "RGB", "YCbCr": "RGB", "F": "I", "LAB": "RGB", "HSV": "RGB"}
+_TO_RGB = ("P", "PA", "CMYK")
+# the formats image reads, by their first bytes (PPM and PGM: plain and raw, as torch7's ppm.c)
+_MAGIC = ((png16.SIGNATURE, "PNG"), (b"\xff\xd8\xff", "JPEG"),
+          (b"P2", "PPM"), (b"P3", "PPM"), (b"P5", "PPM"), (b"P6", "PPM"))
+_PNG_GREY_ALPHA = 4   # an IHDR colour type; Pillow reads interlaced 16-bit ones as RGBA
 
 
 def missing() -> str | None:
@@ -39,76 +47,114 @@ def _head(bridge: "Bridge", source: Any, size: int) -> bytes:
     return (view if size < 0 else view[:size]).tobytes()
 
 
-def _is_png(bridge: "Bridge", source: Any) -> bool:
-    """Whether the source starts with PNG's signature (False for a file that cannot be opened)."""
-    try:
-        return _head(bridge, source, len(png16.SIGNATURE)) == png16.SIGNATURE
-    except OSError:
-        return False
+def _readable_format(head: bytes) -> str | None:
+    return next((fmt for magic, fmt in _MAGIC if head.startswith(magic)), None)
 
 
-def _open(bridge: "Bridge", source: Any) -> Any:
-    """A Pillow image in a mode of _MODES, from a file name or a ByteTensor of file bytes."""
+def _data(bridge: "Bridge", source: Any) -> Any:
+    """What Pillow opens: the file name, or the tensor's bytes as a file."""
+    return source if isinstance(source, str) else io.BytesIO(_head(bridge, source, -1))
+
+
+def _open(bridge: "Bridge", source: Any, fmt: str) -> Any:
+    """The Pillow image of a file of a format image reads, its header read, nothing decoded. The
+    format's reader is called directly: Image.open would check the size against Pillow's own
+    global limit, which image.maxPixels replaces (and then warn or refuse on its own terms)."""
+    from PIL import JpegImagePlugin, PngImagePlugin, PpmImagePlugin
+
+    reader = {"PNG": PngImagePlugin.PngImageFile, "JPEG": JpegImagePlugin.JpegImageFile,
+              "PPM": PpmImagePlugin.PpmImageFile}[fmt]
+    return reader(_data(bridge, source))
+
+
+def _foreign_format(bridge: "Bridge", source: Any) -> str | None:
+    """The name of a format Pillow knows and image does not read (BMP, PBM...), for the error."""
     from PIL import Image
 
-    data = source if isinstance(source, str) else io.BytesIO(bridge.buffers.tensor_view(source).tobytes())
-    img = Image.open(data)
-    if img.mode == "P" and "transparency" in img.info:
-        img = img.convert("RGBA")
-    if img.mode not in _MODES:
-        img = img.convert(_CONVERT.get(img.mode, "RGB"))
-    return img
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(_data(bridge, source)) as img:
+                return "PBM" if img.format == "PPM" and img.mode == "1" else img.format
+    except Exception:  # anything Pillow cannot open is simply no known format
+        return None
+
+
+def _reason(e: BaseException, height: int = 0, width: int = 0) -> str:
+    """What an exception from Pillow or png16 says, never empty (a MemoryError says nothing)."""
+    if isinstance(e, MemoryError):
+        return f"not enough memory to decode its {width} x {height} pixels"
+    return str(e) or type(e).__name__
 
 
 def _layout(bridge: "Bridge", source: Any, img: Any) -> tuple[int, int, bool]:
     """Channels, the largest sample value, and whether png16 decodes the file (a 16-bit colour
-    PNG, which Pillow would give at 8 bits)."""
+    PNG, which Pillow would give at 8 bits). ValueError for a mode image does not read (PFM's floats)."""
     if img.format == "PNG":
-        wide = png16.wide_colour_channels(_head(bridge, source, png16.HEADER_SIZE))
+        head = _head(bridge, source, png16.HEADER_SIZE)
+        wide = png16.wide_colour_channels(head)
         if wide:
             return wide, 65535, True
+        if len(head) == png16.HEADER_SIZE and head[25] == _PNG_GREY_ALPHA:
+            return 2, _MODES[img.mode][1], False
+    if img.mode not in _MODES:
+        raise ValueError(f"unsupported {img.format} image mode {img.mode}")
     channels, top = _MODES[img.mode]
     return channels, top, False
 
 
+def _pixels(bridge: "Bridge", source: Any, img: Any) -> tuple[np.ndarray, int]:
+    """The decoded H x W x C samples of an image from _open and their largest value."""
+    channels, top, wide = _layout(bridge, source, img)
+    if wide:
+        return png16.decode(_head(bridge, source, -1)), top
+    mode = img.mode
+    pixels = np.asarray(img.convert("RGB") if mode in _TO_RGB else img)
+    if mode == "1":
+        pixels = pixels.astype(np.uint8) * 255
+    pixels = pixels.reshape(img.height, img.width, -1)
+    if pixels.shape[2] != channels:   # grey with alpha that Pillow read as RGBA: grey is R
+        pixels = pixels[..., [0, 3]]
+    return pixels, top
+
+
 def callbacks(bridge: "Bridge") -> dict:
     def image_info(source: Any) -> Any:
-        """format, channels, height, width; or nil, message when Pillow cannot read it."""
-        from PIL.Image import DecompressionBombError, UnidentifiedImageError
-
+        """format, channels, height, width from the header alone; format and 0s for a format image
+        does not read; or nil and what is wrong."""
         try:
-            img = _open(bridge, source)
-        except (OSError, UnidentifiedImageError, SyntaxError, DecompressionBombError) as e:
-            in_memory = not isinstance(source, str)   # Pillow's message would name a BytesIO object
-            reason = "cannot identify an image in the bytes" if in_memory and isinstance(
-                e, UnidentifiedImageError) else str(e)
-            if _is_png(bridge, source):
-                return None, f"Error during init_io ({reason})"   # torch7's message for any unreadable PNG
-            return None, reason
-        fmt = (img.format or "").upper() or None
-        if fmt == "PPM" and img.mode == "1":   # Pillow names bitmaps (P1, P4) PPM too
-            fmt = "PBM"
-        channels, _, _ = _layout(bridge, source, img)
-        return fmt, channels, img.height, img.width
+            fmt = _readable_format(_head(bridge, source, 8))
+        except OSError as e:
+            return None, _reason(e)
+        if fmt is None:
+            foreign = _foreign_format(bridge, source)
+            if foreign:
+                return foreign, 0, 0, 0
+            return None, "cannot identify an image in the " + ("file" if isinstance(source, str) else "bytes")
+        try:
+            with _open(bridge, source, fmt) as img:
+                channels, _, _ = _layout(bridge, source, img)
+                return fmt, channels, img.height, img.width
+        except Exception as e:  # whatever a hostile header makes the reader raise is its message
+            if fmt == "PNG":
+                return None, f"Error during init_io ({_reason(e)})"   # torch7's message for any unreadable PNG
+            return None, _reason(e)
 
     def image_decode(source: Any, dst: Any) -> str | None:
         """Decodes into dst (channels x height x width, from image_info): a byte tensor gets 0..255
         (16-bit samples keep their high byte, as libpng's strip_16), a float tensor [0, 1].
         Returns what is wrong when the pixel data cannot be decoded (a truncated file...)."""
-        img = _open(bridge, source)
-        channels, top, wide = _layout(bridge, source, img)
-        try:
-            pixels = png16.decode(_head(bridge, source, -1)) if wide else np.asarray(img)
-        except (OSError, ValueError, SyntaxError) as e:
-            return str(e)
-        if img.mode == "1":
-            pixels = pixels.astype(np.uint8) * 255
-        pixels = pixels.reshape(img.height, img.width, channels).transpose(2, 0, 1)
         out = bridge.buffers.tensor_view(dst)
-        if out.dtype == np.uint8:
-            out[...] = pixels >> 8 if top == 65535 else pixels
-        else:
-            np.multiply(pixels, 1.0 / top, out=out, casting="unsafe")
+        try:
+            with _open(bridge, source, _readable_format(_head(bridge, source, 8)) or "") as img:
+                pixels, top = _pixels(bridge, source, img)
+            pixels = pixels.transpose(2, 0, 1)
+            if out.dtype == np.uint8:
+                out[...] = pixels >> 8 if top == 65535 else pixels
+            else:
+                np.multiply(pixels, 1.0 / top, out=out, casting="unsafe")
+        except Exception as e:  # a hostile file's data: what the decoder said is the message
+            return _reason(e, out.shape[1], out.shape[2])
         return None
 
     def image_encode(path: str | None, src: Any, fmt: str, quality: int) -> bytes | None:

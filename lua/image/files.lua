@@ -32,46 +32,83 @@ local function todepth(fn, img, depth)
   error(('%s: depth must be 1 or 3, got %s'):format(fn, tostring(depth)), 3)
 end
 
--- source: a file name or a ByteTensor of file bytes.
-local function decode(fn, source, depth, tensortype, expected)
-  local typename = result_type(fn, tensortype)
+-- The most pixels (height x width) a file's header may declare for image to decode it: a guard
+-- against decompression bombs (an 849-byte JPEG can declare 12000 x 12000, 3.5 GB as doubles),
+-- checked before anything is decoded or allocated. Pillow's MAX_IMAGE_PIXELS, where it warns:
+-- 9459 x 9459, 2 GB as a DoubleTensor of 3 channels. Set image.maxPixels higher (math.huge: no
+-- limit) to read bigger images.
+image.maxPixels = image.maxPixels or 89478485
+
+local function describe(source)
+  return type(source) == 'string' and source or 'the bytes'
+end
+
+-- format, channels, height, width of a file name or a ByteTensor of file bytes, from its header;
+-- an error naming fn and the file unless it is a format image reads (expected, when given).
+local function probe(fn, source, expected)
   local format, channels, height, width = py.image_info(source)
+  local name = describe(source)
   if format == nil then
     if type(source) == 'string' then
-      local ext = source:match('%.(%a+)$')
-      if ext == nil then error(fn .. ': unable to determine image type for file: ' .. source, 3) end
-      error(('%s: cannot read %s: %s'):format(fn, source, channels), 3)
+      if source:match('%.(%a+)$') == nil then error(fn .. ': unable to determine image type for file: ' .. source, 4) end
+      error(('%s: cannot read %s: %s'):format(fn, source, channels), 4)
     end
-    error(fn .. ': ' .. (expected or 'input must be either jpg or png format') .. ' (' .. channels .. ')', 3)
+    error(fn .. ': ' .. (expected or 'input must be either jpg or png format') .. ' (' .. channels .. ')', 4)
   end
   if expected and format ~= expected then
-    error(('%s: unsupported magic number: the file holds %s, not %s'):format(fn, format, expected), 3)
+    error(('%s: unsupported magic number: %s holds %s, not %s'):format(fn, name, format, expected), 4)
   end
   if not READABLE[format] then   -- as torch7: not a format it reads, so the extension decides
     local ext = type(source) == 'string' and source:match('%.(%a+)$')
-    if not ext then error(fn .. ': unable to determine image type for file: ' .. tostring(source), 3) end
-    error(('%s: unknown image type: %s (the file holds %s)'):format(fn, ext, format), 3)
+    if not ext then error(fn .. ': unable to determine image type for file: ' .. name, 4) end
+    error(('%s: unknown image type: %s (%s holds %s)'):format(fn, ext, name, format), 4)
   end
-  local img = torch.Tensor():type(typename):resize(channels, height, width)
+  return format, channels, height, width
+end
+
+local function checkSize(fn, name, height, width)
+  local limit = image.maxPixels
+  if type(limit) ~= 'number' or limit ~= limit or limit < 0 then
+    error(('%s: image.maxPixels must be a number of pixels (math.huge: no limit), got %s'):format(
+      fn, tostring(limit)), 4)
+  end
+  if height * width > limit then
+    error(('%s: cannot read %s: its header declares %d x %d pixels (%.0f), more than image.maxPixels (%.0f) '
+      .. 'allows; set image.maxPixels higher to read it'):format(fn, name, width, height, height * width, limit), 4)
+  end
+end
+
+-- source: a file name or a ByteTensor of file bytes.
+local function decode(fn, source, depth, tensortype, expected)
+  local typename = result_type(fn, tensortype)
+  local name = describe(source)
+  local _, channels, height, width = probe(fn, source, expected)
+  checkSize(fn, name, height, width)
+  local ok, img = pcall(function() return torch.Tensor():type(typename):resize(channels, height, width) end)
+  if not ok then   -- the allocation's own message names newStorage or resize
+    error(('%s: cannot read %s: not enough memory for its %d x %d x %d pixels as a %s'):format(
+      fn, name, channels, height, width, typename), 3)
+  end
   local problem = py.image_decode(source, img)
-  if problem then
-    error(('%s: cannot decode %s: %s'):format(fn, type(source) == 'string' and source or 'the bytes', problem), 3)
-  end
+  if problem then error(('%s: cannot decode %s: %s'):format(fn, name, problem), 3) end
   return todepth(fn, img, depth)
 end
 
-function image.load(filename, depth, tensortype)
-  if type(filename) ~= 'string' then error('image.load: missing file name', 2) end
+local function loadFile(fn, filename, depth, tensortype, expected)
+  if type(filename) ~= 'string' then error(fn .. ': missing file name', 3) end
   local f, err = io.open(filename, 'rb')
-  if not f then error('image.load: ' .. err, 2) end
+  if not f then error(fn .. ': ' .. err, 3) end
   f:close()
-  return decode('image.load', filename, depth, tensortype)
+  return decode(fn, filename, depth, tensortype, expected)
+end
+
+function image.load(filename, depth, tensortype)
+  return loadFile('image.load', filename, depth, tensortype)
 end
 
 function image.getSize(filename)
   if type(filename) ~= 'string' then error('image.getSize: missing file name', 2) end
-  local format, channels, height, width = py.image_info(filename)
-  if format == nil then error(('image.getSize: cannot read %s: %s'):format(filename, channels), 2) end
+  local _, channels, height, width = probe('image.getSize', filename)
   return torch.LongTensor({ channels, height, width })
 end
 
@@ -147,7 +184,7 @@ end
 local FORMAT_OF_LOADER = { JPG = 'JPEG', PNG = 'PNG', PPM = 'PPM' }
 for _, format in ipairs({ 'JPG', 'PNG', 'PPM' }) do
   image['load' .. format] = function(filename, depth, tensortype)
-    return decode('image.load' .. format, filename, depth, tensortype, FORMAT_OF_LOADER[format])
+    return loadFile('image.load' .. format, filename, depth, tensortype, FORMAT_OF_LOADER[format])
   end
   image['get' .. format .. 'size'] = function(filename)   -- channels, height, width
     local size = image.getSize(filename)
