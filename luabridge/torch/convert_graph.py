@@ -16,10 +16,11 @@ from typing import Any
 import torch
 import torch.fx
 
+from lupa import luajit21 as lupa
+
 from ..proxy import LuaObject, wrap
-from ..pyside import lua_list
 from ..runtime import bridge
-from .convert import Context, converter
+from .convert import Context, _is_module, converter, describe
 
 Value = Any  # an fx.Node, or a list of Values: what a table-valued edge carries while tracing
 
@@ -36,46 +37,84 @@ class _Submodules:
     free Python name (no keyword, no GraphModule attribute), else by their 1-based index in the gModule's `modules` (torch7's
     g.modules[i]); a Lua module used by several nodes is converted once, its weights shared."""
 
-    def __init__(self, gmodule: Any, ctx: Context) -> None:
+    def __init__(self, gmodule: LuaObject, ctx: Context) -> None:
         self.ctx = ctx
         self.key = bridge().lua.globals().torch.pointer
-        self.index = {self.key(m): i for i, m in reversed(list(enumerate(lua_list(gmodule.modules), 1)))}
+        modules = ctx.modules(gmodule)
+        self.index = {self.key(m._lua): i for i, m in reversed(list(enumerate(modules, 1)))}
         self.names: dict[int, str] = {}
         self.modules: dict[str, torch.nn.Module] = {}
 
-    def name_of(self, module: Any, annotations: Any) -> str:
-        key = self.key(module)
+    def name_of(self, module: LuaObject, annotations: Any) -> str | None:
+        """The name of a node's module, None when it is not one of the gModule's `modules`."""
+        key = self.key(module._lua)
+        if key not in self.index:
+            return None
         if key not in self.names:
-            name = annotations["name"] if annotations is not None else None
+            name = annotations["name"] if lupa.lua_type(annotations) == "table" else None
             taken = self.modules.keys() | set(dir(torch.fx.GraphModule))
             if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
                     and name not in taken):
                 name = str(self.index[key])
-            self.modules[name] = self.ctx.child(wrap(module), name)
+            self.modules[name] = self.ctx.child(module, name)
             self.names[key] = name
         return self.names[key]
+
+
+def _table(value: Any) -> bool:
+    return lupa.lua_type(value) == "table"
+
+
+def _node_value(m: LuaObject, ctx: Context, graph: torch.fx.Graph, modules: _Submodules, values: dict[int, Value],
+                where: str, data: Any) -> Value:
+    """The fx value of one forward node (`data`: its data table, at field `where`), from the
+    values of the nodes before it; a ConversionError names a node that is not what nngraph makes."""
+    key = modules.key
+    mapindex = data.mapindex
+    if not _table(mapindex):
+        raise ctx.bad(m, f"{where}.mapindex", f"is {describe(mapindex)}, expected the table of its input nodes")
+    inputs = []
+    for i in range(1, len(mapindex) + 1):
+        parent = mapindex[i]
+        if not _table(parent) or key(parent) not in values:
+            raise ctx.bad(m, f"{where}.mapindex[{i}]", f"is {describe(parent)}, expected the data of a node before it")
+        inputs.append(values[key(parent)])
+    if not inputs:   # the input node: the gModule's input (a table of them when several)
+        return graph.placeholder("inputs" if ctx.integer(m, "nInputs", 1) > 1 else "x")
+    select = data.selectindex
+    if select is not None:
+        if not isinstance(select, int) or isinstance(select, bool) or select < 1:
+            raise ctx.bad(m, f"{where}.selectindex", f"is {describe(select)}, expected a 1-based index")
+        return _select(graph, inputs[0], select - 1)
+    value = inputs[0] if len(inputs) == 1 else inputs
+    if data.module is None:
+        return value
+    name = modules.name_of(wrap(data.module), data.annotations) if _is_module(data.module) else None
+    if name is None:
+        raise ctx.bad(m, f"{where}.module", f"is {describe(data.module)}, expected one of its modules")
+    return graph.call_module(name, (value,))
 
 
 @converter("nn.gModule")
 def _gmodule(m: LuaObject, ctx: Context) -> torch.fx.GraphModule:
     lua = m._lua
-    modules = _Submodules(lua, ctx)
+    modules = _Submodules(m, ctx)
     key = modules.key
     graph = torch.fx.Graph()
     values: dict[int, Value] = {}
-    for node in lua_list(lua.forwardnodes):
-        data = node.data
-        inputs = [values[key(d)] for d in lua_list(data.mapindex)]
-        if not inputs:   # the input node: the gModule's input (a table of them when several)
-            value: Value = graph.placeholder("inputs" if (lua.nInputs or 1) > 1 else "x")
-        elif data.selectindex is not None:
-            value = _select(graph, inputs[0], data.selectindex - 1)
-        else:
-            value = inputs[0] if len(inputs) == 1 else inputs
-            if data.module is not None:
-                value = graph.call_module(modules.name_of(data.module, data.annotations), (value,))
-        values[key(data)] = value
-    graph.output(values[key(lua.outnode.data)])
+    nodes = ctx.raw(m, "forwardnodes")
+    if not _table(nodes) or not len(nodes):
+        raise ctx.bad(m, "forwardnodes", f"is {describe(nodes)}, expected the table of its nodes")
+    for i in range(1, len(nodes) + 1):
+        node = nodes[i]
+        data = node.data if _table(node) else None
+        if not _table(data):
+            raise ctx.bad(m, f"forwardnodes[{i}]", f"is {describe(node)}, expected a graph node")
+        values[key(data)] = _node_value(m, ctx, graph, modules, values, f"forwardnodes[{i}].data", data)
+    out = lua.outnode.data if _table(lua.outnode) else None
+    if not _table(out) or key(out) not in values:
+        raise ctx.bad(m, "outnode", f"is {describe(lua.outnode)}, expected one of its forward nodes")
+    graph.output(values[key(out)])
     return torch.fx.GraphModule(modules.modules, graph, class_name="gModule")
 
 
@@ -110,7 +149,7 @@ class ModuleFromCriterion(torch.nn.Module):
 
 @converter("nn.ModuleFromCriterion")
 def _module_from_criterion(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return ModuleFromCriterion(ctx.child(m.criterion, "criterion"))
+    return ModuleFromCriterion(ctx.child(ctx.module(m, "criterion"), "criterion"))
 
 
 @converter("nngraph.JustElement")

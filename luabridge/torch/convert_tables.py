@@ -2,18 +2,13 @@
 children convert through `Context.child` under their 1-based index (nn.Parallel: convert_layers)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
 from ..proxy import LuaObject
 from . import tables
 from .convert import Context, converter
-
-
-def _field(m: LuaObject, name: str) -> Any:
-    """A field of the Lua module, None where it is nil."""
-    return m._lua[name]
 
 
 def _stateless(cls: type[torch.nn.Module]) -> Callable[[LuaObject, Context], torch.nn.Module]:
@@ -30,69 +25,73 @@ for _name in ("CAddTable", "CSubTable", "CMulTable", "CDivTable", "CMaxTable", "
 
 @converter("nn.ConcatTable")
 def _concat_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.ConcatTable(ctx.children(m.modules))
+    return tables.ConcatTable(ctx.children(ctx.modules(m)))
 
 
 @converter("nn.ParallelTable")
 def _parallel_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.ParallelTable(ctx.children(m.modules))
+    return tables.ParallelTable(ctx.children(ctx.modules(m)))
 
 
 @converter("nn.MapTable")
 def _map_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    if _field(m, "shared") is False:
+    if not ctx.flag(m, "shared", True):
         raise ctx.fail(m, "has unshared clones (shared = false), which the conversion cannot keep")
-    return tables.MapTable(ctx.child(m.module, 1))
+    return tables.MapTable(ctx.child(ctx.module(m, "module"), 1))
 
 
 @converter("nn.Bottle")
 def _bottle(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.Bottle(ctx.child(m.modules[0], 1), int(m.nInputDim), int(m.nOutputDim))
+    modules = ctx.modules(m)
+    if len(modules) != 1:
+        raise ctx.bad(m, "modules", f"holds {len(modules)} modules, expected the one it wraps")
+    return tables.Bottle(ctx.child(modules[0], 1), ctx.integer(m, "nInputDim", minimum=1),
+                         ctx.integer(m, "nOutputDim", minimum=1))
 
 
 @converter("nn.JoinTable")
 def _join_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.JoinTable(int(m.dimension), _field(m, "nInputDims"))
+    return tables.JoinTable(ctx.integer(m, "dimension"), ctx.integer(m, "nInputDims", None))
 
 
 @converter("nn.SplitTable")
 def _split_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.SplitTable(int(m.dimension), _field(m, "nInputDims"))
+    return tables.SplitTable(ctx.integer(m, "dimension"), ctx.integer(m, "nInputDims", None))
 
 
 @converter("nn.SelectTable")
 def _select_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    index = m.index
-    if not isinstance(index, int) or index == 0:
+    index = ctx.raw(m, "index")
+    if not isinstance(index, int) or isinstance(index, bool) or index == 0:
         raise ctx.fail(m, f"selects key {index!r}; only nonzero integer indices convert (tables become lists)")
     return tables.SelectTable(index)
 
 
 @converter("nn.NarrowTable")
 def _narrow_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.NarrowTable(int(m.offset), int(m.length))
+    return tables.NarrowTable(ctx.integer(m, "offset"), ctx.integer(m, "length"))
 
 
 @converter("nn.MM")
 def _mm(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.MM(bool(m.transA), bool(m.transB))
+    return tables.MM(ctx.flag(m, "transA"), ctx.flag(m, "transB"))
 
 
 @converter("nn.MV")
 def _mv(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.MV(bool(m.trans))
+    return tables.MV(ctx.flag(m, "trans"))
 
 
 @converter("nn.PairwiseDistance")
 def _pairwise_distance(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.PairwiseDistance(float(m.norm))
+    return tables.PairwiseDistance(ctx.number(m, "norm"))
 
 
 @converter("nn.MixtureTable")
 def _mixture_table(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.MixtureTable(_field(m, "dim"))
+    return tables.MixtureTable(ctx.integer(m, "dim", None))
 
 
 @converter("nn.Index")
 def _index(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return tables.Index(int(m.dimension))
+    return tables.Index(ctx.integer(m, "dimension"))
