@@ -26,6 +26,8 @@ _TO_RGB = ("P", "PA", "CMYK")
 # the formats image reads, by their first bytes (PPM and PGM: plain and raw, as torch7's ppm.c)
 _MAGIC = ((png16.SIGNATURE, "PNG"), (b"\xff\xd8\xff", "JPEG"),
           (b"P2", "PPM"), (b"P3", "PPM"), (b"P5", "PPM"), (b"P6", "PPM"))
+# what Pillow names a PPM file of another kind, by its mode (torch7's ppm.c reads neither)
+_PPM_VARIANTS = {"1": "PBM", "F": "PFM"}
 _PNG_GREY_ALPHA = 4   # an IHDR colour type; Pillow reads interlaced 16-bit ones as RGBA
 
 
@@ -56,26 +58,28 @@ def _data(bridge: "Bridge", source: Any) -> Any:
     return source if isinstance(source, str) else io.BytesIO(_head(bridge, source, -1))
 
 
-def _open(bridge: "Bridge", source: Any, fmt: str) -> Any:
+def _open(bridge: "Bridge", source: Any, fmt: str | None) -> Any:
     """The Pillow image of a file of a format image reads, its header read, nothing decoded. The
     format's reader is called directly: Image.open would check the size against Pillow's own
     global limit, which image.maxPixels replaces (and then warn or refuse on its own terms)."""
     from PIL import JpegImagePlugin, PngImagePlugin, PpmImagePlugin
 
     reader = {"PNG": PngImagePlugin.PngImageFile, "JPEG": JpegImagePlugin.JpegImageFile,
-              "PPM": PpmImagePlugin.PpmImageFile}[fmt]
+              "PPM": PpmImagePlugin.PpmImageFile}.get(fmt)
+    if reader is None:   # the file changed since its header was read
+        raise ValueError("not a PNG, JPEG, PPM or PGM file")
     return reader(_data(bridge, source))
 
 
 def _foreign_format(bridge: "Bridge", source: Any) -> str | None:
-    """The name of a format Pillow knows and image does not read (BMP, PBM...), for the error."""
+    """The name of a format Pillow knows and image does not read (BMP, PBM, PFM...), for the error."""
     from PIL import Image
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with Image.open(_data(bridge, source)) as img:
-                return "PBM" if img.format == "PPM" and img.mode == "1" else img.format
+                return _PPM_VARIANTS.get(img.mode, "PPM variant") if img.format == "PPM" else img.format
     except Exception:  # anything Pillow cannot open is simply no known format
         return None
 
@@ -146,7 +150,7 @@ def callbacks(bridge: "Bridge") -> dict:
         Returns what is wrong when the pixel data cannot be decoded (a truncated file...)."""
         out = bridge.buffers.tensor_view(dst)
         try:
-            with _open(bridge, source, _readable_format(_head(bridge, source, 8)) or "") as img:
+            with _open(bridge, source, _readable_format(_head(bridge, source, 8))) as img:
                 pixels, top = _pixels(bridge, source, img)
             pixels = pixels.transpose(2, 0, 1)
             if out.dtype == np.uint8:
