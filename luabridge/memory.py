@@ -57,9 +57,11 @@ class BufferRegistry:
         self._arrays[buffer_id] = array
         return buffer_id
 
-    def alloc(self, n: int, type_name: str, zeroed: bool = True) -> tuple[int, int, int]:
+    def alloc(self, n: int, type_name: str, zeroed: bool = True) -> tuple[int, int, int] | None:
         """A new buffer of n elements, zeroed unless the caller overwrites it all at once:
-        (id, address high, address low)."""
+        (id, address high, address low), or None when memory ran out (numpy's MemoryError, or a
+        size no address space holds). Anything else raised here, Ctrl-C's KeyboardInterrupt
+        above all, reaches Lua as itself."""
         n = int(n)
         if n < 0:
             raise ValueError(f"storage size must be non-negative, got {n}")
@@ -71,48 +73,52 @@ class BufferRegistry:
             if zeroed:
                 array.fill(0)
         else:
-            array = np.zeros(n or 1, dtype=dtype)
-        buffer_id = self.register(array)
+            try:
+                array = np.zeros(n or 1, dtype=dtype)
+            except (MemoryError, ValueError):   # ValueError: "array is too big"
+                return None
+        high, low = split_address(_address(array))
+        buffer_id = self._next_id
         self._owned.add(buffer_id)
-        return (buffer_id, *split_address(_address(array)))
+        # the last call is above: Python runs a pending signal handler (Ctrl-C) only at a call
+        # or a loop, so from here to Lua's handle for it nothing can leave the buffer unowned
+        self._next_id = buffer_id + 1
+        self._arrays[buffer_id] = array
+        return buffer_id, high, low
 
-    def map_file(self, path: str, type_name: str, shared: bool, n: int) -> tuple[int, int, int, int]:
+    def map_file(self, path: str, type_name: str, shared: bool, n: int) -> tuple[Any, ...]:
         """A buffer mapped from a file, as torch7's TYPEStorage(filename, shared, size): shared
         writes reach the file (created and grown to n elements when needed), otherwise the
         mapping is private copy-on-write and the file must hold n elements. n = 0 means the
-        whole file. Returns (id, address high, address low, n)."""
-        dtype = DTYPES[type_name]
-        if shared:
-            with open(path, "ab"):  # create it, as O_CREAT
-                pass
-            if n > 0 and os.path.getsize(path) < n * dtype.itemsize:
-                os.truncate(path, n * dtype.itemsize)
-        file_bytes = os.path.getsize(path)
-        if n <= 0:
-            n = file_bytes // dtype.itemsize
-        elif file_bytes < n * dtype.itemsize:
-            raise ValueError(f"file <{path}> size is smaller than the required mapping size "
-                             f"<{n * dtype.itemsize}>")
-        if n == 0:  # an empty file cannot be mapped: an empty storage
-            array = np.zeros(1, dtype=dtype)
-        else:
-            array = np.memmap(path, dtype=dtype, mode="r+" if shared else "c", shape=(n,))
-        buffer_id = self.register(array)
-        return (buffer_id, *split_address(_address(array)), n)
+        whole file. Returns (id, address high, address low, n), or (None, why) when the file
+        cannot be mapped: Lua reports it without a pcall, which would also catch Ctrl-C."""
+        try:
+            array, n = _mapped(path, DTYPES[type_name], shared, int(n))
+        except (OSError, ValueError) as e:
+            return None, f"{type(e).__name__}: {e}"
+        high, low = split_address(_address(array))
+        buffer_id = self._next_id
+        # as in alloc: no call from here to Lua's handle
+        self._next_id = buffer_id + 1
+        self._arrays[buffer_id] = array
+        return buffer_id, high, low, n
 
     def release(self, ids: str) -> None:
+        """Releases the buffers of the comma-separated ids; releasing one twice does nothing
+        (Lua sends a batch again when Ctrl-C cut its release short)."""
         for part in ids.split(","):
-            if not part:
-                continue
-            buffer_id = int(part)
-            array = self._arrays.pop(buffer_id, None)
-            if buffer_id in self._owned:
-                self._owned.discard(buffer_id)
-                # two references: `array` here and getrefcount's argument; a numpy view adds more
-                if (array.nbytes >= self.POOL_MIN and sys.getrefcount(array) == 2
-                        and self._pool_bytes + array.nbytes <= self.POOL_MAX):
-                    self._pool.setdefault((array.dtype, array.size), []).append(array)
-                    self._pool_bytes += array.nbytes
+            if part:
+                self._release(int(part))
+
+    def _release(self, buffer_id: int) -> None:
+        array = self._arrays.pop(buffer_id, None)
+        if array is not None and buffer_id in self._owned:
+            self._owned.discard(buffer_id)
+            # two references: `array` here and getrefcount's argument; a numpy view adds more
+            if (array.nbytes >= self.POOL_MIN and sys.getrefcount(array) == 2
+                    and self._pool_bytes + array.nbytes <= self.POOL_MAX):
+                self._pool.setdefault((array.dtype, array.size), []).append(array)
+                self._pool_bytes += array.nbytes
 
     def array(self, buffer_id: int) -> np.ndarray:
         return self._arrays[int(buffer_id)]
@@ -143,3 +149,21 @@ class BufferRegistry:
         if not t._st:
             return np.empty(sizes or (0,), dtype=DTYPES[t._dt.name])
         return self.storage_view(t._st, t._dt.name, t._off, sizes, lua_list(t._str))
+
+
+def _mapped(path: str, dtype: np.dtype, shared: bool, n: int) -> tuple[np.ndarray, int]:
+    """The array mapping path for BufferRegistry.map_file, and its element count."""
+    if shared:
+        with open(path, "ab"):  # create it, as O_CREAT
+            pass
+        if n > 0 and os.path.getsize(path) < n * dtype.itemsize:
+            os.truncate(path, n * dtype.itemsize)
+    file_bytes = os.path.getsize(path)
+    if n <= 0:
+        n = file_bytes // dtype.itemsize
+    elif file_bytes < n * dtype.itemsize:
+        raise ValueError(f"file <{path}> size is smaller than the required mapping size "
+                         f"<{n * dtype.itemsize}>")
+    if n == 0:  # an empty file cannot be mapped: an empty storage
+        return np.zeros(1, dtype=dtype), 0
+    return np.memmap(path, dtype=dtype, mode="r+" if shared else "c", shape=(n,)), n

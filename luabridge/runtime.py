@@ -63,7 +63,7 @@ class Bridge:
         self.modules: dict[str, Any] = {}   # Lua modules the layers above keep (see `module`)
         # the Models built here: model.py's ModelCache, made on first use (this layer may not name it)
         self.model_cache: object = None
-        callbacks: dict[str, Any] = {}
+        callbacks: dict[str, Any] = {"is_interrupt": _is_interrupt}
         for provider in _callback_providers:
             callbacks.update(provider(self))
         dirs = [str(lua_dir()), *_extra_paths]
@@ -81,6 +81,8 @@ class Bridge:
         if not isinstance(result, tuple):  # true alone: the function returned nothing
             return None
         if result[0] is False:
+            if _is_interrupt(result[3]):   # Ctrl-C inside a callback: Python's own exception
+                raise result[3]
             raise LuaError(str(result[1]), str(result[2] or ""))
         rest = result[1:]
         return rest[0] if len(rest) == 1 else rest
@@ -103,6 +105,12 @@ class Bridge:
         if m is None:
             m = self.modules[name] = self.call(self.lua.globals().require, name)
         return m
+
+
+def _is_interrupt(error: Any) -> bool:
+    """True for the exceptions that stop a program rather than report a failure (Ctrl-C's
+    KeyboardInterrupt, SystemExit): no Lua error stands in for them."""
+    return isinstance(error, BaseException) and not isinstance(error, Exception)
 
 
 def _loaded(result: Any) -> Any:

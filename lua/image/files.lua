@@ -85,6 +85,7 @@ local function decode(fn, source, depth, tensortype, expected)
   local _, channels, height, width = probe(fn, source, expected)
   checkSize(fn, name, height, width)
   local ok, img = pcall(function() return torch.Tensor():type(typename):resize(channels, height, width) end)
+  if __luabridge_interrupt(img) then error(img, 0) end
   if not ok then   -- the allocation's own message names newStorage or resize
     error(('%s: cannot read %s: not enough memory for its %d x %d x %d pixels as a %s'):format(
       fn, name, channels, height, width, typename), 3)

@@ -90,16 +90,20 @@ function protected(f, ...)
   end
   local r = { xpcall(f, handler, ...) }
   if r[1] then return unpack(r, 1, table.maxn(r)) end
-  local e = r[2]
+  local e, raw = r[2], nil
   if type(e) ~= 'string' then
+    raw = e   -- Python raises it again when it is Python's own (KeyboardInterrupt)
     local ok, s = pcall(tostring, e)
     e = ok and s or '(error object is not a string)'
   end
   -- an error blaming its caller names this wrapper when Python made the call: drop that place
   e = e:gsub('^%[string "<python>"%]:%d+: ', '')
-  return false, e, tb
+  return false, e, tb, raw
 end
 rawset(_G, '__luabridge_protected', protected)
+-- True for Ctrl-C's KeyboardInterrupt raised in a Python callback: a pcall of the library must
+-- rethrow it (error(e, 0)) rather than make it a message or take it for a failure it handles.
+rawset(_G, '__luabridge_interrupt', function(e) return type(e) == 'userdata' and py.is_interrupt(e) end)
 rawset(_G, '__luabridge_frame_kind', frame_kind)   -- for code that names the user's line (th's Ctrl-C)
 -- debug.traceback('', level) as the user should see it, for tracebacks put into messages (nn's
 -- containers): level counts from the caller, as debug.traceback's does.

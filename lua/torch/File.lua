@@ -741,6 +741,7 @@ function File:writeObject(obj, debugname, hook)
   local ok, err = pcall(writeValue, self, st, obj)
   st.active, st.hook = false, nil
   if not ok then
+    if __luabridge_interrupt(err) then st.path, st.depth, st.level = {}, 0, 0; error(err, 0) end
     local msg = located(self, st, err)
     st.path, st.depth, st.level = {}, 0, 0
     check.error(msg)
@@ -1044,6 +1045,7 @@ function File:readObject()
   local ok, res = pcall(readValue, self, st)
   st.active = false
   if not ok then
+    if __luabridge_interrupt(res) then st.path, st.depth, st.level = {}, 0, 0; error(res, 0) end
     local msg = located(self, st, res)   -- (before notT7 moves the position)
     local looks = start and notT7(self, start)
     if looks then msg = ('%s: not a .t7 file: it looks like %s'):format(self._op or 'readObject', looks) end

@@ -291,9 +291,11 @@ end
 function Tester:_pcall(fn)
   local before = #self.errors
   local ok, err = xpcall(fn, function(e)
+    if __luabridge_interrupt(e) then return e end   -- Ctrl-C stops the run, rethrown below
     local tb = debug.traceback(tostring(e), 2)
     return (tb:gsub('\n[^\n]*in function .xpcall.*$', ''))
   end)
+  if not ok and __luabridge_interrupt(err) then error(err, 0) end
   if not ok then
     self.errors[#self.errors + 1] = self._currentTestName .. '\n Function call failed\n' .. err .. '\n'
   end

@@ -33,11 +33,20 @@ local function address(hi, lo, ct)
 end
 memory.address = address
 
+-- The batch stays queued until Python has released it: Ctrl-C (a KeyboardInterrupt raised in
+-- py.release) leaves it for the next flush to send again, which Python allows.
 function memory.flush()
-  if #pending > 0 then
-    local ids = table.concat(pending, ',')
-    pending = {}
-    py.release(ids)
+  local n = #pending
+  if n > 0 then
+    py.release(table.concat(pending, ',', 1, n))
+    -- ids queued meanwhile (a collection inside concat) stay; nothing below allocates until
+    -- pending is replaced, so no finalizer can queue into the table being dropped
+    local rest, i = {}, n + 1
+    while pending[i] do
+      rest[i - n] = pending[i]
+      i = i + 1
+    end
+    pending = rest
   end
 end
 
@@ -64,6 +73,13 @@ end
 -- numpy view of them, does. Carves are handed out once and never reused: a slab is zero when
 -- made, and goes back to Python whole with its last holder (so one long-lived carve keeps
 -- SLAB_BYTES). 0 turns carving off.
+-- numpy's own words ("Unable to allocate 7.28 TiB ...") name neither the op nor the sizes
+local function outOfMemory(n, dt)
+  local check = require 'torch.check'
+  check.error(('%s: not enough memory for %.0f %s elements (%.4g bytes)'):format(
+    check.userOp() or 'alloc', n, dt.name, n * dt.size))
+end
+
 local SLAB_BYTES, ALIGN = 4096, 16
 memory.smallBytes = 64
 local slabPtr, slabHandle, slabId, slabUsed = nil, nil, nil, SLAB_BYTES
@@ -74,6 +90,7 @@ local function carve(bytes, dt)
   if slabUsed + size > SLAB_BYTES then
     memory.account(SLAB_BYTES)
     local id, hi, lo = py.alloc(SLAB_BYTES, 'Byte', true)
+    if not id then outOfMemory(bytes / dt.size, dt) end
     slabPtr, slabHandle, slabId, slabUsed = address(hi, lo, bytePtr), memory.handle(id), id, 0
   elseif #pending > 0 then
     memory.flush()
@@ -90,13 +107,9 @@ end
 function memory.alloc(n, dt, overwritten)
   if n * dt.size <= memory.smallBytes then return carve(n * dt.size, dt) end
   memory.account(n * dt.size)
-  local ok, id, hi, lo = pcall(py.alloc, n, dt.name, not overwritten)
-  if not ok then
-    -- numpy's own words ("Unable to allocate 7.28 TiB ...") name neither the op nor the sizes
-    local check = require 'torch.check'
-    check.error(('%s: not enough memory for %.0f %s elements (%.4g bytes)'):format(
-      check.userOp() or 'alloc', n, dt.name, n * dt.size))
-  end
+  -- no pcall: an error raised in py.alloc (Ctrl-C's KeyboardInterrupt) passes through as itself
+  local id, hi, lo = py.alloc(n, dt.name, not overwritten)
+  if not id then outOfMemory(n, dt) end
   return address(hi, lo, dt.ptr), memory.handle(id), id, 0
 end
 
@@ -104,12 +117,10 @@ end
 -- typed pointer, the handle, the id and the element count.
 function memory.map(op, path, dt, shared, n)
   memory.flush()
-  local ok, id, hi, lo, count = pcall(py.map_file, path, dt.name, shared, n)
-  if not ok then
-    local check = require 'torch.check'
-    -- the Python exception's own line ("FileNotFoundError: [Errno 2] ...") says why
-    local why = tostring(id):match('([^\n]*Error: [^\n]*)') or tostring(id)
-    check.error(('%s: cannot map file <%s>%s: %s'):format(op, path, shared and ' (shared)' or '', why))
+  local id, hi, lo, count = py.map_file(path, dt.name, shared, n)
+  if not id then   -- hi: the Python exception's own line ("FileNotFoundError: [Errno 2] ...")
+    require('torch.check').error(('%s: cannot map file <%s>%s: %s'):format(
+      op, path, shared and ' (shared)' or '', hi))
   end
   return address(hi, lo, dt.ptr), memory.handle(id), id, count
 end
