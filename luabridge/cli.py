@@ -185,7 +185,12 @@ class _Tally:
             self.params += a.size
 
 
-def _module_lines(module: Any, indent: str, label: str, tally: _Tally, depth: int = 0) -> list[str]:
+def _module_lines(module: Any, indent: str, label: str, tally: _Tally, depth: int = 0,
+                  above: tuple[int, ...] = ()) -> list[str]:
+    """The module's line, its tensors' and its children's; `above`: the ids of the modules holding
+    it (one of them met again is a cycle, said, not followed)."""
+    if id(module) in above:
+        return [f"{indent}{label}{module.typename} (contains itself: a cycle, not followed)"]
     lines = [f"{indent}{label}{module.typename}"]
     pad = indent + " " * len(label) + "  "
     order = {"weight": 0, "bias": 1}
@@ -198,7 +203,8 @@ def _module_lines(module: Any, indent: str, label: str, tally: _Tally, depth: in
         if depth > 100:
             lines.append(f"{pad}...")
             break
-        lines += _module_lines(child, indent + " " * len(label) + "  ", child_label + " ", tally, depth + 1)
+        lines += _module_lines(child, indent + " " * len(label) + "  ", child_label + " ", tally, depth + 1,
+                               (*above, id(module)))
     return lines
 
 
@@ -255,10 +261,11 @@ def info(argv: Sequence[str]) -> int:
     a = p.parse_args(argv)
 
     try:
-        value = t7.read(a.file, a.format, functions="skip")
-    except (OSError, t7.T7Error) as e:
-        print(f"luabridge info: {e}", file=sys.stderr)
-        return 1
+        value = t7.read(a.file, a.format, functions="mark")
+    except OSError as e:
+        return _failed("info", f"{a.file}: {e.strerror or e}")
+    except t7.T7Error as e:
+        return _failed("info", str(e))
     tally = _Tally()
     try:
         print(f"{a.file}:")
@@ -295,18 +302,20 @@ def convert(argv: Sequence[str]) -> int:
     a = p.parse_args(argv)
 
     def fail(message: str) -> int:
-        print(f"luabridge convert: {message}", file=sys.stderr)
-        return 1
+        return _failed("convert", message)
 
     try:
         import torch
 
-        from .torch.convert import ConversionError, convert as to_torch
+        from .torch.convert import ConversionError, convert as to_torch, recursion_room, tree_size
     except ImportError as e:
         return fail(f"needs PyTorch ({e}): pip install 'luabridge[torch]'")
     from .persist import load
     from .proxy import LuaObject
 
+    folder = os.path.dirname(a.out) or "."
+    if not os.path.isdir(folder):   # said before the model is read and converted
+        return fail(f"{a.out}: no such folder {folder}")
     try:
         model = load(a.model, a.format)
     except LuaError as e:
@@ -315,13 +324,26 @@ def convert(argv: Sequence[str]) -> int:
         what = model._typename() if isinstance(model, LuaObject) else type(model).__name__
         return fail(f"{a.model} holds a {what}, not an nn module")
     try:
+        levels = tree_size(model)
         module = to_torch(model, strict=not a.no_strict)
     except ConversionError as e:
-        return fail(f"{a.model}: {e} (--no-strict keeps such modules as LuaModules)")
-    torch.save(module, a.out)
-    count = sum(p.numel() for p in module.parameters())
+        hint = "" if e.malformed else " (--no-strict keeps such modules as LuaModules)"
+        return fail(f"{a.model}: {e}{hint}")
+    with recursion_room(levels):   # pickling and PyTorch's module walks recurse once per level
+        try:
+            with t7.replacing(a.out) as f:
+                torch.save(module, f)
+        except OSError as e:
+            return fail(f"{a.out}: {e.strerror or e}")
+        count = sum(p.numel() for p in module.parameters())
     print(f"{a.out}: {type(module).__name__}, {count:,} parameters")
     return 0
+
+
+def _failed(command: str, message: str) -> int:
+    """Says what was wrong, on one line, for `luabridge <command>`; the exit status."""
+    print(f"luabridge {command}: {message}", file=sys.stderr)
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

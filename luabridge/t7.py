@@ -12,7 +12,8 @@ tensors, are wrapped in `Key`); pairs whose value is nil are dropped, as in Lua;
 numpy arrays that are views of their storage's array (so tensors sharing a storage share
 memory); a storage -> a 1-D numpy array; `torch.Cuda*` tensors -> arrays of the matching dtype;
 tds.Hash -> dict, tds.Vec -> list; any other class -> `TorchObject`. Lua functions are refused
-by default (functions='skip' reads them as None). The limits, type codes and class-name rule are
+by default (functions='skip' reads them as None, functions='mark' as a `LuaFunction` marker; no
+code is ever loaded or run). The limits, type codes and class-name rule are
 the Lua reader's, from lua/torch/t7format.lua (see `t7format`). Every problem is a `T7Error` naming what,
 the byte offset and where in the object it sits; sizes and counts are checked against the
 bytes left before anything is allocated, and nesting is bounded (MAX_DEPTH).
@@ -20,14 +21,18 @@ bytes left before anything is allocated, and nesting is bounded (MAX_DEPTH).
 Values written: None, bool, int, float, str, bytes, dict, list/tuple (keys 1..n), numpy arrays
 and scalars, TorchObject, Key. Arrays that are views of one base array are written as tensors
 sharing one storage (offset and strides kept); every object is written once and referenced after.
+A path is replaced only once the whole object is written (see `replacing`): a failed write
+leaves the old file, or none.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import math
 import os
 import re
+import stat
 import struct
 from types import GeneratorType
 from typing import Any, BinaryIO, Iterator, Optional, Union
@@ -38,7 +43,8 @@ from .dtypes import CUDA_NAMES, DTYPES
 from .t7format import CLASS_NAME as _CLASS_NAME
 from .t7format import HEAD_BYTES, MAX_DEPTH, MAX_DIMS, MAX_INDEX, MAX_TOKEN, TYPES, bytecode_kind, describe
 
-__all__ = ["read", "write", "T7Error", "TorchObject", "Key", "MAX_DEPTH", "TENSOR_CLASSES", "STORAGE_CLASSES"]
+__all__ = ["read", "write", "replacing", "T7Error", "TorchObject", "Key", "LuaFunction", "MAX_DEPTH",
+           "TENSOR_CLASSES", "STORAGE_CLASSES"]
 
 NIL, NUMBER, STRING, TABLE, TORCH, BOOLEAN, FUNCTION, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION = (TYPES[name] for name in (
     "NIL", "NUMBER", "STRING", "TABLE", "TORCH", "BOOLEAN", "FUNCTION", "LEGACY_RECUR_FUNCTION", "RECUR_FUNCTION"))
@@ -131,6 +137,19 @@ class TorchObject:
         names = ", ".join(str(k) for k in itertools.islice(self.fields, 12))
         more = ", ..." if len(self.fields) > 12 else ""
         return f"TorchObject({self.typename!r}, version={self.version}, fields=[{names}{more}])"
+
+
+class LuaFunction:
+    """A Lua function read with functions='mark': what its bytecode is (`kind`: "LuaJIT 2.1
+    bytecode", ...); the bytecode is neither kept nor loaded."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<Lua function ({self.kind}), not loaded>"
 
 
 class Key:
@@ -435,7 +454,7 @@ class _Reader:
         self.src = src
         self.table_mode = unknown_classes == "table"
         self.refuse_classes = unknown_classes == "error"
-        self.skip_functions = functions == "skip"
+        self.functions = functions
         self.memo: dict[int, Any] = {}
         self.count = 0                                  # objects read
         self.kinds: dict[int, int] = {}                 # index -> its object's kind (_KIND)
@@ -582,20 +601,21 @@ class _Reader:
         n = src.int("the size of a function's bytecode")
         src.check(n, 1, "function bytecode size")
         head = src.chars(n, "function bytecode")[:5]  # (whole: ascii ends a string after its bytes)
-        if not self.skip_functions:
-            kind, loadable = bytecode_kind(head)
+        kind, loadable = bytecode_kind(head)
+        if self.functions == "error":
             how = ("or, for a trusted file, luabridge.load(path, functions='load') runs it in Lua" if loadable
                    else "this runtime (LuaJIT 2.1, GC64) cannot load it anyway")
             raise _Bad(f"{self.where()} is a Lua function ({kind}): luabridge.t7 does not run code from files; "
                        f"pass functions='skip' to read it as None, or rebuild the function in code after loading; "
                        f"{how}", start, located=True)
+        value = LuaFunction(kind) if self.functions == "mark" else None
         if index is not None:
-            self.memo[index] = None
+            self.memo[index] = value
         self.labels[-1] = _UPVALUES
         upvalues = self._object()
         if type(upvalues) is GeneratorType:
             yield upvalues
-        return None
+        return value
 
     def _class_header(self) -> tuple[str, Union[int, float]]:
         """A torch object's class name and version."""
@@ -807,15 +827,16 @@ def read(source: Union[str, os.PathLike, BinaryIO], format: str = "binary", *, u
     format: 'binary' (long = 8 bytes), 'b32' (long = 4 bytes, as torch.save's 'b32'), 'b64', 'ascii'.
     unknownClasses: 'object' (default: a TorchObject), 'table' (a dict with '__typename' and
     '__version' added to the fields) or 'error' (only tensors, storages and tds classes allowed).
-    functions: 'error' (default: T7Error naming where the function sits) or 'skip' (read as None).
+    functions: 'error' (default: T7Error naming where the function sits), 'skip' (read as None)
+    or 'mark' (read as a `LuaFunction`, which says what bytecode it is; nothing is loaded).
     A file that is not a .t7 file (in this format) raises a T7Error saying what it looks like.
     """
     if format not in FORMATS:
         raise ValueError(f"t7.read: format must be one of {FORMATS}, not {format!r}")
     if unknownClasses not in ("object", "table", "error"):
         raise ValueError(f"t7.read: unknownClasses must be 'object', 'table' or 'error', not {unknownClasses!r}")
-    if functions not in ("error", "skip"):
-        raise ValueError(f"t7.read: functions must be 'error' or 'skip', not {functions!r}")
+    if functions not in ("error", "skip", "mark"):
+        raise ValueError(f"t7.read: functions must be 'error', 'skip' or 'mark', not {functions!r}")
     if isinstance(source, (str, os.PathLike)):
         with open(source, "rb") as f:
             return _Reader(_open_source(f, format), unknownClasses, functions).run()
@@ -1107,14 +1128,47 @@ def write(target: Union[str, os.PathLike, BinaryIO], obj: Any, format: str = "bi
     if format not in FORMATS:
         raise ValueError(f"t7.write: format must be one of {FORMATS}, not {format!r}")
     if isinstance(target, (str, os.PathLike)):
-        try:
-            with open(target, "wb") as f:
-                _write(f, obj, format)
-        except T7Error:
-            os.unlink(target)  # no half-written file
-            raise
+        with replacing(target) as f:
+            _write(f, obj, format)
     else:
         _write(target, obj, format)
+
+
+_temporary_names = itertools.count()   # numbers this process's temporary files apart
+
+
+@contextlib.contextmanager
+def replacing(path: Union[str, os.PathLike]) -> Iterator[BinaryIO]:
+    """A binary file to write that replaces `path` only once the block has succeeded: a temporary
+    file in path's folder, renamed over path (one atomic step) and given the old file's
+    permissions, so that a failure leaves the old file (or none) and no temporary file, never a
+    truncated one. A link or a file that is not a regular one (a device, a pipe) is written in
+    place. Errors name `path`, not the temporary file."""
+    path = os.fspath(path)
+    try:
+        old: Optional[os.stat_result] = os.lstat(path)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        with open(path, "wb") as f:
+            yield f
+        return
+    folder, base = os.path.split(path)
+    temp = os.path.join(folder, f".{base}.{os.getpid()}-{next(_temporary_names)}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, path) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        if old is not None:
+            os.chmod(temp, stat.S_IMODE(old.st_mode))
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
+        raise
 
 
 def _write(f: BinaryIO, obj: Any, fmt: str) -> None:

@@ -144,20 +144,61 @@ local function using(file, fn)
   return res
 end
 
-local function openFile(op, path, mode)
+-- openFile(op, path, mode[, shown]): shown is the name errors give (the file a temporary one stands for).
+local function openFile(op, path, mode, shown)
   local file = torch.DiskFile(path, mode, true)
-  if not file then check.error(('%s: cannot open <%s> in mode %s (%s)'):format(op, path, mode, torch.DiskFile._openError)) end
+  if not file then
+    check.error(('%s: cannot open <%s> in mode %s (%s)'):format(op, shown or path, mode, torch.DiskFile._openError))
+  end
   return file:pedantic()
 end
 
+local py = rawget(_G, '__luabridge_py')   -- Python's os (luabridge/files.py): stat, chmod
+ffi.cdef [[ int luabridge_getpid(void) __asm__("getpid"); ]]
+local saves = 0   -- numbers this process's temporary files apart
+
+-- The permission bits of an 'rwxr-x---' string.
+local function permissionBits(text)
+  local bits = 0
+  for i = 1, 9 do
+    if text:sub(i, i) ~= '-' then bits = bits + 2 ^ (9 - i) end
+  end
+  return bits
+end
+
+-- Runs write(name) on a file that replaces path only once write has succeeded: a temporary file
+-- in path's folder, renamed over path (one atomic step) and given the old file's permissions, so
+-- that a failure leaves the old file (or none) and no temporary file, never a truncated one. A
+-- link or a file that is not a regular one (a device, a pipe) is written in place.
+local function replacing(op, path, write)
+  local old = py.file_stat(path, false)
+  if old ~= nil and old.mode ~= 'file' then return write(path) end
+  saves = saves + 1
+  local folder, base = path:match('^(.*/)([^/]*)$')
+  local temp = ('%s.%s.%d-%d.tmp'):format(folder or '', base or path, ffi.C.luabridge_getpid(), saves)
+  local ok, err = pcall(function()
+    write(temp)
+    if old ~= nil then py.file_call('chmod', temp, permissionBits(old.permissions)) end
+    local renamed, why = os.rename(temp, path)
+    if not renamed then check.error(('%s: cannot replace <%s> (%s)'):format(op, path, why)) end
+  end)
+  if not ok then
+    os.remove(temp)
+    error(err, 0)
+  end
+end
+
 -- torch.save(path, obj[, mode[, referenced]]): mode 'binary' (default), 'ascii', 'b32', 'b64'.
+-- The file is replaced only once obj is written whole (see replacing).
 function torch.save(path, obj, mode, referenced)
   if type(path) ~= 'string' then check.error('torch.save: file name (string) expected') end
   mode, referenced = loadArgs('torch.save', mode, referenced)
-  local file = setMode(openFile('torch.save', path, 'w'), mode)
-  file._op = 'torch.save'
-  file:referenced(referenced)
-  using(file, function(f) f:writeObject(obj) end)
+  replacing('torch.save', path, function(name)
+    local file = setMode(openFile('torch.save', name, 'w', path), mode)
+    file._op = 'torch.save'
+    file:referenced(referenced)
+    using(file, function(f) f:writeObject(obj) end)
+  end)
 end
 
 -- torch.load(path[, mode][, referenced][, options]): options { unknownClasses = 'error'|'table',

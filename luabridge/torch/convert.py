@@ -45,7 +45,7 @@ class ConversionError(ValueError):
 
     def __init__(self, typename: str, path: str, reason: str = "has no PyTorch counterpart",
                  field: str | None = None, malformed: bool = False) -> None:
-        self.typename, self.path, self.field, self.malformed = typename, path, field, malformed
+        self.typename, self.path, self.reason, self.field, self.malformed = typename, path, reason, field, malformed
         where = f"{typename} at {path or '<root>'}"
         super().__init__(f"{where}: field {field} {reason}" if field else f"{where} {reason}")
 

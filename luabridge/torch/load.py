@@ -9,7 +9,9 @@ dicts (keys Python cannot hash, such as tables, wrapped in `luabridge.t7.Key`), 
 Torch class instances (criterions, nngraph nodes, classes read with
 ``unknownClasses='table'`` stay dicts with ``__typename``) `luabridge.t7.TorchObject`s of
 their fields. Numbers, strings, booleans come as Python's; Lua functions (read only with
-``functions='load'``) as luabridge function proxies. Shared and cyclic references stay so.
+``functions='load'``) as luabridge function proxies. Shared and cyclic references stay so;
+but a module containing itself (directly or through others), which torch7's recursive methods
+cannot run, is a ConversionError naming it and the file. Modules nested to any depth load.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from ..persist import load_value
 from ..proxy import lua_kind, wrap
 from ..runtime import bridge
 from ..t7 import Key, TorchObject
+from .convert import ConversionError, recursion_room, tree_size
 from .module import LuaModule
 
 
@@ -37,7 +40,8 @@ class _Converter:
     """Turns Lua values into PyTorch ones, each Lua table, tensor or object once (memo keyed by
     torch.pointer), so shared references and cycles carry over."""
 
-    def __init__(self) -> None:
+    def __init__(self, file: str) -> None:
+        self.file = file
         self.g = bridge().lua.globals()
         self.memo: dict[int, Any] = {}
 
@@ -59,7 +63,7 @@ class _Converter:
             tensor_class = str(self.g.torch.typename(x)).split(".")[1].replace("Storage", "Tensor")
             return _tensor(self.g.torch[tensor_class](x))
         if kind == "object" and self.g.torch.isTypeOf(x, "nn.Module"):
-            return LuaModule(wrap(x))
+            return self.module(x)
         keys = list(x.keys())
         n = len(keys)
         if kind == "table" and n and all(type(k) is int and 1 <= k <= n for k in keys):
@@ -76,10 +80,20 @@ class _Converter:
             fields[Key(k) if isinstance(k, (dict, list, torch.Tensor)) else k] = self.value(v)
         return out
 
+    def module(self, x: Any) -> LuaModule:
+        try:
+            levels = tree_size(x)
+        except ConversionError as e:
+            raise ConversionError(e.typename, e.path, f"{e.reason}, which a LuaModule cannot run (file {self.file})",
+                                  malformed=True) from None
+        with recursion_room(levels):   # LuaModule binds the parameters of the tree recursively
+            return LuaModule(wrap(x))
+
 
 def load_lua(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
     """The object a Torch7 file holds, as PyTorch values (see the module's doc): tensors as torch
     tensors sharing the loaded memory, nn modules as `LuaModule`s, tables as lists or dicts.
     `format` and `options` go to `luabridge.load` (``unknownClasses='table'``,
-    ``functions='skip'`` or ``'load'``); its errors (LuaError naming the file) pass through."""
-    return _Converter().value(load_value(path, format, **options))
+    ``functions='skip'`` or ``'load'``); its errors (LuaError naming the file) pass through. A
+    module containing itself is a ConversionError."""
+    return _Converter(os.fspath(path)).value(load_value(path, format, **options))
