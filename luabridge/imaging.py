@@ -125,7 +125,7 @@ def _pixels(bridge: "Bridge", source: Any, img: Any) -> tuple[np.ndarray, int]:
 def callbacks(bridge: "Bridge") -> dict:
     def image_info(source: Any) -> Any:
         """format, channels, height, width from the header alone; format and 0s for a format image
-        does not read; or nil and what is wrong."""
+        does not read; or nil, what is wrong, and the format the first bytes show (nil if none)."""
         try:
             fmt = _readable_format(_head(bridge, source, 8))
         except OSError as e:
@@ -141,8 +141,8 @@ def callbacks(bridge: "Bridge") -> dict:
                 return fmt, channels, img.height, img.width
         except Exception as e:  # whatever a hostile header makes the reader raise is its message
             if fmt == "PNG":
-                return None, f"Error during init_io ({_reason(e)})"   # torch7's message for any unreadable PNG
-            return None, _reason(e)
+                return None, f"Error during init_io ({_reason(e)})", fmt   # torch7's words for any unreadable PNG
+            return None, _reason(e), fmt
 
     def image_decode(source: Any, dst: Any) -> str | None:
         """Decodes into dst (channels x height x width, from image_info): a byte tensor gets 0..255

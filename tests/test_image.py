@@ -243,7 +243,7 @@ def test_corrupt_png_gives_torch7s_message(tmp_path):
     assert_lua_errors([
         ("function(p) require 'image'; image.load(p .. '/bad.png') end", "image.load: cannot read .*Error during init_io"),
         ("function(p) require 'image'; image.decompressPNG(torch.ByteTensor(torch.ByteStorage():string(io.open(p .. "
-         "'/bad.png', 'rb'):read('*a')))) end", "image.decompressPNG: PNG .Error during init_io .broken PNG file"),
+         "'/bad.png', 'rb'):read('*a')))) end", "image.decompressPNG: cannot read the bytes: Error during init_io .broken PNG file"),
     ], str(tmp_path))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fuzz_image import png, png_chunk
 from helpers import N, assert_lua_errors, lua_fn
 
 Image = pytest.importorskip("PIL.Image", reason="the image extra (Pillow) is not installed: pip install 'luabridge[image]'")
@@ -29,17 +30,6 @@ def rgb_u8(h: int = 9, w: int = 11) -> np.ndarray:
 
 def chw(hwc: np.ndarray) -> np.ndarray:
     return hwc.reshape(hwc.shape[0], hwc.shape[1], -1).transpose(2, 0, 1)
-
-
-def png_chunk(name: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + name + data + struct.pack(">I", zlib.crc32(name + data))
-
-
-def png(width: int, height: int, depth: int, colour: int, rows: bytes, interlace: int = 0) -> bytes:
-    """A PNG of one IDAT chunk holding rows (each with its filter byte), compressed."""
-    header = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, interlace)
-    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", header) + png_chunk(b"IDAT", zlib.compress(rows))
-            + png_chunk(b"IEND", b""))
 
 
 def assert_loads_as(path: Path, expected_hwc: np.ndarray, fn: str = "load") -> None:
@@ -207,7 +197,7 @@ def test_pnm_header_errors_name_the_function_and_file(tmp_path):
         for name, why in [("zero.pgm", "maxval must be greater than 0"), ("cut.pgm", "Reached EOF while reading header")]
     ] + [("function(p) require 'image'; image.load(p .. '/pfm.ppm') end", r"image.load: unknown image type: ppm \(.*pfm.ppm holds PFM\)"),
          ("function(p) require 'image'; image.loadPPM(p .. '/pfm.ppm') end",
-          r"image.loadPPM: unsupported magic number: .*pfm.ppm holds PFM, not PPM")],
+          r"image.loadPPM: unsupported magic number: PFM, not PPM, in .*pfm.ppm")],
         str(tmp_path))
 
 
@@ -235,3 +225,16 @@ def test_memory_errors_name_image_load(tmp_path, tensortype, headroom_mb, where)
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"image.load: cannot " in out.stdout and "big.jpg: " + where in out.stdout, out.stdout
+
+
+def test_depth_conversion_out_of_memory_names_image_load(tmp_path):
+    """Depth 1 converts a colour image with image.rgb2y after decoding; numpy's own words when that
+    cannot allocate ("Unable to allocate ...") become image.load's, naming the file."""
+    Image.fromarray(rgb_u8()).save(tmp_path / "a.png")
+    assert_lua_errors([
+        ("function(p) require 'image'; local rgb2y = image.rgb2y"
+         "; image.rgb2y = function() error('Unable to allocate 2.1 GiB for an array', 0) end"
+         "; local ok, e = pcall(image.load, p, 1); image.rgb2y = rgb2y; error(e, 0) end",
+         r"image.load: cannot make .*a.png depth 1: not enough memory for its 11 x 9 pixels"),
+        ("function(p) require 'image'; image.load(p, 2) end", r"image.load: depth must be 1 or 3, got 2"),
+    ], str(tmp_path / "a.png"))

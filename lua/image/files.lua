@@ -17,19 +17,23 @@ local function result_type(fn, tensortype)
   return name
 end
 
+local function checkDepth(fn, depth)
+  if depth ~= nil and depth ~= 1 and depth ~= 3 then
+    error(('%s: depth must be 1 or 3, got %s'):format(fn, tostring(depth)), 4)
+  end
+end
+
 -- torch7's depth forcing: 1 takes the luminance of colour images (an H x W result, as torch7's),
 -- 3 repeats a grey plane.
-local function todepth(fn, img, depth)
+local function todepth(img, depth)
   if depth == nil then return img end
   local channels = img:size(1)
   if depth == 1 then
     if channels == 3 or channels == 4 then return image.rgb2y(img:narrow(1, 1, 3))[1] end
     return img:narrow(1, 1, 1)
-  elseif depth == 3 then
-    if channels >= 3 then return img:narrow(1, 1, 3) end
-    return img:narrow(1, 1, 1):expand(3, img:size(2), img:size(3)):clone()
   end
-  error(('%s: depth must be 1 or 3, got %s'):format(fn, tostring(depth)), 3)
+  if channels >= 3 then return img:narrow(1, 1, 3) end
+  return img:narrow(1, 1, 1):expand(3, img:size(2), img:size(3)):clone()
 end
 
 -- The most pixels (height x width) a file's header may declare for image to decode it: a guard
@@ -48,15 +52,15 @@ end
 local function probe(fn, source, expected)
   local format, channels, height, width = py.image_info(source)
   local name = describe(source)
-  if format == nil then
-    if type(source) == 'string' then
-      if source:match('%.(%a+)$') == nil then error(fn .. ': unable to determine image type for file: ' .. source, 4) end
-      error(('%s: cannot read %s: %s'):format(fn, source, channels), 4)
-    end
-    error(fn .. ': ' .. (expected or 'input must be either jpg or png format') .. ' (' .. channels .. ')', 4)
+  local shown = format or height   -- unread, image_info gives nil, why, and the format its first bytes show
+  if expected and shown and shown ~= expected then
+    error(('%s: unsupported magic number: %s, not %s, in %s'):format(fn, shown, expected, name), 4)
   end
-  if expected and format ~= expected then
-    error(('%s: unsupported magic number: %s holds %s, not %s'):format(fn, name, format, expected), 4)
+  if format == nil then
+    if not shown and type(source) == 'string' and not source:match('%.(%a+)$') then
+      error(fn .. ': unable to determine image type for file: ' .. source, 4)
+    end
+    error(('%s: cannot read %s: %s'):format(fn, name, channels), 4)
   end
   if not READABLE[format] then   -- as torch7: not a format it reads, so the extension decides
     local ext = type(source) == 'string' and source:match('%.(%a+)$')
@@ -81,6 +85,7 @@ end
 -- source: a file name or a ByteTensor of file bytes.
 local function decode(fn, source, depth, tensortype, expected)
   local typename = result_type(fn, tensortype)
+  checkDepth(fn, depth)
   local name = describe(source)
   local _, channels, height, width = probe(fn, source, expected)
   checkSize(fn, name, height, width)
@@ -92,7 +97,13 @@ local function decode(fn, source, depth, tensortype, expected)
   end
   local problem = py.image_decode(source, img)
   if problem then error(('%s: cannot decode %s: %s'):format(fn, name, problem), 3) end
-  return todepth(fn, img, depth)
+  local converted, result = pcall(todepth, img, depth)
+  if not converted then   -- the conversion's own message names rgb2y, or is numpy's "Unable to allocate"
+    local memory = tostring(result):find('allocate') or tostring(result):find('memory')
+    error(('%s: cannot make %s depth %d: %s'):format(fn, name, depth,
+      memory and ('not enough memory for its %d x %d pixels'):format(width, height) or tostring(result)), 3)
+  end
+  return result
 end
 
 local function loadFile(fn, filename, depth, tensortype, expected)
