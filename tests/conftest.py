@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 import luabridge
+from processes import no_leaked_children, pytest_sessionfinish, pytest_sessionstart, spawn  # noqa: F401 - fixtures and hooks
 
 
 @pytest.fixture(scope="session")
