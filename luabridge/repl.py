@@ -183,9 +183,18 @@ class Prompt:
             print(" " * 70 + f"[{time.perf_counter() - started:0.4f}s]")
 
     def _shell(self, command: str) -> None:
-        done = subprocess.run(command, shell=True, capture_output=True, text=True)
-        sys.stdout.write(done.stdout)
-        sys.stderr.write(done.stderr)
+        """`$ command`: the shell's output as it came (bytes, so any encoding), kept in _RESULTS."""
+        if "\0" in command:  # no C string holds it: the shell could only see a cut command
+            print("luabridge th: the shell command holds a NUL byte: not run", file=sys.stderr)
+            return
+        try:
+            done = subprocess.run(command, shell=True, capture_output=True)
+        except OSError as e:  # no shell, no process left to start
+            print(f"luabridge th: the shell command could not start: {e}", file=sys.stderr)
+            return
+        self._flush()
+        sys.stdout.buffer.write(done.stdout)
+        sys.stderr.buffer.write(done.stderr)
         results = self.g._RESULTS
         results[len(results) + 1] = done.stdout
         self.g._LAST = done.stdout
@@ -224,8 +233,7 @@ class Prompt:
                     print(HELP if not topic else f"no documentation here for {topic}: see the README")
                     continue
                 chunk = self._read_chunk(stripped[1:] if stripped.startswith("=") else line)
-            except KeyboardInterrupt:  # Ctrl-C at a prompt drops the line
+                self._remember(chunk)
+                self._run(chunk)
+            except KeyboardInterrupt:  # Ctrl-C at a prompt, or before the chunk runs, drops the line
                 print()
-                continue
-            self._remember(chunk)
-            self._run(chunk)

@@ -6,7 +6,11 @@ never reach. Python's C-level handler still writes each signal to the wakeup fd;
 on it turns LuaJIT's hooks on (lua_sethook, which LuaJIT allows from a signal handler, so from
 any thread), and the hook (lua/luabridge/th_interrupt.lua) raises the error in the Lua thread. A
 second Ctrl-C before Lua stops quits the process, as LuaJIT's interpreter: code running in a
-compiled trace checks no hooks."""
+compiled trace checks no hooks.
+
+The handler is installed whatever SIGINT's disposition was inherited: a job started with SIGINT
+ignored (nohup, a shell's background job, some CI runners) still stops on Ctrl-C, as LuaJIT's
+interpreter sets its handler around every chunk it runs (luajit.c's docall)."""
 from __future__ import annotations
 
 import ctypes
@@ -45,8 +49,6 @@ class Interrupter:
         self._lock = threading.Lock()
         self._running = False
         self._armed = False
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with Ctrl-C ignored: it stays so
-            return
         read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
         signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
