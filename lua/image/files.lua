@@ -98,6 +98,7 @@ local function decode(fn, source, depth, tensortype, expected)
   local problem = py.image_decode(source, img)
   if problem then error(('%s: cannot decode %s: %s'):format(fn, name, problem), 3) end
   local converted, result = pcall(todepth, img, depth)
+  if __luabridge_interrupt(result) then error(result, 0) end
   if not converted then   -- the conversion's own message names rgb2y, or is numpy's "Unable to allocate"
     local memory = tostring(result):find('allocate') or tostring(result):find('memory')
     error(('%s: cannot make %s depth %d: %s'):format(fn, name, depth,
