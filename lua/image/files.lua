@@ -39,7 +39,7 @@ end
 -- The most pixels (height x width) a file's header may declare for image to decode it: a guard
 -- against decompression bombs (an 849-byte JPEG can declare 12000 x 12000, 3.5 GB as doubles),
 -- checked before anything is decoded or allocated. Pillow's MAX_IMAGE_PIXELS, where it warns:
--- 9459 x 9459, 2 GB as a DoubleTensor of 3 channels. Set image.maxPixels higher (math.huge: no
+-- 9459 x 9459, 2.1 GB as a DoubleTensor of 3 channels. Set image.maxPixels higher (math.huge: no
 -- limit) to read bigger images.
 image.maxPixels = image.maxPixels or 89478485
 
