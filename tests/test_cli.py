@@ -433,8 +433,9 @@ def drop_unfinished_chunk(t: Terminal) -> None:
     try:
         t.expect("th> ", timeout=10)
     except AssertionError:
-        # Now and then on a loaded machine (since issue 12's thread changes) the interrupt is
-        # lost: no prompt and nothing printed until the next key. A second Ctrl-C is still one.
+        # Now and then on a loaded machine the interrupt waits for the next key: Python's readline
+        # looks at signals only when one interrupts its select(), and this one came just before
+        # th went into it (after the prompt was drawn). A second Ctrl-C interrupts the select.
         t.type("\x03")
         t.expect("th> ")
 
