@@ -190,26 +190,45 @@ def test_require_without_matplotlib_names_the_extra():
 def test_a_file_is_drawn_at_most_once_a_second(tmp_path, monkeypatch):
     """Plotting every step (optim.Logger each epoch) must not draw every time: the first change
     draws, later ones within the interval wait and the newest is drawn by the timer or at exit;
-    plotflush draws at once."""
+    plotflush draws at once. The drawer's clock and timer are the test's: no loaded machine's
+    pause reaches into the interval."""
+    import threading
+    from types import SimpleNamespace
+
     from luabridge import plotting
 
     drawn: list = []
     path = str(tmp_path / "a.png")
     # only this file's drawings: an earlier test's figure may still be waiting for the shared timer
     monkeypatch.setattr(plotting, "render", lambda spec: spec.path == path and drawn.append((spec.path, spec.labels.get("title"))))
+    clock, timers = [1000.0], []
+
+    class Timer:
+        def __init__(self, interval: float, fire) -> None:
+            self.interval, self.fire, self.daemon = interval, fire, False
+            timers.append(self)
+
+        def start(self) -> None:
+            self.started = True
+
+    monkeypatch.setattr(plotting, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(plotting, "threading", SimpleNamespace(Lock=threading.Lock, Timer=Timer))
     drawer = plotting.Drawer(interval=0.3)
     spec = lambda title: plotting.Spec(path, "png", "plot", labels={"title": title})
     for i in range(50):
         drawer.draw(spec(f"step {i}"), now=False)
     assert drawn == [(str(tmp_path / "a.png"), "step 0")]
+    assert [(t.interval, t.started, t.daemon) for t in timers] == [(0.3, True, True)]   # one, for what waits
     drawer.draw(spec("forced"), now=True)
     assert drawn[-1][1] == "forced" and len(drawn) == 2
     drawer.draw(spec("late"), now=False)
-    import time
-    time.sleep(0.6)                                    # the timer draws what waited
+    timers[0].fire()                                   # the timer draws what waited
     assert drawn[-1][1] == "late" and len(drawn) == 3
+    clock[0] += 0.5
+    drawer.draw(spec("an interval later"), now=False)  # drawn at once
+    assert drawn[-1][1] == "an interval later" and len(drawn) == 4
     drawer.flush()
-    assert len(drawn) == 3                             # nothing left waiting
+    assert len(drawn) == 4                             # nothing left waiting
 
 
 def test_waiting_drawings_keep_their_folder(tmp_path, monkeypatch):
