@@ -9,7 +9,6 @@ import io
 import multiprocessing
 import pickle
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
@@ -178,9 +177,10 @@ def test_pickled_into_a_spawned_process(mlp: Model) -> None:
     whose class the source (a require of a file) defines there."""
     custom = Model.from_lua("require 'TestScale'\nreturn nn.Sequential():add(nn.TestScale(3))", files=SCALE_FILES)
     x = np.random.default_rng(5).standard_normal((2, 4))
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        y = pool.submit(mlp.predict, x).result(timeout=120)
-        scaled = pool.submit(custom.predict, x[:, :3]).result(timeout=60)
+    # leaving the block terminates the worker, pass or fail (an executor would wait for it)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        y = pool.apply_async(mlp.predict, (x,)).get(timeout=300)
+        scaled = pool.apply_async(custom.predict, (x[:, :3],)).get(timeout=120)
     np.testing.assert_allclose(y, mlp_reference(weights_of(mlp), x), rtol=0, atol=1e-12)
     np.testing.assert_array_equal(scaled, 2 * x[:, :3])
 
