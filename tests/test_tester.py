@@ -256,6 +256,7 @@ def test_timer_measures_real_and_cpu_time(lua):
 
 
 def test_timer_stop_resume_reset(lua):
+    start = time.perf_counter()
     out = luabridge.execute("""
       local t = torch.Timer()
       -- spin on wall time (os.clock counts every thread of the process, so it can run ahead of it)
@@ -273,18 +274,22 @@ def test_timer_stop_resume_reset(lua):
       local after = t:time().real
       t:stop(); t:reset()
       return stopped.real, still.real, still.user == stopped.user, resumed, after, t:time().real, s1, tostring(t)""")
+    wall = time.perf_counter() - start
     stopped, still, same_user, resumed, after, reset_stopped, s1, s2 = out
     assert stopped >= 0.02 and still == stopped and same_user
-    assert resumed >= stopped + 0.02          # (upper bounds on wall time fail on a loaded machine)
-    assert 0 <= after < 0.5 and reset_stopped == 0
+    assert resumed >= stopped + 0.02          # (fixed upper bounds on wall time fail on a loaded machine)
+    assert 0 <= after <= wall - 0.07 and reset_stopped == 0   # the 0.07 s of spins came before the reset
     assert s1 == "torch.Timer [status: stopped]" and s2 == "torch.Timer [status: stopped]"
     assert luabridge.eval("tostring(torch.Timer())") == "torch.Timer [status: running]"
 
 
 def test_tic_toc(lua):
+    toc = lua_fn("function(m) return torch.toc(m), torch.toc() end")
+    start = time.perf_counter()
     mark = luabridge.eval("torch.tic()")
     time.sleep(0.02)
-    since = lua_fn("function(m) return torch.toc(m), torch.toc() end")(mark)
-    assert 0.02 <= since[0] < 1 and 0.02 <= since[1] < 1
+    since = toc(mark)
+    wall = time.perf_counter() - start                 # what Python saw around it, whatever the load
+    assert 0.02 <= since[0] <= wall and 0.02 <= since[1] <= wall
     with pytest.raises(LuaError, match="toc: expected a mark"):
         luabridge.eval("torch.toc('x')")
