@@ -66,10 +66,12 @@ def test_runner_passes_fails_and_keeps_the_checkout_clean(tmp_path):
 
 def test_runner_time_limit_and_until(tmp_path):
     repos = make_repos(tmp_path)
-    (repos / "someone+prog" / "loop.lua").write_text("print('started') io.stdout:flush() while true do end\n")
+    # a program that never ends (sleeping: it leaves the CPUs to the rest of the suite); 10 s let
+    # th start and print on a loaded machine
+    (repos / "someone+prog" / "loop.lua").write_text("print('started') io.stdout:flush() while true do sys.sleep(1) end\n")
     slow = program(args=["loop.lua"], expect=["started"], timeout=3, lua_modules={})
     assert not rp.run_program(slow, repos, 1.0).ok
-    assert rp.run_program(program(args=["loop.lua"], expect=["started"], timeout=3, until=True,
+    assert rp.run_program(program(args=["loop.lua"], expect=["started"], timeout=10, until=True,
                                   lua_modules={}), repos, 1.0).ok
 
 

@@ -142,7 +142,7 @@ def test_blas_workers_leave_ctrl_c_to_the_main_thread():
     # a fresh process, as a user starts one (this one's runtime has set OpenBLAS's timeout)
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         env=env).stdout
+                         env=env, timeout=300).stdout
     rows = [line.split() for line in out.splitlines()]
     workers = [blocked for is_main, blocked in rows if is_main == "False"]
     assert ["True", "0"] in rows                      # the main thread takes SIGINT
