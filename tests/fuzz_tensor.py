@@ -281,14 +281,15 @@ def feed(pipe: IO[str], lines: list[str]) -> None:
 
 
 def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | None = None,
-              packages: str = "torch") -> Iterator[tuple[int, str, str]]:
+              packages: str = "torch", child: str = CHILD) -> Iterator[tuple[int, str, str]]:
     """(case, failure, message) for each failing case of a chunk, one child process for all;
-    make(seed, case) gives a case's Lua source (make_case here), packages what to require."""
+    make(seed, case) gives a case's Lua source (make_case here), packages what to require,
+    child the program that runs the cases (CHILD here; another fuzzer's takes the same argv)."""
     make = make or make_case
     pending = list(cases)
     while pending:
         errors = tempfile.TemporaryFile()   # a file, not a pipe: a chatty child cannot block on it
-        proc = subprocess.Popen([sys.executable, "-c", CHILD, str(MEMORY_MB), HARNESS, str(CASE_SECONDS), packages], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-c", child, str(MEMORY_MB), HARNESS, str(CASE_SECONDS), packages], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=errors, text=True)
         assert proc.stdin and proc.stdout
         # fed from a thread: the child's output is read meanwhile (no pipe can fill up and block
@@ -321,14 +322,15 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
 
 
 def fuzz(seed: int, n: int, chunk: int = 500, make: Callable[[int, int], str] | None = None,
-         packages: str = "torch") -> list[tuple[int, str, str]]:
+         packages: str = "torch", child: str = CHILD) -> list[tuple[int, str, str]]:
     failures = []
     for first in range(0, n, chunk):
-        failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk))), make, packages))
+        failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk))), make, packages, child))
     return failures
 
 
-def main(make: Callable[[int, int], str] | None = None, packages: str = "torch", doc: str = __doc__) -> int:
+def main(make: Callable[[int, int], str] | None = None, packages: str = "torch", doc: str = __doc__,
+         child: str = CHILD) -> int:
     make = make or make_case
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=2000)
@@ -338,12 +340,12 @@ def main(make: Callable[[int, int], str] | None = None, packages: str = "torch",
     a = ap.parse_args()
     if a.case is not None:
         print(make(a.seed, a.case))
-        for c, failure, message in run_chunk(a.seed, [a.case], make, packages):
+        for c, failure, message in run_chunk(a.seed, [a.case], make, packages, child):
             print(f"case {c}: {failure}: {message}")
             return 1
         print("passed")
         return 0
-    failures = fuzz(a.seed, a.cases, a.chunk, make, packages)
+    failures = fuzz(a.seed, a.cases, a.chunk, make, packages, child)
     for c, failure, message in failures:
         print(f"seed {a.seed} case {c}: {failure}: {message[:300]}")
     print(f"{a.cases - len(failures)} passed, {len(failures)} failed")
