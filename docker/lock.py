@@ -1,16 +1,20 @@
-"""Writes the lock file of a Docker image: the exact version of every Python package it installs,
+"""Writes the lock files of a Docker image: the exact version of every Python package it installs,
 as pip resolves luabridge's dependencies and the image's extras for the image's Python.
 
-    python docker/lock.py cpu  PYTHON    # docker/requirements.lock       (PYTHON: a CPython 3.11)
-    python docker/lock.py cuda PYTHON    # docker/requirements-cuda.lock  (PYTHON: a CPython 3.10)
+    python docker/lock.py cpu  PYTHON [--find-links DIR]  # requirements.lock, requirements-test.lock (a CPython 3.11)
+    python docker/lock.py cuda PYTHON                     # requirements-cuda.lock (a CPython 3.10)
 
 PYTHON is an interpreter of the image's minor version with pip (a fresh venv will do); it runs
-`pip install --dry-run --ignore-installed --report`, so nothing is installed. Packages the index
-here lacks (CuPy) cannot be resolved: they are written as pinned by hand in IMAGES below.
+`pip install --dry-run --ignore-installed --report`, so nothing is installed. pip resolves against
+the indexes the image installs from (PyPI and the lock's own --extra-index-url), not this machine's
+pip configuration: its config files and its PIP_* variables that add indexes, links or constraints
+are left out. Where a lock's extra index (download.pytorch.org) cannot be reached, --find-links DIR
+resolves from PyPI and DIR instead: a folder holding that index's wheels (torch==2.13.0+cpu).
 """
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -19,34 +23,40 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PYTORCH_CPU = "--extra-index-url https://download.pytorch.org/whl/cpu"
+# pip settings that would change what is resolved (the host's caches, mirrors, caps)
+HOST_SOURCES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CONSTRAINT", "PIP_NO_INDEX")
+
+
+@dataclass(frozen=True)
+class Lock:
+    file: str                          # file name under docker/
+    extras: tuple[str, ...]            # luabridge extras it installs
+    more: tuple[str, ...]              # more packages it needs, or narrower ranges
+    options: tuple[str, ...] = ()      # pip options written at the top of the lock
 
 
 @dataclass(frozen=True)
 class Image:
-    lock: str                          # file name under docker/
-    python: str                        # the image's Python, for the header
-    extras: tuple[str, ...]            # luabridge extras installed in the image
-    extra_requirements: tuple[str, ...]  # more packages the image needs, or narrower ranges
-    hand_pinned: tuple[str, ...]       # exact pins pip cannot resolve here, written as they are
-    options: tuple[str, ...] = ()      # pip options written at the top of the lock
+    python: str                        # the image's Python, for the headers
+    locks: tuple[Lock, ...]            # installed in this order, each over the ones before it
 
 
 # pip: the image's installer, pinned first; setuptools: the build backend, since the project is
 # installed with --no-build-isolation.
+INSTALLER = ("pip", "setuptools>=77")
 IMAGES = {
-    "cpu": Image(
-        "requirements.lock", "CPython 3.11 (python:3.11.7-slim-bookworm)",
-        ("test", "examples", "onednn"), ("pip", "setuptools>=77"), (),
-        # torch==2.13.0 (the test extra) as its CPU build: PyPI's Linux wheel pulls CUDA libraries.
-        ("--extra-index-url https://download.pytorch.org/whl/cpu",)),
-    "cuda": Image(
-        "requirements-cuda.lock", "CPython 3.10 (Ubuntu 22.04's python3 on nvidia/cuda)",
-        ("gpu",),
-        # pytest and hypothesis run the CUDA tests in the image; numpy 1.26 suits every CuPy 13.x.
-        ("pip", "setuptools>=77", "pytest>=7", "hypothesis>=6", "numpy==1.26.4"),
-        # Not on this machine's index: chosen by hand (CuPy 13.3 wheels support CUDA 12.x,
-        # Python 3.9-3.12 and NumPy 1.22 to 2.x; fastrlock is its one other dependency).
-        ("cupy-cuda12x==13.3.0", "fastrlock==0.8.2")),
+    "cpu": Image("CPython 3.11 (python:3.11.7-slim-bookworm)", (
+        # the runtime image: what a user runs luabridge with
+        Lock("requirements.lock", ("onednn", "image", "plot"), INSTALLER),
+        # the test target adds the suite's tools; torch==2.13.0 (the test extra) as its CPU build,
+        # since PyPI's Linux wheel pulls CUDA libraries
+        Lock("requirements-test.lock", ("test", "examples"), (), (PYTORCH_CPU,)),
+    )),
+    "cuda": Image("CPython 3.10 (Ubuntu 22.04's python3 on nvidia/cuda)", (
+        # pytest and hypothesis run the CUDA tests in the image
+        Lock("requirements-cuda.lock", ("gpu",), (*INSTALLER, "pytest>=7", "hypothesis>=6")),
+    )),
 }
 
 
@@ -54,55 +64,65 @@ def normalized(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def requirement_name(requirement: str) -> str:
-    """'ray[data]>=2.9' -> 'ray'."""
-    for i, c in enumerate(requirement):
-        if not (c.isalnum() or c in "-_."):
-            return normalized(requirement[:i])
-    return normalized(requirement)
-
-
-def requirements(image: Image) -> list[str]:
-    """The project's dependencies, its extras for the image, and the image's own requirements,
-    less those pinned by hand."""
+def requirements(lock: Lock) -> list[str]:
+    """The project's dependencies, the lock's extras and its own requirements."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = [*project["dependencies"],
-              *(r for extra in image.extras for r in project["optional-dependencies"][extra]),
-              *image.extra_requirements]
-    manual = {requirement_name(p) for p in image.hand_pinned}
-    return [r for r in wanted if requirement_name(r) not in manual]
+    return [*project["dependencies"],
+            *(r for extra in lock.extras for r in project["optional-dependencies"][extra]),
+            *lock.more]
 
 
-def resolve(python: str, wanted: list[str]) -> dict[str, str]:
+def pip_env() -> dict[str, str]:
+    """This process's environment without the host's pip configuration (its certificate kept)."""
+    env = {k: v for k, v in os.environ.items() if k not in HOST_SOURCES}
+    return env | {"PIP_CONFIG_FILE": os.devnull}
+
+
+def resolve(python: str, wanted: list[str], options: list[str]) -> dict[str, str]:
     """name -> version of everything pip would install for `wanted` with that interpreter."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
         subprocess.run([python, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
-                        "--report", str(report), *wanted], check=True)
+                        "--report", str(report), *options, *wanted],
+                       check=True, env=pip_env())
         installs = json.loads(report.read_text())["install"]
     return {normalized(i["metadata"]["name"]): i["metadata"]["version"] for i in installs}
 
 
-def lock_text(image: Image, versions: dict[str, str]) -> str:
-    extras, more, manual = ",".join(image.extras), ", ".join(image.extra_requirements), ", ".join(image.hand_pinned)
+def lock_text(image: Image, lock: Lock, below: list[str], versions: dict[str, str]) -> str:
+    extras, more = ",".join(lock.extras), ", ".join(lock.more)
     header = [
         f"# Generated by docker/lock.py from pyproject.toml, for {image.python} on linux x86_64:",
-        f"# luabridge's dependencies, its extras [{extras}], and {more}.",
+        f"# luabridge's dependencies, its extras [{extras}]" + (f", and {more}." if more else "."),
+        *([f"# Installed over {', '.join(below)}: it holds only the packages they lack, "
+           "resolved with their versions fixed."] if below else []),
         "# The image installs this file with --no-deps, so nothing else comes in; pip check verifies it.",
-        *([f"# Pinned by hand, not resolved (the index used lacks them): {manual}"] if manual else []),
-        *image.options,
+        *lock.options,
     ]
-    pins = sorted([f"{name}=={version}" for name, version in versions.items()] + list(image.hand_pinned))
-    return "\n".join(header + pins) + "\n"
+    return "\n".join(header + sorted(f"{n}=={v}" for n, v in versions.items())) + "\n"
+
+
+def write_locks(image: Image, python: str, find_links: str | None) -> None:
+    """Each lock resolved with the versions (and the indexes) of the locks below it held, and
+    written without their packages."""
+    below: dict[str, str] = {}
+    for i, lock in enumerate(image.locks):
+        held = [f"{name}=={version}" for name, version in below.items()]
+        options = [w for lk in image.locks[:i + 1] for o in lk.options for w in o.split()]
+        if find_links and options:
+            options = ["--find-links", find_links]
+        versions = resolve(python, requirements(lock) + held, options)
+        added = {n: v for n, v in versions.items() if n not in below}
+        text = lock_text(image, lock, [lk.file for lk in image.locks[:i]], added)
+        (ROOT / "docker" / lock.file).write_text(text)
+        print(f"docker/{lock.file}: {len(added)} packages")
+        below |= added
 
 
 def main(argv: list[str]) -> None:
-    if len(argv) != 2 or argv[0] not in IMAGES:
+    if len(argv) not in (2, 4) or argv[0] not in IMAGES or argv[2:3] not in ([], ["--find-links"]):
         sys.exit(__doc__)
-    image = IMAGES[argv[0]]
-    versions = resolve(argv[1], requirements(image))
-    (ROOT / "docker" / image.lock).write_text(lock_text(image, versions))
-    print(f"docker/{image.lock}: {len(versions) + len(image.hand_pinned)} packages")
+    write_locks(IMAGES[argv[0]], argv[1], argv[3] if len(argv) == 4 else None)
 
 
 if __name__ == "__main__":
