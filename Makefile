@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench fuzz clean
+.PHONY: run test bench fuzz clean image
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,12 @@ bench: $(STAMP)
 	else echo 'bench/real_models.py and torch_bridge.py skipped: they run beside PyTorch (pip install torch==2.13.0)'; fi
 	if $(PY) -c 'import ray' 2>/dev/null; then $(PY) bench/scale_out.py; \
 	else echo "bench/scale_out.py skipped: it needs Ray (pip install 'luabridge[ray]')"; fi
+
+# make image: the CPU runtime image `luabridge` (docker/README.md), with podman, else docker.
+# PIP_CERT, where set, is the CA bundle the build's pip is given (a proxy that re-signs TLS).
+image:
+	engine=$$(command -v podman || command -v docker) || { echo 'make image needs podman or docker' >&2; exit 1; }; \
+	$$engine build -f docker/Dockerfile $${PIP_CERT:+--secret id=ca,src=$$PIP_CERT} -t luabridge .
 
 clean:
 	rm -rf $(VENV) build *.egg-info
