@@ -1,7 +1,8 @@
 """Fuzzes the image readers with hostile files: valid PNG, JPEG, PPM and PGM files of every kind
 (Pillow's modes, palettes with and without tRNS, 16-bit samples, CMYK and YCCK, progressive,
-plain-text PNM), then bit flips, overwritten, inserted and deleted bytes, truncations, PNG
-chunks with their CRCs made right again, and header size edits up to huge declared sizes.
+plain-text PNM), then bit flips, overwritten, inserted, deleted and repeated bytes (a JPEG's
+scans repeated), truncations, PNG chunks with their CRCs made right again, and header size edits
+up to huge declared sizes.
 
     python tests/fuzz_image.py --cases 100000 [--seed S] [--chunk N]
     python tests/fuzz_image.py --seed S --case I          (one case, here, with its Lua source)
@@ -155,11 +156,15 @@ def mutated(data: bytes, fmt: str, rng: random.Random) -> bytes:
             data = data[:at] + rng.randbytes(rng.randint(1, 16)) + data[at + rng.randint(0, 16):]
         elif r < 0.55:          # truncation
             data = data[:rng.randrange(n + 1)]
-        elif r < 0.85:          # a header size edit: near the real one or huge
+        elif r < 0.8:           # a header size edit: near the real one or huge
             w, h = rng.choice(SIDES), rng.choice(SIDES)
             if rng.random() < 0.4:
                 w, h = rng.randint(1, 40), rng.randint(1, 40)
             data = with_declared_size(data, fmt, w, h, rng)
+        elif r < 0.88:          # a part repeated: a JPEG's last scan (each one a pass over the image), or bytes
+            last = data.rfind(b"\xff\xda")
+            at, end = (last, len(data) - 2) if fmt == "JPEG" and last > 0 else sorted(rng.sample(range(n + 2), 2))
+            data = data[:at] + data[at:end] * rng.randint(2, 150) + data[end:]
         else:                   # bytes cut out
             at = rng.randrange(n + 1)
             data = data[:at] + data[at + rng.randint(1, 64):]

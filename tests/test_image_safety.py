@@ -238,3 +238,24 @@ def test_depth_conversion_out_of_memory_names_image_load(tmp_path):
          r"image.load: cannot make .*a.png depth 1: not enough memory for its 11 x 9 pixels"),
         ("function(p) require 'image'; image.load(p, 2) end", r"image.load: depth must be 1 or 3, got 2"),
     ], str(tmp_path / "a.png"))
+
+
+def progressive_with_scans(scans: int) -> bytes:
+    """A 64 x 64 progressive JPEG with its last scan repeated until it has `scans` scans (libjpeg
+    only warns about the repeats and decodes each: a CPU bomb in a small file)."""
+    buf = io.BytesIO()
+    Image.fromarray(rgb_u8(64, 64)).save(buf, "JPEG", progressive=True)
+    data = buf.getvalue()
+    last = data[data.rindex(b"\xff\xda"):-2]   # the last SOS segment and its data, before EOI
+    return data[:-2] + last * (scans - data.count(b"\xff\xda")) + data[-2:]
+
+
+def test_jpeg_of_too_many_scans_is_refused(tmp_path):
+    (tmp_path / "many.jpg").write_bytes(progressive_with_scans(101))
+    (tmp_path / "most.jpg").write_bytes(progressive_with_scans(100))
+    assert_lua_errors([("function(p) require 'image'; image.loadJPG(p .. '/many.jpg') end",
+                        r"image.loadJPG: cannot decode .*many.jpg: JPEG: 101 scans, more than the 100")], str(tmp_path))
+    with Image.open(tmp_path / "most.jpg") as img:
+        expected = np.asarray(img)
+    np.testing.assert_array_equal(N(load("loadJPG", str(tmp_path / "most.jpg"), "byte")), chw(expected))
+    assert N(load("getSize", str(tmp_path / "many.jpg"))).tolist() == [3, 64, 64]   # the header is read
