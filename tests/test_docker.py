@@ -485,6 +485,13 @@ def test_runtime_image_runs_nn(runtime_image):
 
 
 @pytest.mark.slow
+def test_runtime_image_loads_onednn(runtime_image):
+    """The onednn extra's library loads (it needs the image's libgomp1)."""
+    r = offline(runtime_image, "luabridge", "th", "-e", "print(require('torch.backend.cpu.dnnl').available)")
+    assert r.stdout.split() == ["true"]
+
+
+@pytest.mark.slow
 def test_runtime_image_default_command_runs_offline(runtime_image):
     """examples/demo.py ends by printing a numpy array Lua wrote into, and its transpose."""
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
