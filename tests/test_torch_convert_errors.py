@@ -55,6 +55,10 @@ MALFORMED = [
     (nested("nn.SpatialConvolution(2, 3, 3, 3); m.kW = 2.5"), "nn.SpatialConvolution", "2.1", "kW", "2.5"),
     (nested("nn.SpatialConvolution(2, 3, 3, 3); m.weight = torch.randn(3, 2, 3, 2)"), "nn.SpatialConvolution",
      "2.1", "weight", "expected 54 elements"),
+    (nested("nn.SpatialConvolution(2, 3, 3, 3); m.kW = 1e300"), "nn.SpatialConvolution", "2.1", "weight",
+     "expected "),   # checked against the weight before a module of that size is made
+    (nested("nn.View(3); m.size = torch.randn(2)"), "nn.View", "2.1", "size", "expected integers"),
+    (nested("nn.HardTanh(-1, 1); m.min_val = 0/0"), "nn.HardTanh", "2.1", "max_val", "more than min_val (nan)"),
     (nested("nn.Dropout(0.5); m.p = 2"), "nn.Dropout", "2.1", "p", "probability"),
     (nested("nn.BatchNormalization(3); m.running_var = torch.ones(4)"), "nn.BatchNormalization", "2.1",
      "running_var", "expected 3 elements"),
@@ -97,6 +101,41 @@ def test_a_malformed_module_names_its_class_path_and_field(code, typename, path,
         e = caught.value
         assert (e.typename, e.path, e.field, e.malformed) == (typename, path, field, True)
         assert str(e).startswith(f"{typename} at {path or '<root>'}: field {field} ") and words in str(e)
+
+
+def test_a_bias_without_a_weight_is_a_setting_pytorch_cannot_keep():
+    module = lua(nested("nn.BatchNormalization(3); m.weight = nil"))
+    with pytest.raises(ConversionError, match="has a bias that its PyTorch counterpart cannot have") as caught:
+        convert(module)
+    assert not caught.value.malformed and caught.value.path == "2.1"
+    assert type(convert(module, strict=False)[1][0]).__name__ == "LuaModule"
+
+
+# (chunk, class, path, field, words): modules a LuaModule could not run (torch7's parameters()
+# would fail, or give what is no parameter)
+NOT_RUNNABLE = [
+    (nested("nn.Sequential():add(nn.Tanh()); m.modules = 3"), "nn.Sequential", "2.1", "modules", "is 3"),
+    (nested("nn.Sequential():add(nn.Tanh()); m.modules = nil"), "nn.Sequential", "2.1", "modules", "is nil"),
+    (nested("nn.Sequential():add(nn.Tanh()):add(nn.Tanh()); m.modules[1] = nil"), "nn.Sequential", "2.1",
+     "modules", "gap"),
+    (nested("nn.Sequential():add(nn.Tanh()); m.modules[1] = {}"), "nn.Sequential", "2.1", "modules[1]",
+     "is a table, expected a module"),
+    (nested("nn.Linear(3, 4); m.weight = torch.LongTensor(4, 3)"), "nn.Linear", "2.1", "weight",
+     "floating-point"),
+    (nested("nn.Linear(3, 4); m.weight = 'x'"), "nn.Linear", "2.1", "weight", "the string \"x\""),
+    (nested("nn.Linear(3, 4); m.gradWeight = nil"), "nn.Linear", "2.1", "gradWeight", "the gradient of weight"),
+]
+
+
+@pytest.mark.parametrize("code,typename,path,field,words", NOT_RUNNABLE, ids=[c[3] + str(i) for i, c in
+                                                                             enumerate(NOT_RUNNABLE)])
+def test_load_lua_names_a_module_a_luamodule_could_not_run(tmp_path, code, typename, path, field, words):
+    luabridge.save(tmp_path / "m.t7", lua(code))
+    with pytest.raises(ConversionError) as caught:
+        load_lua(tmp_path / "m.t7")
+    e = caught.value
+    assert (e.typename, e.path, e.field, e.malformed) == (typename, path, field, True)
+    assert words in str(e) and str(e).endswith(f"which a LuaModule cannot run (file {tmp_path / 'm.t7'})")
 
 
 def test_conversion_error_is_a_value_error_exported_by_the_package():

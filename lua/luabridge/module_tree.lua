@@ -72,4 +72,72 @@ function M.shape(root)
   return count
 end
 
+local function describe(v)
+  if torch.isTensor(v) then return ('a %s of size %s'):format(torch.typename(v), table.concat(v:size():totable(), 'x')) end
+  if type(v) == 'string' then return ('the string %q'):format(v) end
+  if type(v) == 'number' or type(v) == 'boolean' or v == nil then return tostring(v) end
+  return 'a ' .. (torch.typename(v) or type(v))
+end
+
+local function fieldHolding(m, v)
+  for k, x in pairs(m) do
+    if type(k) == 'string' and rawequal(x, v) then return k end
+  end
+end
+
+-- What is wrong in module m for the walk of its parameters: field, reason; nil when all is well.
+local function paramsProblem(m)
+  local ok, params, grads = pcall(m.parameters, m)
+  if not ok then return 'parameters', 'cannot be listed: ' .. tostring(params) end
+  if params == nil then return end
+  if type(params) ~= 'table' or type(grads) ~= 'table' then return 'parameters', 'are not listed as tables' end
+  for i, p in ipairs(params) do
+    local field = fieldHolding(m, p)
+    if not (torch.isTensor(p) and not p._dt.integer) then
+      return field or ('parameter ' .. i), 'is ' .. describe(p) .. ', expected a floating-point tensor'
+    end
+    if field == nil then return 'parameter ' .. i, 'is a tensor held in no field' end
+    local grad = grads[i]
+    if not (torch.isTensor(grad) and grad:nElement() == p:nElement()) then
+      local name = fieldHolding(m, grad) or 'grad' .. field:sub(1, 1):upper() .. field:sub(2)
+      return name, ('is %s, expected a tensor of %d elements (the gradient of %s)'):format(describe(grad), p:nElement(), field)
+    end
+  end
+end
+
+-- malformed(root) -> typename, path, field, reason for the first module whose children (its
+-- `modules`: a table of modules, keys 1..n) or parameters (floating-point tensors in fields, with
+-- gradients of their size) torch7's recursive methods and a LuaModule could not use; nil when
+-- none. Walks `modules` only, as those methods do; call it on a tree without cycles (shape).
+function M.malformed(root)
+  local stack, seen = { { root, '' } }, {}
+  while #stack > 0 do
+    local m, path = unpack(table.remove(stack))
+    local children = rawget(m, 'modules')
+    if children == nil and torch.isTypeOf(m, 'nn.Container') then
+      return torch.typename(m), path, 'modules', 'is nil, expected a table of modules'
+    elseif children == nil then
+      local field, reason = paramsProblem(m)
+      if field then return torch.typename(m), path, field, reason end
+    else
+      if not isPlainTable(children) then
+        return torch.typename(m), path, 'modules', 'is ' .. describe(children) .. ', expected a table of modules'
+      end
+      local n = 0
+      for _ in pairs(children) do n = n + 1 end
+      for i = 1, n do
+        local c = children[i]
+        if c == nil then return torch.typename(m), path, 'modules', 'has a gap at ' .. i .. ', or keys that are not 1..n' end
+        if not (type(c) == 'table' and torch.isTypeOf(c, 'nn.Module')) then
+          return torch.typename(m), path, ('modules[%d]'):format(i), 'is ' .. describe(c) .. ', expected a module'
+        end
+        if not seen[c] then
+          seen[c] = true
+          stack[#stack + 1] = { c, join(path, tostring(i)) }
+        end
+      end
+    end
+  end
+end
+
 return M

@@ -211,6 +211,8 @@ class Context:
             for name in names:
                 if m._lua[name] is not None:
                     target = getattr(module, name)
+                    if target is None:   # a batch normalization's bias without its weight
+                        raise self.fail(m, f"has a {name} that its PyTorch counterpart cannot have (field {name})")
                     target.copy_(self.tensor(m, name, numel=target.numel()).reshape(target.shape))
         return module
 
@@ -243,8 +245,10 @@ class Context:
         when given."""
         value = self._present(m, name, _REQUIRED, "numbers")
         lua_torch = bridge().lua.globals().torch
-        if lua_torch.isStorage(value) or lua_torch.isTensor(value) and value.nDimension(value) <= 1:
+        if lua_torch.isStorage(value):
             numbers = list(wrap(value).tolist())
+        elif lua_torch.isTensor(value) and value.nDimension(value) <= 1:
+            numbers = np.array(wrap(value)).ravel().tolist()
         elif lupa.lua_type(value) == "table" and lua_torch.typename(value) is None:
             numbers = [value[i] for i in range(1, len(value) + 1)]
             if len(numbers) != len(list(value.keys())):

@@ -109,7 +109,7 @@ def _gmodule(m: LuaObject, ctx: Context) -> torch.fx.GraphModule:
         node = nodes[i]
         data = node.data if _table(node) else None
         if not _table(data):
-            raise ctx.bad(m, f"forwardnodes[{i}]", f"is {describe(node)}, expected a graph node")
+            raise ctx.bad(m, f"forwardnodes[{i}]", f"is {describe(node)} with no data table, expected a graph node")
         values[key(data)] = _node_value(m, ctx, graph, modules, values, f"forwardnodes[{i}].data", data)
     out = lua.outnode.data if _table(lua.outnode) else None
     if not _table(out) or key(out) not in values:

@@ -3,7 +3,7 @@ shape layers and containers (table layers and criterions: convert_tables, conver
 PyTorch's own module where it computes the same; else one of `layers`."""
 from __future__ import annotations
 
-from typing import Any
+import math
 
 import torch
 
@@ -60,12 +60,15 @@ def _conv(m: LuaObject, ctx: Context, dims: str, transposed: bool) -> torch.nn.M
     for name, n in planes.items():
         if n % groups:
             raise ctx.bad(m, name, f"is {n}, not a multiple of groups ({groups})")
+    kernel = ctx.integers(m, "k", dims, minimum=1)
+    # checked before the module is made: its weight's size comes from these fields
+    weight = ctx.tensor(m, "weight", numel=planes["nInputPlane"] * planes["nOutputPlane"] // groups * math.prod(kernel))
     options = dict(stride=ctx.integers(m, "d", dims, 1, minimum=1), padding=ctx.integers(m, "pad", dims, 0, minimum=0),
                    dilation=ctx.integers(m, "dilation", dims, 1, minimum=1), groups=groups,
-                   bias=_has(m, "bias"), dtype=ctx.tensor(m, "weight").dtype)
+                   bias=_has(m, "bias"), dtype=weight.dtype)
     if transposed:
         options["output_padding"] = ctx.integers(m, "adj", dims, 0, minimum=0)
-    module = cls(planes["nInputPlane"], planes["nOutputPlane"], ctx.integers(m, "k", dims, minimum=1), **options)
+    module = cls(planes["nInputPlane"], planes["nOutputPlane"], kernel, **options)
     return ctx.copy_into(module, m, "weight", "bias")
 
 
@@ -271,7 +274,10 @@ def _probability(m: LuaObject, ctx: Context) -> float:
 
 
 def _hardtanh(m: LuaObject, ctx: Context) -> torch.nn.Module:
-    return torch.nn.Hardtanh(ctx.number(m, "min_val"), ctx.number(m, "max_val"), _inplace(m, ctx))
+    low, high = ctx.number(m, "min_val"), ctx.number(m, "max_val")
+    if not high > low:   # as torch7's constructor asserts
+        raise ctx.bad(m, "max_val", f"is {high}, expected more than min_val ({low})")
+    return torch.nn.Hardtanh(low, high, _inplace(m, ctx))
 
 
 def _cudnn_softmax(m: LuaObject, ctx: Context) -> torch.nn.Module:

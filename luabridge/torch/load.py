@@ -81,11 +81,20 @@ class _Converter:
         return out
 
     def module(self, x: Any) -> LuaModule:
+        """A LuaModule over a module that torch7's recursive methods can walk: no cycle, children
+        that are modules, parameters that are floating-point tensors with gradients; else a
+        ConversionError naming the module, its path, the field and the file."""
         try:
             levels = tree_size(x)
         except ConversionError as e:
             raise ConversionError(e.typename, e.path, f"{e.reason}, which a LuaModule cannot run (file {self.file})",
                                   malformed=True) from None
+        b = bridge()
+        problem = b.call(b.module("luabridge.module_tree").malformed, x)
+        if problem is not None:
+            typename, path, field, reason = problem
+            raise ConversionError(str(typename), str(path), f"{reason}, which a LuaModule cannot run (file {self.file})",
+                                  str(field), malformed=True)
         with recursion_room(levels):   # LuaModule binds the parameters of the tree recursively
             return LuaModule(wrap(x))
 
