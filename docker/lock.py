@@ -1,11 +1,12 @@
 """Writes the lock files of a Docker image: the exact version of every Python package it installs,
 as pip resolves luabridge's dependencies and the image's extras for the image's Python.
 
-    python docker/lock.py cpu  PYTHON [--find-links DIR]  # requirements.lock, requirements-test.lock (a CPython 3.11)
-    python docker/lock.py cuda PYTHON                     # requirements-cuda.lock (a CPython 3.10)
+    python docker/lock.py cpu  PYTHON [--find-links DIR]  # requirements.lock, requirements-test.lock
+    python docker/lock.py cuda PYTHON                     # requirements-cuda.lock
 
-PYTHON is an interpreter of the image's minor version with pip (a fresh venv will do); it runs
-`pip install --dry-run --ignore-installed --report`, so nothing is installed. pip resolves against
+PYTHON is a CPython of the image's minor version (3.11 for cpu, 3.10 for cuda) with pip (a fresh
+venv will do); it runs `pip install --dry-run --ignore-installed --report`, so nothing is
+installed. pip resolves against
 the indexes the image installs from (PyPI and the lock's own --extra-index-url), not this machine's
 pip configuration: its config files and its PIP_* variables that add indexes, links or constraints
 are left out. Where a lock's extra index (download.pytorch.org) cannot be reached, --find-links DIR
