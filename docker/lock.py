@@ -6,11 +6,11 @@ as pip resolves luabridge's dependencies and the image's extras for the image's 
 
 PYTHON is a CPython of the image's minor version (3.11 for cpu, 3.10 for cuda) with pip (a fresh
 venv will do); it runs `pip install --dry-run --ignore-installed --report`, so nothing is
-installed. pip resolves against
-the indexes the image installs from (PyPI and the lock's own --extra-index-url), not this machine's
-pip configuration: its config files and its PIP_* variables that add indexes, links or constraints
-are left out. Where a lock's extra index (download.pytorch.org) cannot be reached, --find-links DIR
-resolves from PyPI and DIR instead: a folder holding that index's wheels (torch==2.13.0+cpu).
+installed. pip resolves against the indexes the image installs from (PyPI and the lock's own
+--extra-index-url), not this machine's pip configuration: its config files and its PIP_* variables
+that add indexes, links or constraints are left out. Where a lock's extra index
+(download.pytorch.org) cannot be reached, --find-links DIR resolves from PyPI and DIR instead: a
+folder holding that index's wheels (torch==2.13.0+cpu).
 """
 from __future__ import annotations
 
