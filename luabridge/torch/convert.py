@@ -102,7 +102,18 @@ def describe(value: Any) -> str:
     return f"a {typename}"
 
 
-def _is_module(value: Any) -> bool:
+def is_number(value: Any) -> bool:
+    """A Lua number (lupa gives int or float; a boolean is no number)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_plain_table(value: Any) -> bool:
+    """A Lua table that is no torch class instance (a list, a record)."""
+    return lupa.lua_type(value) == "table" and bridge().lua.globals().torch.typename(value) is None
+
+
+def is_module(value: Any) -> bool:
+    """An nn module or criterion (a raw Lua value)."""
     lua_torch = bridge().lua.globals().torch
     return lupa.lua_type(value) == "table" and bool(
         lua_torch.isTypeOf(value, "nn.Module") or lua_torch.isTypeOf(value, "nn.Criterion"))
@@ -153,7 +164,7 @@ class Context:
         value = self._present(m, name, default, "a number")
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not is_number(value):
             raise self.bad(m, name, f"is {describe(value)}, expected a number")
         return float(value)
 
@@ -162,7 +173,7 @@ class Context:
         value = self._present(m, name, default, "an integer")
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not float(value).is_integer():
+        if not (is_number(value) and float(value).is_integer()):
             raise self.bad(m, name, f"is {describe(value)}, expected an integer")
         if minimum is not None and value < minimum:
             raise self.bad(m, name, f"is {int(value)}, expected at least {minimum}")
@@ -219,14 +230,14 @@ class Context:
     def module(self, m: LuaObject, name: str) -> LuaObject:
         """A field holding one module (or criterion)."""
         value = self._present(m, name, _REQUIRED, "a module")
-        if not _is_module(value):
+        if not is_module(value):
             raise self.bad(m, name, f"is {describe(value)}, expected a module")
         return wrap(value)
 
     def modules(self, m: LuaObject, name: str = "modules") -> list[LuaObject]:
         """A field holding a list of modules (or criterions): a table with keys 1..n, no gaps."""
         value = self._present(m, name, _REQUIRED, "a table of modules")
-        if lupa.lua_type(value) != "table" or bridge().lua.globals().torch.typename(value) is not None:
+        if not is_plain_table(value):
             raise self.bad(m, name, f"is {describe(value)}, expected a table of modules")
         keys = list(value.keys())
         n = len(keys)
@@ -235,7 +246,7 @@ class Context:
             raise self.bad(m, name, f"has the keys {listed}: a gap, or keys that are not 1..n")
         out = []
         for i in range(1, n + 1):
-            if not _is_module(value[i]):
+            if not is_module(value[i]):
                 raise self.bad(m, f"{name}[{i}]", f"is {describe(value[i])}, expected a module")
             out.append(wrap(value[i]))
         return out
@@ -249,13 +260,13 @@ class Context:
             numbers = list(wrap(value).tolist())
         elif lua_torch.isTensor(value) and value.nDimension(value) <= 1:
             numbers = np.array(wrap(value)).ravel().tolist()
-        elif lupa.lua_type(value) == "table" and lua_torch.typename(value) is None:
+        elif is_plain_table(value):
             numbers = [value[i] for i in range(1, len(value) + 1)]
             if len(numbers) != len(list(value.keys())):
                 numbers.append(None)   # other keys than 1..n: not a list
         else:
             numbers = None
-        if numbers is None or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in numbers):
+        if numbers is None or not all(map(is_number, numbers)):
             raise self.bad(m, name, f"is {describe(value)}, expected numbers (a storage or a table of numbers)")
         if count is not None and len(numbers) != count:
             raise self.bad(m, name, f"holds {len(numbers)} numbers, expected {count}")

@@ -20,7 +20,7 @@ from lupa import luajit21 as lupa
 
 from ..proxy import LuaObject, wrap
 from ..runtime import bridge
-from .convert import Context, _is_module, converter, describe
+from .convert import Context, converter, describe, is_module
 
 Value = Any  # an fx.Node, or a list of Values: what a table-valued edge carries while tracing
 
@@ -89,7 +89,7 @@ def _node_value(m: LuaObject, ctx: Context, graph: torch.fx.Graph, modules: _Sub
     value = inputs[0] if len(inputs) == 1 else inputs
     if data.module is None:
         return value
-    name = modules.name_of(wrap(data.module), data.annotations) if _is_module(data.module) else None
+    name = modules.name_of(wrap(data.module), data.annotations) if is_module(data.module) else None
     if name is None:
         raise ctx.bad(m, f"{where}.module", f"is {describe(data.module)}, expected one of its modules")
     return graph.call_module(name, (value,))

@@ -10,7 +10,7 @@ import torch
 from ..proxy import LuaObject
 from ..runtime import bridge
 from . import layers
-from .convert import Context, Converter, converter, describe, tensor
+from .convert import Context, Converter, converter, describe, is_number, is_plain_table, tensor
 
 
 def _has(m: LuaObject, name: str) -> bool:
@@ -447,14 +447,14 @@ def _reshape(m: LuaObject, ctx: Context) -> torch.nn.Module:
 @converter("nn.Transpose")
 def _transpose(m: LuaObject, ctx: Context) -> torch.nn.Module:
     pairs = ctx.raw(m, "permutations")
-    if describe(pairs) != "a table":
+    if not is_plain_table(pairs):
         raise ctx.bad(m, "permutations", f"is {describe(pairs)}, expected a table of dimension pairs")
     swaps = []
     for i in range(1, len(pairs) + 1):
-        pair = [pairs[i][j] if describe(pairs[i]) == "a table" else None for j in (1, 2)]
-        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in pair):
+        pair = [pairs[i][j] if is_plain_table(pairs[i]) else None for j in (1, 2)]
+        if not all(is_number(d) and float(d).is_integer() and d >= 1 for d in pair):
             raise ctx.bad(m, f"permutations[{i}]", f"is {describe(pairs[i])}, expected a pair of dimensions")
-        swaps.append((pair[0] - 1, pair[1] - 1))
+        swaps.append((int(pair[0]) - 1, int(pair[1]) - 1))
     return layers.Transpose(swaps, _input_dims(m, ctx))
 
 
