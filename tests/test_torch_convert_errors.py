@@ -124,6 +124,8 @@ NOT_RUNNABLE = [
      "floating-point"),
     (nested("nn.Linear(3, 4); m.weight = 'x'"), "nn.Linear", "2.1", "weight", "the string \"x\""),
     (nested("nn.Linear(3, 4); m.gradWeight = nil"), "nn.Linear", "2.1", "gradWeight", "the gradient of weight"),
+    (nested("nn.LinearWeightNorm(3, 4); m.v = nil"), "nn.LinearWeightNorm", "2.1", "parameters()[1]",
+     "is nil, expected a floating-point tensor"),   # a hole in the list parameters() gives
 ]
 
 
@@ -136,6 +138,16 @@ def test_load_lua_names_a_module_a_luamodule_could_not_run(tmp_path, code, typen
     e = caught.value
     assert (e.typename, e.path, e.field, e.malformed) == (typename, path, field, True)
     assert words in str(e) and str(e).endswith(f"which a LuaModule cannot run (file {tmp_path / 'm.t7'})")
+
+
+def test_a_malformed_bottle_saves_and_is_named(tmp_path):
+    """torch.save writes a Bottle's torch7 fields as tensors of nInputDim elements; a table there
+    made torch.Tensor({{}}) index a missing storage (a Lua runtime error inside torch.save)."""
+    assert luabridge.eval("torch.Tensor({{}}):nElement()") == 0
+    module = lua("local m = nn.Bottle(nn.Tanh()); m.nInputDim = {nn.Tanh()}; return m")
+    luabridge.save(tmp_path / "m.t7", module)
+    with pytest.raises(ConversionError, match="nn.Bottle at <root>: field nInputDim is a table, expected an integer"):
+        convert(module)
 
 
 def test_conversion_error_is_a_value_error_exported_by_the_package():

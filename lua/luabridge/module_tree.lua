@@ -91,12 +91,13 @@ local function paramsProblem(m)
   if not ok then return 'parameters', 'cannot be listed: ' .. tostring(params) end
   if params == nil then return end
   if type(params) ~= 'table' or type(grads) ~= 'table' then return 'parameters', 'are not listed as tables' end
-  for i, p in ipairs(params) do
-    local field = fieldHolding(m, p)
+  for i = 1, table.maxn(params) do   -- a nil among them (a field it lists is nil) included
+    local p = params[i]
+    local field = p ~= nil and fieldHolding(m, p)
     if not (torch.isTensor(p) and not p._dt.integer) then
-      return field or ('parameter ' .. i), 'is ' .. describe(p) .. ', expected a floating-point tensor'
+      return field or ('parameters()[' .. i .. ']'), 'is ' .. describe(p) .. ', expected a floating-point tensor'
     end
-    if field == nil then return 'parameter ' .. i, 'is a tensor held in no field' end
+    if not field then return 'parameters()[' .. i .. ']', 'is a tensor held in no field' end
     local grad = grads[i]
     if not (torch.isTensor(grad) and grad:nElement() == p:nElement()) then
       local name = fieldHolding(m, grad) or 'grad' .. field:sub(1, 1):upper() .. field:sub(2)

@@ -715,7 +715,7 @@ local function fromTable(mt, tbl)
   local t = make(mt)
   if #sz == 1 and sz[1] == 0 then return t end
   t:resize(sz)
-  local p = t._st._ptr
+  local p = t._st and t._st._ptr   -- none for {{}}: no element to write, only the shape to check
   local flat = t._dt.half and {} or nil
   local pos = 0
   local function walk(x, d)
