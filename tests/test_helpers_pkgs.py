@@ -1,6 +1,6 @@
-"""The torch distribution's helper packages: paths, sys, xlua, threads (lua/paths, lua/sys, lua/xlua,
-lua/threads: its pool against a bounded-queue model and round robin, written here) and the
-CUDA packages cutorch / cunn / cudnn without a GPU (LUABRIDGE_CUDA_ON_CPU=1)."""
+"""The torch distribution's helper packages: paths, sys, xlua (lua/paths, lua/sys, lua/xlua) and the
+CUDA packages cutorch / cunn / cudnn without a GPU (LUABRIDGE_CUDA_ON_CPU=1). threads: see
+test_threads_parallel.py."""
 from __future__ import annotations
 
 import gc
@@ -17,7 +17,6 @@ import pytest
 import luabridge
 from luabridge.backend import cuda
 from helpers import lua_fn
-from lua_json import fresh_runner
 
 L = lua_fn("""function(code, ...)
   require 'xlua'
@@ -130,8 +129,9 @@ def test_sys(lua):
     assert L("return sys.COLORS.red, sys.COLORS.Red, sys.COLORS._red, sys.COLORS.none") == \
         ("\x1b[0;31m", "\x1b[1;31m", "\x1b[41m", "\x1b[0m")
     assert L("return sys.dirname('/a/b'), sys.isNaN(0/0), sys.isNaN(1)") == ("/a", True, False)
+    start = time.perf_counter()
     dt = L("sys.tic(); sys.sleep(0.02); return sys.toc()")
-    assert 0.015 < dt < 1
+    assert 0.015 < dt <= time.perf_counter() - start   # within the wall time around it, whatever the load
 
 
 # ---- xlua ----
@@ -266,217 +266,3 @@ def test_cutorch_with_the_numpy_device(monkeypatch):
     finally:
         cuda.use_array_module(None)
     assert out == "torch.CudaTensor false"
-
-
-# ---- threads (every job runs in order on the calling thread) ----
-
-@pytest.fixture(scope="module")
-def threads_run():
-    yield from fresh_runner("local threads = require 'threads'")
-
-
-def round_robin(n_jobs: int, n_threads: int) -> list[int]:
-    return [i % n_threads + 1 for i in range(n_jobs)]
-
-
-def test_pool_runs_jobs_in_order_round_robin(threads_run):
-    got = threads_run("""
-      local pool = threads.Threads(4)
-      local done = {}
-      for i = 1, 6 do
-        pool:addjob(function(x, y) return x * y, __threadid end,
-                    function(p, tid) done[#done + 1] = {i, p, tid} end, i, i + 1)
-      end
-      pool:synchronize()
-      pool:terminate()
-      return {done, __threadid == nil}""")
-    assert got[0] == [[i, i * (i + 1), t] for i, t in zip(range(1, 7), round_robin(6, 4))]
-    assert got[1] is True    # __threadid is only set while a job runs
-
-
-def test_init_functions_run_once_per_thread_and_return_the_last_ones_results(threads_run):
-    got = threads_run("""
-      local log = {}
-      local pool, results = threads.Threads(3,
-        function(id) log[#log + 1] = 'a' .. id .. '@' .. __threadid end,
-        function(id) log[#log + 1] = 'b' .. id; return id * 10, 'x' .. id end)
-      pool:terminate()
-      return {log, results}""")
-    assert got[0] == ["a1@1", "a2@2", "a3@3", "b1", "b2", "b3"]
-    assert got[1] == [[10, "x1"], [20, "x2"], [30, "x3"]]
-
-
-def bounded_fifo_trace(n_jobs: int, capacity: int) -> list[str]:
-    """Events of adding n_jobs to a queue of `capacity` that runs its oldest job when full, then
-    draining it: a<i> before each addjob, c<i> / e<i> for a job's callback / endcallback."""
-    trace, queue = [], []
-    for i in range(1, n_jobs + 1):
-        trace.append(f"a{i}")
-        if len(queue) == capacity:
-            j = queue.pop(0)
-            trace += [f"c{j}", f"e{j}"]
-        queue.append(i)
-    for j in queue:
-        trace += [f"c{j}", f"e{j}"]
-    return trace
-
-
-def test_a_full_queue_runs_its_oldest_job_before_taking_one(threads_run):
-    got = threads_run("""
-      local pool = threads.Threads(2)
-      local trace, accepts = {}, {}
-      for i = 1, 5 do
-        trace[#trace + 1] = 'a' .. i
-        pool:addjob(function() trace[#trace + 1] = 'c' .. i end, function() trace[#trace + 1] = 'e' .. i end)
-        accepts[#accepts + 1] = {pool:acceptsjob(), pool:hasjob()}
-      end
-      pool:synchronize()
-      accepts[#accepts + 1] = {pool:acceptsjob(), pool:hasjob()}
-      return {trace, accepts}""")
-    assert got[0] == bounded_fifo_trace(5, 2)
-    assert got[1] == [[True, True]] + [[False, True]] * 4 + [[True, False]]
-
-
-def test_specific_mode_names_the_thread(threads_run):
-    got = threads_run("""
-      local pool = threads.Threads(3)
-      local was = pool:specific()
-      pool:specific(true)
-      local ran = {}
-      for _, id in ipairs({3, 1, 3, 2}) do
-        pool:addjob(id, function(v) return __threadid, v end, function(t, v) ran[#ran + 1] = {t, v} end, id * 100)
-      end
-      local full = {pool:acceptsjob(3)}
-      pool:synchronize()
-      local ok, err = pcall(pool.addjob, pool, 4, function() end)
-      local okAccept, errAccept = pcall(pool.acceptsjob, pool)
-      pool:specific(false)
-      return {was, pool:specific(), ran, ok, err, okAccept, errAccept}""")
-    was, now, ran, ok, err, ok_accept, err_accept = got
-    assert (was, now) == (False, False)
-    assert ran == [[3, 300], [1, 100], [3, 300], [2, 200]]
-    assert ok is False and "thread index (1..3) expected, got 4" in err
-    assert ok_accept is False and "thread index (1..3) expected, got nil" in err_accept
-
-
-def test_errors_name_the_thread_and_the_pool_goes_on(threads_run):
-    got = threads_run("""
-      local pool = threads.Threads(2)
-      local function evil() error('bad input 7') end
-      pool:addjob(function() evil() end)
-      local ok1, err1 = pcall(pool.synchronize, pool)
-      pool:addjob(function() return 5 end, function(v) error('end got ' .. v) end)
-      local ok2, err2 = pcall(pool.synchronize, pool)
-      local sum = 0
-      pool:addjob(function() return 10 end, function(v) sum = sum + v end)
-      pool:synchronize()
-      local ok3, err3 = pcall(pool.dojob, pool)
-      pool:terminate()
-      local ok4, err4 = pcall(pool.addjob, pool, function() end)
-      local ok5, err5 = pcall(threads.Threads, 0)
-      return {ok1, err1, ok2, err2, sum, ok3, err3, ok4, err4, ok5, err5}""")
-    ok1, err1, ok2, err2, total, ok3, err3, ok4, err4, ok5, err5 = got
-    assert ok1 is False and err1.startswith("[thread 1 callback]") and "bad input 7" in err1
-    assert "in function 'evil'" in err1                                   # a traceback, as torch7's
-    assert ok2 is False and err2.startswith("[thread 2 endcallback]") and "end got 5" in err2
-    assert total == 10
-    assert ok3 is False and "no job queued" in err3
-    assert ok4 is False and "thread system is not running" in err4
-    assert ok5 is False and "number of threads must be a positive integer, got 0" in err5
-
-
-def test_terminate_runs_the_queued_jobs_first(threads_run):
-    got = threads_run("""
-      local pool = threads.Threads(4)
-      local n = 0
-      for i = 1, 3 do pool:addjob(function() return i end, function(i) n = n + i end) end
-      pool:terminate()
-      return {n, pool:isrunning()}""")
-    assert got == [6, False]
-
-
-def test_data_loader_pattern(threads_run):
-    """dcgan.torch's data.lua: init functions build a loader global per thread, jobs return
-    batches that the endcallback copies into the caller's tensor."""
-    got = threads_run("""
-      local pool = threads.Threads(2,
-        function() require 'torch' end,
-        function(id) torch.manualSeed(id); loader = {next = 0, get = function(self)
-          self.next = self.next + 1
-          return torch.Tensor(2):fill(self.next)
-        end} end)
-      local batch, seen = torch.Tensor(2), {}
-      for i = 1, 4 do
-        pool:addjob(function() return loader:get() end, function(x) batch:copy(x); seen[#seen + 1] = batch:sum() end)
-      end
-      pool:synchronize()
-      return seen""")
-    # one Lua state: the loader global is shared, so batches count 1, 2, 3, 4 whatever the thread
-    assert got == [2.0, 4.0, 6.0, 8.0]
-
-
-def test_consumer_driven_loader_pattern(threads_run):
-    """fb.resnet.torch's dataloader.lua: fill the queue while acceptsjob(), then dojob() one batch
-    per step and refill, until hasjob() is false."""
-    got = threads_run("""
-      local pool = threads.Threads(3)
-      local size, batchSize, nextIndex, sample = 10, 4, 1, nil
-      local function enqueue()
-        while nextIndex <= size and pool:acceptsjob() do
-          local first, n = nextIndex, math.min(batchSize, size - nextIndex + 1)
-          pool:addjob(function(a, k) local t = {} for i = a, a + k - 1 do t[#t + 1] = i * i end return t end,
-                      function(batch) sample = batch end, first, n)
-          nextIndex = nextIndex + batchSize
-        end
-      end
-      local batches = {}
-      while true do
-        enqueue()
-        if not pool:hasjob() then break end
-        pool:dojob()
-        if pool:haserror() then pool:synchronize() end
-        batches[#batches + 1] = sample
-      end
-      return batches""")
-    squares = [i * i for i in range(1, 11)]
-    assert got == [squares[0:4], squares[4:8], squares[8:10]]
-
-
-def test_serializations(threads_run):
-    got = threads_run("""
-      local t = torch.Tensor{1, 2, 3}
-      local h = require('tds').Hash({a = 1})
-      local obj = {t = t, f = function() return t:sum() end, h = h}
-      local serialize, shared = require 'threads.serialize', require 'threads.sharedserialize'
-      local copy = serialize.load(serialize.save(obj))
-      local same = shared.load(shared.save(obj))
-      local before = threads.serialization()
-      threads.serialization('threads.sharedserialize')
-      local after = threads.serialization()
-      threads.serialization(before)
-      return {copy.t == t, copy.t:totable(), copy.f(), copy.h.a, same.t == t, same.h == h, same.f(),
-              before, after}""")
-    assert got == [False, [1, 2, 3], 6, 1, True, True, 6, "threads.serialize", "threads.sharedserialize"]
-
-
-def test_mutex_condition_and_safe(threads_run):
-    got = threads_run("""
-      local m = threads.Mutex()
-      local same = threads.Mutex(m:id()) == m
-      m:lock()
-      local okRelock, errRelock = pcall(m.lock, m)
-      m:unlock()
-      local c = threads.Condition()
-      c:signal(); c:broadcast()
-      local okWait, errWait = pcall(c.wait, c, m)
-      local count = 0
-      local inc = threads.safe(function(k) count = count + k; return count end, m)
-      local r = inc(5)
-      local boom = threads.safe(function() error('inside') end, m)
-      local okBoom = pcall(boom)
-      m:lock(); m:unlock()                 -- boom's error left m unlocked
-      return {same, okRelock, errRelock, okWait, errWait, r, okBoom}""")
-    same, ok_relock, err_relock, ok_wait, err_wait, r, ok_boom = got
-    assert same is True and r == 5 and ok_boom is False
-    assert ok_relock is False and "already locked" in err_relock
-    assert ok_wait is False and "would never return" in err_wait

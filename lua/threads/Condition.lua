@@ -1,13 +1,18 @@
--- threads.Condition([id]): a condition variable. With every job on one thread nothing could
--- signal a waiter, so wait() is an error; signal() and broadcast() do nothing.
-local Condition = {}
-Condition.__index = Condition
+-- threads.Condition([id]): a condition variable shared by every thread (a pthread condition,
+-- threads/handles.lua): wait(mutex) releases the locked mutex until a signal, then retakes it.
+local handles = require 'threads.handles'
+local C = handles.C
 
-function Condition:wait()
-  error(('threads.Condition %d: wait would never return (jobs run on one thread here)'):format(self._id), 2)
+local Condition = {}
+
+function Condition:wait(mutex)
+  if torch.typename(mutex) ~= 'threads.Mutex' then
+    error('threads.Condition:wait: a threads.Mutex (locked by this thread) expected', 2)
+  end
+  C.luabridge_cond_wait(self._h.ptr, mutex._h.ptr)
 end
 
-function Condition:signal() end
-function Condition:broadcast() end
+function Condition:signal() C.luabridge_cond_signal(self._h.ptr) end
+function Condition:broadcast() C.luabridge_cond_broadcast(self._h.ptr) end
 
-return require('threads.handles')('Condition', Condition)
+return handles.class('threads.Condition', Condition, function(ptr) C.luabridge_cond_init(ptr, nil) end)

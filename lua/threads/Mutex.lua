@@ -1,20 +1,11 @@
--- threads.Mutex([id]): a mutex; Mutex(m:id()) is the same mutex. Jobs run on one thread here,
--- so locking a locked mutex is an error (torch7 would wait for a release that never comes).
+-- threads.Mutex([id]): a mutex shared by every thread (a pthread mutex, threads/handles.lua);
+-- Mutex(m:id()) in any runtime is the same mutex.
+local handles = require 'threads.handles'
+local C = handles.C
+
 local Mutex = {}
-Mutex.__index = Mutex
 
-function Mutex:lock()
-  if self.locked then
-    error(('threads.Mutex %d: already locked (jobs run on one thread: it would never be unlocked)'):format(self._id), 2)
-  end
-  self.locked = true
-end
+function Mutex:lock() C.luabridge_mutex_lock(self._h.ptr) end
+function Mutex:unlock() C.luabridge_mutex_unlock(self._h.ptr) end
 
-function Mutex:unlock()
-  if not self.locked then error(('threads.Mutex %d: unlock of an unlocked mutex'):format(self._id), 2) end
-  self.locked = false
-end
-
-function Mutex.__tostring(self) return ('threads.Mutex(%d)'):format(self._id) end
-
-return require('threads.handles')('Mutex', Mutex)
+return handles.class('threads.Mutex', Mutex, function(ptr) C.luabridge_mutex_init(ptr, nil) end)

@@ -1,11 +1,17 @@
--- threads.Threads(N[, f1, f2, ...]): torch/threads' pool API, with every job run in order on
--- the calling thread. addjob queues a job; dojob runs the oldest one (its callback, as the
--- pool's thread __threadid, then its endcallback); synchronize runs them all. Jobs share the
--- caller's Lua state: callbacks and their arguments are not copied, and the globals a job sets
--- are the caller's. A pool of N "threads" runs its init functions once per thread id 1..N.
+-- threads.Threads(N[, f1, f2, ...]): torch/threads' pool. N workers, each an OS thread with a
+-- Lua runtime of its own (luabridge/threads.py): jobs and their upvalues are serialized into
+-- the workers with the pool's serialization module, what they return is serialized back, and
+-- endcallbacks run here, in dojob / synchronize. Each init function runs once on every worker
+-- (with the worker's id); the last one's results are returned beside the pool.
+local transfer = require 'threads.transfer'
+
+local py = rawget(_G, '__luabridge_py')
 local Threads = {}
 Threads.__index = Threads
 Threads.__serialize = 'threads.serialize'
+-- bytes each worker's runtime holds that this runtime's collector cannot see (torch and nn
+-- loaded): counted like a buffer, so that pools dropped without terminate are collected soon
+local WORKER_BYTES = 4 * 1024 * 1024
 
 -- Threads.serialization([name]): sets (or returns) the serialization module new pools use.
 function Threads.serialization(name)
@@ -24,37 +30,21 @@ local function checkThreadId(self, id)
   end
 end
 
--- Runs fn(...) as thread id: __threadid is id meanwhile, as in each torch7 thread's state.
-local function runAs(id, fn, ...)
-  local saved = rawget(_G, '__threadid')
-  rawset(_G, '__threadid', id)
-  local results = { n = 0 }
-  local function collect(ok, ...)
-    results.n = select('#', ...)
-    for i = 1, results.n do results[i] = select(i, ...) end
-    return ok
-  end
-  local args = { n = select('#', ...), ... }
-  local ok = collect(xpcall(function() return fn(unpack(args, 1, args.n)) end, debug.traceback))
-  rawset(_G, '__threadid', saved)
-  return ok, results
-end
-
 function Threads.new(N, ...)
   if type(N) ~= 'number' or N < 1 or N % 1 ~= 0 then
     error(('threads.Threads: the number of threads must be a positive integer, got %s'):format(tostring(N)), 2)
   end
-  require(Threads.__serialize)   -- as torch7: an unknown serialization fails here
   local self = setmetatable({ N = N, __specific = true, __running = true, errors = false,
-                              jobs = {}, first = 1, last = 0, nextThread = 0 }, Threads)
+                              endcallbacks = { n = 0 }, lastCallbackId = 0,
+                              serializer = require(Threads.__serialize) }, Threads)
+  require('torch.memory').account(N * WORKER_BYTES)
+  self.pool = py.threads_pool(N, Threads.__serialize, package.path)
   local inits = { ... }
   if #inits == 0 then inits = { function() end } end
   local initResults = {}
   for j, init in ipairs(inits) do
-    for i = 1, N do
-      local keep = j == #inits and function(...) initResults[#initResults + 1] = { ... } end or nil
-      self:addjob(i, init, keep, i)
-    end
+    local keep = j == #inits and function(...) initResults[#initResults + 1] = { ... } end or nil
+    for i = 1, N do self:addjob(i, init, keep, i) end
   end
   self:specific(false)
   return self, initResults
@@ -62,33 +52,28 @@ end
 
 function Threads:isrunning() return self.__running end
 
--- specific(flag): jobs then name their thread (addjob(id, callback, ...)); switching runs the
+-- specific(flag): jobs then name their worker (addjob(id, callback, ...)); switching runs the
 -- queued jobs first. specific() says which mode the pool is in.
 function Threads:specific(flag)
   checkRunning(self)
   if flag == nil then return self.__specific end
   if type(flag) ~= 'boolean' then error('threads.Threads:specific: boolean expected', 2) end
   self:synchronize()
+  py.threads_specific(self.pool, flag)
   self.__specific = flag
 end
 
-local function queued(self, id)
-  if id == nil then return self.last - self.first + 1 end
-  local n = 0
-  for k = self.first, self.last do if self.jobs[k].id == id then n = n + 1 end end
-  return n
-end
-
 -- acceptsjob([id]): whether a job may be queued without running one first (each queue holds
--- N jobs, as torch7's).
+-- N jobs not yet taken, as torch7's).
 function Threads:acceptsjob(id)
   checkRunning(self)
-  if self.__specific then checkThreadId(self, id) else id = nil end
-  return queued(self, id) < self.N
+  if self.__specific then checkThreadId(self, id) else id = 0 end
+  return py.threads_queued(self.pool, id) < self.N
 end
 
 function Threads:addjob(...)
   checkRunning(self)
+  self.errors = false
   local id, callback, endcallback, first
   if self.__specific then
     id, callback, endcallback = ...
@@ -96,48 +81,54 @@ function Threads:addjob(...)
     first = 4
   else
     callback, endcallback = ...
-    self.nextThread = self.nextThread % self.N + 1
-    id, first = self.nextThread, 3
+    first = 3
   end
   if type(callback) ~= 'function' then error('threads.Threads:addjob: function callback expected', 2) end
   if endcallback ~= nil and type(endcallback) ~= 'function' then
     error('threads.Threads:addjob: function (or nil) endcallback expected', 2)
   end
-  while not self:acceptsjob(self.__specific and id or nil) do self:dojob() end
-  local n = select('#', ...)
-  local job = { id = id, callback = callback, endcallback = endcallback, n = math.max(n - first + 1, 0) }
-  for k = first, n do job[k - first + 1] = select(k, ...) end
-  self.last = self.last + 1
-  self.jobs[self.last] = job
+  while not self:acceptsjob(id) do self:dojob() end
+  local job = { callback = callback, n = math.max(select('#', ...) - first + 1, 0), select(first, ...) }
+  local payload, shared = transfer.pack(self.serializer, job)
+  local callbackId = self.lastCallbackId + 1
+  self.lastCallbackId = callbackId
+  self.endcallbacks[callbackId] = endcallback or function() end
+  self.endcallbacks.n = self.endcallbacks.n + 1
+  py.threads_addjob(self.pool, id or 0, payload, shared, callbackId)
 end
 
--- dojob(): runs the oldest queued job, then its endcallback with what the job returned.
+local function readResults(self, payload, shared)
+  return transfer.unpack(self.serializer, transfer.storages(payload)[1], transfer.storages(shared))
+end
+
+-- dojob(): waits for the next job to finish, then runs its endcallback with what it returned.
 function Threads:dojob()
   checkRunning(self)
-  if self.first > self.last then
+  if self.endcallbacks.n == 0 then
     error('threads.Threads:dojob: no job queued (torch7 would wait forever)', 2)
   end
-  local job = self.jobs[self.first]
-  self.jobs[self.first] = nil
-  self.first = self.first + 1
   self.errors = false
-  local ok, results = runAs(job.id, job.callback, unpack(job, 1, job.n))
+  local ok, out, shared, callbackId, threadId = py.threads_dojob(self.pool)
+  local endcallback = self.endcallbacks[callbackId]
+  self.endcallbacks[callbackId] = nil
+  self.endcallbacks.n = self.endcallbacks.n - 1
   if not ok then
     self.errors = true
-    error(('[thread %d callback] %s'):format(job.id, tostring(results[1])), 0)
+    error(('[thread %d callback] %s'):format(threadId, out), 0)
   end
-  if job.endcallback then
-    local endOk, err = xpcall(function() return job.endcallback(unpack(results, 1, results.n)) end, debug.traceback)
-    if not endOk then
-      self.errors = true
-      error(('[thread %d endcallback] %s'):format(job.id, tostring(err)), 0)
-    end
+  local endOk, msg = xpcall(function()
+    local results = readResults(self, out, shared)
+    return endcallback(unpack(results, 1, results.n))
+  end, debug.traceback)
+  if not endOk then
+    self.errors = true
+    error(('[thread %d endcallback] %s'):format(threadId, msg), 0)
   end
 end
 
 function Threads:hasjob()
   checkRunning(self)
-  return self.first <= self.last
+  return self.endcallbacks.n > 0
 end
 
 -- Errors propagate from dojob at once, as torch7's (deprecated there too).
@@ -145,13 +136,18 @@ function Threads:haserror() return false end
 
 function Threads:synchronize()
   if not self.__running then return end
+  self.errors = false
   while self:hasjob() do self:dojob() end
 end
 
+-- terminate(): runs the queued jobs (and their endcallbacks), then stops and joins the
+-- workers, even when a job failed (the error is raised after). A pool collected without it
+-- stops and joins its workers too (luabridge/threads.py's Pool.__del__), endcallbacks unrun.
 function Threads:terminate()
   if not self.__running then return end
   local ok, err = pcall(self.synchronize, self)
   self.__running = false
+  py.threads_close(self.pool)
   if not ok then error(err, 0) end
 end
 

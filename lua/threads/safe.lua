@@ -1,18 +1,17 @@
 -- threads.safe(func[, mutex]): func wrapped in mutex:lock() / mutex:unlock() (a new mutex by
--- default); the mutex is unlocked when func raises too.
+-- default). The wrapper may be sent to workers: it holds the mutex, which travels as its id.
+-- The mutex is unlocked when func raises too.
 return function(func, mutex)
-  if type(func) ~= 'function' then error('threads.safe: function, [mutex] expected', 2) end
-  mutex = mutex or require('threads.Mutex')()
+  local Mutex = require 'threads.Mutex'
+  if type(func) ~= 'function' or (mutex ~= nil and torch.typename(mutex) ~= 'threads.Mutex') then
+    error('threads.safe: function, [mutex] expected', 2)
+  end
+  mutex = mutex or Mutex()
   return function(...)
     mutex:lock()
-    local results = { n = 0 }
-    local args = { n = select('#', ...), ... }
-    local ok, err = pcall(function()
-      local function keep(...) results.n = select('#', ...); for i = 1, results.n do results[i] = select(i, ...) end end
-      keep(func(unpack(args, 1, args.n)))
-    end)
+    local results = { pcall(func, ...) }
     mutex:unlock()
-    if not ok then error(err, 0) end
-    return unpack(results, 1, results.n)
+    if not results[1] then error(results[2], 0) end
+    return unpack(results, 2, table.maxn(results))
   end
 end

@@ -1,5 +1,6 @@
 -- threads.serialize: save(obj) -> a torch.CharStorage of obj in torch's binary format (Lua
--- functions with their upvalues included); load(storage) -> a copy of obj.
+-- functions with their upvalues included); load(storage) -> a copy of obj. A pool sends its
+-- jobs and their results this way unless told otherwise (Threads.serialization).
 require 'torch'
 local serialize = {}
 

@@ -1,65 +1,81 @@
--- threads.sharedserialize: as threads.serialize, but tensors, storages and tds objects are not
--- copied: load gives back the very objects saved (torch7 shares their memory between threads;
--- one Lua state shares the objects themselves). The saved objects live as long as the storage
--- save returned.
+-- threads.sharedserialize: as threads.serialize, but CPU storages (so tensors' data too) and
+-- tds.AtomicCounters are shared, not copied. save writes an index in place of each and lists
+-- them (sharedOf(storage)); load(storage[, shared]) puts the listed ones back. Between two
+-- runtimes luabridge/threads.py hands each listed storage's numpy buffer to the other, which
+-- makes a storage over the same memory: a write on one side is seen on the other, and the
+-- buffer lives while any runtime holds it. (torch7's writes pointers and retains them.)
 require 'torch'
 local serialize = require 'threads.serialize'
+pcall(require, 'tds')   -- as torch7's: a runtime reading a shared counter knows the class
 
 local shared = {}
-local held = setmetatable({}, { __mode = 'k' })   -- storage -> the objects it refers to
-local PLACEHOLDER = '__threads_shared'
+local listed = setmetatable({}, { __mode = 'k' })   -- saved storage -> the objects it shares
 
-local function isShared(obj)
-  local name = torch.typename(obj)
-  return name ~= nil and (torch.isTensor(obj) or torch.isStorage(obj) or name:match('^tds%.') ~= nil)
+local function identity(x) return x end
+
+-- The metatables of what is shared, each with how to get its storage and to rebuild it.
+local function sharedKinds()
+  local kinds = {}
+  for _, mt in pairs(torch._storageMetatables) do
+    if not rawget(mt, '__alloc') then kinds[mt] = { storageOf = identity, fromStorage = identity } end
+  end
+  local counter = torch.getmetatable('tds.AtomicCounter')
+  if counter then kinds[counter] = { storageOf = counter.__sharedStorage, fromStorage = counter.__fromSharedStorage } end
+  return kinds
+end
+
+local SWAPPED = { '__write', '__read', '__factory' }
+
+-- Runs fn(arg) with the serialization hooks of each metatable in hooks replaced (as torch7
+-- swaps them), putting the originals back however fn ends.
+local function withHooks(hooks, fn, arg)
+  local saved = {}
+  for mt, replacement in pairs(hooks) do
+    saved[mt] = {}
+    for _, k in ipairs(SWAPPED) do
+      saved[mt][k] = rawget(mt, k)
+      if replacement[k] then rawset(mt, k, replacement[k]) end
+    end
+  end
+  local ok, result = pcall(fn, arg)
+  for mt, fields in pairs(saved) do
+    for _, k in ipairs(SWAPPED) do rawset(mt, k, fields[k]) end
+  end
+  if not ok then error(result, 0) end
+  return result
 end
 
 function shared.save(obj)
-  local objects, ids = {}, {}
-  local f = torch.MemoryFile()
-  f:binary()
-  f:writeObject(obj, nil, function(o)
-    if not isShared(o) then return o end
-    if not ids[o] then objects[#objects + 1] = o; ids[o] = #objects end
-    return { [PLACEHOLDER] = ids[o] }
-  end)
-  local storage = f:storage()
-  f:close()
-  held[storage] = objects
+  local list, hooks = {}, {}
+  for mt, kind in pairs(sharedKinds()) do
+    hooks[mt] = { __write = function(o, f)
+      list[#list + 1] = kind.storageOf(o)
+      f:writeInt(#list)
+    end }
+  end
+  local storage = withHooks(hooks, serialize.save, obj)
+  listed[storage] = list
   return storage
 end
 
--- Puts the saved objects back in place of their placeholders, in tables (keys and values) and
--- in Lua functions' upvalues.
-local function restore(value, objects, seen)
-  if type(value) == 'table' then
-    local id = rawget(value, PLACEHOLDER)
-    if id and next(value, next(value)) == nil then return objects[id] end
-    if seen[value] then return value end
-    seen[value] = true
-    local entries = {}
-    for k, v in pairs(value) do entries[#entries + 1] = { k, v } end
-    for _, kv in ipairs(entries) do
-      local k, v = restore(kv[1], objects, seen), restore(kv[2], objects, seen)
-      if k ~= kv[1] then rawset(value, kv[1], nil) end
-      rawset(value, k, v)
-    end
-  elseif type(value) == 'function' and not seen[value] then
-    seen[value] = true
-    for i = 1, math.huge do
-      local name, v = debug.getupvalue(value, i)
-      if not name then break end
-      local r = restore(v, objects, seen)
-      if r ~= v then debug.setupvalue(value, i, r) end
-    end
-  end
-  return value
-end
+-- The storages a saved object shares, in the order load wants them.
+function shared.sharedOf(storage) return listed[storage] end
 
-function shared.load(storage)
-  local objects = held[storage]
-  if not objects then error('threads.sharedserialize.load: storage not made by this save', 2) end
-  return restore(serialize.load(storage), objects, {})
+function shared.load(storage, list)
+  list = list or listed[storage]
+  if type(list) ~= 'table' then
+    error('threads.sharedserialize.load: a storage made by threads.sharedserialize.save expected', 2)
+  end
+  local hooks = {}
+  for mt, kind in pairs(sharedKinds()) do
+    hooks[mt] = { __read = function() end, __factory = function(f)
+      local index = f:readInt()
+      local s = list[index]
+      if s == nil then error(('threads.sharedserialize.load: no shared object %d'):format(index), 0) end
+      return kind.fromStorage(s)
+    end }
+  end
+  return withHooks(hooks, serialize.load, storage)
 end
 
 return shared

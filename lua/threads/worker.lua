@@ -1,0 +1,39 @@
+-- A pool worker's side (each worker runs in a Lua runtime of its own, on its own OS thread;
+-- luabridge/threads.py drives it): start sets __threadid and the pool's serialization, run
+-- reads a job, runs it and writes back what it returned, or the error with its traceback.
+local transfer = require 'threads.transfer'
+require 'threads'   -- the classes jobs may carry (Mutex, Condition)
+
+local worker = {}
+local serializer
+
+-- package.path: the main runtime's at the pool's creation, so that jobs find the same modules.
+function worker.start(id, serialization, path)
+  rawset(_G, '__threadid', id)
+  package.path = path
+  serializer = require(serialization)
+end
+
+local function pack(...) return { n = select('#', ...), ... } end
+
+-- debug.traceback, cut where the job was called: the frames below are this module's.
+local function traceback(err)
+  local text = debug.traceback(tostring(err), 2)
+  return (text:gsub('\n\t%[C%]: in function \'xpcall\'\n.*$', ''))
+end
+
+-- (payload, shared): transfer.storages lists. Returns true, the results' storage and shared
+-- storages; or false and the message.
+function worker.run(payload, shared)
+  local ok, job = pcall(function()
+    return transfer.unpack(serializer, transfer.storages(payload)[1], transfer.storages(shared))
+  end)
+  if not ok then return false, 'cannot read the job: ' .. tostring(job) end
+  local results = pack(xpcall(function() return job.callback(unpack(job, 1, job.n)) end, traceback))
+  if not results[1] then return false, tostring(results[2]) end
+  local okPack, storage, sharedOut = pcall(transfer.pack, serializer, pack(unpack(results, 2, results.n)))
+  if not okPack then return false, 'cannot send the results back: ' .. tostring(storage) end
+  return true, storage, sharedOut
+end
+
+return worker
