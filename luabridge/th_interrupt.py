@@ -8,6 +8,11 @@ any thread), and the hook (lua/luabridge/th_interrupt.lua) raises the error in t
 second Ctrl-C before Lua stops quits the process, as LuaJIT's interpreter: code running in a
 compiled trace checks no hooks.
 
+Between runs (at the prompt) the watcher makes Ctrl-C a KeyboardInterrupt in the main thread:
+Python's readline looks at signals only when one interrupts its select(), and a SIGINT that came
+just before (or reached another thread) would wait there for the next key. So the watcher sends
+the main thread NUDGE until its handler has raised.
+
 The handler is installed whatever SIGINT's disposition was inherited: a job started with SIGINT
 ignored (nohup, a shell's background job, some CI runners) still stops on Ctrl-C, as LuaJIT's
 interpreter sets its handler around every chunk it runs (luajit.c's docall)."""
@@ -27,6 +32,8 @@ from .runtime import Bridge
 
 _MASK_CALL, _MASK_RETURN, _MASK_COUNT = 1, 2, 8   # lua.h's LUA_MASK*
 QUIT_STATUS = 128 + signal.SIGINT
+NUDGE = signal.SIGUSR2   # only the watcher sends it, only to the main thread
+NUDGE_AGAIN_S = 0.1      # a nudge that came before the main thread waited is sent again
 _libc = ctypes.CDLL(None)
 
 
@@ -49,29 +56,48 @@ class Interrupter:
         self._lock = threading.Lock()
         self._running = False
         self._armed = False
+        self._main = threading.get_ident()
+        self._nudging = False   # a Ctrl-C between runs waits for its KeyboardInterrupt
+        self._answered = threading.Event()
         read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
         signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-        signal.signal(signal.SIGINT, self._python_handler)
+        signal.signal(signal.SIGINT, self._on_sigint)
+        signal.signal(NUDGE, self._on_nudge)
         threading.Thread(target=self._watch, args=(read_end,), daemon=True,
                          name="luabridge th Ctrl-C").start()
 
-    def _python_handler(self, signum: int, frame: FrameType | None) -> None:
-        if not self._running:  # at the prompt: drops the line, as Python's own handler would
-            raise KeyboardInterrupt
-        # while Lua runs, the watcher has armed the hook: the error comes from Lua
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        """Nothing: the watcher, woken by the same signal, stops the Lua run or nudges."""
+
+    def _on_nudge(self, signum: int, frame: FrameType | None) -> None:
+        if self._nudging:  # a copy sent after the first was answered does nothing
+            self._nudging = False
+            self._answered.set()
+            raise KeyboardInterrupt  # at the prompt: drops the line, as Python's own handler would
 
     def _watch(self, read_end: int) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})   # it goes to the main thread
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, NUDGE})   # for the main thread
         while True:
-            if signal.SIGINT in os.read(read_end, 64):
-                self.interrupt()
+            if signal.SIGINT in os.read(read_end, 64) and not self.interrupt():
+                self._nudge()
 
-    def interrupt(self) -> None:
-        """What a Ctrl-C does while Lua runs: arms the hook, or quits when it already is."""
+    def _nudge(self) -> None:
+        """One KeyboardInterrupt in the main thread, between runs; none if a run started meanwhile
+        (its Ctrl-C is the next one)."""
+        self._answered.clear()
+        self._nudging = True
+        while self._nudging and not self._running:
+            signal.pthread_kill(self._main, NUDGE)
+            self._answered.wait(NUDGE_AGAIN_S)
+        self._nudging = False
+
+    def interrupt(self) -> bool:
+        """What a Ctrl-C does while Lua runs: arms the hook, or quits when it already is. False
+        between runs."""
         with self._lock:
             if not self._running:
-                return
+                return False
             if self._armed:
                 sys.stderr.write("\ninterrupted twice: quitting\n")
                 sys.stderr.flush()
@@ -79,6 +105,7 @@ class Interrupter:
                 os._exit(QUIT_STATUS)
             self._armed = True
             self._sethook(self._state, self._hook, _MASK_CALL | _MASK_RETURN | _MASK_COUNT, 1)
+            return True
 
     def _disarm(self) -> None:
         # from C, not through debug.sethook: a Lua call would itself be interrupted by the hook
