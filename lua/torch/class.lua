@@ -67,6 +67,8 @@ function torch.newmetatable(name, parentName, ctor)
     __tostring = function() return 'torch.' .. 'class ' .. name end,
   })
   mt.__constructor = constructor
+  -- luaT puts the constructor in the metatable as `new` too: Class.new(...) is Class(...)
+  mt.new = function(...) return ctor(mt, ...) end
   -- luaT keeps class metatables in the Lua registry (registry[mt] = name), and code tells classes
   -- from plain tables that way (torchnet's torch.isclass(getmetatable(x))); getmetatable(Class)
   -- is the constructor's own metatable here, so it is registered as well
