@@ -1,7 +1,13 @@
 """torch.setnumthreads and the BLAS thread rule (lua/torch/backend/cpu/blas.lua): the count
 OpenBLAS reports follows the setting, each call gets 1 .. setting threads, and products are
-right at every count (numpy float64 references). No timing: bench/gemm_threads.py measures."""
+right at every count (numpy float64 references). No timing: bench/gemm_threads.py measures.
+At the end: torch/threads' own scripts run unmodified (the threads package itself:
+test_threads_parallel.py)."""
 import os
+import re
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -148,3 +154,40 @@ def test_blas_workers_leave_ctrl_c_to_the_main_thread():
     assert ["True", "0"] in rows                      # the main thread takes SIGINT
     if linalg.find_blas() is not None and workers:
         assert set(workers) == {"1"}, out
+
+
+# ---- torch/threads' own test and benchmark scripts, run unmodified ----------------------------
+# LUABRIDGE_THREADS_TESTS names a checkout of github.com/torch/threads (not part of the project);
+# without it these cases skip. Each: folder, script, arguments, a line its output must hold.
+# test-threads-coroutine.lua returns early on _VERSION 'Lua 5.1', as under torch7's LuaJIT;
+# test-threads-multiple.lua (1000 pools) and test-threads-shared.lua (a tds.Hash of a million
+# strings copied into every job) take minutes on 2 cores.
+UPSTREAM_THREADS = [
+    ("test", "test-threads.lua", [], r"^10 jobs done$"),
+    ("test", "test-threads-async.lua", [], r"^PASSED$"),
+    ("test", "test-threads-coroutine.lua", [], r"^Unsupported test for PUC Lua 5\.1$"),
+    ("test", "test-threads-error.lua", [], None),
+    ("test", "test-threads-multiple.lua", [], r"PASSED$"),
+    ("test", "test-threads-safe.lua", ["100"], r"^PASSED$"),
+    ("test", "test-threads-shared.lua", [], r"^PASSED$"),
+    ("test", "test-atomic.lua", [], r"^PASSED$"),
+    ("test", "test-low-level.lua", [], r"^\| done$"),
+    ("test", "test-traceback.lua", [], r"^I'm doing fine$"),
+    ("benchmark", "benchmark.lua", ["-nexmlp", "600", "-nexcnn", "60"], r"^cnn_256x256\t[\d.]+$"),
+    ("benchmark", "benchmark-threaded.lua", ["-nexmlp", "600", "-nexcnn", "60", "-batch", "10", "-threads", "2"],
+     r"^cnn_256x256\t[\d.]+$"),
+]
+
+
+@pytest.mark.parametrize("folder, script, args, expect", UPSTREAM_THREADS, ids=[s for _, s, _, _ in UPSTREAM_THREADS])
+def test_upstream_threads_scripts(tmp_path, folder, script, args, expect):
+    checkout = os.environ.get("LUABRIDGE_THREADS_TESTS", "")
+    if not os.path.isdir(os.path.join(checkout, "test")):
+        pytest.skip("torch/threads' scripts need LUABRIDGE_THREADS_TESTS (a checkout of github.com/torch/threads)")
+    work = tmp_path / folder
+    shutil.copytree(os.path.join(checkout, folder), work)
+    done = subprocess.run([sys.executable, "-m", "luabridge", "th", script, *args], cwd=work,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    if expect is not None:
+        assert re.search(expect, done.stdout, re.MULTILINE), done.stdout[-2000:]

@@ -1,6 +1,6 @@
 """torch.class's `new` (luaT_lua_newmetatable puts the constructor in the class metatable as
-`new`) and nn.THNN (lua/nn/THNN.lua: torch/nn's kernel table over our nn modules). Expected
-values are numpy's."""
+`new`), nn.THNN (lua/nn/THNN.lua: torch/nn's kernel table over our nn modules) and
+nn.StochasticGradient (torch/threads' benchmark trains with it). Expected values are numpy's."""
 from __future__ import annotations
 
 import numpy as np
@@ -131,3 +131,38 @@ def test_unknown_kernels_and_types_are_named():
         ("local _ = require('nn.THNN').C.THNN_FloatNope", "nn.THNN: no kernel THNN_FloatNope in luabridge"),
     ]:
         assert_lua_error(code, message)
+
+
+def test_stochastic_gradient_steps_each_example_in_order(rng):
+    """Two passes of per-example SGD on MSE, in order, learning rate decaying as torch7's:
+    rate / (1 + iteration * decay) from the second pass."""
+    x, y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    w, b = rng.standard_normal((2, 3)), rng.standard_normal(2)
+    got = lua_fn("""function(x, y, w, b)
+      require 'nn'
+      local model = nn.Linear(3, 2)
+      model.weight:copy(w); model.bias:copy(b)
+      local data = {}
+      function data:size() return x:size(1) end
+      setmetatable(data, {__index = function(_, i) return {x[i], y[i]} end})
+      local sgd = nn.StochasticGradient(model, nn.MSECriterion())
+      sgd.learningRate, sgd.learningRateDecay, sgd.maxIteration = 0.1, 0.5, 2
+      sgd.shuffleIndices, sgd.verbose = false, false
+      local errors = {}
+      sgd.hookIteration = function(_, it, err) errors[it] = err end
+      sgd:train(data)
+      return model.weight, model.bias, errors
+    end""")(T(x), T(y), T(w), T(b))
+    rate, errors = 0.1, []
+    for iteration in (1, 2):
+        total = 0.0
+        for xi, yi in zip(x, y):
+            out = w @ xi + b
+            total += ((out - yi) ** 2).mean()
+            grad = 2 * (out - yi) / 2
+            w, b = w - rate * np.outer(grad, xi), b - rate * grad
+        errors.append(total / 5)
+        rate = 0.1 / (1 + (iteration + 1) * 0.5)
+    np.testing.assert_allclose(N(got[0]), w, rtol=1e-12)
+    np.testing.assert_allclose(N(got[1]), b, rtol=1e-12)
+    assert [got[2][1], got[2][2]] == pytest.approx(errors, rel=1e-12)
