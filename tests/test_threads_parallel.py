@@ -11,6 +11,8 @@ from typing import Any, Iterator
 import numpy as np
 import pytest
 
+import luabridge
+from helpers import lua_fn
 from lua_json import _call
 
 WAIT_S = 120
@@ -419,3 +421,31 @@ def test_consumer_driven_loop_gets_every_batch(run):
       return batches""")
     squares = [i * i for i in range(1, 11)]
     assert sorted(got) == sorted([squares[0:4], squares[4:8], squares[8:10]])
+
+
+def test_python_endcallbacks_and_ctrl_c_in_one(lua):
+    """An endcallback may be any callable (it runs here); a KeyboardInterrupt it raises (Ctrl-C
+    in a callback) leaves dojob as itself, not as a job error, and the pool goes on."""
+    got = []
+
+    def stop(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    start = lua_fn("""function(record)
+      interruptPool = require('threads').Threads(1)
+      interruptPool:addjob(function() return 6 * 7, 'x' end, record)
+      interruptPool:synchronize()
+    end""")
+    start(lambda *values: got.append(values))
+    assert got == [(42, "x")]
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lua_fn("function(stop) interruptPool:addjob(function() end, stop); interruptPool:synchronize() end")(stop)
+        assert lua_fn("""function()
+          local v
+          interruptPool:addjob(function() return 5 end, function(x) v = x end)
+          interruptPool:synchronize()
+          return v, interruptPool:hasjob()
+        end""")() == (5, False)
+    finally:
+        luabridge.execute("interruptPool:terminate(); interruptPool = nil")

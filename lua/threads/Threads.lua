@@ -71,6 +71,14 @@ function Threads:acceptsjob(id)
   return py.threads_queued(self.pool, id) < self.N
 end
 
+-- Endcallbacks run here, so any callable will do (a Python function too); jobs must be Lua
+-- functions, which serialize.
+local function callable(f)
+  if type(f) == 'function' then return true end
+  local mt = getmetatable(f)
+  return type(mt) == 'table' and mt.__call ~= nil
+end
+
 function Threads:addjob(...)
   checkRunning(self)
   self.errors = false
@@ -84,7 +92,7 @@ function Threads:addjob(...)
     first = 3
   end
   if type(callback) ~= 'function' then error('threads.Threads:addjob: function callback expected', 2) end
-  if endcallback ~= nil and type(endcallback) ~= 'function' then
+  if endcallback ~= nil and not callable(endcallback) then
     error('threads.Threads:addjob: function (or nil) endcallback expected', 2)
   end
   while not self:acceptsjob(id) do self:dojob() end
@@ -99,6 +107,11 @@ end
 
 local function readResults(self, payload, shared)
   return transfer.unpack(self.serializer, transfer.storages(payload)[1], transfer.storages(shared))
+end
+
+local function tracebackUnlessInterrupt(err)
+  if __luabridge_interrupt(err) then return err end
+  return debug.traceback(err, 2)
 end
 
 -- dojob(): waits for the next job to finish, then runs its endcallback with what it returned.
@@ -119,8 +132,9 @@ function Threads:dojob()
   local endOk, msg = xpcall(function()
     local results = readResults(self, out, shared)
     return endcallback(unpack(results, 1, results.n))
-  end, debug.traceback)
+  end, tracebackUnlessInterrupt)
   if not endOk then
+    if __luabridge_interrupt(msg) then error(msg, 0) end   -- Ctrl-C: itself, not a job error
     self.errors = true
     error(('[thread %d endcallback] %s'):format(threadId, msg), 0)
   end
