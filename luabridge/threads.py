@@ -122,9 +122,9 @@ def _work(thread_id: int, serialization: str, package_path: str, own: queue.Simp
     reading = own
     while True:
         job = reading.get()
-        if job == _STOP:
+        if job is _STOP:
             break
-        if job == _TOGGLE:
+        if job is _TOGGLE:
             reading = shared if reading is own else own
             toggled.release()
             continue

@@ -449,3 +449,12 @@ def test_python_endcallbacks_and_ctrl_c_in_one(lua):
         end""")() == (5, False)
     finally:
         luabridge.execute("interruptPool:terminate(); interruptPool = nil")
+
+
+def test_a_failing_init_raises_and_stops_the_workers(run):
+    got = run("""
+      local ok, err = pcall(threads.Threads, 2, function(id) if id == 2 then error('no data for ' .. id) end end)
+      return {ok, err}""")
+    ok, err = got
+    assert ok is False and "[thread 2 callback]" in err and "no data for 2" in err
+    assert pool_threads() == []     # stopped before the error reached the caller

@@ -42,11 +42,18 @@ function Threads.new(N, ...)
   local inits = { ... }
   if #inits == 0 then inits = { function() end } end
   local initResults = {}
-  for j, init in ipairs(inits) do
-    local keep = j == #inits and function(...) initResults[#initResults + 1] = { ... } end or nil
-    for i = 1, N do self:addjob(i, init, keep, i) end
+  local ok, err = pcall(function()
+    for j, init in ipairs(inits) do
+      local keep = j == #inits and function(...) initResults[#initResults + 1] = { ... } end or nil
+      for i = 1, N do self:addjob(i, init, keep, i) end
+    end
+    self:specific(false)
+  end)
+  if not ok then   -- no pool to terminate reaches the caller: stop the workers here
+    self.__running = false
+    py.threads_close(self.pool)
+    error(err, 0)
   end
-  self:specific(false)
   return self, initResults
 end
 
