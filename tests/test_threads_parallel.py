@@ -209,15 +209,30 @@ def test_shared_storages_are_the_same_memory(run):
     assert later == float(np.arange(501, 1001).sum())   # the worker's view outlived main's tensor
 
 
-def test_plain_serialization_copies_storages(run):
-    got = run("""
+@pytest.mark.parametrize("n", [10, 20000])   # bytes inline, and a storage moved as a fresh copy
+def test_plain_serialization_copies_storages(run, n):
+    got = run(f"""
       local pool = threads.Threads(1)
-      local t = torch.zeros(10)
-      pool:addjob(function() t:fill(7); return t:sum() end, function(s) got = s end)
+      local t = torch.zeros({n})
+      local out = {{}}
+      pool:addjob(function()
+        t:fill(7)
+        local r = torch.range(1, {n})
+        _G.kept = r
+        return t:sum(), r, r:narrow(1, 2, 3)       -- r and its view share one storage
+      end, function(s, r, v) out = {{s, r, v}} end)
+      pool:synchronize()
+      local s, r, v = unpack(out)
+      v:fill(-1)                                   -- writes r's storage, not the worker's
+      local later
+      pool:addjob(function() return _G.kept:sum() end, function(x) later = x end)
       pool:synchronize()
       pool:terminate()
-      return {got, t:sum()}""")
-    assert got == [70.0, 0.0]
+      return {{s, t:sum(), r:sum(), r:storage() == v:storage(), later}}""")
+    r = np.arange(1, n + 1, dtype=np.float64)
+    worker_sum = r.sum()
+    r[1:4] = -1
+    assert got == [7.0 * n, 0.0, r.sum(), True, worker_sum]
 
 
 def test_job_errors_raise_in_main_with_the_workers_traceback(run):

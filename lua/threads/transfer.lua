@@ -1,21 +1,34 @@
 -- What crosses between Lua runtimes (luabridge/threads.py carries it): an object as the
--- CharStorage its serialization module wrote, plus the storages that module shares without a
--- copy (threads.sharedserialize's; none for threads.serialize). Python hands each buffer to the
--- receiving runtime, which makes storages over it here.
+-- CharStorage its serialization module wrote, plus a list of storages whose buffers Python
+-- hands to the receiving runtime, which makes storages over them here. threads.sharedserialize
+-- lists every storage (shared memory); for threads.serialize, storages of MOVE_BYTES or more
+-- are listed as fresh copies (the receiver's alone, as a copy through the bytes would be, but
+-- copied once instead of written into the bytes and read back); other modules list nothing.
 require 'torch'
 local memory = require 'torch.memory'
+local plain = require 'threads.serialize'
+-- (required on use: it requires tds, whose AtomicCounter requires this module)
+local function shared() return require 'threads.sharedserialize' end
 
 local transfer = {}
+transfer.MOVE_BYTES = 64 * 1024
 
--- obj -> the storage holding it, the list of storages it shares.
+local function bigCopies(kind, o)
+  if not kind.storage or o:size() * o:elementSize() < transfer.MOVE_BYTES then return nil end
+  return getmetatable(o).__constructor():_resizeForOverwrite(o:size()):copy(o)
+end
+
+-- obj -> the storage holding it, the list of storages that travel beside it.
 function transfer.pack(serializer, obj)
+  if serializer == plain then return shared().saveListing(obj, bigCopies) end
   local storage = serializer.save(obj)
   local sharedOf = rawget(serializer, 'sharedOf')
   return storage, sharedOf and sharedOf(storage) or {}
 end
 
-function transfer.unpack(serializer, storage, shared)
-  return serializer.load(storage, shared)
+function transfer.unpack(serializer, storage, list)
+  if serializer == plain then return shared().loadListing(storage, list) end
+  return serializer.load(storage, list)
 end
 
 -- The storages over the buffers Python registered in this runtime, from its flat list: id,
