@@ -1,6 +1,7 @@
 """The suite's own child processes (a pytest plugin: tests/conftest.py imports its fixtures and
 hooks). The `spawn` fixture starts a process in a process group of its own and kills the whole
-group when the test ends, pass or fail. After every test, and at the end of the session, a child
+group when the test ends, pass or fail; run_in_own_group runs a command to its end and kills what
+it left in its group. After every test, and at the end of the session, a child
 process still running fails the run and is killed: a test that leaks one (a busy loop whose
 assertion failed before it was stopped) cannot leave it spinning for as long as the machine runs.
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -21,6 +23,10 @@ import pytest
 LONG_LIVED = ("from multiprocessing.resource_tracker import main",)
 
 _PROC = Path("/proc")
+# Children of run_in_own_group calls still under way (a module fixture's pool runs them across
+# tests): the call ends them, so the check after a test leaves them alone.
+_RUNS_UNDER_WAY: set[int] = set()
+_RUNS_LOCK = threading.Lock()   # a child is in the set before the check can see it
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,26 @@ class Spawner:
                     pipe.close()
 
 
+def run_in_own_group(args: Any, timeout: float, **popen: Any) -> subprocess.CompletedProcess:
+    """subprocess.run(args, capture_output=True, text=True, timeout=timeout) in a session of its
+    own, whose whole process group is killed once the command ended or ran out of time: a shell's
+    background job cannot outlive it (subprocess.run kills the shell alone). A job still holding
+    the output pipes keeps it waiting, up to the timeout."""
+    with _RUNS_LOCK:
+        proc = subprocess.Popen(args, start_new_session=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **popen)
+        _RUNS_UNDER_WAY.add(proc.pid)
+    try:
+        with proc:   # on leaving: waits for it
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            finally:
+                _kill_group(proc.pid)
+    finally:
+        _RUNS_UNDER_WAY.discard(proc.pid)
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
 @pytest.fixture
 def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
     """Starts processes (subprocess.Popen's arguments) that end with the test, pass or fail."""
@@ -122,7 +148,8 @@ def no_leaked_children() -> Iterator[None]:
     spawn fixture, or wait for them (subprocess.run)."""
     before = {child.pid for child in running_children()}
     yield
-    leaked = [child for child in running_children() if child.pid not in before]
+    with _RUNS_LOCK:
+        leaked = [child for child in running_children() if child.pid not in before | _RUNS_UNDER_WAY]
     if leaked:
         kill(leaked)
         pytest.fail("the test left child processes running (killed now; start them with the spawn "

@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from processes import running_children
+from processes import run_in_own_group, running_children
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds child processes in Linux's /proc")
 
 HERE = Path(__file__).resolve().parent
+DEADLINE = 120   # seconds: only a broken check waits that long
 
 
 def runs(pid: int) -> bool:
@@ -27,7 +28,7 @@ def runs(pid: int) -> bool:
     return stat[stat.rindex(b")") + 2:].split()[0] != b"Z"
 
 
-def wait_until(condition, what: str, seconds: float = 60) -> None:
+def wait_until(condition, what: str, seconds: float = DEADLINE) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:
@@ -56,6 +57,18 @@ def test_spawn_kills_the_process_group(spawn):
     spawn.end()
     assert shell.returncode == -9
     wait_until(lambda: not runs(job), "the shell's job killed")
+
+
+def test_run_in_own_group_ends_what_the_command_left(tmp_path):
+    """A shell's background job ends with the shell's run, and with a run that timed out."""
+    done = run_in_own_group(["sh", "-c", "sleep 600 > /dev/null 2>&1 & echo $!"], timeout=DEADLINE)
+    left = int(done.stdout)
+    assert done.returncode == 0
+    wait_until(lambda: not runs(left), "the background job killed")
+    job = tmp_path / "job"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_in_own_group(["sh", "-c", f"sleep 600 > /dev/null 2>&1 & echo $! > {job}; wait"], timeout=2)
+    wait_until(lambda: not runs(int(job.read_text())), "the timed-out run's job killed")
 
 
 LEAKY_TESTS = """
@@ -106,7 +119,7 @@ def test_a_leaked_child_fails_the_test_and_the_session(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run([sys.executable, "-m", "pytest", "-p", "processes", "-p", "no:cacheprovider", "-q",
                           "-o", "addopts=", "test_leaky.py"], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=300)
+                         text=True, timeout=DEADLINE)
     out = run.stdout
     assert run.returncode == pytest.ExitCode.TESTS_FAILED, out
     assert "ERROR test_leaky.py::test_leaks_a_child" in out

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from processes import run_in_own_group
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 FENCE = re.compile(r"```(\w*)\s*$")
 NORUN = re.compile(r"<!--\s*norun:\s*(.*?)\s*-->")
@@ -84,8 +86,7 @@ def run_block(block: Block, folder: Path) -> subprocess.CompletedProcess:
     (folder / name).write_text(block.code)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     try:
-        return subprocess.run(cmd, cwd=folder, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        return run_in_own_group(cmd, TIMEOUT_S, cwd=folder, env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as e:
         return subprocess.CompletedProcess(cmd, -1, str(e.stdout or ""), f"timed out after {TIMEOUT_S} s")
 
