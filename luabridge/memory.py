@@ -33,6 +33,11 @@ def _address(array: np.ndarray) -> int:
     return ctypes.addressof(ctypes.c_char.from_buffer(array))
 
 
+def _zero(array: np.ndarray) -> None:
+    """Zeroes array with a C memset called through ctypes, which releases the GIL meanwhile."""
+    ctypes.memset(_address(array), 0, array.nbytes)
+
+
 class BufferRegistry:
     """The numpy arrays behind this runtime's Lua storages, by id."""
 
@@ -71,7 +76,7 @@ class BufferRegistry:
             array = reusable.pop()
             self._pool_bytes -= array.nbytes
             if zeroed:
-                array.fill(0)
+                _zero(array)
         else:
             try:
                 array = np.zeros(n or 1, dtype=dtype)

@@ -33,6 +33,7 @@ _STOP, _TOGGLE = "stop", "toggle"   # control messages in a worker's queue
 _handles: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
 _handles_lock = threading.Lock()
 _live_pools: "weakref.WeakSet[Pool]" = weakref.WeakSet()
+WORKER_POOL_MIN = 64 << 10
 
 
 def _address(array: np.ndarray) -> int:
@@ -137,6 +138,10 @@ def _job_runner(thread_id: int, serialization: str, package_path: str) -> Callab
     thread's runtime; a runtime that failed to start answers every job with why."""
     try:
         b = bridge()
+        # a worker allocates the same sizes job after job (a loader's samples): keeping released
+        # buffers from 64 KiB up for reuse spares the mmap, page faults and munmap of each new
+        # one, which also stall the other threads of the process
+        b.buffers.POOL_MIN = WORKER_POOL_MIN
         worker = b.module("threads.worker")
         b.call(worker.start, thread_id, serialization, package_path)
     except Exception as e:   # noqa: BLE001 - any failure must reach the main thread as the job's error

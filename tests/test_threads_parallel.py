@@ -473,3 +473,25 @@ def test_a_failing_init_raises_and_stops_the_workers(run):
     ok, err = got
     assert ok is False and "[thread 2 callback]" in err and "no data for 2" in err
     assert pool_threads() == []     # stopped before the error reached the caller
+
+
+def test_workers_reuse_released_buffers_zeroed(run):
+    """A worker keeps released buffers from 64 KiB up for the next allocation of that size (a
+    loader's samples), and hands them out zeroed, as a new one."""
+    got = run("""
+      local pool = threads.Threads(1)
+      pool:addjob(function()
+        local ffi = require 'ffi'
+        local function address(t) return tonumber(ffi.cast('intptr_t', t:data())) end
+        local t = torch.FloatTensor(100000):fill(7)
+        local before = address(t)
+        t = nil
+        for _ = 1, 3 do collectgarbage() end
+        require('torch.memory').flush()
+        local u = torch.FloatTensor(100000)
+        return address(u) == before, u:sum(), u:max()
+      end, function(...) got = {...} end)
+      pool:synchronize()
+      pool:terminate()
+      return got""")
+    assert got == [True, 0.0, 0.0]
