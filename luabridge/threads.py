@@ -103,7 +103,7 @@ class Pool:
 
     def close(self) -> None:
         """Stops the workers after the jobs already queued, and joins them."""
-        if not self.workers:
+        if not getattr(self, "workers", None):   # closed, or __init__ failed before starting any
             return
         for q in self._reading():
             q.put(_STOP)
