@@ -20,7 +20,7 @@ int luabridge_cond_broadcast(void *c) __asm__("pthread_cond_broadcast");
 local py = rawget(_G, '__luabridge_py')
 local handles = { C = ffi.C }
 -- room for a pthread_mutex_t or pthread_cond_t (40 and 48 bytes on x86-64 and arm64 glibc) and
--- a counter after it, and above memory.smallBytes so that the buffer is its own
+-- a counter after it
 handles.BYTES = 128
 handles.COUNTER_OFFSET = 64
 

@@ -22,8 +22,9 @@ local function traceback(err)
   return (text:gsub('\n\t%[C%]: in function \'xpcall\'\n.*$', ''))
 end
 
--- (payload, shared): transfer.storages lists. Returns true, the results' storage and shared
--- storages; or false and the message.
+-- payload, shared: the buffers' descriptions transfer.storages reads (the job's bytes, the
+-- storages beside them). Returns true, the results' storage and the storages to send beside
+-- it; or false and the message.
 function worker.run(payload, shared)
   local ok, job = pcall(function()
     return transfer.unpack(serializer, transfer.storages(payload)[1], transfer.storages(shared))
