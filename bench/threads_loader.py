@@ -15,11 +15,18 @@ loop loading each batch itself on the main thread: the pool overlaps loading wit
 
 Each figure is the best of R runs. ratio = 2 workers / 1 worker. Workers run Lua in parallel
 (lupa releases the GIL while Lua runs); they serialize only on Python's side (JPEG header parsing
-and the numpy allocations of new tensors), which bounds the ratio below 2.
+and the numpy allocations of new tensors), which bounds the ratio below 2. On Linux a run of each
+pool size then says how each worker spent its time (/proc schedstat): on a CPU, waiting for a CPU
+(the machine's other load), or blocked (waiting for the GIL, a lock, or for a job): the blocked
+share is the GIL's cost, however busy the machine is.
 """
 from __future__ import annotations
 
 import argparse
+import os
+import threading
+import time
+from typing import Any, Callable
 
 import luabridge
 from machine import cores, cpu_name
@@ -171,6 +178,46 @@ def best(fn, *args, repeats: int) -> float:
     return max(fn(*args) for _ in range(repeats))
 
 
+def _schedstat(tid: int) -> tuple[float, float] | None:
+    """Seconds thread tid has run on a CPU and waited runnable for one (Linux's schedstat)."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            on_cpu, waiting, _ = f.read().split()
+    except OSError:
+        return None
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
+def worker_time_shares(run: Callable[[], Any]) -> list[tuple[float, float, float]]:
+    """For each pool worker alive during run(): the shares of its life spent on a CPU, waiting
+    for a CPU (other load), and blocked (waiting for the GIL, a lock or a job), sampled every
+    10 ms. The blocked share is what the GIL costs a worker, whatever else the machine runs."""
+    first: dict[int, tuple[float, tuple[float, float]]] = {}
+    last: dict[int, tuple[float, tuple[float, float]]] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            for t in threading.enumerate():
+                stat = t.name.startswith("luabridge-threads-") and t.native_id and _schedstat(t.native_id)
+                if stat:
+                    first.setdefault(t.native_id, (time.perf_counter(), stat))
+                    last[t.native_id] = (time.perf_counter(), stat)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    run()
+    done.set()
+    sampler.join()
+    shares = []
+    for tid, (t0, (cpu0, wait0)) in first.items():
+        t1, (cpu1, wait1) = last[tid]
+        if t1 > t0:
+            cpu, wait = (cpu1 - cpu0) / (t1 - t0), (wait1 - wait0) / (t1 - t0)
+            shares.append((cpu, wait, 1 - cpu - wait))
+    return shares
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=512, help="samples per run (default 512)")
@@ -189,6 +236,11 @@ def main() -> None:
         print(f"  pool of {w} worker{'s' if w > 1 else ' '}       {rates[w]:8.1f}")
     if 1 in rates and 2 in rates:
         print(f"  ratio 2 workers / 1    {rates[2] / rates[1]:8.2f}")
+    if os.path.isdir("/proc/self/task"):
+        for w in workers:
+            shares = worker_time_shares(lambda: bench.load(w, batches, args.batch))
+            print(f"  pool of {w}: each worker's time on a CPU / waiting for one / blocked: "
+                  + ", ".join(f"{c:.0%} / {q:.0%} / {b:.0%}" for c, q, b in shares))
     serial = best(bench.train, 0, batches, args.batch, repeats=args.repeats)
     fed = best(bench.train, max(workers), batches, args.batch, repeats=args.repeats)
     print("training fed by the loader (samples/s):")
