@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import lua_fn
+from helpers import load_bench, lua_fn
 from lua_json import _call
 
 WAIT_S = 120
@@ -495,3 +495,13 @@ def test_workers_reuse_released_buffers_zeroed(run):
       pool:terminate()
       return got""")
     assert got == [True, 0.0, 0.0]
+
+
+def test_loader_bench_runs(run):
+    """bench/threads_loader.py's pipeline (fb.resnet.torch's preprocessing through a pool, and a
+    training loop fed by it) on a few samples; no timing."""
+    bench_lua = load_bench("threads_loader.py", "bench_threads_loader").PIPELINE
+    got = run(f"""
+      local bench = loadstring({bench_lua!r})()
+      return {{bench.load(2, 2, 2), bench.train(1, 1, 2), bench.load(0, 1, 2)}}""")
+    assert len(got) == 3 and all(rate > 0 for rate in got)
