@@ -4,10 +4,11 @@ and the shared memory of Mutex, Condition and tds.AtomicCounter.
 Each worker is a Python thread with its own LuaJIT runtime (runtime.bridge() keeps one per
 thread), so its globals are its own. lupa releases the GIL while Lua runs, so workers run Lua in
 parallel; they take the GIL only to call back into Python (allocations, image decoding). Jobs and
-results travel as numpy byte arrays (what threads.serialize wrote into a CharStorage) plus, for
-threads.sharedserialize, the numpy arrays of the storages shared without a copy: each runtime
-that receives one registers it in its own BufferRegistry, so a buffer lives while any runtime
-holds a storage over it.
+results travel as numpy arrays: the bytes the pool's serialization module wrote into a
+CharStorage, and the storages lua/threads/transfer.lua lists beside them (every one for
+threads.sharedserialize, shared; fresh copies of the big ones for threads.serialize). Each
+runtime that receives an array registers it in its own BufferRegistry, so a buffer lives while
+any runtime holds a storage over it.
 """
 from __future__ import annotations
 
@@ -194,7 +195,7 @@ def callbacks(b: "Bridge") -> dict[str, Any]:
             return False, out, None, callback_id, thread_id
         return True, _describe(b, [out]), _describe(b, arrays), callback_id, thread_id
 
-    def handle(nbytes: int | None, address: int | None) -> tuple | None:
+    def handle(nbytes: int | None, address: int | None) -> Any:
         """Shared memory for a Mutex, Condition or AtomicCounter: new (nbytes zeroed bytes), or
         the one at address (None when none is alive there). Returns its description."""
         with _handles_lock:
