@@ -44,7 +44,9 @@ def test_harness_reports_crashes_hangs_and_memory(corpus, tmp_path, monkeypatch)
     monkeypatch.setenv("FUZZ_T7_CRASH_AT", "5")
     monkeypatch.setenv("FUZZ_T7_HANG_AT", "12")
     monkeypatch.setenv("FUZZ_T7_HOG_AT", "15")  # asks for twice the cap
-    settings = fuzz_t7.Settings(which="python", jobs=1, chunk=20, fail_dir=tmp_path, hang_s=1.5, memory_mb=256)
+    # 5 s without a result is a hang: a loaded machine stalls a worker for a second or two (1.5 s
+    # reported a healthy case as hung beside other tests); the hung case costs this once
+    settings = fuzz_t7.Settings(which="python", jobs=1, chunk=20, fail_dir=tmp_path, hang_s=5.0, memory_mb=256)
     summary = fuzz_t7.Runner(corpus, 1, settings).run(first=0, cases=20)
     assert [(f["case"], f["kind"]) for f in summary.failures] == [(5, "crash"), (12, "hang"), (15, "crash")]
     assert "SIGSEGV" in summary.failures[0]["message"]
