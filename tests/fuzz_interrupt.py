@@ -116,8 +116,15 @@ records = os.fdopen(os.dup(1), 'w')
 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
 signal.signal(signal.SIGALRM, signal.SIG_DFL)
 signal.signal(signal.SIGPROF, signal.SIG_DFL)
-# Ctrl-C's own handler, also when this process was started with SIGINT ignored (nohup)
-signal.signal(signal.SIGINT, signal.default_int_handler)
+# Ctrl-C's own handler, also when this process was started with SIGINT ignored (nohup); it
+# notes where it ran, for a signal whose KeyboardInterrupt never shows
+import traceback
+handled = []
+def on_sigint(signum, frame):
+    stack = traceback.extract_stack(frame, limit=6)
+    handled.append(' < '.join(f'{os.path.basename(f.filename)}:{f.lineno} {f.name}' for f in reversed(stack)))
+    raise KeyboardInterrupt
+signal.signal(signal.SIGINT, on_sigint)
 limit = int(sys.argv[1]) << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import luabridge
@@ -186,6 +193,7 @@ def run_case(spec):
     # 'ok' or the failure kind, and what happened
     delay = spec['delay']
     sender = Sender(delay if delay is not None else 1e9)
+    handled.clear()
     outcome = None
     try:
         try:
@@ -198,7 +206,10 @@ def run_case(spec):
         while sender.sent and time.monotonic() < deadline:   # a signal sent is delivered by now or soon
             time.sleep(0.0005)
         if sender.sent:
-            outcome = ('lost', 'SIGINT sent, no KeyboardInterrupt in 30 s')
+            where = handled[-1] if handled else 'nowhere'
+            outcome = ('lost', f'SIGINT sent, no KeyboardInterrupt in 30 s; handler ran at: {where}; '
+                               f'blocked: {signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])}, '
+                               f'pending: {sorted(signal.sigpending())}')
     except KeyboardInterrupt:
         outcome = ('ok', 'interrupted')
     except luabridge.LuaError as e:

@@ -32,9 +32,9 @@ def sigint_raises():
     signal.signal(signal.SIGINT, previous)
 
 
-def interrupted(run: Callable[[Callable[[], None]], Any]) -> None:
+def interrupted(run: Callable[[Callable[[], None]], Any], sent: Callable[[], Any] = lambda: None) -> None:
     """Runs run(started) and asserts that it raised KeyboardInterrupt: once run calls started(),
-    a thread sends SIGINT to the main thread."""
+    a thread sends SIGINT to the main thread, then calls sent()."""
     started, finished = threading.Event(), threading.Event()
 
     def send() -> None:
@@ -42,6 +42,7 @@ def interrupted(run: Callable[[Callable[[], None]], Any]) -> None:
             if finished.is_set():
                 return
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        sent()
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
@@ -92,9 +93,10 @@ WORKLOADS = {
     "allocation": ("", "local t = torch.DoubleTensor(148)"),
     "randn": ("", "local t = torch.randn(10)"),
     "mm": ("local a = torch.randn(60, 60)", "local c = torch.mm(a, a)"),
-    "nn": ("local m = nn.Sequential():add(nn.Linear(20, 30)):add(nn.Tanh()):add(nn.Linear(30, 5))\n"
-           "local x = torch.randn(8, 20)",
-           "local y = m:forward(x); m:backward(x, y)"),
+    # a fresh input each time: a loop that allocates nothing calls no Python, and Ctrl-C then
+    # waits for its end (test_loop_without_callbacks_is_interrupted_at_its_end)
+    "nn": ("local m = nn.Sequential():add(nn.Linear(20, 30)):add(nn.Tanh()):add(nn.Linear(30, 5))",
+           "local x = torch.randn(8, 20); local y = m:forward(x); m:backward(x, y)"),
     "serialize": ("local x = {torch.randn(20, 20), 'text', {1, 2}}",
                   "local y = torch.deserialize(torch.serialize(x))"),
 }
@@ -110,6 +112,24 @@ def test_lua_loop_interrupted_raises_keyboard_interrupt(name):
         interrupted(run)
     assert live_buffers() == before
     assert_runtime_correct()
+
+
+def test_loop_without_callbacks_is_interrupted_at_its_end():
+    """Lua that calls no Python (a pure loop, nn steps on buffers already made) runs on until it
+    returns; Python's handler then raises KeyboardInterrupt, and nothing else. The loop spins
+    until the signal has been sent (a flag in shared memory, read without a callback)."""
+    flag = np.zeros(1)
+    chunk = bridge().load("""local started, flag = ...
+        started()
+        local limit = os.clock() + 30
+        while flag[1] == 0 and os.clock() < limit do end
+        local x = 0 for i = 1, 1e6 do x = (x + i) % 7 end
+        return x""", "=(loop)")
+    for _ in range(3):
+        flag[0] = 0
+        interrupted(lambda started: bridge().call(chunk, started, luabridge.from_numpy(flag)),
+                    sent=lambda: flag.fill(1))
+    assert luabridge.execute("local x = 0 for i = 1, 1000 do x = (x + i) % 7 end return x") == sum(range(1001)) % 7
 
 
 def test_torch_load_interrupted(tmp_path: Path):
@@ -161,7 +181,8 @@ def test_python_loops_over_proxies_interrupted(tmp_path: Path):
 
 def test_callback_interrupt_passes_library_pcalls():
     """A KeyboardInterrupt raised in a Python callback crosses the library's own pcalls (a
-    constructor, torch.save/load's reader and writer, nn containers) as itself."""
+    constructor, torch.save/load's writer and reader, nn containers, a threads pool's end callback, xlua.require,
+    optim.cmaes' symeig probe) as itself."""
     def stop(*_: Any) -> None:
         raise KeyboardInterrupt
 
@@ -174,10 +195,20 @@ def test_callback_interrupt_passes_library_pcalls():
                   "torch.serialize(interruptTest.W())",
         "container": "local m = nn.Sequential():add(nn.Identity()); m.modules[1].updateOutput = interrupt_test_stop;"
                      "m:forward(torch.zeros(2))",
+        "reader": "local R = torch.class('interruptTest.R'); function R:read() interrupt_test_stop() end;"
+                  "torch.deserialize(torch.serialize(interruptTest.R()))",
+        "threads end callback": "local stop, pool = interrupt_test_stop, require('threads').Threads(1); pool:addjob(function() end,"
+                                "function() stop() end); pool:synchronize()",
+        "xlua.require": "require 'xlua'; package.preload.interruptTestPkg = function() interrupt_test_stop() end;"
+                        " xlua.require('interruptTestPkg')",
+        "cmaes": "require 'optim'; local symeig = torch.symeig; torch.symeig = interrupt_test_stop;"
+                 "local ok, e = pcall(optim.cmaes, function(x) return x:norm() end, torch.ones(2), {maxEval = 2, sigma = 0.5});"
+                 "torch.symeig = symeig; error(e, 0)",
     }
     for name, chunk in chunks.items():
         with pytest.raises(KeyboardInterrupt):
             luabridge.execute(chunk)
+            pytest.fail(f"{name}: no KeyboardInterrupt")
     assert luabridge.execute("return select(2, pcall(error, 'x', 0))") == "x"
 
 

@@ -109,6 +109,7 @@ end
 
 function Logger:plot(...)
   local ok, gnuplot = pcall(require, 'gnuplot')
+  if __luabridge_interrupt(gnuplot) then error(gnuplot, 0) end   -- Ctrl-C is no missing gnuplot
   if not ok or type(gnuplot) ~= 'table' then
     if not self.warned then
       print('<Logger> warning: plotting is not available in luabridge (no gnuplot); the log file has the data')

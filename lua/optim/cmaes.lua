@@ -57,7 +57,9 @@ function optim.cmaes(opfunc, x, config, state)
   local D = x.new(N):fill(1)                         -- square roots of C's eigenvalues
   local C = torch.eye(N):typeAs(x)
   local invsqrtC = torch.eye(N):typeAs(x)
-  if not pcall(torch.symeig, C, 'V') then
+  local ok, err = pcall(torch.symeig, C, 'V')
+  if __luabridge_interrupt(err) then error(err, 0) end   -- Ctrl-C is no missing symeig
+  if not ok then
     error('torch.symeig not available for ' .. x:type() .. ' please use Float- or DoubleTensor for x', 2)
   end
   local candidates = x.new(lambda, N)

@@ -54,6 +54,7 @@ end
 -- require that returns false (with a warning) instead of raising when the package is missing.
 function xlua.require(name)
   local ok, result = pcall(require, name)
+  if __luabridge_interrupt(result) then error(result, 0) end   -- Ctrl-C is no missing package
   if not ok then
     print(result)
     print('warning: <' .. name .. '> could not be loaded (is it installed?)')
