@@ -7,5 +7,6 @@ nn = rawget(_G, 'nn') or {}
 for _, group in ipairs { 'framework', 'layers', 'convolution', 'tables', 'criterions' } do
   for _, name in ipairs(require('nn.classes.' .. group)) do require('nn.' .. name) end
 end
+require 'nn.StochasticGradient'   -- a trainer, not a module: in no class list
 require 'nn.legacy'
 return nn

@@ -1,5 +1,5 @@
 return {
   'utils', 'Module', 'Criterion', 'Jacobian', 'SparseJacobian',
   'Container', 'Sequential', 'Parallel', 'Concat', 'DepthConcat', 'ConcatTable', 'ParallelTable',
-  'MapTable', 'Identity', 'Decorator', 'Bottle', 'hessian', 'StochasticGradient',
+  'MapTable', 'Identity', 'Decorator', 'Bottle', 'hessian',
 }
