@@ -5,9 +5,11 @@ from .interop import from_dlpack, from_numpy
 from .model import Model
 from .persist import load, save
 from .proxy import LuaObject, Tensor, to_numpy, unwrap, wrap
-from .runtime import add_lua_path, dofile, eval, execute, lua_dir, require, runtime
+from .runtime import LUA52COMPAT, Lua52CompatWarning, add_lua_path, dofile, eval, execute, lua_dir, require, runtime
 
 __all__ = [
+    "LUA52COMPAT",
+    "Lua52CompatWarning",
     "LuaError",
     "LuaObject",
     "Model",

@@ -15,7 +15,7 @@ import numpy as np
 from . import __version__, t7
 from .errors import LuaError
 from .repl import PRELOADED, Prompt, preload
-from .runtime import bridge
+from .runtime import bridge, take_lua52_notice
 from .t7 import Key, TorchObject
 from .th_interrupt import Interrupter
 
@@ -102,6 +102,11 @@ def th(argv: Sequence[str]) -> int:
     o = _th_options(argv)
     if isinstance(o, int):
         return o
+    # on the stock lupa: said once, to a person at a terminal (scripts' stderr is often parsed),
+    # and never as a Python warning
+    notice = take_lua52_notice()
+    if notice and sys.stderr.isatty():
+        print(f"luabridge th: {notice}", file=sys.stderr)
     b = bridge()
     g = b.lua.globals()
     interrupter = Interrupter(b)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import codecs
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -54,10 +55,51 @@ class _ForeignObjectsNamed:
 foreign_objects_named = _ForeignObjectsNamed()
 
 
+class Lua52CompatWarning(UserWarning):
+    """The running LuaJIT was built without LUAJIT_ENABLE_LUA52COMPAT, unlike Torch7's."""
+
+
+def _has_lua52compat() -> bool:
+    """Whether lupa's LuaJIT was built with LUAJIT_ENABLE_LUA52COMPAT, as Torch7's was: only
+    then does `#` of a table call its __len."""
+    probe = luajit21.LuaRuntime()
+    return bool(probe.eval("#setmetatable({}, {__len = function() return 7 end}) == 7"))
+
+
+LUA52COMPAT: bool = _has_lua52compat()
+LUA52COMPAT_FIX = "python -m luabridge.lua52 build"
+
+
+def lua52compat_message(has_flag: bool) -> str | None:
+    """What a LuaJIT without LUA52COMPAT gets wrong in Torch7 code, and the command that fixes
+    it; None when the flag is there."""
+    if has_flag:
+        return None
+    return ("luabridge runs on a LuaJIT built without LUA52COMPAT (Torch7's had it): "
+            "`#` of an nn container is 0, so `for i = 1, #model` loops run zero times; "
+            "pairs/ipairs ignore __pairs/__ipairs; a call whose '(' opens a new line is a syntax "
+            f"error. Fix: {LUA52COMPAT_FIX}")
+
+
+_lua52_notice_taken = False
+
+
+def take_lua52_notice() -> str | None:
+    """lua52compat_message for this process, the first time only (the caller says it)."""
+    global _lua52_notice_taken
+    if _lua52_notice_taken:
+        return None
+    _lua52_notice_taken = True
+    return lua52compat_message(LUA52COMPAT)
+
+
 class Bridge:
     """A thread's Lua runtime together with the Python state its Lua side calls back into."""
 
     def __init__(self) -> None:
+        notice = take_lua52_notice()
+        if notice:
+            warnings.warn(notice, Lua52CompatWarning, stacklevel=4)
         self.lua = luajit21.LuaRuntime(unpack_returned_tuples=True, encoding=STRING_ENCODING)
         self.buffers = BufferRegistry()
         self.modules: dict[str, Any] = {}   # Lua modules the layers above keep (see `module`)
