@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,examples,onednn]' --config-settings editable_mode=compat
+	# lupa rebuilt with its LuaJIT as Torch7's (LUA52COMPAT); the wheel is kept in build/lua52
+	$(PY) -m luabridge.lua52 build --cache-dir build/lua52
 	touch $(STAMP)
 
 run: $(STAMP)
