@@ -11,9 +11,10 @@ for dir in lua_dirs:gmatch('[^;]+') do
 end
 package.path = table.concat(parts, ';') .. ';' .. package.path
 
--- Torch7's LuaJIT was built with LUAJIT_ENABLE_LUA52COMPAT, lupa's is not: the library
+-- Torch7's LuaJIT was built with LUAJIT_ENABLE_LUA52COMPAT, and so is luabridge's
+-- (luabridge/lua52.py); on the stock lupa's, which lacks it, these stand in for the library
 -- functions that switch adds, which scripts call freely (table.unpack above all). Its language
--- part, __len on tables, cannot be added from Lua.
+-- part (__len on tables, the parser) cannot be added from Lua.
 table.unpack = table.unpack or unpack
 table.pack = table.pack or function(...) return { n = select('#', ...), ... } end
 package.searchers = package.searchers or package.loaders

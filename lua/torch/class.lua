@@ -43,10 +43,12 @@ function torch.newmetatable(name, parentName, ctor)
     return name
   end
   mt.__call = forward('__call__')
+  -- # of an instance (LUA52COMPAT calls __len on tables): its __len__, else an error, as luaT's
+  -- default __len (a class such as nn.Sequential sets its own __len instead)
   mt.__len = function(self)
     local f = self.__len__
-    if f then return f(self) end
-    return 0
+    if f == nil then error(name .. ' has no length operator', 2) end
+    return f(self)
   end
   mt.__unm = forward('__unm__')
   mt.__add = binary('__add__'); mt.__sub = binary('__sub__')

@@ -1,5 +1,6 @@
 -- Tensors and storages are userdata, as in torch7: legacy code tells a tensor from a table of
--- tensors by type(x), and LuaJIT honours __len (#t, #t:size()) on userdata but not on tables.
+-- tensors by type(x), and a LuaJIT without LUA52COMPAT (the stock lupa's) honours __len
+-- (#t, #t:size()) on userdata only.
 -- Their fields live in a weak-keyed side table.
 local object = {}
 local fields = setmetatable({}, { __mode = 'k' })
