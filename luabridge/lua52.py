@@ -39,8 +39,14 @@ def lupa_version() -> str:
     return importlib.metadata.version("lupa").split("+")[0]
 
 
+class BuildFailed(Exception):
+    """A step of the build failed; the message says which (pip has printed its own output)."""
+
+
 def _pip(*args: str, env: dict[str, str] | None = None) -> None:
-    subprocess.run([sys.executable, "-m", "pip", *args], check=True, env=env)
+    command = [sys.executable, "-m", "pip", *args]
+    if subprocess.run(command, env=env).returncode != 0:
+        raise BuildFailed(f"`pip {' '.join(args)}` failed")
 
 
 def _isolation() -> list[str]:
@@ -71,7 +77,7 @@ def prepare_source(sdist: Path, into: Path) -> Path:
     release = sdist.name.removeprefix("lupa-").removesuffix(".tar.gz")
     line = f"VERSION = '{release}'"
     if line not in setup.read_text():
-        raise SystemExit(f"luabridge.lua52: {setup} has no line {line!r} to mark the version local")
+        raise BuildFailed(f"{setup} has no line {line!r} to mark the version local")
     setup.write_text(setup.read_text().replace(line, f"VERSION = '{release}+{LOCAL_VERSION}'", 1))
     return source
 
@@ -81,11 +87,10 @@ def build_wheel(source: Path, wheel_dir: Path) -> Path:
     # variable, through MAKEFLAGS (lupa's setup.py hands its environment to LuaJIT's make)
     env = {**os.environ, "MAKEFLAGS": f"-j{os.cpu_count() or 1} XCFLAGS={FLAG}"}
     _pip("wheel", "-q", "--no-deps", *_isolation(), "-w", str(wheel_dir), str(source), env=env)
-    return cached_wheel(wheel_dir, source.name.removeprefix("lupa-")) or _no_wheel(wheel_dir)
-
-
-def _no_wheel(wheel_dir: Path) -> Path:
-    raise SystemExit(f"luabridge.lua52: pip reported success but left no lupa wheel in {wheel_dir}")
+    wheel = cached_wheel(wheel_dir, source.name.removeprefix("lupa-"))
+    if wheel is None:
+        raise BuildFailed(f"pip reported success but left no lupa wheel in {wheel_dir}")
+    return wheel
 
 
 def cached_wheel(wheel_dir: Path, version: str) -> Path | None:
@@ -121,8 +126,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if LUA52COMPAT and not options.force:
         print(f"luabridge.lua52: lupa {importlib.metadata.version('lupa')} already has LUA52COMPAT")
         return 0
-    wheel = build(options.cache_dir, lupa_version())
-    _pip("install", "-q", "--force-reinstall", "--no-deps", str(wheel))
+    try:
+        wheel = build(options.cache_dir, lupa_version())
+        _pip("install", "-q", "--force-reinstall", "--no-deps", str(wheel))
+    except BuildFailed as e:
+        print(f"luabridge.lua52: {e}; the running lupa is unchanged", file=sys.stderr)
+        return 1
     print(f"luabridge.lua52: installed {wheel.name}")
     return 0
 

@@ -159,13 +159,13 @@ def test_th_says_it_once_on_a_terminal_only_on_the_stock_lupa(terminal):
     assert stderr.count("LUA52COMPAT") == (1 if terminal and not luabridge.LUA52COMPAT else 0)
 
 
-def _fake_sdist(tmp_path: Path) -> Path:
+def _fake_sdist(tmp_path: Path, setup: str = "import os\nVERSION = '9.1'\nprint(VERSION)\n") -> Path:
     """A lupa sdist's layout in small: setup.py's VERSION line and one folder per bundled Lua."""
     tree = tmp_path / "tree" / "lupa-9.1"
     for lua in ("lua54", "luajit20", "luajit21"):
         (tree / "third-party" / lua).mkdir(parents=True)
         (tree / "third-party" / lua / "Makefile").write_text("all:\n")
-    (tree / "setup.py").write_text("import os\nVERSION = '9.1'\nprint(VERSION)\n")
+    (tree / "setup.py").write_text(setup)
     sdist = tmp_path / "lupa-9.1.tar.gz"
     with tarfile.open(sdist, "w:gz") as tar:
         tar.add(tree, arcname="lupa-9.1")
@@ -185,3 +185,14 @@ def test_cached_wheel_is_this_pythons(tmp_path):
     mine = tmp_path / f"lupa-9.1+lua52compat-{tag}-{tag}-linux_x86_64.whl"
     mine.write_bytes(b"")
     assert lua52.cached_wheel(tmp_path, "9.1") == mine
+
+
+def test_a_setup_py_without_the_version_line_is_refused(tmp_path):
+    sdist = _fake_sdist(tmp_path, setup="VERSION = read_version()\n")
+    with pytest.raises(lua52.BuildFailed, match="has no line \"VERSION = '9.1'\" to mark the version local"):
+        lua52.prepare_source(sdist, tmp_path / "work")
+
+
+def test_status_exit_code_says_whether_the_flag_is_there(capsys):
+    assert lua52.main(["status"]) == (0 if luabridge.LUA52COMPAT else 1)
+    assert capsys.readouterr().out.endswith(f"LUA52COMPAT {'on' if luabridge.LUA52COMPAT else 'off'}\n")
