@@ -1,5 +1,6 @@
 # make run: set up and run the main demo (it ends by saving the trained model to lenet_digits.t7).
-# make test: set up and run the tests.  make fuzz: the dedicated fuzz runs (100,000 cases each: .t7 readers, tensor API and storages, every nn class).
+# make test: set up and run the tests.  make fuzz: the dedicated fuzz runs (100,000 cases each: .t7 readers, tensor API and storages, every nn class,
+# image files, conversions of malformed modules, interrupts).  make image: the CPU runtime image (podman or docker).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,6 +28,9 @@ fuzz: $(STAMP)
 	$(PY) tests/fuzz_t7.py --cases 100000
 	$(PY) tests/fuzz_tensor.py --cases 100000
 	$(PY) tests/fuzz_nn.py --cases 100000
+	$(PY) tests/fuzz_image.py --cases 100000
+	$(PY) tests/fuzz_convert.py --cases 100000
+	$(PY) tests/fuzz_interrupt.py --cases 100000
 
 bench: $(STAMP)
 	$(PY) bench/tensor_ops.py
