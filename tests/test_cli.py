@@ -751,8 +751,8 @@ interrupter = Interrupter(bridge())
 # before Python's readline goes into select() (it looks at signals only when one interrupts it)
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 threading.Thread(target=threading.Event().wait, daemon=True).start()
-print("waiting", flush=True)
-try:
+try:   # as the prompt's loop: the KeyboardInterrupt may come as soon as 'waiting' is out
+    print("waiting", flush=True)
     sys.stdin.readline()
 except KeyboardInterrupt:
     print("KeyboardInterrupt", flush=True)
