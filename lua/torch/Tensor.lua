@@ -704,12 +704,13 @@ end
 ------------------------------------------------------------------------------------------------
 -- constructors
 
--- Sizes and contents of a nested table of numbers.
+-- Sizes and contents of a nested table of numbers. Lengths are raw (rawlen), as torch7's C read
+-- them (lua_objlen): under LUA52COMPAT `#` would call a torch object's __len.
 local function fromTable(mt, tbl)
   local sz = {}
   local level = tbl
   while type(level) == 'table' do
-    sz[#sz + 1] = #level
+    sz[#sz + 1] = rawlen(level)
     level = level[1]
   end
   local t = make(mt)
@@ -719,10 +720,10 @@ local function fromTable(mt, tbl)
   local flat = t._dt.half and {} or nil
   local pos = 0
   local function walk(x, d)
-    if type(x) ~= 'table' or #x ~= sz[d] then
+    if type(x) ~= 'table' or rawlen(x) ~= sz[d] then
       check.error(('%s: the table is not a regular array (dimension %d)'):format(mt.__typename, d))
     end
-    for i = 1, #x do
+    for i = 1, sz[d] do
       local v = x[i]
       if d == #sz then
         if type(v) ~= 'number' then v = check.element(mt.__typename, v, 'table element') end
