@@ -99,7 +99,9 @@ class BufferRegistry:
         cannot be mapped: Lua reports it without a pcall, which would also catch Ctrl-C."""
         try:
             array, n = _mapped(path, DTYPES[type_name], shared, int(n))
-        except (OSError, ValueError) as e:
+        except ValueError as e:   # _mapped's own words on the file's size
+            return None, str(e)
+        except OSError as e:      # the system's, named: "FileNotFoundError: [Errno 2] ..."
             return None, f"{type(e).__name__}: {e}"
         high, low = split_address(_address(array))
         buffer_id = self._next_id
