@@ -251,19 +251,24 @@ end
 -- Runs a plan on the buffers ... (pointers, in the order of its specs), on the thread count
 -- its primitives were made for (plan.threads, set by the caller that keys its plans by it:
 -- a primitive may size per-thread buffers for that count).
+local function executeAll(plan)
+  for _, r in ipairs(plan.before) do execute(r) end
+  execute(plan.main)
+  for _, r in ipairs(plan.after) do execute(r) end
+  lib.dnnl_stream_wait(stream)
+end
+
 function dnnl.run(plan, ...)
   local user = plan.user
   for i = 1, select('#', ...) do lib.dnnl_memory_set_data_handle(user[i], (select(i, ...))) end
   gomp.omp_set_num_threads(plan.threads)
   local unblock = plan.threads > teamMade and blockCtrlC()
-  for _, r in ipairs(plan.before) do execute(r) end
-  execute(plan.main)
-  for _, r in ipairs(plan.after) do execute(r) end
-  lib.dnnl_stream_wait(stream)
-  if unblock then
-    teamMade = plan.threads
-    unblock()
-  end
+  if not unblock then return executeAll(plan) end
+  -- the team grows here: the mask comes back even when a primitive fails (SIGINT stayed blocked)
+  local ok, err = pcall(executeAll, plan)
+  unblock()
+  if not ok then error(err, 0) end
+  teamMade = plan.threads
 end
 
 -- Float32 GEMM as BLAS's (column-major, alpha 1): C = op(A) op(B) + beta C, on a matmul
