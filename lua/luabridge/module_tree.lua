@@ -88,6 +88,7 @@ end
 -- What is wrong in module m for the walk of its parameters: field, reason; nil when all is well.
 local function paramsProblem(m)
   local ok, params, grads = pcall(m.parameters, m)
+  if not ok and __luabridge_interrupt(params) then error(params, 0) end   -- Ctrl-C is no bad module
   if not ok then return 'parameters', 'cannot be listed: ' .. tostring(params) end
   if params == nil then return end
   if type(params) ~= 'table' or type(grads) ~= 'table' then return 'parameters', 'are not listed as tables' end
