@@ -110,7 +110,7 @@ def make_case(seed: int, case: int) -> str:
 
 
 CHILD = r"""
-import json, os, resource, signal, sys, tempfile, threading, time
+import atexit, json, os, resource, shutil, signal, sys, tempfile, threading, time
 import numpy as np
 records = os.fdopen(os.dup(1), 'w')
 os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
@@ -132,6 +132,7 @@ luabridge.require('nn')
 bridge = sys.modules['luabridge.runtime'].bridge
 main = threading.main_thread().ident
 work = tempfile.mkdtemp(prefix='fuzz_interrupt')
+atexit.register(shutil.rmtree, work, True)   # each child made one; 657 were left in /tmp
 g = luabridge.runtime().globals()
 g.fuzz_path = os.path.join(work, 'x.t7')
 g.fuzz_double = lambda i: 2 * i
