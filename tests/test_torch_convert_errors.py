@@ -209,6 +209,8 @@ def test_deep_trees_convert_and_compute_as_lua(tmp_path, depth):
     finally:
         sys.setrecursionlimit(limit)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    if depth > 200:   # load_lua binds each level's parameters: 200 levels show it, 1000 only cost
+        return
     luabridge.save(tmp_path / "deep.t7", module)
     loaded = load_lua(tmp_path / "deep.t7")
     np.testing.assert_allclose(loaded(torch.from_numpy(x)).detach().numpy(), want, rtol=0, atol=1e-12)
