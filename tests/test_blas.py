@@ -5,6 +5,7 @@ found: LUABRIDGE_BLAS=numpy); the integer types through Lua loops. Operands come
 layout BLAS must cope with: contiguous, transposed, strided in both dims (copied), reversed
 (negative strides) and expanded (zero strides).
 """
+import gc
 import os
 import threading
 
@@ -303,3 +304,22 @@ def test_gemm_op_forms(rng, dtype):
     r = M.copy()
     gemm_op(r, 2, T(r), 3, A, B, False)
     np.testing.assert_allclose(r, 2 * f(M) + 3 * f(A) @ B, **tol(dtype))
+
+
+def test_each_runtime_closes_its_loadavg_file():
+    """Every thread's runtime opens /proc/loadavg for the free-CPU count; a runtime that ends
+    (a threads worker, any Python thread) closes it, so pools made again and again leak no fds."""
+    if not os.path.exists("/proc/loadavg"):
+        pytest.skip("needs Linux's /proc/loadavg")
+
+    def open_loadavg() -> int:
+        return sum(os.path.realpath(f"/proc/self/fd/{f}") == "/proc/loadavg" for f in os.listdir("/proc/self/fd"))
+
+    luabridge.require("torch.backend.cpu.blas")
+    before = open_loadavg()
+    for _ in range(10):
+        thread = threading.Thread(target=lambda: luabridge.require("torch.backend.cpu.blas"))
+        thread.start()
+        thread.join()
+    gc.collect()
+    assert open_loadavg() <= before   # earlier tests' runtimes may close here too

@@ -125,6 +125,7 @@ ffi.cdef [[
 typedef struct { long tv_sec; long tv_nsec; } luabridge_blas_timespec;
 int luabridge_blas_clock_gettime(int clock, luabridge_blas_timespec *ts) __asm__("clock_gettime");
 int luabridge_blas_open(const char *path, int flags) __asm__("open");
+int luabridge_blas_close(int fd) __asm__("close");
 int64_t luabridge_blas_pread(int fd, void *buf, size_t n, int64_t offset) __asm__("pread");
 ]]
 local ts = ffi.new('luabridge_blas_timespec')
@@ -142,6 +143,8 @@ local spinning, spinUntil = 0, 0
 local freeCpus
 local loadavg = ffi.os == 'Linux' and ffi.C.luabridge_blas_open('/proc/loadavg', 0) or -1
 if loadavg >= 0 then
+  -- closed with this runtime (every threads worker has one): its finalizer runs at lua_close
+  blas.loadavgFile = ffi.gc(ffi.new('int[1]', loadavg), function(fd) ffi.C.luabridge_blas_close(fd[0]) end)
   local buf = ffi.new('char[128]')
   freeCpus = function()
     local got = tonumber(ffi.C.luabridge_blas_pread(loadavg, buf, 127, 0))
