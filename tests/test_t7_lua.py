@@ -157,8 +157,10 @@ def test_fixture_tables(t7):
 
 @needs_fixtures
 def test_fixture_tds(t7):
-    assert dict(t7.load(str(FIXTURES / "tds_hash.t7")).items()) == {1: 2, 2: 3, 10: 11}
-    assert list(t7.load(str(FIXTURES / "tds_vec.t7")).values()) == [123, 456]
+    # a table before require 'tds', a tds userdata after (another test may have required it)
+    entries = t7.eval("function(x) local t = {} for k, v in pairs(x) do t[k] = v end return t end")
+    assert dict(entries(t7.load(str(FIXTURES / "tds_hash.t7"))).items()) == {1: 2, 2: 3, 10: 11}
+    assert list(entries(t7.load(str(FIXTURES / "tds_vec.t7"))).values()) == [123, 456]
 
 
 @needs_fixtures

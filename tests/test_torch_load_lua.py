@@ -40,6 +40,14 @@ def test_real_torch7_tables():
 
 
 @needs_t7_fixtures
+def test_real_tds_files_with_tds_loaded():
+    """Once tds is required, torch.load gives its containers as tds userdata, not tables."""
+    luabridge.require("tds")
+    assert load_lua(T7_FIXTURES / "tds_hash.t7") == {1: 2, 2: 3, 10: 11}
+    assert load_lua(T7_FIXTURES / "tds_vec.t7") == [123, 456]
+
+
+@needs_t7_fixtures
 def test_real_torch7_cycles_stay_cycles():
     kv = load_lua(T7_FIXTURES / "recursive_kv_table.t7")
     (key, value), = kv.items()

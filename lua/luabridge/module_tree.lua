@@ -101,7 +101,10 @@ local function paramsProblem(m)
     if not field then return 'parameters()[' .. i .. ']', 'is a tensor held in no field' end
     local grad = grads[i]
     if not (torch.isTensor(grad) and grad:nElement() == p:nElement()) then
-      local name = fieldHolding(m, grad) or 'grad' .. field:sub(1, 1):upper() .. field:sub(2)
+      -- torch7's name for it (gradWeight) when that field is missing: dpnn's parameters() skips
+      -- nil gradients, so grads[i] may then be the next parameter's
+      local usual = 'grad' .. field:sub(1, 1):upper() .. field:sub(2)
+      local name = torch.isTensor(rawget(m, usual)) and fieldHolding(m, grad) or usual
       return name, ('is %s, expected a tensor of %d elements (the gradient of %s)'):format(describe(grad), p:nElement(), field)
     end
   end

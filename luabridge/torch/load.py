@@ -36,14 +36,29 @@ def _tensor(t: Any) -> torch.Tensor:
     return torch.from_numpy(a) if isinstance(a, np.ndarray) else torch.from_dlpack(a)
 
 
+TDS_CONTAINERS = ("tds.Hash", "tds.Vec")
+PAIRS = """function(x)
+  local keys, values, n = {}, {}, 0
+  for k, v in pairs(x) do n = n + 1; keys[n], values[n] = k, v end
+  return keys, values, n
+end"""
+
+
 class _Converter:
     """Turns Lua values into PyTorch ones, each Lua table, tensor or object once (memo keyed by
     torch.pointer), so shared references and cycles carry over."""
 
     def __init__(self, file: str) -> None:
         self.file = file
-        self.g = bridge().lua.globals()
+        b = bridge()
+        self.g = b.lua.globals()
         self.memo: dict[int, Any] = {}
+        self._pairs = b.lua.eval(PAIRS)
+
+    def entries(self, x: Any) -> list[tuple[Any, Any]]:
+        """x's (key, value) pairs as Lua's pairs gives them (tds's containers through __pairs)."""
+        keys, values, n = self._pairs(x)
+        return [(keys[i], values[i]) for i in range(1, int(n) + 1)]
 
     def value(self, x: Any) -> Any:
         kind = lua_kind(x)
@@ -64,18 +79,21 @@ class _Converter:
             return _tensor(self.g.torch[tensor_class](x))
         if kind == "object" and self.g.torch.isTypeOf(x, "nn.Module"):
             return self.module(x)
-        keys = list(x.keys())
-        n = len(keys)
-        if kind == "table" and n and all(type(k) is int and 1 <= k <= n for k in keys):
+        typename = str(self.g.torch.typename(x)) if kind == "object" else None
+        if typename in TDS_CONTAINERS:
+            kind = "table"   # once tds is loaded its containers are userdata: read them as tables
+        entries = self.entries(x)
+        n = len(entries)
+        if kind == "table" and n and all(type(k) is int and 1 <= k <= n for k, _ in entries):
             out: Any = [None] * n
             self.memo[key] = out
-            for i in range(n):
-                out[i] = self.value(x[i + 1])
+            for k, v in entries:
+                out[k - 1] = self.value(v)
             return out
-        out = TorchObject(str(self.g.torch.typename(x))) if kind == "object" else {}
+        out = TorchObject(typename) if kind == "object" else {}
         self.memo[key] = out
         fields = out.fields if kind == "object" else out
-        for k, v in x.items():
+        for k, v in entries:
             k = self.value(k)
             fields[Key(k) if isinstance(k, (dict, list, torch.Tensor)) else k] = self.value(v)
         return out
