@@ -37,11 +37,8 @@ def _tensor(t: Any) -> torch.Tensor:
 
 
 TDS_CONTAINERS = ("tds.Hash", "tds.Vec")
-PAIRS = """function(x)
-  local keys, values, n = {}, {}, 0
-  for k, v in pairs(x) do n = n + 1; keys[n], values[n] = k, v end
-  return keys, values, n
-end"""
+PAIRS = ("function(x) local keys, values, n = {}, {}, 0 "
+         "for k, v in pairs(x) do n = n + 1; keys[n], values[n] = k, v end return keys, values, n end")
 
 
 class _Converter:
