@@ -621,3 +621,24 @@ def test_gradient_size_errors(lua, name):
           require 'optim'
           optim[name](function(x) return 1, torch.zeros(3) end, torch.zeros(2), {})
         end""")(name)
+
+
+def test_confusion_matrix_two_dimensional_prediction(lua, rng):
+    """torch7's add takes the max over dimension 1 of a 2-D prediction: a 1 x K output (nn.Reshape's
+    batch of one for a 1 x 32 x 32 image) counts as class 1, an N x K one adds one at each distinct row
+    index of the column-wise argmax (torch7's mat[t][p] = mat[t][p] + 1 with a LongTensor p)."""
+    scores = rng.random((1, 5))
+    scores[0, 3] = 2.0
+    out = _CONF(5, T(np.stack([scores, scores])), T(np.array([4.0, 2.0])), "scores")
+    expected = np.zeros((5, 5), dtype=np.int64)
+    expected[3, 0] = expected[1, 0] = 1
+    np.testing.assert_array_equal(N(out[0]), expected)
+    block = rng.random((3, 5))
+    rows = set(np.argmax(block, 0) + 1)
+    out = _CONF(5, T(block[None]), T(np.array([2.0])), "scores")
+    expected = np.zeros((5, 5), dtype=np.int64)
+    for r in rows:
+        expected[1, r - 1] = 1
+    np.testing.assert_array_equal(N(out[0]), expected)
+    ignored = _CONF(5, T(scores[None]), T(np.array([0.0])), "scores")
+    assert N(ignored[0]).sum() == 0

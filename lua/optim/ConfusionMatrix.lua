@@ -39,8 +39,32 @@ function ConfusionMatrix:_argmax(v, buf)
   return self._pred_idx[1]
 end
 
+-- torch7 takes the max of a prediction over its first dimension whatever its dimension. For a
+-- 2-D prediction (a 1 x nclasses output, as nn.Reshape gives for a single 1 x H x W image) that
+-- index is a row of indices, and its mat[t][p] = mat[t][p] + 1 with that LongTensor p adds one
+-- at each distinct index (for 1 x K: always class 1). Kept as torch7 counted it.
+function ConfusionMatrix:_addIndexRow(prediction, t)
+  self._prediction:resize(prediction:size()):copy(prediction)
+  self._max:max(self._pred_idx, self._prediction, 1)
+  local row = self._pred_idx[1]
+  checkClass(self, 'target', t, true)
+  if t <= 0 then return end
+  local seen = {}
+  for i = 1, row:size(1) do
+    local p = row[i]
+    if not seen[p] then
+      seen[p] = true
+      checkClass(self, 'prediction', p)
+      self.mat[t][p] = self.mat[t][p] + 1
+    end
+  end
+end
+
 -- prediction: a class index or a vector of scores; target: a class index or a one-hot/score vector.
 function ConfusionMatrix:add(prediction, target)
+  if type(prediction) ~= 'number' and type(target) == 'number' and prediction:dim() == 2 then
+    return self:_addIndexRow(prediction, target)
+  end
   if type(prediction) ~= 'number' then prediction = self:_argmax(prediction, self._prediction) end
   if type(target) ~= 'number' then target = self:_argmax(target, self._target) end
   self:_add(prediction, target)
