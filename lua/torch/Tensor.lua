@@ -537,23 +537,37 @@ local function writeAt(t, o, v)
   t._st._ptr[o] = v
 end
 
+-- An index number as torch7's C read it inside an index table: `long z = lua_tonumber(L, -1) - 1`,
+-- a cast that truncates toward zero, so {2.7} is {2} (rlenvs' Catch indexes by a ball's real x).
+local function cIndex(x)
+  if type(x) ~= 'number' or x ~= x or x == math.floor(x) or x >= 2^53 or x <= -2^53 then return x end
+  local z = x - 1
+  z = z >= 0 and math.floor(z) or math.ceil(z)
+  return z + 1
+end
+
 -- The view t[{...}] selects by numbers, narrows by {first, last} / {first} ranges, keeps {}.
 local function indexTable(t, idx)
   local allNumbers = #idx == #t._sz
   for i = 1, #idx do if type(idx[i]) ~= 'number' then allNumbers = false end end
-  if allNumbers and #idx > 0 then return nil, elementOffset(t, idx) end
+  if allNumbers and #idx > 0 then
+    local ints = {}
+    for i = 1, #idx do ints[i] = cIndex(idx[i]) end
+    return nil, elementOffset(t, ints)
+  end
   if #idx > #t._sz then check.error(('index: %d indices for a %dD tensor'):format(#idx, #t._sz)) end
   local r, d = t, 1
   for i = 1, #idx do
     local k = idx[i]
     local n = r._sz[d]
     if type(k) == 'number' then
+      k = cIndex(k)
       if k < 0 then k = n + k + 1 end
       if k < 1 or k > n then check.error(('index %d out of range for dimension %d of size %d'):format(idx[i], i, n)) end
       if #r._sz == 1 then r = r:narrow(d, k, 1) ; d = d + 1
       else r = r:select(d, k) end
     elseif type(k) == 'table' then
-      local a, b = k[1] or 1, k[2] or k[1] or n
+      local a, b = cIndex(k[1] or 1), cIndex(k[2] or k[1] or n)
       if not isInt(a) or not isInt(b) then
         check.error(('index range {%s, %s}: expected integers'):format(tostring(k[1]), tostring(k[2])))
       end
