@@ -186,12 +186,15 @@ function torch.setmetatable(obj, name)
   return setmetatable(obj, mt)
 end
 
--- A number identifying an object (tensors: the address of their first element).
+-- A number identifying an object, as luaT_lua_pointer: a tensor's own identity (torch7 gives its
+-- THTensor's address: the same after :set() or :resize(), distinct for two views of one storage;
+-- optnet keys tensors by it), a storage's data address, a table's or cdata's address.
 function torch.pointer(obj)
-  if torch.isTensor(obj) and obj._st and obj._st._ptr then
-    return tonumber(require('ffi').cast('intptr_t', obj._st._ptr + obj._off))
-  end
   if torch.isStorage(obj) and obj._ptr then return tonumber(require('ffi').cast('intptr_t', obj._ptr)) end
+  if type(obj) == 'userdata' then
+    local ffi = require('ffi')
+    return tonumber(ffi.cast('intptr_t', ffi.cast('void *', obj)))
+  end
   if type(obj) == 'cdata' then return tonumber(require('ffi').cast('intptr_t', obj)) end
   local mt = type(obj) == 'table' and getmetatable(obj)
   if mt then setmetatable(obj, nil) end

@@ -1,0 +1,54 @@
+"""What Torch7 training frameworks and pure-Lua packages (tools/corpus/frameworks.toml) rely on.
+
+torch.pointer(tensor), as luaT_lua_pointer (luaT.c): the address of the THTensor behind the
+userdata, so the identity of one tensor object: unchanged by :set(), :resize() or new contents,
+different for two tensors viewing the same storage (fmassa/optnet keys gradWeight tensors by it
+across `m.gradWeight:set()` and back). Storages keep their data address."""
+from __future__ import annotations
+
+import pytest
+
+import luabridge
+
+
+def test_pointer_of_a_tensor_is_its_identity(lua):
+    same_after_set, same_after_resize, views_differ, distinct, is_number = lua.execute("""
+      local t = torch.DoubleTensor(4):fill(1)
+      local p = torch.pointer(t)
+      t:set()
+      local after_set = torch.pointer(t)
+      t:resize(3, 5)
+      local after_resize = torch.pointer(t)
+      local base = torch.FloatTensor(6)
+      local a, b = base:narrow(1, 1, 3), base:narrow(1, 1, 3)
+      return p == after_set, p == after_resize, torch.pointer(a) ~= torch.pointer(b),
+             torch.pointer(torch.Tensor(2)) ~= torch.pointer(torch.Tensor(2)), type(p) == 'number'""")
+    assert (same_after_set, same_after_resize, views_differ, distinct, is_number) == (True, True, True, True, True)
+
+
+def test_pointer_keys_a_table_across_set_as_optnet_does(lua):
+    """optnet's removeGradParams / addGradParams: key by torch.pointer(m.gradWeight), empty it with
+    :set(), later look the same tensor up again and :set() it back onto a storage of the size kept."""
+    restored, size = lua.execute("""
+      require 'nn'
+      local m = nn.Linear(3, 2)
+      local keep = {}
+      keep[torch.pointer(m.gradWeight)] = {size = m.gradWeight:storage():size(),
+                                            stride = m.gradWeight:stride()}
+      m.gradWeight:set()
+      local info = keep[torch.pointer(m.gradWeight)]
+      m.gradWeight:set(torch.DoubleTensor(info.size):storage(), 1, m.weight:size(), info.stride)
+      return info ~= nil, m.gradWeight:nElement()""")
+    assert (restored, size) == (True, 6)
+
+
+def test_pointer_of_storages_tables_and_bad_input(lua):
+    shared, apart, tables = lua.execute("""
+      local s = torch.FloatStorage(4)
+      local t1 = torch.FloatTensor(s)
+      local t2 = torch.FloatTensor(s, 2, 2)
+      local tb = {}
+      return torch.pointer(t1:storage()) == torch.pointer(t2:storage()),
+             torch.pointer(s) ~= torch.pointer(torch.FloatStorage(4)),
+             torch.pointer(tb) == torch.pointer(tb) and torch.pointer(tb) ~= torch.pointer({})""")
+    assert (shared, apart, tables) == (True, True, True)
