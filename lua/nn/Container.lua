@@ -8,7 +8,10 @@ function Container:__init(...)
   self.modules = {}
 end
 
+-- add(nil) does nothing, as torch7's table.insert(self.modules, nil) did (OpenNMT's onmt.Network is
+-- built empty and :set() later); anything else that is not a module is refused.
 function Container:add(module)
+  if module == nil then return self end
   table.insert(self.modules, check.module(torch.type(self) .. ':add', module, 'module'))
   return self
 end
