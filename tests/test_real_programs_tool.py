@@ -12,14 +12,20 @@ import real_programs as rp  # noqa: E402
 
 
 def test_manifest_entries_are_complete():
-    programs = rp.load_manifest()
-    assert len(programs) >= 30
-    names = [p.name for p in programs]
-    assert len(names) == len(set(names))
-    for p in programs:
+    corpus = rp.load_manifest()
+    assert len(corpus.programs) >= 30 and len(corpus.repos) >= 20
+    for kind in (corpus.programs, corpus.models):
+        names = [x.name for x in kind]
+        assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
+    for p in corpus.programs:
         assert "/" in p.repo and p.expect and p.args, p.name
+        assert p.repo in corpus.repos, f"{p.name}: {p.repo} has no [[repo]] entry"
         for where in p.lua_modules.values():
             assert where.count("/") >= 1, p.name
+    for m in corpus.models:
+        assert m.repo in corpus.repos, f"{m.name}: {m.repo} has no [[repo]] entry"
+        assert m.backward or m.why, f"{m.name}: no backward needs a reason"
+        assert isinstance(m.input, str) or all(isinstance(s, int) and s > 0 for s in m.input), m.name
 
 
 def make_repos(tmp_path: Path) -> Path:
@@ -81,3 +87,70 @@ def test_runner_time_limit_and_until(tmp_path):
 ])
 def test_summary_keeps_the_error_before_the_traceback(text, expected):
     assert rp.summary(text) == expected
+
+
+def make_mirror(tmp_path: Path) -> Path:
+    """A repository as the search tool's mirror holds it: a git directory, no work tree."""
+    import subprocess
+    src = tmp_path / "src"
+    (src / "models").mkdir(parents=True)
+    (src / "models" / "mlp.lua").write_text(
+        "require 'nn'\nreturn function(hidden)\n"
+        "  return nn.Sequential():add(nn.Linear(4, hidden)):add(nn.Tanh()):add(nn.Linear(hidden, 3))\nend\n")
+    (src / "main.lua").write_text(
+        "require 'nn'\nrequire 'optim'\nlocal util = require 'models.mlp'\nlocal ok = pcall(require, 'not_a_module')\n"
+        "local x = require('datasets/' .. 'mnist')\nlocal m = nn.Sequential() -- nn.NotThere in a comment\n"
+        "local s = 'nn.AlsoNotThere'\nlocal bad = nn.NoSuchModule\n")
+    (src / "train.lua").write_text(
+        "local loss = 10\nfor i = 1, 5 do loss = loss * 0.5 print('loss = ' .. loss) end\n")
+    git = tmp_path / "mirror" / "someone+models" / "repo"
+    run = lambda *a: subprocess.run(["git", *a], check=True, capture_output=True, cwd=src)
+    run("init", "-q")
+    run("add", ".")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    subprocess.run(["git", "clone", "-q", "--bare", str(src), str(git)], check=True)
+    return tmp_path / "mirror"
+
+
+def test_mirror_export_requires_models_and_falls(tmp_path, monkeypatch):
+    monkeypatch.setattr(rp, "CACHE", tmp_path / "cache")
+    mirror = make_mirror(tmp_path)
+    corpus = rp.Corpus(repos={"someone/models": rp.Repo("someone/models")})
+    results, lacking = rp.run_requires(corpus, ["someone/models"], mirror)
+    # models.mlp is the repository's own, the pcall'd one optional, the built name not read:
+    # nothing is missing; the one package field used that nn lacks is reported, comments and strings not
+    assert [r.ok for r in results] == [True], results[0].detail
+    assert lacking == {"nn.NoSuchModule": ["someone/models"]}
+
+    model = rp.Model(name="mlp", repo="someone/models", build="return dofile('models/mlp.lua')(8)",
+                     input=[2, 4], output=[2, 3])
+    good = rp.run_model(model, mirror, 1.0)
+    assert good.ok and good.detail == "output 2x3", good.detail
+    wrong = rp.run_model(rp.Model(**{**model.__dict__, "output": [2, 4]}), mirror, 1.0)
+    assert not wrong.ok and "output is 2x3, expected 2x4" in wrong.detail
+    shape = rp.run_model(rp.Model(**{**model.__dict__, "input": [2, 5]}), mirror, 1.0)
+    assert not shape.ok and "size" in shape.detail.lower()
+
+    falls = rp.Program(name="t", repo="someone/models", what="w", args=["train.lua"], expect=["loss"],
+                       falls=r"loss = ([0-9.]+)")
+    assert rp.run_program(falls, mirror, 1.0).ok
+    rises = rp.Program(**{**falls.__dict__, "falls": r"^(\d)"})   # nothing captured: not a fall
+    assert not rp.run_program(rises, mirror, 1.0).ok
+
+
+def test_missing_require_is_grouped_and_explained(tmp_path, monkeypatch):
+    monkeypatch.setattr(rp, "CACHE", tmp_path / "cache")
+    mirror = make_mirror(tmp_path)
+    src = tmp_path / "plain" / "other+pkg"
+    src.mkdir(parents=True)
+    (src / "a.lua").write_text("require 'hdf5'\n")
+    (src / "b.lua").write_text("require 'qtwidget'\n")
+    corpus = rp.Corpus(repos={"other/pkg": rp.Repo("other/pkg"),
+                              "again/pkg": rp.Repo("again/pkg", explained={"hdf5": "binds libhdf5"})})
+    (tmp_path / "plain" / "again+pkg").mkdir()
+    (tmp_path / "plain" / "again+pkg" / "a.lua").write_text("require 'hdf5'\n")
+    results, _ = rp.run_requires(corpus, ["other/pkg", "again/pkg"], tmp_path / "plain")
+    assert [r.ok for r in results] == [False, False]
+    assert "module 'hdf5' not found" in results[0].detail and "2 modules missing" in results[0].detail
+    assert results[1].explained == "hdf5: binds libhdf5"
+    assert rp.cause(results[0]) == "module 'hdf5' not found"

@@ -1,13 +1,24 @@
-"""Runs real public Torch7 programs, unchanged, through `luabridge th`.
+"""The corpus runner: public Torch7 repositories, run unchanged through luabridge at three depths.
 
-    python tools/real_programs.py REPOS [--only NAME ...] [--markdown] [--timeout-scale X]
+    python tools/real_programs.py REPOS [--manifest F ...] [--depth requires|models|programs ...]
+                                  [--repo OWNER/NAME ...] [--only NAME ...] [-j N] [--quick]
+                                  [--markdown] [--timeout-scale X]
 
-REPOS is a folder of checked-out repositories, each as `owner+name` (the search tool's mirror
-naming) or `name`. The programs and what each run must print are listed in
-tools/real_programs.toml; their code is never part of this project. Each run works in a scratch
-copy of its repository (programs write checkpoints and logs beside themselves), with a time limit;
-a program that trains for long counts as running when its expected output appeared before the
-limit and the entry says `until = true`.
+REPOS is a folder of repositories, each as `owner+name` (the search tool's mirror naming: a git
+directory `owner+name/repo`, exported here once per commit) or a checked-out `owner+name` or `name`.
+The manifests (tools/corpus/*.toml) list the repositories and, per repository, its models and
+programs; their code is never part of this project. The depths:
+
+- requires: every Lua file's `require`s resolve (in the repository, its libraries or luabridge),
+  and the package names the code reaches for (`nn.Foo`, `torch.bar`) exist;
+- models: each model definition builds and runs a forward and a backward pass
+  (tools/corpus_model.lua checks what came out);
+- programs: each program runs in a scratch copy of its repository, with a time limit, and its
+  output must show what the entry expects (and a falling loss where it says `falls`).
+
+It prints each result, the pass rate per depth and the failures grouped by cause, largest group
+first. A failure whose repository explains it (fails under Torch7 too, or needs a C library that
+is not a Torch7 package) is counted as failed and listed with the reason.
 """
 from __future__ import annotations
 
@@ -18,9 +29,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Iterable
 
 try:
     import tomllib
@@ -28,7 +43,25 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 HERE = Path(__file__).resolve().parent
-MANIFEST = HERE / "real_programs.toml"
+sys.path.insert(0, str(HERE))
+import corpus_requires  # noqa: E402
+
+MANIFESTS = HERE / "corpus"
+HARNESS = HERE / "corpus_model.lua"
+CACHE = Path(os.environ.get("LUABRIDGE_CORPUS_CACHE", Path.home() / ".cache" / "luabridge-corpus"))
+DEPTHS = ("requires", "models", "programs")
+# every Torch7 install had Penlight: trepl, the `th` REPL, depends on it (trepl's rockspec)
+INSTALLED_WITH_TORCH = {"pl": "lunarmodules/Penlight/lua/pl"}
+
+
+@dataclass
+class Repo:
+    repo: str
+    kind: str = ""
+    what: str = ""
+    lua_modules: dict[str, str] = field(default_factory=dict)
+    exclude: list[str] = field(default_factory=list)      # globs left out of the requires depth
+    explained: dict[str, str] = field(default_factory=dict)  # require/model/program name -> why it fails
 
 
 @dataclass
@@ -44,32 +77,124 @@ class Program:
     until: bool = False      # a long run: passing once `expect` appeared, then stopped
     setup: str = ""          # a shell line run in the scratch copy first (small data, a checkpoint)
     stdin: str = ""          # what the program reads from its standard input
-    # pure-Lua libraries from other checked-out repositories: module name -> "owner/name[/path]",
+    # pure-Lua libraries from other repositories: module name -> "owner/name[/path]",
     # path being a folder (the module's init.lua and its submodules) or one .lua file
     lua_modules: dict[str, str] = field(default_factory=dict)
+    falls: str = ""          # a regex with one group: the numbers it captures must end lower than they start
+
+
+@dataclass
+class Model:
+    name: str
+    repo: str
+    build: str               # a Lua chunk returning the module, run in the repository (cwd)
+    input: list[int] | str   # sizes of a random input, or a Lua expression
+    output: list[int] | None = None
+    setup: str = ""
+    cwd: str = "."
+    backward: bool = True
+    why: str = ""            # why there is no backward
+    lua_modules: dict[str, str] = field(default_factory=dict)
+    timeout: float = 180.0
 
 
 @dataclass
 class Result:
-    program: Program
+    depth: str
+    name: str
+    repo: str
     ok: bool
     seconds: float
     detail: str
     output: str = ""    # what the program printed (tools/famous_models.py parses it)
+    explained: str = ""  # the manifest's reason, for a failure outside luabridge
+    what: str = ""
+    program: Program | None = None
 
 
-def load_manifest(path: Path = MANIFEST) -> list[Program]:
-    with open(path, "rb") as f:
-        data = tomllib.load(f)
-    return [Program(**entry) for entry in data["program"]]
+@dataclass
+class Corpus:
+    repos: dict[str, Repo] = field(default_factory=dict)
+    models: list[Model] = field(default_factory=list)
+    programs: list[Program] = field(default_factory=list)
+
+
+def load_manifest(paths: Iterable[Path] | None = None) -> Corpus:
+    corpus = Corpus()
+    for path in sorted(paths or MANIFESTS.glob("*.toml")):
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+        for entry in data.get("repo", []):
+            if entry["repo"] in corpus.repos:
+                raise ValueError(f"{path.name}: repository {entry['repo']} is listed twice")
+            corpus.repos[entry["repo"]] = Repo(**entry)
+        corpus.models += [Model(**entry) for entry in data.get("model", [])]
+        corpus.programs += [Program(**entry) for entry in data.get("program", [])]
+    return corpus
+
+
+# --- repositories on disk ---------------------------------------------------------------------
+
+_export_lock = threading.Lock()
 
 
 def find_repo(repos: Path, repo: str) -> Path | None:
+    """The repository's files: a checked-out folder, or a mirror's git directory exported once."""
     owner, name = repo.split("/")
     for candidate in (repos / f"{owner}+{name}", repos / owner / name, repos / name):
+        git = candidate / "repo"
+        if (git / "HEAD").is_file() and (git / "objects").is_dir():
+            return export(git, f"{owner}+{name}")
+        if (git / ".git").is_dir():
+            return export(git / ".git", f"{owner}+{name}")
         if candidate.is_dir():
             return candidate
     return None
+
+
+def export(git: Path, label: str) -> Path:
+    commit = subprocess.run(["git", "--git-dir", str(git), "rev-parse", "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()
+    target = CACHE / f"{label}@{commit[:12]}"
+    with _export_lock:
+        if not target.is_dir():
+            part = target.with_name(target.name + ".part")
+            shutil.rmtree(part, ignore_errors=True)
+            part.mkdir(parents=True)
+            write_tree(git, part)
+            part.rename(target)
+    return target
+
+
+def write_tree(git: Path, into: Path) -> None:
+    """HEAD's files under `into`. Snapshots lack their largest blobs (data, weights): those are skipped."""
+    listing = subprocess.run(["git", "--git-dir", str(git), "ls-tree", "-r", "-z", "HEAD"], capture_output=True,
+                             check=True).stdout.decode("utf-8", "replace")
+    entries = []
+    for line in filter(None, listing.split("\0")):
+        meta, path = line.split("\t", 1)
+        mode, kind, sha = meta.split()
+        if kind == "blob" and ".." not in Path(path).parts:
+            entries.append((mode, sha, path))
+    blobs = subprocess.run(["git", "--git-dir", str(git), "cat-file", "--batch"], check=True, capture_output=True,
+                           input="".join(sha + "\n" for _, sha, _ in entries).encode()).stdout
+    at = 0
+    for mode, sha, path in entries:
+        end = blobs.index(b"\n", at)
+        header = blobs[at:end].split()
+        at = end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        data, at = blobs[at:at + size], at + size + 1
+        dest = into / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "120000":
+            dest.symlink_to(data.decode("utf-8", "replace"))
+        else:
+            dest.write_bytes(data)
+            if mode == "100755":
+                dest.chmod(0o755)
 
 
 def luabridge_command() -> list[str]:
@@ -77,53 +202,189 @@ def luabridge_command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "luabridge"]
 
 
-def run_program(p: Program, repos: Path, scale: float) -> Result:
+def library_path(repos: Path, lua_modules: dict[str, str], into: Path) -> str:
+    """LUA_PATH with the libraries linked under `into`; raises LookupError for a missing one."""
+    into.mkdir(exist_ok=True)
+    for module, where in {**INSTALLED_WITH_TORCH, **lua_modules}.items():
+        owner, name, *folder = where.split("/")
+        found = find_repo(repos, f"{owner}/{name}")
+        if found is None and module not in lua_modules:
+            continue
+        if found is None:
+            raise LookupError(f"library {where} (for require '{module}') not found under {repos}")
+        target = found.joinpath(*folder).resolve()
+        # a one-file library (kikito's md5.lua) is required as module.lua, a folder as module/
+        (into / (module + ".lua" if target.is_file() else module)).symlink_to(target)
+    return f"{into}/?.lua;{into}/?/init.lua;" + os.environ.get("LUA_PATH", ";")
+
+
+def run_th(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str = "") -> tuple[str, int | None]:
+    """Output and exit status of `luabridge th ARGS` (status None: stopped at the time limit)."""
+    proc = subprocess.Popen([*luabridge_command(), "th", *args], cwd=cwd, env=env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(stdin, timeout=timeout)
+        return out, proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, _ = proc.communicate()
+        return out, None
+
+
+# --- programs -----------------------------------------------------------------------------------
+
+def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None) -> Result:
+    def result(ok: bool, seconds: float, detail: str, out: str = "") -> Result:
+        return Result("programs", p.name, p.repo, ok, seconds, detail, out, what=p.what, program=p)
+
     src = find_repo(repos, p.repo)
     if src is None:
-        return Result(p, False, 0.0, f"repository {p.repo} not found under {repos}")
+        return result(False, 0.0, f"repository {p.repo} not found under {repos}")
     with tempfile.TemporaryDirectory(prefix="luabridge-real-") as tmp:
         work = Path(tmp) / src.name
         shutil.copytree(src, work, ignore=shutil.ignore_patterns(".git"), symlinks=True)
         cwd = work / p.cwd
-        lib = Path(tmp) / "lua_modules"
-        lib.mkdir()
-        for module, where in p.lua_modules.items():
-            owner, name, *folder = where.split("/")
-            found = find_repo(repos, f"{owner}/{name}")
-            if found is None:
-                return Result(p, False, 0.0, f"library {where} (for require '{module}') not found under {repos}")
-            target = found.joinpath(*folder).resolve()
-            # a one-file library (kikito's md5.lua) is required as module.lua, a folder as module/
-            (lib / (module + ".lua" if target.is_file() else module)).symlink_to(target)
-        lua_path = f"{lib}/?.lua;{lib}/?/init.lua;" + os.environ.get("LUA_PATH", ";")
+        try:
+            lua_path = library_path(repos, {**(repo.lua_modules if repo else {}), **p.lua_modules},
+                                    Path(tmp) / "lua_modules")
+        except LookupError as e:
+            return result(False, 0.0, str(e))
         # setup lines call `$LUABRIDGE th ...` to prepare what a program needs (e.g. a checkpoint)
         env = {**os.environ, **p.env, "TMPDIR": tmp, "LUA_PATH": lua_path, "LUABRIDGE": " ".join(luabridge_command())}
         if p.setup:
             prep = subprocess.run(p.setup, shell=True, cwd=cwd, env=env, capture_output=True, text=True,
                                   errors="replace", timeout=p.timeout * scale)
             if prep.returncode != 0:
-                return Result(p, False, 0.0, "setup failed: " + summary(prep.stdout + prep.stderr))
+                return result(False, 0.0, "setup failed: " + summary(prep.stdout + prep.stderr))
         start = time.perf_counter()
-        proc = subprocess.Popen([*luabridge_command(), "th", *p.args], cwd=cwd, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", start_new_session=True)
-        try:
-            out, _ = proc.communicate(p.stdin, timeout=p.timeout * scale)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            out, _ = proc.communicate()
-            timed_out = True
+        out, status = run_th(p.args, cwd, env, p.timeout * scale, p.stdin)
         seconds = time.perf_counter() - start
     missing = [e for e in p.expect if not re.search(e, out, re.M)]
-    if timed_out and not (p.until and not missing):
-        return Result(p, False, seconds, f"no result within {p.timeout * scale:.0f} s: " + summary(out), out)
-    if not timed_out and proc.returncode != 0:
-        return Result(p, False, seconds, f"exit {proc.returncode}: " + summary(out), out)
+    if status is None and not (p.until and not missing):
+        return result(False, seconds, f"no result within {p.timeout * scale:.0f} s: " + summary(out), out)
+    if status is not None and status != 0:
+        return result(False, seconds, f"exit {status}: " + summary(out), out)
     if missing:
-        return Result(p, False, seconds, f"output lacks {missing[0]!r}: " + summary(out), out)
-    return Result(p, True, seconds, "stopped at the time limit after the expected output" if timed_out else "", out)
+        return result(False, seconds, f"output lacks {missing[0]!r}: " + summary(out), out)
+    if p.falls:
+        values = [float(v) for v in re.findall(p.falls, out, re.M)]
+        if len(values) < 2 or not values[-1] < values[0]:
+            return result(False, seconds, f"the values of {p.falls!r} did not fall: {values[:3]} ... {values[-3:]}", out)
+    return result(True, seconds, "stopped at the time limit after the expected output" if status is None else "", out)
 
+
+# --- models -------------------------------------------------------------------------------------
+
+def lua_string(text: str) -> str:
+    level = 0
+    while f"]{'=' * level}]" in text:
+        level += 1
+    return f"[{'=' * level}[\n{text}]{'=' * level}]"
+
+
+def model_spec(m: Model) -> str:
+    fields = [f"name = {lua_string(m.name)}", f"build = {lua_string(m.build)}",
+              f"setup = {lua_string(m.setup) if m.setup else 'nil'}",
+              f"backward = {'true' if m.backward else 'false'}"]
+    if isinstance(m.input, str):
+        fields.append(f"input = {lua_string(m.input)}")
+    else:
+        fields.append("input = {" + ", ".join(str(int(s)) for s in m.input) + "}")
+    if m.output:
+        fields.append("output = {" + ", ".join(str(int(s)) for s in m.output) + "}")
+    return "return {\n  " + ",\n  ".join(fields) + "\n}\n"
+
+
+def run_model(m: Model, repos: Path, scale: float, repo: Repo | None = None) -> Result:
+    def result(ok: bool, seconds: float, detail: str, out: str = "") -> Result:
+        return Result("models", m.name, m.repo, ok, seconds, detail, out, what=f"input {m.input}")
+
+    src = find_repo(repos, m.repo)
+    if src is None:
+        return result(False, 0.0, f"repository {m.repo} not found under {repos}")
+    with tempfile.TemporaryDirectory(prefix="luabridge-model-") as tmp:
+        spec = Path(tmp) / "spec.lua"
+        spec.write_text(model_spec(m))
+        try:
+            lua_path = library_path(repos, {**(repo.lua_modules if repo else {}), **m.lua_modules},
+                                    Path(tmp) / "lua_modules")
+        except LookupError as e:
+            return result(False, 0.0, str(e))
+        env = {**os.environ, "TMPDIR": tmp, "LUA_PATH": lua_path}
+        start = time.perf_counter()
+        out, status = run_th([str(HARNESS), str(spec)], src / m.cwd, env, m.timeout * scale)
+        seconds = time.perf_counter() - start
+    if status is None:
+        return result(False, seconds, f"no result within {m.timeout * scale:.0f} s: " + summary(out), out)
+    if status != 0 or "corpus-model: ok" not in out:
+        return result(False, seconds, summary(out, 1), out)
+    shape = re.search(r"corpus-model: output (\S+)", out)
+    return result(True, seconds, "output " + (shape.group(1) if shape else "?"), out)
+
+
+# --- requires -----------------------------------------------------------------------------------
+
+def run_requires(corpus: Corpus, names: list[str], repos: Path) -> tuple[list[Result], dict[str, list[str]]]:
+    """One result per repository, and the package names real code uses that luabridge lacks."""
+    scans: dict[str, tuple[Path | None, list[corpus_requires.FileRequires], set]] = {}
+    wanted: set[str] = set()
+    uses: set[tuple[str, str]] = set()
+    for name in names:
+        repo = corpus.repos[name]
+        root = find_repo(repos, name)
+        if root is None:
+            scans[name] = (None, [], set())
+            continue
+        files = corpus_requires.lua_files(root, repo.exclude)
+        found = [corpus_requires.scan_file(path, rel) for path, rel in files]
+        rels = {rel for _, rel in corpus_requires.lua_files(root, [])}
+        packages = corpus_requires.rockspec_packages(root)
+        defined = corpus_requires.defined_names([path.read_text(errors="replace") for path, _ in files])
+        for f in found:
+            f.required = [m for m in f.required
+                          if not (corpus_requires.in_repository(m, rels, f.path, packages) or in_libraries(m, repo))]
+            wanted.update(f.required)
+            f.names -= defined
+            uses |= f.names
+        scans[name] = (root, found, rels)
+    with tempfile.TemporaryDirectory(prefix="luabridge-requires-") as tmp:
+        answer = corpus_requires.check_in_luabridge(luabridge_command(), sorted(wanted), sorted(uses), Path(tmp))
+    results = []
+    lacking: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        root, found, rels = scans[name]
+        if root is None:
+            results.append(Result("requires", name, name, False, 0.0, f"repository {name} not found under {repos}"))
+            continue
+        failed: dict[str, str] = {}
+        for f in found:
+            for module in f.required:
+                status = answer["modules"].get(module, True)
+                if status is not True and module not in failed:
+                    failed[module] = f"{f.path}: {status}"
+            for pkg, field_name in f.names:
+                if not answer["names"].get(f"{pkg}.{field_name}", True) and name not in lacking[f"{pkg}.{field_name}"]:
+                    lacking[f"{pkg}.{field_name}"].append(name)
+        repo = corpus.repos[name]
+        unexplained = {m: why for m, why in failed.items() if m not in repo.explained}
+        count = f"{len(found)} files"
+        if not failed:
+            results.append(Result("requires", name, name, True, 0.0, count))
+        else:
+            module, why = next(iter((unexplained or failed).items()))
+            reason = "" if unexplained else "; ".join(f"{m}: {repo.explained[m]}" for m in failed)
+            results.append(Result("requires", name, name, False, 0.0,
+                                  f"module '{module}' not found ({why.split(': ', 1)[0]}; {len(failed)} modules missing in {count})",
+                                  explained=reason))
+    return results, lacking
+
+
+def in_libraries(module: str, repo: Repo) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in {**INSTALLED_WITH_TORCH, **repo.lua_modules})
+
+
+# --- reports ------------------------------------------------------------------------------------
 
 def summary(text: str, lines: int = 3) -> str:
     """The error line (a Lua error is printed before its traceback), else the last lines."""
@@ -132,32 +393,119 @@ def summary(text: str, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in out[max(0, cut - lines):cut])
 
 
-def markdown(results: list[Result]) -> str:
-    rows = ["| program | repository | what ran | result |", "|---|---|---|---|"]
+def cause(r: Result) -> str:
+    """What groups failures: the error line without paths, line numbers and sizes."""
+    text = r.detail.split(" | ")[-1]
+    if r.depth == "requires":
+        text = text.split(" (")[0]
+    text = re.sub(r"^(exit \d+|setup failed|no result within \d+ s): ", lambda m: re.sub(r"\d+", "N", m.group(1)) + ": ", text)
+    text = re.sub(r"(\S*/)?[\w.-]+\.lua:\d+: ", "", text)
+    text = re.sub(r"\[string \"[^\"]*\"\]:\d+: ", "", text)
+    text = re.sub(r"0x[0-9a-f]+", "0x?", text)
+    return re.sub(r"\b\d+(\.\d+)?\b", "N", text)[:160]
+
+
+def report(results: list[Result], out=sys.stdout) -> None:
+    for depth in DEPTHS:
+        mine = [r for r in results if r.depth == depth]
+        if not mine:
+            continue
+        passed = sum(r.ok for r in mine)
+        explained = sum(bool(r.explained) for r in mine if not r.ok)
+        print(f"{depth}: {passed} of {len(mine)} passed ({100 * passed / len(mine):.1f}%), "
+              f"{len(mine) - passed} failed ({explained} explained)", file=out)
+    groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
     for r in results:
-        verdict = f"runs ({r.seconds:.0f} s)" if r.ok else "fails: " + r.detail[:160].replace("|", "\\|")
-        rows.append(f"| {r.program.name} | {r.program.repo} | {r.program.what} | {verdict} |")
+        if not r.ok:
+            groups[(r.depth, "explained: " + r.explained if r.explained else cause(r))].append(r)
+    if groups:
+        print("failures by cause, largest group first:", file=out)
+    for (depth, why), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        names = ", ".join(m.name for m in members[:6]) + (" ..." if len(members) > 6 else "")
+        print(f"  {len(members):3d} {depth:8s} {why}\n      {names}", file=out)
+
+
+def markdown(results: list[Result], corpus: Corpus) -> str:
+    rows = ["| depth | repositories | passed | failed | failures by cause |", "|---|---|---|---|---|"]
+    for depth in DEPTHS:
+        mine = [r for r in results if r.depth == depth]
+        if not mine:
+            continue
+        causes: dict[str, int] = defaultdict(int)
+        for r in mine:
+            if not r.ok:
+                causes[("explained: " + r.explained) if r.explained else cause(r)] += 1
+        text = "; ".join(f"{n} x {c}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1])).replace("|", "\\|")
+        passed = sum(r.ok for r in mine)
+        rows.append(f"| {depth} | {len({r.repo for r in mine})} | {passed} of {len(mine)} | {len(mine) - passed} | {text or '-'} |")
     return "\n".join(rows)
+
+
+def quick_sample(items: list, every: int) -> list:
+    return items[::every]
+
+
+def run_all(jobs: list[Callable[[], Result]], workers: int, on_result: Callable[[Result], None]) -> list[Result]:
+    results = []
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for r in pool.map(lambda job: job(), jobs):
+            on_result(r)
+            results.append(r)
+    return results
+
+
+def explain(r: Result, corpus: Corpus) -> Result:
+    repo = corpus.repos.get(r.repo)
+    if not r.ok and repo and r.name in repo.explained:
+        r.explained = repo.explained[r.name]
+    return r
+
+
+def print_result(r: Result) -> None:
+    verdict = "ok  " if r.ok else ("FAIL*" if r.explained else "FAIL")
+    print(f"{verdict:5s} {r.depth:8s} {r.name[:44]:44s} {r.seconds:6.1f} s  {(r.explained or r.detail)[:300]}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("repos", type=Path, help="folder of checked-out repositories")
-    ap.add_argument("--only", nargs="*", help="run these programs (names) only")
+    ap.add_argument("repos", type=Path, help="folder of repositories (mirrors or checkouts)")
+    ap.add_argument("--manifest", type=Path, nargs="*", help="manifest files (default: tools/corpus/*.toml)")
+    ap.add_argument("--depth", choices=DEPTHS, nargs="*", help="depths to run (default: all three)")
+    ap.add_argument("--repo", nargs="*", help="these repositories only (owner/name)")
+    ap.add_argument("--only", nargs="*", help="these models and programs only (names)")
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="runs at once")
+    ap.add_argument("--quick", action="store_true", help="a sample: one model in 10, one program in 10")
     ap.add_argument("--markdown", action="store_true", help="print the README table at the end")
     ap.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every time limit")
     a = ap.parse_args(argv)
-    programs = [p for p in load_manifest() if not a.only or p.name in a.only]
-    results = []
-    for p in programs:
-        r = run_program(p, a.repos, a.timeout_scale)
-        results.append(r)
-        print(f"{'ok  ' if r.ok else 'FAIL'} {p.name:32s} {r.seconds:6.1f} s  {r.detail[:300]}", flush=True)
-    passed = sum(r.ok for r in results)
-    print(f"{passed} passed, {len(results) - passed} failed")
+    corpus = load_manifest(a.manifest)
+    depths = a.depth or list(DEPTHS)
+    keep = (lambda x: (not a.repo or x.repo in a.repo) and (not a.only or x.name in a.only))
+    models = [m for m in corpus.models if keep(m)]
+    programs = [p for p in corpus.programs if keep(p)]
+    if a.quick:
+        models, programs = quick_sample(models, 10), quick_sample(programs, 10)
+    results: list[Result] = []
+    if "requires" in depths and not a.only:
+        names = [n for n in corpus.repos if not a.repo or n in a.repo]
+        found, lacking = run_requires(corpus, names, a.repos)
+        for r in found:
+            print_result(r)
+        results += found
+        if lacking:
+            print("package names real code uses that luabridge lacks (name: repositories):")
+            for name, where in sorted(lacking.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+                print(f"  {name}: {len(where)} ({', '.join(where[:4])}{' ...' if len(where) > 4 else ''})")
+    if "models" in depths:
+        results += run_all([lambda m=m: explain(run_model(m, a.repos, a.timeout_scale, corpus.repos.get(m.repo)), corpus)
+                            for m in models], a.jobs, print_result)
+    if "programs" in depths:
+        results += run_all([lambda p=p: explain(run_program(p, a.repos, a.timeout_scale, corpus.repos.get(p.repo)), corpus)
+                            for p in programs], a.jobs, print_result)
+    report(results)
     if a.markdown:
-        print(markdown(results))
-    return 0 if passed == len(results) else 1
+        print(markdown(results, corpus))
+    return 0 if all(r.ok for r in results) else 1
 
 
 if __name__ == "__main__":
