@@ -42,3 +42,21 @@ def test_container_subclass_built_empty_then_set(lua):
 def test_container_add_still_refuses_non_modules(lua, code, message):
     with pytest.raises(luabridge.LuaError, match=message.replace(".", r"\.")):
         lua.execute("require 'nn'; return " + code)
+
+
+def test_copy_keeps_module_share_callable(lua):
+    """nn.Copy's sharing flag must not hide Module:share: OpenNMT's Sequencer clones a net holding
+    nn.Copy(nil, nil, true, true) with clone('weight', 'gradWeight', ...), which calls :share."""
+    shares, copies, clone_type, clone_out = lua.execute("""
+      require 'nn'
+      local seq = nn.Sequential():add(nn.Copy(nil, nil, true, true)):add(nn.Linear(3, 2)):add(nn.Copy())
+      local c = seq:clone('weight', 'bias', 'gradWeight', 'gradBias')
+      local x = torch.randn(4, 3)
+      local shares = c.modules[2].weight:storage() == seq.modules[2].weight:storage()
+      local forced = nn.Copy(nil, nil, true)
+      local y = forced:forward(x)
+      local copies = torch.pointer(y:storage()) ~= torch.pointer(x:storage()) and y:equal(x)
+      local same = nn.Copy():forward(x)
+      return shares, copies, torch.type(c.modules[1]),
+             (c:forward(x) - seq:forward(x)):abs():max() == 0 and same:storage() == x:storage()""")
+    assert (shares, copies, clone_type, clone_out) == (True, True, "nn.Copy", True)

@@ -10,19 +10,20 @@ function Copy:__init(intype, outtype, forceCopy, dontCast)
   parent.__init(self)
   self.gradInput = torch.getmetatable(intype).new()
   self.output = torch.getmetatable(outtype).new()
-  self.share = not forceCopy and intype == outtype
+  -- the flag is not named share: that field would hide Module:share (OpenNMT clones nets with Copy in them)
+  self.sharesInput = not forceCopy and intype == outtype
 end
 
 function Copy:updateOutput(input)
   check.tensorOf('nn.Copy', input, 'input')
-  if self.share then return self.output:set(input) end
+  if self.sharesInput then return self.output:set(input) end
   self.output:resize(input:size()):copy(input)
   return self.output
 end
 
 function Copy:updateGradInput(input, gradOutput)
   check.sameElements('nn.Copy', input, gradOutput)
-  if self.share then return self.gradInput:set(gradOutput) end
+  if self.sharesInput then return self.gradInput:set(gradOutput) end
   self.gradInput:resize(gradOutput:size()):copy(gradOutput)
   return self.gradInput
 end
