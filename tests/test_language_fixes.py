@@ -60,3 +60,26 @@ def test_copy_keeps_module_share_callable(lua):
       return shares, copies, torch.type(c.modules[1]),
              (c:forward(x) - seq:forward(x)):abs():max() == 0 and same:storage() == x:storage()""")
     assert (shares, copies, clone_type, clone_out) == (True, True, "nn.Copy", True)
+
+
+def test_gmodule_passes_on_a_missing_input_gradient(lua):
+    """A node whose module gives no gradient for one of its inputs ({g, nil}, as OpenNMT's
+    onmt.PositionEmbedding does for the source lengths): torch7's nngraph table.insert-ed the nil,
+    so that input's node got no gradient and the gModule's gradInput has nil there."""
+    g1, g2_nil, total = lua.execute("""
+      require 'nngraph'
+      local M = torch.class('langtest.FirstOnly', 'nn.Module')
+      function M:updateOutput(input) self.output = input[1]:clone():mul(2); return self.output end
+      function M:updateGradInput(input, gradOutput)
+        self.gradInput = gradOutput:clone():mul(2)
+        return {self.gradInput, nil}
+      end
+      local x, len = nn.Identity()(), nn.Identity()()
+      local y = langtest.FirstOnly()({x, len})
+      local g = nn.gModule({x, len}, {nn.CAddTable()({y, x})})
+      local input = {torch.randn(3, 4), torch.Tensor({4, 2, 3})}
+      g:forward(input)
+      local go = torch.randn(3, 4)
+      local gi = g:backward(input, go)
+      return (gi[1] - go * 3):abs():max(), gi[2] == nil, #g.modules""")
+    assert g1 < 1e-12 and g2_nil is True and total == 4

@@ -225,10 +225,14 @@ local function backwardStep(node, k, inputs)
   else
     local gradInput = grad
     if data.module then gradInput = data.module:updateGradInput(nodeInput(data), grad) end
+    -- a module may give no gradient for an input (OpenNMT's PositionEmbedding returns {g, nil}
+    -- for its lengths): as torch7's table.insert(gradOutput, nil) did, nothing is handed on
     for j = 1, #list, 2 do
       local position = list[j + 1]
       local into = list[j].gradOutput
-      into[#into + 1] = position == 0 and gradInput or gradInput[position]
+      local g = gradInput
+      if position ~= 0 and g ~= nil then g = g[position] end
+      into[#into + 1] = g
     end
   end
 end
