@@ -6,6 +6,8 @@ which appends nothing for nil. OpenNMT's onmt.Network(net) calls self:add(net) b
 nn.Sequential:add(nil) still fails, as torch7's read module.gradInput of the nil module."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import luabridge
@@ -83,3 +85,76 @@ def test_gmodule_passes_on_a_missing_input_gradient(lua):
       local gi = g:backward(input, go)
       return (gi[1] - go * 3):abs():max(), gi[2] == nil, #g.modules""")
     assert g1 < 1e-12 and g2_nil is True and total == 4
+
+
+# bit32 (lua/bit32.lua): Lua 5.2's library on LuaJIT's bit, values checked against Python's
+# integers (Lua 5.2 semantics: arguments modulo 2^32, unsigned results, shifts >= 32 give 0).
+M32 = 0xFFFFFFFF
+
+
+def _sh(x, d):
+    x &= M32
+    if d <= -32 or d >= 32:
+        return 0
+    return (x << d) & M32 if d >= 0 else x >> -d
+
+
+def _ar(x, d):
+    x &= M32
+    if d < 0:
+        return _sh(x, -d)
+    s = x - (1 << 32) if x & 0x80000000 else x
+    return (s >> min(d, 63)) & M32
+
+
+def _rot(x, d):
+    x, d = x & M32, d % 32
+    return ((x << d) | (x >> (32 - d))) & M32 if d else x
+
+
+BIT32_CASES = [
+    ("band()", M32), ("bor()", 0), ("bxor()", 0),
+    ("band(-1, 0xff00)", 0xFF00), ("bor(0x10, 0x01, 0x100)", 0x111), ("bxor(5, 3, 1)", 5 ^ 3 ^ 1),
+    ("bnot(0)", M32), ("bnot(-1)", 0), ("bnot(2^32 + 5)", ~5 & M32),
+    ("lshift(1, 31)", _sh(1, 31)), ("lshift(1, 32)", 0), ("lshift(0xF0, -4)", _sh(0xF0, -4)),
+    ("rshift(-1, 4)", _sh(-1, -4)), ("rshift(-1, 32)", 0), ("rshift(1, -3)", 8),
+    ("arshift(-8, 1)", _ar(-8, 1)), ("arshift(2^31, 40)", _ar(2**31, 40)), ("arshift(0x70000000, 40)", 0),
+    ("arshift(-1, -4)", _sh(-1, 4)),
+    ("lrotate(1, -1)", _rot(1, -1)), ("rrotate(1, 1)", _rot(1, -1)), ("lrotate(0x80000001, 33)", _rot(0x80000001, 33)),
+    ("extract(0xF0, 4, 4)", (0xF0 >> 4) & 0xF), ("extract(-1, 31)", 1), ("extract(0x12345678, 0, 32)", 0x12345678),
+    ("replace(0, 7, 29, 3)", 7 << 29), ("replace(-1, 0, 8, 8)", M32 & ~(0xFF << 8)), ("replace(0x10, 1, 0)", 0x11),
+]
+
+
+@pytest.mark.parametrize("expr, expected", BIT32_CASES)
+def test_bit32_matches_lua52(lua, expr, expected):
+    got = lua.execute("local b = require 'bit32'; return b." + expr)
+    assert got == expected
+
+
+def test_bit32_btest_and_errors(lua):
+    t, f = lua.execute("local b = require 'bit32'; return b.btest(4, 6), b.btest(4, 3)")
+    assert (t, f) == (True, False)
+    for expr, message in [("extract(1, 30, 4)", "trying to access non-existent bits"),
+                          ("extract(1, -1)", "field cannot be negative"),
+                          ("replace(1, 1, 0, 0)", "width must be positive"),
+                          ("band(1, {})", "bad argument #2 to 'band' (number expected, got table)")]:
+        with pytest.raises(luabridge.LuaError, match=re.escape(message)):
+            lua.execute("local b = require 'bit32'; return b." + expr)
+
+
+def test_bit32_utf8_decode_as_opennmt(lua):
+    """OpenNMT's unicode._utf8_to_cp pattern: mask the lead byte, shift in continuation bytes."""
+    cps = lua.execute("""
+      local b = require 'bit32'
+      local s, out, i = 'a\\195\\169\\226\\130\\172', {}, 1
+      while i <= #s do
+        local c = s:byte(i)
+        local l = c < 0x80 and 0 or (c < 0xE0 and 1 or 2)
+        local v = b.band(c, b.rshift(0xff, l + (l > 0 and 1 or 0)))
+        for k = 1, l do v = b.bor(b.lshift(v, 6), b.band(s:byte(i + k), 0x3F)) end
+        out[#out + 1] = v
+        i = i + l + 1
+      end
+      return table.concat(out, ',')""")
+    assert cps == ",".join(str(ord(ch)) for ch in "aé€")
