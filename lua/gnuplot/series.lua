@@ -126,7 +126,10 @@ function gnuplot.imagesc(x, palette, ...)
   if x:dim() ~= 2 then error('gnuplot.imagesc: x is expected to be a matrix, got ' .. x:dim() .. 'D', 2) end
   palette = palette or 'gray'
   if not rawget(_G, '__luabridge_py').plot_palette_known(palette) then
-    error(("gnuplot.imagesc: unknown palette '%s' (use 'gray', 'color' or a matplotlib colormap name)"):format(palette), 2)
+    -- torch7 sends 'set palette <palette>' down gnuplot's pipe: gnuplot complains on its stderr
+    -- and keeps its palette, the Lua program goes on (practical4's main.lua passes a model's name)
+    io.stderr:write(("gnuplot.imagesc: unknown palette '%s' (use 'gray', 'color' or a matplotlib colormap name): drawn in gray\n"):format(palette))
+    palette = 'gray'
   end
   show('imagesc', { matrix = doubles(x), palette = palette })
 end
