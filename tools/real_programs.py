@@ -115,6 +115,7 @@ class Result:
 @dataclass
 class Corpus:
     repos: dict[str, Repo] = field(default_factory=dict)
+    explained: dict[str, str] = field(default_factory=dict)   # require names failing anywhere, and why
     models: list[Model] = field(default_factory=list)
     programs: list[Program] = field(default_factory=list)
 
@@ -128,6 +129,7 @@ def load_manifest(paths: Iterable[Path] | None = None) -> Corpus:
             if entry["repo"] in corpus.repos:
                 raise ValueError(f"{path.name}: repository {entry['repo']} is listed twice")
             corpus.repos[entry["repo"]] = Repo(**entry)
+        corpus.explained.update(data.get("explained", {}))
         corpus.models += [Model(**entry) for entry in data.get("model", [])]
         corpus.programs += [Program(**entry) for entry in data.get("program", [])]
     return corpus
@@ -326,15 +328,16 @@ def run_model(m: Model, repos: Path, scale: float, repo: Repo | None = None) -> 
 # --- requires -----------------------------------------------------------------------------------
 
 def run_requires(corpus: Corpus, names: list[str], repos: Path) -> tuple[list[Result], dict[str, list[str]]]:
-    """One result per repository, and the package names real code uses that luabridge lacks."""
-    scans: dict[str, tuple[Path | None, list[corpus_requires.FileRequires], set]] = {}
+    """One result per repository and package it requires from outside itself (a luabridge package
+    or a library), and the package names real code uses that luabridge lacks."""
+    scans: dict[str, list[corpus_requires.FileRequires] | None] = {}
     wanted: set[str] = set()
     uses: set[tuple[str, str]] = set()
     for name in names:
         repo = corpus.repos[name]
         root = find_repo(repos, name)
         if root is None:
-            scans[name] = (None, [], set())
+            scans[name] = None
             continue
         files = corpus_requires.lua_files(root, repo.exclude)
         found = [corpus_requires.scan_file(path, rel) for path, rel in files]
@@ -342,41 +345,37 @@ def run_requires(corpus: Corpus, names: list[str], repos: Path) -> tuple[list[Re
         packages = corpus_requires.rockspec_packages(root)
         defined = corpus_requires.defined_names([path.read_text(errors="replace") for path, _ in files])
         for f in found:
-            f.required = [m for m in f.required
-                          if not (corpus_requires.in_repository(m, rels, f.path, packages) or in_libraries(m, repo))]
-            wanted.update(f.required)
+            f.required = [m for m in f.required if not corpus_requires.in_repository(m, rels, f.path, packages)]
+            wanted.update(m for m in f.required if not in_libraries(m, repo))
             f.names -= defined
             uses |= f.names
-        scans[name] = (root, found, rels)
+        scans[name] = found
     with tempfile.TemporaryDirectory(prefix="luabridge-requires-") as tmp:
         answer = corpus_requires.check_in_luabridge(luabridge_command(), sorted(wanted), sorted(uses), Path(tmp))
     results = []
     lacking: dict[str, list[str]] = defaultdict(list)
     for name in names:
-        root, found, rels = scans[name]
-        if root is None:
+        found = scans[name]
+        if found is None:
             results.append(Result("requires", name, name, False, 0.0, f"repository {name} not found under {repos}"))
             continue
-        failed: dict[str, str] = {}
+        repo = corpus.repos[name]
+        first: dict[str, str] = {}     # module -> the first file requiring it
         for f in found:
             for module in f.required:
-                status = answer["modules"].get(module, True)
-                if status is not True and module not in failed:
-                    failed[module] = f"{f.path}: {status}"
+                first.setdefault(module, f.path)
             for pkg, field_name in f.names:
                 if not answer["names"].get(f"{pkg}.{field_name}", True) and name not in lacking[f"{pkg}.{field_name}"]:
                     lacking[f"{pkg}.{field_name}"].append(name)
-        repo = corpus.repos[name]
-        unexplained = {m: why for m, why in failed.items() if m not in repo.explained}
-        count = f"{len(found)} files"
-        if not failed:
-            results.append(Result("requires", name, name, True, 0.0, count))
-        else:
-            module, why = next(iter((unexplained or failed).items()))
-            reason = "" if unexplained else "; ".join(f"{m}: {repo.explained[m]}" for m in failed)
-            results.append(Result("requires", name, name, False, 0.0,
-                                  f"module '{module}' not found ({why.split(': ', 1)[0]}; {len(failed)} modules missing in {count})",
-                                  explained=reason))
+        for module, path in sorted(first.items()):
+            status = True if in_libraries(module, repo) else answer["modules"].get(module, True)
+            if status is True:
+                results.append(Result("requires", f"{name}: {module}", name, True, 0.0, path))
+            else:
+                why = repo.explained.get(module) or corpus.explained.get(module, "")
+                results.append(Result("requires", f"{name}: {module}", name, False, 0.0,
+                                      f"module '{module}' not found ({path}: {status.split(chr(10))[0][:200]})",
+                                      explained=why))
     return results, lacking
 
 
@@ -489,8 +488,11 @@ def main(argv: list[str] | None = None) -> int:
     if "requires" in depths and not a.only:
         names = [n for n in corpus.repos if not a.repo or n in a.repo]
         found, lacking = run_requires(corpus, names, a.repos)
-        for r in found:
-            print_result(r)
+        for name in names:
+            mine = [r for r in found if r.repo == name]
+            missing = [r.name.split(": ", 1)[1] + ("*" if r.explained else "") for r in mine if not r.ok]
+            print(f"{'ok  ' if not missing else 'FAIL'}  requires {name:44s} {len(mine) - len(missing)} of {len(mine)} packages"
+                  + (f"; missing: {', '.join(missing)}" if missing else ""), flush=True)
         results += found
         if lacking:
             print("package names real code uses that luabridge lacks (name: repositories):")
