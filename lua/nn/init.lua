@@ -9,4 +9,8 @@ for _, group in ipairs { 'framework', 'layers', 'convolution', 'tables', 'criter
 end
 require 'nn.StochasticGradient'   -- a trainer, not a module: in no class list
 require 'nn.legacy'
+-- torch/nn's init requires its THNN table first thing: custom layers call input.THNN.<op> directly
+-- (nn.THNN requires 'nn' itself: when it is the one loading nn, it is in package.loaded already)
+package.loaded.nn = nn
+if not package.loaded['nn.THNN'] then require 'nn.THNN' end
 return nn
