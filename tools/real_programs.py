@@ -96,6 +96,7 @@ class Model:
     why: str = ""            # why there is no backward
     lua_modules: dict[str, str] = field(default_factory=dict)
     timeout: float = 180.0
+    env: dict[str, str] = field(default_factory=dict)   # e.g. LUABRIDGE_CUDA_ON_CPU for cunn/cudnn code
 
 
 @dataclass
@@ -313,7 +314,7 @@ def run_model(m: Model, repos: Path, scale: float, repo: Repo | None = None) -> 
                                     Path(tmp) / "lua_modules")
         except LookupError as e:
             return result(False, 0.0, str(e))
-        env = {**os.environ, "TMPDIR": tmp, "LUA_PATH": lua_path}
+        env = {**os.environ, **m.env, "TMPDIR": tmp, "LUA_PATH": lua_path}
         start = time.perf_counter()
         out, status = run_th([str(HARNESS), str(spec)], src / m.cwd, env, m.timeout * scale)
         seconds = time.perf_counter() - start
