@@ -118,31 +118,33 @@ local function cached(key, make)
   return m
 end
 
--- weight: nOutputPlane x (nInputPlane * kH * kW), or 4-D
-local function convolution(weight, bias, kW, kH, dW, dH, padW, padH)
-  return cached(weight, function()
+-- weight: nOutputPlane x (nInputPlane * kH * kW), or 4-D. One module per layer, found by its
+-- finput buffer (THNN's state between the passes: the three calls of a layer pass the same one),
+-- else by its weight; the layer's current weight and bias tensors are set on it at each call
+-- (layers re-view their weight between calls, as BinaryNet's BinarySpatialConvolution does).
+local function convolution(finput, weight, kW, kH, dW, dH, padW, padH)
+  return cached(finput or weight, function()
     local nIn = weight:dim() == 4 and weight:size(2) or weight:size(2) / (kW * kH)
-    local m = nn.SpatialConvolutionMM(nIn, weight:size(1), kW, kH, dW, dH, padW, padH)
-    m.weight, m.bias = weight, bias
-    if not bias then m:noBias() end
-    return m
+    return nn.SpatialConvolutionMM(nIn, weight:size(1), kW, kH, dW, dH, padW, padH)
   end)
 end
 
 function ops.SpatialConvolutionMM_updateOutput(input, output, weight, bias, finput, fgradInput, ...)
-  forward(convolution(weight, bias, ...), input, output)
+  local m = convolution(finput, weight, ...)
+  m.weight, m.bias = weight, bias
+  forward(m, input, output)
 end
 
 function ops.SpatialConvolutionMM_updateGradInput(input, gradOutput, gradInput, weight, finput, fgradInput, ...)
-  backward(convolution(weight, nil, ...), input, gradOutput, gradInput)
+  local m = convolution(finput, weight, ...)
+  m.weight = weight
+  backward(m, input, gradOutput, gradInput)
 end
 
 function ops.SpatialConvolutionMM_accGradParameters(input, gradOutput, gradWeight, gradBias, finput, fgradInput,
                                                     kW, kH, dW, dH, padW, padH, scale)
-  local m = cached(gradWeight, function()
-    local nIn = gradWeight:dim() == 4 and gradWeight:size(2) or gradWeight:size(2) / (kW * kH)
-    return nn.SpatialConvolutionMM(nIn, gradWeight:size(1), kW, kH, dW, dH, padW, padH)
-  end)
+  local m = convolution(finput, gradWeight,
+    kW, kH, dW, dH, padW, padH)
   m.gradWeight, m.gradBias = gradWeight, gradBias
   if not gradBias then m.bias = nil end
   m:accGradParameters(input, gradOutput, scale or 1)
