@@ -254,7 +254,8 @@ def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None)
         except LookupError as e:
             return result(False, 0.0, str(e))
         # setup lines call `$LUABRIDGE th ...` to prepare what a program needs (e.g. a checkpoint)
-        env = {**os.environ, **p.env, "TMPDIR": tmp, "LUA_PATH": lua_path, "LUABRIDGE": " ".join(luabridge_command())}
+        env = {**os.environ, **p.env, "TMPDIR": tmp, "LUA_PATH": lua_path, "LUABRIDGE": " ".join(luabridge_command()),
+               "PYTHON": sys.executable}
         if p.setup:
             prep = subprocess.run(p.setup, shell=True, cwd=cwd, env=env, capture_output=True, text=True,
                                   errors="replace", timeout=p.timeout * scale)
