@@ -6,7 +6,9 @@ local Sum, parent = torch.class('nn.Sum', 'nn.Module')
 function Sum:__init(dimension, nInputDims, sizeAverage, squeeze)
   parent.__init(self)
   self.dimension = check.int(torch.type(self), dimension or 1, 'dimension', -check.MAXDIM, check.MAXDIM)
-  self.nInputDims = check.optInt(torch.type(self), nInputDims, 'nInputDims', 0, check.MAXDIM)
+  -- torch/nn stores nInputDims unchecked: waifu2x's SE blocks build nn.Mean(-1, -1) (a negative
+  -- dimension counts from the end and never looks at nInputDims)
+  self.nInputDims = check.optInt(torch.type(self), nInputDims, 'nInputDims', -check.MAXDIM, check.MAXDIM)
   self.sizeAverage = sizeAverage or false
   self.squeeze = squeeze == nil or squeeze
 end
