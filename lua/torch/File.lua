@@ -532,6 +532,13 @@ local function writableType(obj)
   if t == 'function' and debug.getinfo(obj, 'S').what ~= 'C' then return TYPE_RECUR_FUNCTION end
 end
 
+-- torch7's File:isWritableObject: the type code writeObject would use for obj, nil when it cannot
+-- write it (a C function, a coroutine, userdata that is no torch object); classic.torch asks it
+-- which fields of an object to keep.
+function File:isWritableObject(obj)
+  return writableType(obj)
+end
+
 local function writeState(self)
   local st = self._ws
   if not st then
