@@ -158,3 +158,16 @@ def test_bit32_utf8_decode_as_opennmt(lua):
       end
       return table.concat(out, ',')""")
     assert cps == ",".join(str(ord(ch)) for ch in "aé€")
+
+
+def test_parallel_without_dimensions_gathers_parameters(lua):
+    """torch7's nn.Parallel(inputDimension, outputDimension) only stored its arguments; treelstm's
+    TreeLSTMSim builds nn.Parallel():add(treelstm):add(sim_module) just for :getParameters()."""
+    n, grads = lua.execute("""
+      require 'nn'
+      local p = nn.Parallel():add(nn.Linear(3, 2)):add(nn.Linear(2, 5))
+      local params, gradParams = p:getParameters()
+      return params:nElement(), gradParams:nElement()""")
+    assert (n, grads) == (3 * 2 + 2 + 2 * 5 + 5,) * 2
+    with pytest.raises(luabridge.LuaError, match="nn.Parallel: inputDimension must be an integer in \\[1, 64\\], got nil"):
+        lua.execute("require 'nn'; return nn.Parallel():add(nn.Linear(3, 2)):forward(torch.randn(2, 3))")

@@ -6,13 +6,23 @@ local Parallel, parent = torch.class('nn.Parallel', 'nn.Container')
 function Parallel:__init(inputDimension, outputDimension)
   parent.__init(self)
   self.modules = {}
-  self.inputDimension = check.int('nn.Parallel', inputDimension, 'inputDimension', 1, check.MAXDIM)
-  self.outputDimension = check.int('nn.Parallel', outputDimension, 'outputDimension', 1, check.MAXDIM)
+  -- as in torch7 the dimensions may be left out when the container is built only to gather
+  -- parameters (treelstm: nn.Parallel():add(treelstm):add(sim_module):getParameters()); a forward
+  -- needs them
+  if inputDimension ~= nil then check.int('nn.Parallel', inputDimension, 'inputDimension', 1, check.MAXDIM) end
+  if outputDimension ~= nil then check.int('nn.Parallel', outputDimension, 'outputDimension', 1, check.MAXDIM) end
+  self.inputDimension = inputDimension
+  self.outputDimension = outputDimension
+end
+
+local function dims(self)
+  return check.int('nn.Parallel', self.inputDimension, 'inputDimension', 1, check.MAXDIM),
+         check.int('nn.Parallel', self.outputDimension, 'outputDimension', 1, check.MAXDIM)
 end
 
 -- The number of slices, checked against the number of children.
 local function sliceCount(self, input)
-  local dim = self.inputDimension
+  local dim = dims(self)
   if not torch.isTensor(input) or input:dim() < dim then
     error(('nn.Parallel: expected a tensor with at least %d dimensions as input, got %s'):format(
       dim, torch.isTensor(input) and input:dim() .. ' dimensions' or torch.type(input)))
@@ -26,7 +36,7 @@ local function sliceCount(self, input)
 end
 
 function Parallel:updateOutput(input)
-  local inDim, outDim = self.inputDimension, self.outputDimension
+  local inDim, outDim = dims(self)
   local outs = {}
   self.totalOutputSize = self.totalOutputSize or torch.LongStorage()
   local total = self.totalOutputSize
@@ -60,11 +70,12 @@ end
 
 -- Calls fn(i, module, input slice, gradOutput part) for each slice.
 local function eachSlice(self, input, gradOutput, fn)
-  local offset, outDim = 1, self.outputDimension
+  local inDim, outDim = dims(self)
+  local offset = 1
   for i = 1, sliceCount(self, input) do
     local m = self.modules[i]
     local width = m.output:size(outDim)
-    fn(i, m, input:select(self.inputDimension, i), gradOutput:narrow(outDim, offset, width))
+    fn(i, m, input:select(inDim, i), gradOutput:narrow(outDim, offset, width))
     offset = offset + width
   end
 end
