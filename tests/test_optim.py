@@ -642,3 +642,10 @@ def test_confusion_matrix_two_dimensional_prediction(lua, rng):
     np.testing.assert_array_equal(N(out[0]), expected)
     ignored = _CONF(5, T(scores[None]), T(np.array([0.0])), "scores")
     assert N(ignored[0]).sum() == 0
+    # a one-hot target vector (the tutorials' mse loss) is its argmax, the prediction still a row
+    onehot = np.zeros((1, 5))
+    onehot[0, 2] = 1.0
+    out = _CONF(5, T(scores[None]), T(onehot), "scores")
+    expected = np.zeros((5, 5), dtype=np.int64)
+    expected[2, 0] = 1
+    np.testing.assert_array_equal(N(out[0]), expected)

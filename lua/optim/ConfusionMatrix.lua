@@ -62,7 +62,8 @@ end
 
 -- prediction: a class index or a vector of scores; target: a class index or a one-hot/score vector.
 function ConfusionMatrix:add(prediction, target)
-  if type(prediction) ~= 'number' and type(target) == 'number' and prediction:dim() == 2 then
+  if type(prediction) ~= 'number' and prediction:dim() == 2 then
+    if type(target) ~= 'number' then target = self:_argmax(target, self._target) end
     return self:_addIndexRow(prediction, target)
   end
   if type(prediction) ~= 'number' then prediction = self:_argmax(prediction, self._prediction) end
