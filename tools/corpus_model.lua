@@ -84,9 +84,18 @@ model:training()
 local output = model:forward(input)
 checkFinite(output, 'output')
 print('corpus-model: output ' .. describe(output))
+-- the expected sizes written as describe writes an output: {2, 10} is 2x10, {{2, 10}, {2, 5}} {2x10, 2x5}
+local function describeSizes(t)
+   if type(t[1]) == 'table' then
+      local parts = {}
+      for _, v in ipairs(t) do parts[#parts + 1] = describeSizes(v) end
+      return '{' .. table.concat(parts, ', ') .. '}'
+   end
+   return table.concat(t, 'x')
+end
 if spec.output then
-   local want = table.concat(spec.output, 'x')
-   if not torch.isTensor(output) or sizes(output) ~= want then
+   local want = describeSizes(spec.output)
+   if describe(output) ~= want then
       error('output is ' .. describe(output) .. ', expected ' .. want, 0)
    end
 end

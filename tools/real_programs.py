@@ -89,7 +89,7 @@ class Model:
     repo: str
     build: str               # a Lua chunk returning the module, run in the repository (cwd)
     input: list[int] | str   # sizes of a random input, or a Lua expression
-    output: list[int] | None = None
+    output: list | None = None   # sizes, or one list of sizes per output for a table of outputs
     setup: str = ""
     cwd: str = "."
     backward: bool = True
@@ -287,6 +287,11 @@ def lua_string(text: str) -> str:
     return f"[{'=' * level}[\n{text}]{'=' * level}]"
 
 
+def lua_sizes(sizes: list) -> str:
+    """Sizes as a Lua table; a table of outputs (a gModule's, a ConcatTable's) nests one list per output."""
+    return "{" + ", ".join(lua_sizes(s) if isinstance(s, list) else str(int(s)) for s in sizes) + "}"
+
+
 def model_spec(m: Model) -> str:
     fields = [f"name = {lua_string(m.name)}", f"build = {lua_string(m.build)}",
               f"setup = {lua_string(m.setup) if m.setup else 'nil'}",
@@ -296,7 +301,7 @@ def model_spec(m: Model) -> str:
     else:
         fields.append("input = {" + ", ".join(str(int(s)) for s in m.input) + "}")
     if m.output:
-        fields.append("output = {" + ", ".join(str(int(s)) for s in m.output) + "}")
+        fields.append("output = " + lua_sizes(m.output))
     return "return {\n  " + ",\n  ".join(fields) + "\n}\n"
 
 
@@ -323,7 +328,7 @@ def run_model(m: Model, repos: Path, scale: float, repo: Repo | None = None) -> 
         return result(False, seconds, f"no result within {m.timeout * scale:.0f} s: " + summary(out), out)
     if status != 0 or "corpus-model: ok" not in out:
         return result(False, seconds, summary(out, 1), out)
-    shape = re.search(r"corpus-model: output (\S+)", out)
+    shape = re.search(r"corpus-model: output (.+)", out)
     return result(True, seconds, "output " + (shape.group(1) if shape else "?"), out)
 
 
