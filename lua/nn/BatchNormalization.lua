@@ -24,6 +24,10 @@ function BN:__init(nOutput, eps, momentum, affine)
     fail(self, 'affine must be true or false, got %s', tostring(affine))
   end
   self.affine = affine ~= false
+  -- torch7 reads `eps or 1e-5` and `momentum or 0.1`: false is the default as nil is
+  -- (XNOR-Net passes (n, eps, false) meaning affine = false, which torch7 read as momentum)
+  if eps == false then eps = nil end
+  if momentum == false then momentum = nil end
   self.eps = check.optNumber(torch.type(self), eps, 'eps') or 1e-5
   self.train = true
   self.momentum = check.optNumber(torch.type(self), momentum, 'momentum') or 0.1
