@@ -62,6 +62,9 @@ class Repo:
     lua_modules: dict[str, str] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)      # globs left out of the requires depth
     explained: dict[str, str] = field(default_factory=dict)  # require/model/program name -> why it fails
+    # the corpus' [libraries]: pure-Lua packages users installed with luarocks, on every path after
+    # the repository's own modules (set by load_manifest)
+    shared: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Result:
 class Corpus:
     repos: dict[str, Repo] = field(default_factory=dict)
     explained: dict[str, str] = field(default_factory=dict)   # require names failing anywhere, and why
+    libraries: dict[str, str] = field(default_factory=dict)   # module -> "owner/name[/path]", for every repository
     models: list[Model] = field(default_factory=list)
     programs: list[Program] = field(default_factory=list)
 
@@ -131,8 +135,11 @@ def load_manifest(paths: Iterable[Path] | None = None) -> Corpus:
                 raise ValueError(f"{path.name}: repository {entry['repo']} is listed twice")
             corpus.repos[entry["repo"]] = Repo(**entry)
         corpus.explained.update(data.get("explained", {}))
+        corpus.libraries.update(data.get("libraries", {}))
         corpus.models += [Model(**entry) for entry in data.get("model", [])]
         corpus.programs += [Program(**entry) for entry in data.get("program", [])]
+    for repo in corpus.repos.values():
+        repo.shared = {**INSTALLED_WITH_TORCH, **corpus.libraries}
     return corpus
 
 
@@ -205,20 +212,29 @@ def luabridge_command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "luabridge"]
 
 
-def library_path(repos: Path, lua_modules: dict[str, str], into: Path) -> str:
-    """LUA_PATH with the libraries linked under `into`; raises LookupError for a missing one."""
-    into.mkdir(exist_ok=True)
-    for module, where in {**INSTALLED_WITH_TORCH, **lua_modules}.items():
-        owner, name, *folder = where.split("/")
-        found = find_repo(repos, f"{owner}/{name}")
-        if found is None and module not in lua_modules:
-            continue
-        if found is None:
-            raise LookupError(f"library {where} (for require '{module}') not found under {repos}")
-        target = found.joinpath(*folder).resolve()
-        # a one-file library (kikito's md5.lua) is required as module.lua, a folder as module/
-        (into / (module + ".lua" if target.is_file() else module)).symlink_to(target)
-    return f"{into}/?.lua;{into}/?/init.lua;" + os.environ.get("LUA_PATH", ";")
+def library_path(repos: Path, lua_modules: dict[str, str], shared: dict[str, str], into: Path) -> str:
+    """LUA_PATH with the libraries linked under `into`: the entry's own first (a missing one raises
+    LookupError), then the default path, then the corpus' shared libraries (those checked out)."""
+    found_in = {"own": into / "own", "shared": into / "shared"}
+    for place in found_in.values():
+        place.mkdir(parents=True, exist_ok=True)
+    for place, libraries in (("own", lua_modules), ("shared", shared)):
+        for module, where in libraries.items():
+            if place == "shared" and module in lua_modules:
+                continue
+            owner, name, *folder = where.split("/")
+            found = find_repo(repos, f"{owner}/{name}")
+            if found is None and place == "shared":
+                continue
+            if found is None:
+                raise LookupError(f"library {where} (for require '{module}') not found under {repos}")
+            target = found.joinpath(*folder).resolve()
+            # a one-file library (kikito's md5.lua) is required as module.lua, a folder as module/
+            (found_in[place] / (module + ".lua" if target.is_file() else module)).symlink_to(target)
+    own, shared_dir = found_in["own"], found_in["shared"]
+    inherited = os.environ.get("LUA_PATH", "").strip(";")
+    middle = f";{inherited};;" if inherited else ";;"   # ';;' stands for luabridge's own path
+    return f"{own}/?.lua;{own}/?/init.lua{middle}{shared_dir}/?.lua;{shared_dir}/?/init.lua"
 
 
 def run_th(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str = "") -> tuple[str, int | None]:
@@ -250,6 +266,7 @@ def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None)
         cwd = work / p.cwd
         try:
             lua_path = library_path(repos, {**(repo.lua_modules if repo else {}), **p.lua_modules},
+                                    repo.shared if repo else INSTALLED_WITH_TORCH,
                                     Path(tmp) / "lua_modules")
         except LookupError as e:
             return result(False, 0.0, str(e))
@@ -317,6 +334,7 @@ def run_model(m: Model, repos: Path, scale: float, repo: Repo | None = None) -> 
         spec.write_text(model_spec(m))
         try:
             lua_path = library_path(repos, {**(repo.lua_modules if repo else {}), **m.lua_modules},
+                                    repo.shared if repo else INSTALLED_WITH_TORCH,
                                     Path(tmp) / "lua_modules")
         except LookupError as e:
             return result(False, 0.0, str(e))
@@ -387,7 +405,7 @@ def run_requires(corpus: Corpus, names: list[str], repos: Path) -> tuple[list[Re
 
 
 def in_libraries(module: str, repo: Repo) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in {**INSTALLED_WITH_TORCH, **repo.lua_modules})
+    return any(module == m or module.startswith(m + ".") for m in {**repo.shared, **repo.lua_modules})
 
 
 # --- reports ------------------------------------------------------------------------------------
