@@ -52,3 +52,40 @@ def test_pointer_of_storages_tables_and_bad_input(lua):
              torch.pointer(s) ~= torch.pointer(torch.FloatStorage(4)),
              torch.pointer(tb) == torch.pointer(tb) and torch.pointer(tb) ~= torch.pointer({})""")
     assert (shared, apart, tables) == (True, True, True)
+
+
+def test_getmetatable_of_a_class_is_its_metatable_and_parents_chain(lua):
+    """luaT_lua_newmetatable: the constructor table's metatable has __metatable = the class
+    metatable, and the class metatable's metatable is the parent's (whose __metatable is itself).
+    torch-autograd's nnwrapper relies on it: getmetatable(getmetatable(nn.SoftMax)).__typename is
+    'nn.Module', so functionalize('nn') wraps every module and criterion."""
+    got = lua.execute("""
+      require 'nn'
+      local mt = getmetatable(nn.SoftMax)
+      local parent = getmetatable(mt)
+      local crit = getmetatable(getmetatable(nn.MSECriterion))
+      local grand = getmetatable(getmetatable(getmetatable(nn.Sequential)))
+      return mt == torch.getmetatable('nn.SoftMax'), rawget(parent, '__typename'),
+             rawget(crit, '__typename'), rawget(grand, '__typename'),
+             getmetatable(nn.SoftMax()) == mt, getmetatable(torch.getmetatable('nn.Module')) == nil""")
+    assert got == (True, "nn.Module", "nn.Criterion", "nn.Module", True, True)
+
+
+def test_classes_stay_callable_and_typeless_as_in_luat(lua):
+    """torch.typename reads the real metatable (luaT_typename's lua_getmetatable), so a class
+    table has no type name; constructing, Class.new, isTypeOf with a class and torch.pointer of a
+    class (whose metatable is now protected) behave as before; a quiet DiskFile still gives nil."""
+    got = lua.execute("""
+      require 'nn'
+      local m = nn.Linear(2, 3)
+      return torch.typename(nn.Linear), torch.type(nn.Linear), torch.type(m),
+             torch.isTypeOf(m, nn.Module), torch.isTypeOf(nn.Linear, 'nn.Module'),
+             torch.type(nn.Linear.new(2, 3)), type(torch.pointer(nn.Linear)) == 'number',
+             torch.DiskFile('/nonexistent/luabridge-none', 'r', true) == nil""")
+    assert got == (None, "table", "nn.Linear", True, False, "nn.Linear", True, True)
+
+
+def test_a_class_reaches_python_as_a_callable(lua):
+    linear = lua.eval("(require 'nn').Linear")
+    m = linear(4, 2)
+    assert lua.eval("torch.type")(m) == "nn.Linear"

@@ -113,7 +113,7 @@ rawset(_G, '__luabridge_traceback', function(level)
   return user_traceback(level + 2)
 end)
 rawset(_G, '__luabridge_kind', function(x)
-  local mt = getmetatable(x)
+  local mt = debug.getmetatable(x)  -- a class constructor's own, not the class metatable
   if type(mt) ~= 'table' then return 'table' end
   if rawget(mt, '__tensor') then return 'tensor' end
   if rawget(mt, '__storage') then return 'storage' end

@@ -9,4 +9,5 @@ threads.Thread = require 'threads.Thread'
 threads.safe = require 'threads.safe'
 threads.serialization = threads.Threads.serialization
 
-return setmetatable(threads, getmetatable(threads.Threads))
+-- the constructor's own metatable (getmetatable gives the class metatable, as luaT's)
+return setmetatable(threads, debug.getmetatable(threads.Threads))

@@ -49,8 +49,8 @@ end
 
 -- torch.DiskFile(path, mode, true) returns nil when the file cannot be opened, as torch7.
 local mt = torch.getmetatable('torch.DiskFile')
-local construct = getmetatable(mt.__constructor).__call
-getmetatable(mt.__constructor).__call = function(...)
+local construct = debug.getmetatable(mt.__constructor).__call
+debug.getmetatable(mt.__constructor).__call = function(...)
   local f = construct(...)
   if f._failed then return nil end
   return f

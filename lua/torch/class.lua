@@ -59,23 +59,28 @@ function torch.newmetatable(name, parentName, ctor)
     parent = metatables[parentName]
     if not parent then error('parent class ' .. parentName .. ' does not exist', 3) end
     parents[mt] = parent
-    setmetatable(mt, { __index = parent })
+    -- as luaT's: getmetatable(mt) is the parent's metatable (torch-autograd's nnwrapper tells
+    -- nn modules from criteria by getmetatable(getmetatable(nn.X)).__typename)
+    setmetatable(mt, { __index = parent, __metatable = parent })
   end
   metatables[name] = mt
+  -- getmetatable(Class) is the class metatable, as luaT's constructor metatable redirects it
+  -- (`__metatable`); debug.getmetatable gives the constructor's own
   local constructor = setmetatable({}, {
     __index = mt,
     __newindex = mt,
     __call = function(_, ...) return ctor(mt, ...) end,
     __tostring = function() return 'torch.' .. 'class ' .. name end,
+    __metatable = mt,
   })
   mt.__constructor = constructor
   -- luaT puts the constructor in the metatable as `new` too: Class.new(...) is Class(...)
   mt.new = function(...) return ctor(mt, ...) end
   -- luaT keeps class metatables in the Lua registry (registry[mt] = name), and code tells classes
-  -- from plain tables that way (torchnet's torch.isclass(getmetatable(x))); getmetatable(Class)
-  -- is the constructor's own metatable here, so it is registered as well
+  -- from plain tables that way (torchnet's torch.isclass(getmetatable(x))); the constructor's own
+  -- metatable is registered as well
   local registry = debug.getregistry()
-  registry[mt], registry[getmetatable(constructor)] = name, name
+  registry[mt], registry[debug.getmetatable(constructor)] = name, name
   setpath(name, constructor)
   return mt, parent
 end
@@ -134,7 +139,7 @@ function torch._registermetatable(name, mt, parent)
 end
 
 function torch.typename(obj)
-  local mt = getmetatable(obj)
+  local mt = debug.getmetatable(obj)  -- the real one, as luaT_typename's lua_getmetatable: a class's constructor has none
   if type(mt) == 'table' then
     local n = rawget(mt, '__typename')
     if n then return n end
@@ -151,7 +156,7 @@ function torch.parentOf(mt) return parents[mt] end
 -- True when obj's class is typeSpec or derives from it (typeSpec: a name, a Lua pattern on
 -- names as in torch7, or a constructor).
 function torch.isTypeOf(obj, typeSpec)
-  local mt = getmetatable(obj)
+  local mt = debug.getmetatable(obj)
   if type(mt) ~= 'table' then return false end
   local wanted
   if type(typeSpec) == 'table' then
@@ -196,11 +201,13 @@ function torch.pointer(obj)
     return tonumber(ffi.cast('intptr_t', ffi.cast('void *', obj)))
   end
   if type(obj) == 'cdata' then return tonumber(require('ffi').cast('intptr_t', obj)) end
-  local mt = type(obj) == 'table' and getmetatable(obj)
-  if mt then setmetatable(obj, nil) end
-  local s = tostring(obj):match('0x(%x+)')
-  if mt then setmetatable(obj, mt) end
-  return s and tonumber(s, 16) or nil
+  local t = type(obj)
+  if t == 'table' or t == 'function' or t == 'thread' then
+    -- the address, whatever __tostring says (and a class's metatable is protected)
+    local s = string.format('%p', obj):match('0x(%x+)')
+    return s and tonumber(s, 16) or nil
+  end
+  return nil
 end
 
 return torch
