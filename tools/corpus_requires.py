@@ -72,16 +72,17 @@ def lua_files(root: Path, exclude: list[str]) -> list[tuple[Path, str]]:
 def in_repository(name: str, rels: set[str], requirer: str, packages: set[str]) -> bool:
     """A module the repository holds: wherever its scripts are run from, as its rockspec installs
     it (`torchnet.env` is torchnet's env.lua, `torchnet` its init.lua), or as a path from the
-    requiring file (th's require takes '../' and './util')."""
-    if "/" in name:
-        stem = posixpath.normpath(posixpath.join(posixpath.dirname(requirer), name))
-        stem = stem[:-4] if stem.endswith(".lua") else stem
+    requiring file (th's require takes '..', '../', './util' and 'lib/x.lua')."""
+    if "/" in name or name.endswith(".lua") or name in (".", ".."):
+        path = name[:-4] if name.endswith(".lua") else name
+        stem = posixpath.normpath(posixpath.join(posixpath.dirname(requirer), path))
         return any(posixpath.normpath(c) in rels for c in (stem + ".lua", posixpath.join(stem, "init.lua"))) \
-            or holds(name.strip("./"), rels)
+            or holds(posixpath.normpath(path).lstrip("./"), rels)
     head, _, rest = name.partition(".")
     if head in packages:
-        return holds(rest.replace(".", "/"), rels) if rest else "init.lua" in rels
-    return holds(name.replace(".", "/"), rels)
+        return holds(posixpath.normpath(rest.replace(".", "/")), rels) if rest else "init.lua" in rels
+    # Lua's searchers turn every '.' into '/': 'library..util' is library//util.lua
+    return holds(posixpath.normpath(name.replace(".", "/")), rels)
 
 
 PACKAGE = re.compile(r"""^\s*package\s*=\s*["']([^"']+)["']""", re.M)
