@@ -171,3 +171,16 @@ def test_parallel_without_dimensions_gathers_parameters(lua):
     assert (n, grads) == (3 * 2 + 2 + 2 * 5 + 5,) * 2
     with pytest.raises(luabridge.LuaError, match="nn.Parallel: inputDimension must be an integer in \\[1, 64\\], got nil"):
         lua.execute("require 'nn'; return nn.Parallel():add(nn.Linear(3, 2)):forward(torch.randn(2, 3))")
+
+
+def test_env_package_sets_torch7s_first_globals(lua):
+    """`require 'env'` (torch/env, Torch 7.0's environment before trepl): torch loaded, import, who,
+    exit, setprintlevel and table() holding table's functions."""
+    got = lua.execute("""
+      require 'env'
+      local t = table()
+      t:insert(1); t:insert(2)
+      local ok, err = pcall(setprintlevel, -1)
+      return type(torch.Tensor), type(import), type(who), type(exit), type(setprintlevel),
+             t[1] + t[2], t.insert == table.insert, ok, tostring(err):match('expected number') ~= nil""")
+    assert tuple(got) == ("table", "function", "function", "function", "function", 3, True, False, True)
