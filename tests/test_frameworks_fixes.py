@@ -89,3 +89,21 @@ def test_a_class_reaches_python_as_a_callable(lua):
     linear = lua.eval("(require 'nn').Linear")
     m = linear(4, 2)
     assert lua.eval("torch.type")(m) == "nn.Linear"
+
+
+def test_a_failed_require_cutorch_leaves_no_global(tmp_path):
+    """Without a device (and without LUABRIDGE_CUDA_ON_CPU) require 'cutorch' fails, and the
+    `cutorch` global stays nil, as under a Torch7 without cutorch: torch-autograd's tests skip
+    their CUDA cases with `if not cutorch then return end`."""
+    import os, subprocess, sys
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LUABRIDGE_CUDA")}
+    script = tmp_path / "c.lua"
+    script.write_text("local ok = pcall(require, 'cutorch'); print(ok, rawget(_G, 'cutorch') == nil)\n")
+    out = subprocess.run([sys.executable, "-m", "luabridge", "th", str(script)], capture_output=True,
+                         text=True, timeout=60, env=env)
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("a CUDA device may be present")
+    except ImportError:
+        pass
+    assert out.stdout.split() == ["false", "true"], out.stdout + out.stderr

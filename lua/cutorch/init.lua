@@ -8,7 +8,8 @@ require 'torch'
 local cuda = require 'torch.backend.cuda'
 local check = require 'torch.check'
 
-cutorch = rawget(_G, 'cutorch') or {}
+local before = rawget(_G, 'cutorch')
+cutorch = before or {}
 
 local ok, why = pcall(torch.CudaStorage, 1)
 local onCpu = not ok
@@ -18,6 +19,9 @@ if onCpu then
     -- a failed loader leaves require's sentinel behind ("loop or previous error loading
     -- module" next time): drop it, so that every require 'cutorch' fails with this message
     package.loaded.cutorch = nil
+    -- and no `cutorch` global either: code tests `if cutorch then` after pcall(require, 'cutorch'),
+    -- as under a Torch7 without cutorch (torch-autograd's test.lua:747)
+    rawset(_G, 'cutorch', before)
     error("cutorch: " .. why .. '; set LUABRIDGE_CUDA_ON_CPU=1 to run CUDA code on the CPU ' ..
           '(CUDA tensors become FloatTensors, cudnn modules run on the CPU)', 2)
   end
