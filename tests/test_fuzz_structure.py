@@ -335,10 +335,12 @@ def bad_index_table(draw, shape: list[int], d: int) -> list:
     """t[{...}]: full dims up to d, then a bad entry; or too many entries; or a bad range."""
     nd, n, n1 = len(shape), shape[d - 1], shape[0]
     kind = draw(st.sampled_from(["number", "type", "count", "range"]))
+    # a real number inside the table is truncated as torch7's C cast did ({1.5} is {1}, {0.5} is
+    # {1} too: (long)(0.5 - 1) is 0), so only whole numbers out of range are refused there
     if kind == "number":
-        return [[]] * (d - 1) + [draw(bad_number(n))]
+        return [[]] * (d - 1) + [draw(st.sampled_from([0, n + 1, -n - 1, n + 100, float("nan")]))]
     if kind == "type":
-        return [[]] * (d - 1) + [draw(st.sampled_from(["a", True, [1, "x"], [0.5, 1]]))]
+        return [[]] * (d - 1) + [draw(st.sampled_from(["a", True, [1, "x"], [0, 1]]))]
     if kind == "count":
         return [[]] * (nd + draw(st.integers(1, 2)))
     return [draw(st.sampled_from([[0, n1], [1, n1 + 1], [3, 1], [-n1 - 2, 1]]))]

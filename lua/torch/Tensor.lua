@@ -710,6 +710,27 @@ function Tensor.totable(t)
   return build(1, t._off)
 end
 
+-- torch.squeeze([res,] x [,dim]) and torch.permute(x, ...), the function forms torch7 had beside
+-- the methods (TensorMath's squeeze wrap; Tensor.lua's `torch.permute = Tensor.permute`). With
+-- res, res becomes the squeezed view; a single element comes back as a number, as the method.
+function torch.squeeze(a, b, c)
+  if torch.isTensor(b) then
+    local res = check.tensorOf('squeeze', a)
+    local v = b:squeeze(c)
+    if type(v) == 'number' then
+      res:set(b:storage(), b:storageOffset(), torch.LongStorage({ 1 }))
+    else
+      res:set(v)
+    end
+    return type(v) == 'number' and v or res
+  end
+  return check.tensorOf('squeeze', a):squeeze(b)
+end
+
+function torch.permute(x, ...)
+  return check.tensorOf('permute', x):permute(...)
+end
+
 function torch.totable(x)
   if not (torch.isTensor(x) or torch.isStorage(x)) then check.error('torch.totable: expected a tensor or a storage, got ' .. torch.type(x)) end
   return x:totable()
