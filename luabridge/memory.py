@@ -110,12 +110,26 @@ class BufferRegistry:
         self._arrays[buffer_id] = array
         return buffer_id, high, low, n
 
-    def release(self, ids: str) -> None:
+    def release(self, ids: str, keep: bool = False) -> str | None:
         """Releases the buffers of the comma-separated ids; releasing one twice does nothing
-        (Lua sends a batch again when Ctrl-C cut its release short)."""
+        (Lua sends a batch again when Ctrl-C cut its release short). With keep, the buffers this
+        registry allocated and nothing else references (no numpy view, no other runtime) stay
+        registered instead, for the runtime to reuse by itself (lua/torch/memory.lua's
+        memory.reuse; any size: reuse there costs no call): returns their ids, comma-separated,
+        or None when none."""
+        kept = []
         for part in ids.split(","):
             if part:
-                self._release(int(part))
+                if keep and self._reusable(int(part)):
+                    kept.append(part)
+                else:
+                    self._release(int(part))
+        return ",".join(kept) if kept else None
+
+    def _reusable(self, buffer_id: int) -> bool:
+        array = self._arrays.get(buffer_id)
+        # three references: `array` here, the registry's and getrefcount's argument
+        return array is not None and buffer_id in self._owned and sys.getrefcount(array) == 3
 
     def _release(self, buffer_id: int) -> None:
         array = self._arrays.pop(buffer_id, None)

@@ -8,8 +8,14 @@ local worker = {}
 local serializer
 
 -- package.path: the main runtime's at the pool's creation, so that jobs find the same modules.
+-- A worker keeps released buffers for reuse in Lua (torch.memory.reuse): a loader allocates the
+-- same sizes sample after sample, and reusing them here spares a Python call (and the GIL the
+-- other workers wait for) per tensor.
+local REUSE_BYTES = 128 * 1024 * 1024
+
 function worker.start(id, serialization, path)
   rawset(_G, '__threadid', id)
+  require('torch.memory').reuse(REUSE_BYTES)
   package.path = path
   serializer = require(serialization)
 end

@@ -33,12 +33,47 @@ local function address(hi, lo, ct)
 end
 memory.address = address
 
+-- Reuse without Python (memory.reuse(maxBytes), which pool workers turn on: a loader allocates
+-- the same sizes sample after sample, and each Python call holds the GIL the other workers
+-- wait for). A released buffer that Python finds referenced by nothing else (no numpy view, no
+-- other runtime: BufferRegistry.release's keep) stays registered there and waits here, by type
+-- and size, for the next allocation of its size, up to maxBytes in all.
+local reuseMax, reuseBytes = 0, 0
+local sized = {}      -- id -> { address, type name, elements, bytes } of each buffer allocated here
+local reusable = {}   -- type name -> elements -> stack of ids
+local dropped = {}    -- ids kept by Python that did not fit here: released at the end of the flush
+
+local function take(kept, n)
+  local keep = {}
+  for id in kept:gmatch('%d+') do keep[tonumber(id)] = true end
+  local drops = #dropped
+  for i = 1, n do
+    local id = pending[i]
+    local info = sized[id]
+    if keep[id] and info and reuseBytes + info[4] <= reuseMax then
+      local byType = reusable[info[2]]
+      if not byType then byType = {}; reusable[info[2]] = byType end
+      local stack = byType[info[3]]
+      if not stack then stack = {}; byType[info[3]] = stack end
+      stack[#stack + 1] = id
+      reuseBytes = reuseBytes + info[4]
+    else
+      if keep[id] then   -- kept, but no room (or unknown here): release it for good
+        drops = drops + 1
+        dropped[drops] = id
+      end
+      sized[id] = nil
+    end
+  end
+end
+
 -- The batch stays queued until Python has released it: Ctrl-C (a KeyboardInterrupt raised in
 -- py.release) leaves it for the next flush to send again, which Python allows.
 function memory.flush()
   local n = #pending
   if n > 0 then
-    py.release(table.concat(pending, ',', 1, n))
+    local kept = py.release(table.concat(pending, ',', 1, n), reuseMax > 0)
+    if reuseMax > 0 then take(kept or '', n) end
     -- ids queued meanwhile (a collection inside concat) stay; nothing below allocates until
     -- pending is replaced, so no finalizer can queue into the table being dropped
     local rest, i = {}, n + 1
@@ -48,6 +83,27 @@ function memory.flush()
     end
     pending = rest
   end
+  if #dropped > 0 then   -- kept by Python, with no room here (Ctrl-C: sent again next time)
+    py.release(table.concat(dropped, ','))
+    dropped = {}
+  end
+end
+
+-- memory.reuse(maxBytes): keeps up to maxBytes of released buffers for reuse (0: off, the
+-- default; turning it off releases the ones kept).
+function memory.reuse(maxBytes)
+  reuseMax = maxBytes
+  if maxBytes > 0 then return end
+  for _, byType in pairs(reusable) do
+    for _, stack in pairs(byType) do
+      for _, id in ipairs(stack) do
+        dropped[#dropped + 1] = id
+        sized[id] = nil
+      end
+    end
+  end
+  reusable, reuseBytes = {}, 0
+  memory.flush()
 end
 
 function memory.handle(id)
@@ -105,12 +161,26 @@ end
 -- the caller writes every element before anything reads them (a file read), so a reused
 -- buffer is not zeroed first.
 function memory.alloc(n, dt, overwritten)
-  if n * dt.size <= memory.smallBytes then return carve(n * dt.size, dt) end
-  memory.account(n * dt.size)
+  local bytes = n * dt.size
+  if bytes <= memory.smallBytes then return carve(bytes, dt) end
+  memory.account(bytes)
+  if reuseMax > 0 then
+    local stack = reusable[dt.name] and reusable[dt.name][n]
+    local id = stack and stack[#stack]
+    if id then
+      stack[#stack] = nil
+      reuseBytes = reuseBytes - bytes
+      local ptr = sized[id][1]
+      if not overwritten then ffi.fill(ptr, bytes) end
+      return ffi.cast(dt.ptr, ptr), memory.handle(id), id, 0
+    end
+  end
   -- no pcall: an error raised in py.alloc (Ctrl-C's KeyboardInterrupt) passes through as itself
   local id, hi, lo = py.alloc(n, dt.name, not overwritten)
   if not id then outOfMemory(n, dt) end
-  return address(hi, lo, dt.ptr), memory.handle(id), id, 0
+  local ptr = address(hi, lo, dt.ptr)
+  if reuseMax > 0 then sized[id] = { ptr, dt.name, n, bytes } end
+  return ptr, memory.handle(id), id, 0
 end
 
 -- A buffer mapped from the file at path (luabridge.memory.BufferRegistry.map_file): returns the
