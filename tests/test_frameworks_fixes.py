@@ -107,3 +107,18 @@ def test_a_failed_require_cutorch_leaves_no_global(tmp_path):
     except ImportError:
         pass
     assert out.stdout.split() == ["false", "true"], out.stdout + out.stderr
+
+
+def test_torch7_ffi_type_names_are_declared(lua):
+    """torch7's FFInterface.lua cdefs THAllocator, TH<Real>Storage and TH<Real>Tensor when torch
+    loads; nicholas-leonard/dp's utils/torch.lua declares `void THFloatStorage_free(THFloatStorage
+    *self);` on top of them and casts to 'THFloatStorage*'. The names are those of t:cdata()."""
+    got = lua.execute("""
+      local ffi = require 'ffi'
+      ffi.cdef 'void THFloatStorage_free(THFloatStorage *self); void THIntStorage_free(THIntStorage *self);'
+      local t = torch.DoubleTensor(2, 3):fill(7)
+      local c = ffi.cast('THDoubleTensor*', t:cdata())
+      local s = ffi.cast('THDoubleStorage*', t:storage():cdata())
+      return ffi.istype('THDoubleTensor', t:cdata()), c.nDimension, tonumber(c.size[1]), s.data[5],
+             tonumber(ffi.sizeof('THAllocator')) == 3 * ffi.sizeof('void *')""")
+    assert got == (True, 2, 3, 7.0, True)

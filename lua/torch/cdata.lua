@@ -1,8 +1,8 @@
 -- Tensor:cdata() and Storage:cdata(): FFI structs laid out as torch7's THTensor / THStorage, so
 -- FFI code reading t:cdata().storage.data, .size[d] or .nDimension runs. Each object has one
 -- struct for its lifetime (a stable address, held in its fields); every call refreshes it from
--- the object, since resize and set change what it describes. The type names are private
--- (luabridge_TH...), so a program's own cdef of THFloatTensor does not clash.
+-- the object, since resize and set change what it describes. The structs are luabridge_TH...,
+-- with torch7's names (THFloatTensor, ...) declared for them, as torch7's FFInterface does.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local dtype = require 'torch.dtype'
@@ -15,6 +15,21 @@ for _, dt in ipairs(dtype.list) do
   typedef struct { long *size; long *stride; int nDimension; %s *storage; ptrdiff_t storageOffset; int refcount; char flag; } %s;
   ]]):format(dt.ctype, storage, storage, tensor))
   structs[dt.name] = { storage = ffi.typeof(storage), tensor = ffi.typeof(tensor) }
+end
+
+-- torch7's FFInterface.lua declares THAllocator and TH<Real>Storage / TH<Real>Tensor when torch
+-- loads, and code declares functions on them without the structs (dp's and openface's
+-- `void THFloatStorage_free(THFloatStorage *self);`): the same names, for the structs above.
+ffi.cdef [[
+typedef struct THAllocator {
+  void* (*malloc)(void*, ptrdiff_t);
+  void* (*realloc)(void*, void*, ptrdiff_t);
+  void (*free)(void*, void*);
+} THAllocator;
+]]
+for _, dt in ipairs(dtype.list) do
+  ffi.cdef(('typedef luabridge_TH%sStorage TH%sStorage; typedef luabridge_TH%sTensor TH%sTensor;')
+    :format(dt.name, dt.name, dt.name, dt.name))
 end
 local longs = ffi.typeof('long[?]')
 
