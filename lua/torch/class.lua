@@ -4,21 +4,48 @@ local torch = require 'torch.env'
 local metatables = {}   -- name -> metatable
 local parents = {}      -- metatable -> parent metatable
 
--- Metamethods forward to the torch7-style hooks (__call__, __tostring__, ...) found by lookup,
--- so a subclass can define them after the class is made.
-local function forward(hook)
+-- Metamethods forward to the torch7-style hooks (__call__, __add__, ...), looked up in the
+-- instance's metatable and its parents as luaT's operators did (lua_getfield on the metatable),
+-- not through the instance: a class whose metatable has its own __index (deepmind/classic's
+-- torch.Object) still finds them. A subclass can define them after the class is made. Without a
+-- hook, luaT's messages ("torch.X has no call operator"); == falls back to raw equality.
+local function hookOf(x, hook)
+  local tx = type(x)
+  if tx ~= 'table' and tx ~= 'userdata' then return nil end
+  local mt = debug.getmetatable(x)
+  return mt and mt[hook]
+end
+local function forward(hook, what)
   return function(self, ...)
-    local f = self[hook]
-    if f == nil then error(torch.typename(self) .. ' has no ' .. hook, 2) end
+    local f = hookOf(self, hook)
+    if f == nil then error(torch.typename(self) .. ' has no ' .. what .. ' operator', 2) end
     return f(self, ...)
   end
 end
-local function binary(hook)
+local function binary(hook, what)
   return function(a, b)
-    local obj = (type(a) == 'table' and a[hook]) and a or b
-    return obj[hook](a, b)
+    local f = hookOf(a, hook)
+    if f == nil then f = hookOf(b, hook) end
+    if f == nil then
+      error(torch.typename(type(a) == 'table' and a or b) .. ' has no ' .. what .. ' operator', 2)
+    end
+    return f(a, b)
   end
 end
+-- one function for every class, as luaT's: Lua asks __eq only when both sides share it
+local function equal(a, b)
+  local f = hookOf(a, '__eq__')
+  if f ~= nil then return f(a, b) end
+  return rawequal(a, b)
+end
+local operators = {
+  __unm = forward('__unm__', 'negation'), __call = forward('__call__', 'call'),
+  __add = binary('__add__', 'addition'), __sub = binary('__sub__', 'substraction'),
+  __mul = binary('__mul__', 'multiplication'), __div = binary('__div__', 'division'),
+  __mod = binary('__mod__', 'modulo'), __pow = binary('__pow__', 'power'),
+  __concat = binary('__concat__', 'concat'), __lt = binary('__lt__', 'lower than'),
+  __le = binary('__le__', 'lower or equal than'), __eq = equal,
+}
 
 local function setpath(name, value)
   local t = _G
@@ -42,7 +69,7 @@ function torch.newmetatable(name, parentName, ctor)
     if f then return f(self) end
     return name
   end
-  mt.__call = forward('__call__')
+  for k, f in pairs(operators) do mt[k] = f end
   -- # of an instance (LUA52COMPAT calls __len on tables): its __len__, else an error, as luaT's
   -- default __len (a class such as nn.Sequential sets its own __len instead)
   mt.__len = function(self)
@@ -50,10 +77,6 @@ function torch.newmetatable(name, parentName, ctor)
     if f == nil then error(name .. ' has no length operator', 2) end
     return f(self)
   end
-  mt.__unm = forward('__unm__')
-  mt.__add = binary('__add__'); mt.__sub = binary('__sub__')
-  mt.__mul = binary('__mul__'); mt.__div = binary('__div__')
-  mt.__concat = binary('__concat__')
   local parent
   if parentName then
     parent = metatables[parentName]
