@@ -3,7 +3,9 @@ memory of Lua tensors (C x H x W, torch7's layout). Pillow is imported on first 
 starts without it; `require 'image'` asks imaging_missing() first."""
 from __future__ import annotations
 
+import ctypes
 import io
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,15 @@ _PNG_GREY_ALPHA = 4   # an IHDR colour type; Pillow reads interlaced 16-bit ones
 # over the whole image, and libjpeg only warns about repeated ones, so a 38 KB file of 1000 scans
 # of 2000 x 2000 pixels takes 17 s (TurboJPEG suggests a limit of 500; this is 10 times a real one).
 MAX_JPEG_SCANS = 100
+# Pillow modes decoded straight into a buffer of ours (Pillow's own memory for RGB is R, G, B, X
+# per pixel, which the mapped mode RGBX lays out alike): mode -> (mapped mode, bytes per pixel)
+_MAPPED = {"L": ("L", 1), "RGB": ("RGBX", 4), "RGBA": ("RGBA", 4)}
+# each thread keeps its decoding buffer (a loader decodes image after image of one size) up to
+# this size; a bigger image gets a buffer of its own
+SCRATCH_MAX = 8 << 20
+_scratch = threading.local()
+# element sizes of the tensors image_decode_into writes (bytes, floats, doubles)
+_DTYPE_OF_SIZE = {1: np.dtype(np.uint8), 4: np.dtype(np.float32), 8: np.dtype(np.float64)}
 
 
 def missing() -> str | None:
@@ -120,6 +131,33 @@ def _check_scans(data: bytes) -> None:
                          "(a progressive JPEG has about 10; each is a pass over the whole image)")
 
 
+def _scratch_bytes(n: int) -> np.ndarray:
+    """n bytes of this thread's decoding buffer (grown when too small, kept up to SCRATCH_MAX)."""
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.size < n:
+        buf = np.empty(n, dtype=np.uint8)
+        if n <= SCRATCH_MAX:
+            _scratch.buf = buf
+    return buf[:n]
+
+
+def _decode_mapped(img: Any) -> np.ndarray:
+    """The H x W x C samples (C: 1, 3 or 4; a view) of an opened image of a mode in _MAPPED,
+    decoded by Pillow straight into this thread's buffer: Pillow's decoder runs without the GIL,
+    and no copy of the pixels is made on the way out (np.asarray(img) would copy them through
+    Image.tobytes, holding the GIL). The result is valid until the thread decodes again."""
+    from PIL import Image
+
+    mapped, bands = _MAPPED[img.mode]
+    buf = _scratch_bytes(img.width * img.height * bands)
+    target = Image.frombuffer(mapped, img.size, buf, "raw", mapped, 0, 1)
+    img.im = target.im   # ImageFile.load decodes into the image memory already there
+    img.load()
+    if img.im is not target.im:   # a reader that made its own memory (a mapped raw PPM file)
+        return np.asarray(img).reshape(img.height, img.width, -1)
+    return buf.reshape(img.height, img.width, bands)[..., :_MODES[img.mode][0]]
+
+
 def _pixels(bridge: "Bridge", source: Any, img: Any) -> tuple[np.ndarray, int]:
     """The decoded H x W x C samples of an image from _open and their largest value."""
     channels, top, wide = _layout(bridge, source, img)
@@ -128,13 +166,71 @@ def _pixels(bridge: "Bridge", source: Any, img: Any) -> tuple[np.ndarray, int]:
     if wide:
         return png16.decode(_head(bridge, source, -1)), top
     mode = img.mode
-    pixels = np.asarray(img.convert("RGB") if mode in _TO_RGB else img)
+    if mode in _MAPPED and img.width and img.height:
+        pixels = _decode_mapped(img)
+    else:
+        pixels = np.asarray(img.convert("RGB") if mode in _TO_RGB else img)
     if mode == "1":
         pixels = pixels.astype(np.uint8) * 255
     pixels = pixels.reshape(img.height, img.width, -1)
     if pixels.shape[2] != channels:   # grey with alpha that Pillow read as RGBA: grey is R
         pixels = pixels[..., [0, 3]]
     return pixels, top
+
+
+def _store(pixels: np.ndarray, top: int, out: np.ndarray) -> None:
+    """H x W x C samples (largest value top) into a C x H x W tensor: a byte tensor gets 0..255
+    (16-bit samples keep their high byte, as libpng's strip_16), a float tensor [0, 1]."""
+    pixels = pixels.transpose(2, 0, 1)
+    if out.dtype == np.uint8:
+        out[...] = pixels >> 8 if top == 65535 else pixels
+    else:
+        np.multiply(pixels, 1.0 / top, out=out, casting="unsafe")
+
+
+def _memory(hi: int, lo: int, nbytes: int) -> Any:
+    """The nbytes of memory at address hi * 2**32 + lo (Lua's, alive for the call), uncopied."""
+    return (ctypes.c_char * nbytes).from_address((int(hi) << 32) + int(lo))
+
+
+def decode_into(fmt: str, src_hi: int, src_lo: int, nbytes: int, dst_hi: int, dst_lo: int,
+                channels: int, height: int, width: int, itemsize: int) -> Any:
+    """image's fast path (lua/image/files.lua): decodes the nbytes of a JPEG or an 8-bit grey, RGB
+    or RGBA PNG at one address into the contiguous channels x height x width tensor of itemsize
+    (1: bytes, 4: floats, 8: doubles) at another, whose header Lua has already read (the size
+    checked against image.maxPixels, the JPEG's scans counted). Returns True when decoded; what
+    is wrong when the pixel data cannot be decoded; None when Pillow's reading of the header is
+    not Lua's (mode, size) or fails, for Lua to take the general path, which then reports it.
+    One call per image, the GIL held only to open the file and wrap the memory."""
+    reader = _readers().get(fmt)
+    try:
+        img = reader(io.BytesIO(ctypes.string_at((int(src_hi) << 32) + int(src_lo), int(nbytes))))
+    except Exception:  # noqa: BLE001 - image_info says what is wrong with this header
+        return None
+    with img:
+        if (img.mode not in _MAPPED or _MODES[img.mode][0] != channels
+                or (img.height, img.width) != (height, width)):
+            return None
+        dtype = _DTYPE_OF_SIZE[int(itemsize)]
+        out = np.ndarray((channels, height, width), dtype=dtype,
+                         buffer=_memory(dst_hi, dst_lo, channels * height * width * dtype.itemsize))
+        try:
+            _store(_decode_mapped(img), 255, out)
+        except Exception as e:  # noqa: BLE001 - a hostile file's data: what the decoder said
+            return _reason(e, height, width)
+    return True
+
+
+_fast_readers: dict[str, Any] = {}
+
+
+def _readers() -> dict[str, Any]:
+    """decode_into's readers by format (imported once: an import statement costs a lookup per call)."""
+    if not _fast_readers:
+        from PIL import JpegImagePlugin, PngImagePlugin
+
+        _fast_readers.update(JPEG=JpegImagePlugin.JpegImageFile, PNG=PngImagePlugin.PngImageFile)
+    return _fast_readers
 
 
 def callbacks(bridge: "Bridge") -> dict:
@@ -167,11 +263,7 @@ def callbacks(bridge: "Bridge") -> dict:
         try:
             with _open(bridge, source, _readable_format(_head(bridge, source, 8))) as img:
                 pixels, top = _pixels(bridge, source, img)
-            pixels = pixels.transpose(2, 0, 1)
-            if out.dtype == np.uint8:
-                out[...] = pixels >> 8 if top == 65535 else pixels
-            else:
-                np.multiply(pixels, 1.0 / top, out=out, casting="unsafe")
+                _store(pixels, top, out)
         except Exception as e:  # a hostile file's data: what the decoder said is the message
             return _reason(e, out.shape[1], out.shape[2])
         return None
@@ -240,5 +332,6 @@ def callbacks(bridge: "Bridge") -> dict:
                     plane[~cell] = bg[k]
 
     return {"image_missing": missing, "image_info": image_info, "image_decode": image_decode,
+            "image_decode_into": decode_into, "image_max_scans": lambda: MAX_JPEG_SCANS,
             "image_encode": image_encode, "image_text": image_text}
 

@@ -82,11 +82,136 @@ local function checkSize(fn, name, height, width)
   end
 end
 
+-- img (decoded, channels x height x width) at the depth asked for
+local function withDepth(fn, name, img, depth)
+  local converted, result = pcall(todepth, img, depth)
+  if __luabridge_interrupt(result) then error(result, 0) end
+  if not converted then   -- the conversion's own message names rgb2y, or is numpy's "Unable to allocate"
+    local memory = tostring(result):find('allocate') or tostring(result):find('memory')
+    error(('%s: cannot make %s depth %d: %s'):format(fn, name, depth, memory
+      and ('not enough memory for its %d x %d pixels'):format(img:size(3), img:size(2)) or tostring(result)), 4)
+  end
+  return result
+end
+
+-- The fast path of the common files: a JPEG of 1 or 3 components, an 8-bit grey, RGB or RGBA
+-- PNG. Lua reads the header (FFI, no Python), checks its size against image.maxPixels and counts
+-- the JPEG's scans, then one Python call (luabridge/imaging.py's decode_into) decodes the bytes
+-- straight into the new tensor: a loader's workers hold the GIL only for that call's few
+-- microseconds of Python, so they decode in parallel. Anything else, and any header this reads
+-- differently from Pillow, takes the general path below (probe, then py.image_decode), which
+-- gives every error its message.
+local ffi = require 'ffi'
+local bytePtr = ffi.typeof('const uint8_t *')
+local uint64 = ffi.typeof('uint64_t')
+local MAX_SCANS = py.image_max_scans()
+local PNG_SIGNATURE = '\137PNG\r\n\26\n'
+local PNG_CHANNELS = { [0] = 1, [2] = 3, [6] = 4 }   -- IHDR colour types: grey, RGB, RGBA
+-- JPEG start-of-frame markers (SOF0-15 but DHT C4, JPG C8 and DAC CC), as Pillow's reader takes them
+local SOF = {}
+for m = 0xC0, 0xCF do SOF[m] = m ~= 0xC4 and m ~= 0xC8 and m ~= 0xCC end
+
+local function be16(p, i) return p[i] * 256 + p[i + 1] end
+local function be32(p, i) return ((p[i] * 256 + p[i + 1]) * 256 + p[i + 2]) * 256 + p[i + 3] end
+
+-- channels, height, width of the first frame header of the JPEG at p (n bytes), or nil
+local function jpegHeader(p, n)
+  local i = 2
+  while i + 4 <= n do
+    if p[i] ~= 0xFF then return nil end
+    local m = p[i + 1]
+    if m == 0xFF then   -- a fill byte before a marker
+      i = i + 1
+    elseif m == 0x01 or (m >= 0xD0 and m <= 0xD8) then   -- TEM, RSTn, SOI: no length
+      i = i + 2
+    elseif m == 0xDA or m == 0xD9 then   -- a scan or the end before any frame header
+      return nil
+    else
+      local length = be16(p, i + 2)
+      if length < 2 or i + 2 + length > n then return nil end
+      if SOF[m] then
+        if length < 8 then return nil end
+        local components = p[i + 9]
+        if components ~= 1 and components ~= 3 then return nil end   -- CMYK, YCCK: the general path
+        return components, be16(p, i + 5), be16(p, i + 7)
+      end
+      i = i + 2 + length
+    end
+  end
+  return nil
+end
+
+-- FF DA anywhere counts a scan, as imaging.py's _check_scans (entropy-coded data never holds it)
+local function jpegScans(p, n)
+  local scans = 0
+  for i = 0, n - 2 do
+    if p[i] == 0xFF and p[i + 1] == 0xDA then scans = scans + 1 end
+  end
+  return scans
+end
+
+-- format, channels, height, width of the bytes at p, when the fast path decodes them
+local function fastHeader(p, n)
+  if n >= 4 and p[0] == 0xFF and p[1] == 0xD8 and p[2] == 0xFF then
+    local channels, height, width = jpegHeader(p, n)
+    if channels and jpegScans(p, n) <= MAX_SCANS then return 'JPEG', channels, height, width end
+  elseif n >= 33 and ffi.string(p, 8) == PNG_SIGNATURE and be32(p, 8) == 13 and ffi.string(p + 12, 4) == 'IHDR'
+      and p[24] == 8 and PNG_CHANNELS[p[25]] then
+    return 'PNG', PNG_CHANNELS[p[25]], be32(p, 20), be32(p, 16)
+  end
+  return nil
+end
+
+local function halves(p)
+  local u = ffi.cast(uint64, p)
+  return tonumber(u / 4294967296ULL), tonumber(u % 4294967296ULL)
+end
+
+-- The image decoded by the fast path, or nil for the general path. The bytes (a Lua string, or
+-- the tensor's) stay referenced here for the whole call into Python.
+local function fastDecode(source, typename, expected)
+  local bytes, p, n
+  if type(source) == 'string' then
+    local f = io.open(source, 'rb')
+    if not f then return nil end
+    bytes = f:read('*a')
+    f:close()
+    if not bytes then return nil end
+    p, n = ffi.cast(bytePtr, bytes), #bytes
+  else
+    bytes = source:contiguous()
+    n = bytes:nElement()
+    if n == 0 then return nil end
+    p = ffi.cast(bytePtr, bytes:data())
+  end
+  local format, channels, height, width = fastHeader(p, n)
+  local limit = image.maxPixels
+  if not format or (expected and format ~= expected) or height < 1 or width < 1
+      or type(limit) ~= 'number' or not (height * width <= limit) then
+    return nil
+  end
+  local ok, img = pcall(function() return torch.Tensor():type(typename):resize(channels, height, width) end)
+  if __luabridge_interrupt(img) then error(img, 0) end
+  if not ok then return nil end
+  local srcHi, srcLo = halves(p)
+  local dstHi, dstLo = halves(img:data())
+  local done = py.image_decode_into(format, srcHi, srcLo, n, dstHi, dstLo, channels, height, width,
+                                    img:elementSize())
+  if done == nil then return nil end
+  return img, done
+end
+
 -- source: a file name or a ByteTensor of file bytes.
 local function decode(fn, source, depth, tensortype, expected)
   local typename = result_type(fn, tensortype)
   checkDepth(fn, depth)
   local name = describe(source)
+  local img, problem = fastDecode(source, typename, expected)
+  if img then
+    if problem ~= true then error(('%s: cannot decode %s: %s'):format(fn, name, problem), 3) end
+    local result = withDepth(fn, name, img, depth)   -- not a tail call: error levels count this frame
+    return result
+  end
   local _, channels, height, width = probe(fn, source, expected)
   checkSize(fn, name, height, width)
   local ok, img = pcall(function() return torch.Tensor():type(typename):resize(channels, height, width) end)
@@ -97,13 +222,7 @@ local function decode(fn, source, depth, tensortype, expected)
   end
   local problem = py.image_decode(source, img)
   if problem then error(('%s: cannot decode %s: %s'):format(fn, name, problem), 3) end
-  local converted, result = pcall(todepth, img, depth)
-  if __luabridge_interrupt(result) then error(result, 0) end
-  if not converted then   -- the conversion's own message names rgb2y, or is numpy's "Unable to allocate"
-    local memory = tostring(result):find('allocate') or tostring(result):find('memory')
-    error(('%s: cannot make %s depth %d: %s'):format(fn, name, depth,
-      memory and ('not enough memory for its %d x %d pixels'):format(width, height) or tostring(result)), 3)
-  end
+  local result = withDepth(fn, name, img, depth)
   return result
 end
 
