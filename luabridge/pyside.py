@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import display_client, files, hdf5_files, image_ops, imaging, matio_files, plotting, threads
+from . import display_client, files, hdf5_files, image_ops, imaging, magick, matio_files, plotting, threads
 from .backend import cuda, linalg, ufuncs
 from .backend import cuda_nn  # noqa: F401  (registers the nn modules' device passes as CUDA ops)
 from .memory import lua_list
@@ -39,7 +39,7 @@ def callbacks(bridge: "Bridge") -> dict[str, Any]:
     }
 
 
-for _module in (ufuncs, linalg, cuda, files, hdf5_files, imaging, image_ops, matio_files, plotting, threads,
+for _module in (ufuncs, linalg, cuda, files, hdf5_files, imaging, image_ops, magick, matio_files, plotting, threads,
                 display_client):
     provide_callbacks(_module.callbacks)
 provide_callbacks(callbacks)
