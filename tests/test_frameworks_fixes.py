@@ -122,3 +122,34 @@ def test_torch7_ffi_type_names_are_declared(lua):
       return ffi.istype('THDoubleTensor', t:cdata()), c.nDimension, tonumber(c.size[1]), s.data[5],
              tonumber(ffi.sizeof('THAllocator')) == 3 * ffi.sizeof('void *')""")
     assert got == (True, 2, 3, 7.0, True)
+
+
+def test_torch_zero_fill_numel_function_forms(lua):
+    """TensorMath.lua wraps zero, fill and numel for both the method and torch.*: torch.zero(x)
+    and torch.fill(x, v) work in place and return x, torch.numel(x) is the element count."""
+    got = lua.execute("""
+      local x = torch.FloatTensor(2, 3):fill(5)
+      local z = torch.zero(x)
+      local zsum, same = x:sum(), z == x
+      local f = torch.fill(x, 1.5)
+      return zsum, same, f == x, x:sum(), torch.numel(x)""")
+    assert got == (0.0, True, True, 9.0, 6)
+    with pytest.raises(luabridge.LuaError, match="zero"):
+        lua.execute("torch.zero(3)")
+
+
+def test_tensor_constructors_and_indexing_reach_no_torch_function(lua):
+    """Under Torch7 tensor constructors and x[k] are C: replacing torch.isStorage (as
+    torch-autograd does while tracing) changes nothing in them."""
+    got = lua.execute("""
+      local saved = torch.isStorage
+      torch.isStorage = function() error('torch.isStorage called') end
+      local ok, err = pcall(function()
+        local a = torch.LongTensor{3, 1}
+        local b = torch.Tensor(torch.LongStorage{2, 2}):fill(1)
+        b[torch.LongStorage{1, 2}] = 4
+        return a:sum() + b:sum() + b[torch.LongStorage{1, 2}]
+      end)
+      torch.isStorage = saved
+      return ok, err""")
+    assert got == (True, 4 + 7 + 4)

@@ -28,12 +28,20 @@ torch._makeTensor = make
 
 local function copyArray(a) local r = {} for i = 1, #a do r[i] = a[i] end return r end
 
+-- torch.isStorage's test, local: constructors and indexing call it, and under Torch7 those are C
+-- and reach no torch.* function (torch-autograd replaces every torch.* function while it traces
+-- and rejects those it does not support, torch.isStorage among them)
+local function isStorage(x)
+  local mt = getmetatable(x)
+  return type(mt) == 'table' and rawget(mt, '__storage') == true
+end
+
 local isInt = check.isInt
 
 -- A size argument: numbers, a LongStorage, or a table of numbers.
 local function sizesFrom(op, a, ...)
   local sz
-  if torch.isStorage(a) then sz = a:totable()
+  if isStorage(a) then sz = a:totable()
   elseif type(a) == 'table' and not isTensor(a) then sz = copyArray(a)
   else sz = { a, ... } end
   if #sz > check.MAXDIM then
@@ -52,10 +60,10 @@ torch._sizesFrom = sizesFrom
 
 -- Strides: integers of either sign, as many as there are sizes.
 local function stridesFrom(op, a, nd)
-  if not (torch.isStorage(a) or (type(a) == 'table' and not isTensor(a))) then
+  if not (isStorage(a) or (type(a) == 'table' and not isTensor(a))) then
     check.error(('%s: strides must be a LongStorage or a table, got %s'):format(op, torch.type(a)))
   end
-  local str = torch.isStorage(a) and a:totable() or copyArray(a)
+  local str = isStorage(a) and a:totable() or copyArray(a)
   if #str ~= nd then check.error(('%s: %d sizes but %d strides'):format(op, nd, #str)) end
   for d = 1, nd do check.int(op, str[d], 'stride ' .. d) end
   return str
@@ -160,7 +168,7 @@ function Tensor.set(t, src, off, a, b, ...)
     t._st, t._off, t._sz, t._str = src._st, src._off, copyArray(src._sz), copyArray(src._str)
     return t
   end
-  if not torch.isStorage(src) then check.error('set: expected a tensor or a storage, got ' .. torch.type(src)) end
+  if not isStorage(src) then check.error('set: expected a tensor or a storage, got ' .. torch.type(src)) end
   if src._dt ~= t._dt then check.error(('set: cannot view a %s from a %s'):format(torch.typename(src), torch.typename(t))) end
   off = off or 1
   local sz, str
@@ -168,7 +176,7 @@ function Tensor.set(t, src, off, a, b, ...)
     check.int('set', off, 'storage offset', 1, src._n + 1)
     sz = { src._n - off + 1 }
     str = { 1 }
-  elseif torch.isStorage(a) or (type(a) == 'table') then
+  elseif isStorage(a) or (type(a) == 'table') then
     sz = sizesFrom('set', a)
     str = b and stridesFrom('set', b, #sz) or contiguousStrides(sz)
   else
@@ -191,7 +199,7 @@ end
 -- resize(sizes...) / resize(LongStorage[, strides]): grows the storage only when it is too small.
 function Tensor.resize(t, a, ...)
   local sz, str
-  if torch.isStorage(a) or (type(a) == 'table' and not isTensor(a)) then
+  if isStorage(a) or (type(a) == 'table' and not isTensor(a)) then
     sz = sizesFrom('resize', a)
     local s2 = ...
     str = s2 and stridesFrom('resize', s2, #sz) or nil
@@ -360,7 +368,7 @@ function Tensor.view(t, a, ...)
     return t:set(a:view(...))
   end
   local sz
-  if torch.isStorage(a) or (type(a) == 'table' and not isTensor(a)) then sz = copyArray(torch.isStorage(a) and a:totable() or a)
+  if isStorage(a) or (type(a) == 'table' and not isTensor(a)) then sz = copyArray(isStorage(a) and a:totable() or a)
   else sz = { a, ... } end
   for d = 1, #sz do
     if not isInt(sz[d]) or sz[d] < -1 then
@@ -386,7 +394,7 @@ function Tensor.expand(t, a, ...)
     check.sameType('expand', t, a)
     return t:set(a:expand(...))
   end
-  if torch.isStorage(a) or (type(a) == 'table' and not isTensor(a)) then sz = sizesFrom('expand', a)
+  if isStorage(a) or (type(a) == 'table' and not isTensor(a)) then sz = sizesFrom('expand', a)
   else sz = sizesFrom('expand', a, ...) end
   if #sz ~= #t._sz then
     check.error(('expand: the number of sizes (%d) must equal the tensor dimension (%d)'):format(#sz, #t._sz))
@@ -612,7 +620,7 @@ local function index(t, k)
     if #t._sz == 0 then check.error('index: cannot index an empty tensor') end
     if #t._sz == 1 then return readAt(t, elementOffset(t, { k })) end
     return t:select(1, k)
-  elseif torch.isStorage(k) then
+  elseif isStorage(k) then
     return readAt(t, storageKeyOffset(t, k))
   elseif isTensor(k) then
     local kind = (k._dt.host or k._dt).name   -- a CUDA index holds its host type's elements
@@ -638,7 +646,7 @@ local function newindex(t, k, v)
     end
     if o then return assignAt(t, o, v) end
     if isTensor(v) then r:copy(v) else r:fill(v) end
-  elseif torch.isStorage(k) then
+  elseif isStorage(k) then
     assignAt(t, storageKeyOffset(t, k), v)
   elseif isTensor(k) then
     local kind = (k._dt.host or k._dt).name
@@ -727,12 +735,18 @@ function torch.squeeze(a, b, c)
   return check.tensorOf('squeeze', a):squeeze(b)
 end
 
+-- torch.zero(x), torch.fill(x, v) and torch.numel(x): TensorMath's wraps give them torch.*
+-- forms beside the methods (torch-autograd's models call torch.zero)
+function torch.zero(x) return check.tensorOf('zero', x):zero() end
+function torch.fill(x, v) return check.tensorOf('fill', x):fill(v) end
+function torch.numel(x) return check.tensorOf('numel', x):numel() end
+
 function torch.permute(x, ...)
   return check.tensorOf('permute', x):permute(...)
 end
 
 function torch.totable(x)
-  if not (torch.isTensor(x) or torch.isStorage(x)) then check.error('torch.totable: expected a tensor or a storage, got ' .. torch.type(x)) end
+  if not (torch.isTensor(x) or isStorage(x)) then check.error('torch.totable: expected a tensor or a storage, got ' .. torch.type(x)) end
   return x:totable()
 end
 
@@ -782,7 +796,7 @@ local construct = check.numericArgs(function(mt, a, ...)
     if a._dt ~= mt.__dtype then check.error(('%s: cannot share the storage of a %s'):format(mt.__typename, torch.typename(a))) end
     return make(mt):set(a)
   end
-  if torch.isStorage(a) then
+  if isStorage(a) then
     if a._dt == mt.__dtype then return make(mt):set(a, ...) end   -- a view of the storage
     if a._dt.name == 'Long' then return make(mt):resize(a, ...) end  -- LongStorage sizes[, strides]
     check.error(('%s: cannot view a %s'):format(mt.__typename, torch.typename(a)))
@@ -832,7 +846,7 @@ for _, name in ipairs { 'view', 'viewAs', 'expand', 'expandAs' } do torch[name] 
 -- torch.data(tensor or storage[, asnumber]): the FFI pointer to the first element, or its address
 -- as a number, as torch7's.
 function torch.data(x, asnumber)
-  if not (torch.isTensor(x) or torch.isStorage(x)) then
+  if not (torch.isTensor(x) or isStorage(x)) then
     check.error('torch.data: expected a tensor or a storage, got ' .. torch.type(x))
   end
   local p = x:data()
