@@ -15,16 +15,20 @@ function JoinTable:_getPositiveDimension(input)
   return tables.dimension(self, input[1]:dim())
 end
 
--- The joined size, after checking that the inputs agree on every other dim.
+-- The joined size: input[1]'s sizes, dim d summed. As torch/nn's JoinTable (which copies each
+-- input into its slice of the output), an input need only fill its slice element for element:
+-- icml2016's G joins noise of size Bx100x1x1 with text features of size Bx128 along dim 2.
 local function joinedSize(self, input, d)
   local first = input[1]
   self.size:resize(first:dim()):copy(first:size())
+  local others = first:nElement() / math.max(first:size(d), 1)   -- elements per index of dim d
+  if first:size(d) == 0 then
+    others = 1
+    for k = 1, first:dim() do if k ~= d then others = others * first:size(k) end end
+  end
   for i = 2, #input do
     local t = input[i]
-    local ok = t:dim() == first:dim()
-    for k = 1, first:dim() do
-      if ok and k ~= d and t:size(k) ~= first:size(k) then ok = false end
-    end
+    local ok = t:dim() >= d and t:nElement() == others * t:size(d)
     if not ok then
       check.error(('%s: input[%d] of size %s cannot be joined to input[1] of size %s along dim %d')
         :format(torch.type(self), i, check.sizestr(t), check.sizestr(first), d))
