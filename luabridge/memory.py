@@ -79,7 +79,9 @@ class BufferRegistry:
                 _zero(array)
         else:
             try:
-                array = np.zeros(n or 1, dtype=dtype)
+                # np.empty for a buffer the caller overwrites: calloc would clear memory that
+                # malloc hands back from its heap (a 10 MB batch sent between threads), GIL held
+                array = (np.zeros if zeroed else np.empty)(n or 1, dtype=dtype)
             except (MemoryError, ValueError):   # ValueError: "array is too big"
                 return None
         high, low = split_address(_address(array))
