@@ -270,9 +270,10 @@ def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None)
                                     Path(tmp) / "lua_modules")
         except LookupError as e:
             return result(False, 0.0, str(e))
-        # setup lines call `$LUABRIDGE th ...` to prepare what a program needs (e.g. a checkpoint)
+        # setup lines call `$LUABRIDGE th ...` to prepare what a program needs (e.g. a checkpoint), and
+        # $PYTHON $CORPUS_TOOLS/<script> for data this project makes (corpus_caffemodel.py: a VGG-shaped caffemodel)
         env = {**os.environ, **p.env, "TMPDIR": tmp, "LUA_PATH": lua_path, "LUABRIDGE": " ".join(luabridge_command()),
-               "PYTHON": sys.executable}
+               "PYTHON": sys.executable, "CORPUS_TOOLS": str(HERE)}
         if p.setup:
             prep = subprocess.run(p.setup, shell=True, cwd=cwd, env=env, capture_output=True, text=True,
                                   errors="replace", timeout=p.timeout * scale)
