@@ -14,11 +14,14 @@ Then a training loop fed by the loader (a small conv net on the batches, SGD) ag
 loop loading each batch itself on the main thread: the pool overlaps loading with training.
 
 Each figure is the best of R runs. ratio = 2 workers / 1 worker. Workers run Lua in parallel
-(lupa releases the GIL while Lua runs); they serialize only on Python's side (JPEG header parsing
-and the numpy allocations of new tensors), which bounds the ratio below 2. On Linux a run of each
-pool size then says how each worker spent its time (/proc schedstat): on a CPU, waiting for a CPU
-(the machine's other load), or blocked (waiting for the GIL, a lock, or for a job): the blocked
-share is the GIL's cost, however busy the machine is.
+(lupa releases the GIL while Lua runs) and take the GIL only to call into Python: once per
+sample, to decode its JPEG (lua/image/files.lua reads the header in Lua; imaging.decode_into has
+Pillow decode into a buffer of its own, the decoder itself running without the GIL), and now and
+then to allocate a buffer the worker's runtime has not got for reuse (torch.memory.reuse). On
+Linux a run of each pool size then says how each worker spent the timed part (/proc schedstat):
+on a CPU, waiting for a CPU (the machine's other load), or blocked (waiting for the GIL, a lock,
+or for a job: the last batch leaves one worker idle): the blocked share is the GIL's cost,
+however busy the machine is.
 """
 from __future__ import annotations
 
@@ -119,17 +122,21 @@ local function mainLoader(nBatches, batchSize, onBatch)
   for b = 1, nBatches do onBatch(loadBatch((b - 1) * batchSize + 1, batchSize)) end
 end
 
-local function timed(fn)
+-- seconds fn takes; mark (optional, a Python function) is called with true before, false after
+local function timed(fn, mark)
   collectgarbage()
+  if mark then mark(true) end
   local timer = torch.Timer()
   fn()
-  return timer:time().real
+  local seconds = timer:time().real
+  if mark then mark(false) end
+  return seconds
 end
 
 local bench = {}
 
 -- samples per second loading nBatches batches (nThreads 0: on the main thread)
-function bench.load(nThreads, nBatches, batchSize)
+function bench.load(nThreads, nBatches, batchSize, mark)
   local last
   local function keep(b) last = b end   -- as fb.resnet.torch's endcallback: sample = _sample_
   if nThreads == 0 then
@@ -137,7 +144,7 @@ function bench.load(nThreads, nBatches, batchSize)
   end
   local pool, run = poolLoader(nThreads)
   run(1, batchSize, keep)   -- warm the workers up
-  local seconds = timed(function() run(nBatches, batchSize, keep) end)
+  local seconds = timed(function() run(nBatches, batchSize, keep) end, mark)
   pool:terminate()
   return nBatches * batchSize / seconds
 end
@@ -188,39 +195,34 @@ def _schedstat(tid: int) -> tuple[float, float] | None:
     return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
-def worker_time_shares(run: Callable[[], Any]) -> list[tuple[float, float, float]]:
-    """For each pool worker alive during run(): the shares of its life spent on a CPU, waiting
-    for a CPU (other load), and blocked (waiting for the GIL, a lock or a job), sampled every
-    10 ms. The blocked share is what the GIL costs a worker, whatever else the machine runs."""
-    first: dict[int, tuple[float, tuple[float, float]]] = {}
-    last: dict[int, tuple[float, tuple[float, float]]] = {}
-    done = threading.Event()
+def worker_time_shares(run: Callable[[Callable[[bool], None]], Any]) -> list[tuple[float, float, float]]:
+    """For each pool worker, over the timed part of run(mark) (between mark(True) and
+    mark(False)): the shares of that time it spent on a CPU, waiting for a CPU (other load), and
+    blocked (waiting for the GIL, a lock, or a job). The blocked share is what the GIL costs a
+    worker, whatever else the machine runs (the last batch leaves one worker waiting too)."""
+    marks: list[tuple[float, dict[int, tuple[float, float]]]] = []
 
-    def sample() -> None:
-        while not done.wait(0.01):
-            for t in threading.enumerate():
-                stat = t.name.startswith("luabridge-threads-") and t.native_id and _schedstat(t.native_id)
-                if stat:
-                    first.setdefault(t.native_id, (time.perf_counter(), stat))
-                    last[t.native_id] = (time.perf_counter(), stat)
+    def mark(_started: bool) -> None:
+        stats = {}
+        for t in threading.enumerate():
+            stat = t.name.startswith("luabridge-threads-") and t.native_id and _schedstat(t.native_id)
+            if stat:
+                stats[t.native_id] = stat
+        marks.append((time.perf_counter(), stats))
 
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    run()
-    done.set()
-    sampler.join()
+    run(mark)
+    (t0, first), (t1, last) = marks
     shares = []
-    for tid, (t0, (cpu0, wait0)) in first.items():
-        t1, (cpu1, wait1) = last[tid]
-        if t1 > t0:
-            cpu, wait = (cpu1 - cpu0) / (t1 - t0), (wait1 - wait0) / (t1 - t0)
+    for tid, (cpu0, wait0) in first.items():
+        if tid in last and t1 > t0:
+            cpu, wait = (last[tid][0] - cpu0) / (t1 - t0), (last[tid][1] - wait0) / (t1 - t0)
             shares.append((cpu, wait, 1 - cpu - wait))
     return shares
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--samples", type=int, default=512, help="samples per run (default 512)")
+    parser.add_argument("--samples", type=int, default=1024, help="samples per run (default 1024)")
     parser.add_argument("--batch", type=int, default=16, help="samples per job (default 16)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per figure; the best is shown (default 2)")
     parser.add_argument("--workers", default="1,2", help="pool sizes to time (default 1,2)")
@@ -238,7 +240,7 @@ def main() -> None:
         print(f"  ratio 2 workers / 1    {rates[2] / rates[1]:8.2f}")
     if os.path.isdir("/proc/self/task"):
         for w in workers:
-            shares = worker_time_shares(lambda: bench.load(w, batches, args.batch))
+            shares = worker_time_shares(lambda mark, w=w: bench.load(w, batches, args.batch, mark))
             print(f"  pool of {w}: each worker's time on a CPU / waiting for one / blocked: "
                   + ", ".join(f"{c:.0%} / {q:.0%} / {b:.0%}" for c, q, b in shares))
     serial = best(bench.train, 0, batches, args.batch, repeats=args.repeats)
