@@ -24,3 +24,30 @@ function torch.setheaptracking(on)
   torch._heaptracking = memory.tracking
 end
 torch._heaptracking = memory.tracking
+
+-- The machine's online CPUs (torch7: omp_get_num_procs).
+function torch.getnumcores()
+  return blas.cpus
+end
+
+-- Whether a Lua file (io.stdin, io.stdout, io.stderr) is a terminal, as torch7's isatty: the
+-- standard streams are asked by their descriptors; any other file is not a terminal.
+local ffi = require 'ffi'
+pcall(ffi.cdef, 'int isatty(int fd);')
+local DESCRIPTORS = { [io.stdin] = 0, [io.stdout] = 1, [io.stderr] = 2 }
+function torch.isatty(file)
+  if io.type(file) ~= 'file' then
+    check.error('isatty: expected a file (io.stdout, ...), got ' .. torch.type(file))
+  end
+  local fd = DESCRIPTORS[file]
+  return fd ~= nil and ffi.C.isatty(fd) == 1
+end
+
+-- Whether two torch objects are the same object underneath (luaT's isequal: one C pointer).
+function torch.isequal(a, b)
+  return torch.typename(a) ~= nil and torch.typename(b) ~= nil and torch.pointer(a) == torch.pointer(b)
+end
+
+-- torch7 re-pointed TH's error handlers at the calling Lua state; errors here are Lua errors.
+function torch.updateerrorhandlers()
+end

@@ -116,5 +116,7 @@ function xlua.envparams(defaults)
 end
 
 require 'xlua.unpack'
+require 'xlua.OptionParser'
+require 'xlua.Profiler'
 
 return xlua
