@@ -17,5 +17,6 @@ require 'image.color'
 require 'image.kernels'
 require 'image.drawing'
 require 'image.display'
+require 'image.polar'
 
 return image
