@@ -66,6 +66,7 @@ def test_option_parser_help_and_failures(tmp_path):
 
 def test_profiler_times_and_reports(lua):
     lua.execute("""
+      require 'xlua'
       _p = xlua.Profiler()
       _p:start('loop', 'fps')
       local t = os.clock() while os.clock() - t < 0.02 do end
