@@ -114,7 +114,13 @@ class Bridge:
         self._lua_type = self.lua.globals().type
         env_path = os.environ.get("LUA_PATH")
         if env_path:
-            self.lua.globals().package.path = self.lua.globals().package.path + ";" + env_path
+            # as Torch7's LuaJIT read LUA_PATH: the entries before its ";;" come before the installed
+            # packages (luabridge's tree stands where torch's install dirs stood, in the defaults
+            # ";;" stands for), those after it after them; ggnn's README puts its own `rnn` first so
+            g = self.lua.globals()
+            own, _, rest = env_path.partition(";;")
+            own, rest = own.strip(";"), rest.strip(";")
+            g.package.path = (own + ";" if own else "") + g.package.path + (";" + rest if rest else "")
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Calls a Lua function, turning a Lua error into LuaError with its traceback."""
