@@ -156,3 +156,19 @@ def test_missing_require_is_grouped_and_explained(tmp_path, monkeypatch):
         ("other/pkg: nosuchlib", False, ""), ("other/pkg: qtwidget", False, "Qt"), ("again/pkg: nosuchlib", False, "binds libnosuch")]
     assert results[0].detail.startswith("module 'nosuchlib' not found (a.lua: ")
     assert rp.cause(results[0]) == "module 'nosuchlib' not found"
+
+
+def test_markdown_table_and_inventory():
+    corpus = rp.Corpus(repos={"a/x": rp.Repo("a/x", kind="paper"), "b/y": rp.Repo("b/y", kind="course")},
+                       models=[rp.Model(name="m1", repo="a/x", build="", input=[1])])
+    results = [rp.Result("models", "m1", "a/x", True, 1.0, ""),
+               rp.Result("models", "m2", "b/y", False, 1.0, "exit 1: x.lua:3: boom 42"),
+               rp.Result("models", "m3", "b/y", False, 1.0, "exit 1: y.lua:9: boom 7"),
+               rp.Result("models", "m4", "b/y", False, 1.0, "needs Qt", explained="needs Qt")]
+    text = rp.markdown(results, corpus)
+    assert "| models | 2 | 4 | 1 (25.0%) | 3 (1) | 33.3% |" in text
+    # the two booms are one cause (paths, line numbers and numbers dropped), listed first
+    assert text.index("- 2 models: exit N: boom N (m2, m3)") < text.index("- 1 models: explained: needs Qt (m4)")
+    listing = rp.inventory(corpus)
+    assert listing.startswith("2 repositories, 1 models, 0 programs")
+    assert "- **paper** (1): a/x (1/0)" in listing and "- **course** (1): b/y (0/0)" in listing

@@ -451,19 +451,40 @@ def report(results: list[Result], out=sys.stdout) -> None:
 
 
 def markdown(results: list[Result], corpus: Corpus) -> str:
-    rows = ["| depth | repositories | passed | failed | failures by cause |", "|---|---|---|---|---|"]
+    """The README's table (one row per depth) and its failures by cause, largest group first."""
+    rows = ["| depth | repositories | runs | passed | failed (explained) | passed of those not explained |",
+            "|---|---|---|---|---|---|"]
+    groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
     for depth in DEPTHS:
         mine = [r for r in results if r.depth == depth]
         if not mine:
             continue
-        causes: dict[str, int] = defaultdict(int)
+        passed = sum(r.ok for r in mine)
+        explained = sum(1 for r in mine if not r.ok and r.explained)
+        rows.append(f"| {depth} | {len({r.repo for r in mine})} | {len(mine)} | {passed} ({100 * passed / len(mine):.1f}%) "
+                    f"| {len(mine) - passed} ({explained}) | {100 * passed / max(1, len(mine) - explained):.1f}% |")
         for r in mine:
             if not r.ok:
-                causes[("explained: " + r.explained) if r.explained else cause(r)] += 1
-        text = "; ".join(f"{n} x {c}" for c, n in sorted(causes.items(), key=lambda kv: -kv[1])).replace("|", "\\|")
-        passed = sum(r.ok for r in mine)
-        rows.append(f"| {depth} | {len({r.repo for r in mine})} | {passed} of {len(mine)} | {len(mine) - passed} | {text or '-'} |")
-    return "\n".join(rows)
+                groups[(depth, ("explained: " + r.explained) if r.explained else cause(r))].append(r)
+    lines = ["", "Failures by cause, largest group first:", ""]
+    for (depth, why), members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        names = ", ".join(m.name for m in members[:5]) + (", ..." if len(members) > 5 else "")
+        lines.append(f"- {len(members)} {depth}: {why} ({names})")
+    return "\n".join(rows + (lines if groups else []))
+
+
+def inventory(corpus: Corpus) -> str:
+    """The repositories by kind, with their models and programs."""
+    models = defaultdict(int, {r: sum(m.repo == r for m in corpus.models) for r in corpus.repos})
+    programs = defaultdict(int, {r: sum(p.repo == r for p in corpus.programs) for r in corpus.repos})
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for name, repo in sorted(corpus.repos.items(), key=lambda kv: kv[0].lower()):
+        by_kind[repo.kind or "other"].append(f"{name} ({models[name]}/{programs[name]})")
+    lines = [f"{len(corpus.repos)} repositories, {len(corpus.models)} models, {len(corpus.programs)} programs "
+             "(per repository: models/programs):", ""]
+    for kind in sorted(by_kind, key=lambda k: -len(by_kind[k])):
+        lines.append(f"- **{kind}** ({len(by_kind[kind])}): " + ", ".join(by_kind[kind]))
+    return "\n".join(lines)
 
 
 def quick_sample(items: list, every: int) -> list:
@@ -501,9 +522,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="runs at once")
     ap.add_argument("--quick", action="store_true", help="a sample: one model in 10, one program in 10")
     ap.add_argument("--markdown", action="store_true", help="print the README table at the end")
+    ap.add_argument("--inventory", action="store_true", help="list the repositories by kind, run nothing")
     ap.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every time limit")
     a = ap.parse_args(argv)
     corpus = load_manifest(a.manifest)
+    if a.inventory:
+        print(inventory(corpus))
+        return 0
     depths = a.depth or list(DEPTHS)
     keep = (lambda x: (not a.repo or x.repo in a.repo) and (not a.only or x.name in a.only))
     models = [m for m in corpus.models if keep(m)]
