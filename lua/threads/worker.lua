@@ -7,12 +7,13 @@ require 'threads'   -- the classes jobs may carry (Mutex, Condition)
 local worker = {}
 local serializer
 
--- package.path: the main runtime's at the pool's creation, so that jobs find the same modules.
 -- A worker keeps released buffers for reuse in Lua (torch.memory.reuse): a loader allocates the
 -- same sizes sample after sample, and reusing them here spares a Python call (and the GIL the
--- other workers wait for) per tensor.
-local REUSE_BYTES = 128 * 1024 * 1024
+-- other workers wait for) per tensor. 64 MiB: what dies between two of torch.memory's
+-- collections (one every 64 MiB allocated).
+local REUSE_BYTES = 64 * 1024 * 1024
 
+-- package.path: the main runtime's at the pool's creation, so that jobs find the same modules.
 function worker.start(id, serialization, path)
   rawset(_G, '__threadid', id)
   require('torch.memory').reuse(REUSE_BYTES)
