@@ -3,7 +3,9 @@ and the shared memory of Mutex, Condition and tds.AtomicCounter.
 
 Each worker is a Python thread with its own LuaJIT runtime (runtime.bridge() keeps one per
 thread), so its globals are its own. lupa releases the GIL while Lua runs, so workers run Lua in
-parallel; they take the GIL only to call back into Python (allocations, image decoding). Jobs and
+parallel; they take the GIL only to call back into Python, and a worker calls it seldom: its
+runtime reuses released buffers without a call (torch.memory.reuse), and image decoding is one
+short call per image whose decoder runs without the GIL (lua/image/files.lua). Jobs and
 results travel as numpy arrays: the bytes the pool's serialization module wrote into a
 CharStorage, and the storages lua/threads/transfer.lua lists beside them (every one for
 threads.sharedserialize, shared; fresh copies of the big ones for threads.serialize). Each
