@@ -174,9 +174,11 @@ local function fastDecode(source, typename, expected)
   if type(source) == 'string' then
     local f = io.open(source, 'rb')
     if not f then return nil end
-    bytes = f:read('*a')
+    local head = f:read(8)   -- the rest only for a JPEG or a PNG
+    local rest = head and (head:sub(1, 3) == '\255\216\255' or head == PNG_SIGNATURE) and f:read('*a')
     f:close()
-    if not bytes then return nil end
+    if not rest then return nil end
+    bytes = head .. rest
     p, n = ffi.cast(bytePtr, bytes), #bytes
   else
     bytes = source:contiguous()
