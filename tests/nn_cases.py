@@ -17,6 +17,7 @@ MODULES: list[tuple[str, str]] = [
     ("nn.Identity()", "R(2, 3)"),
     ("nn.Decorator(nn.Linear(3, 4))", "R(2, 3)"),
     ("nn.Bottle(nn.Linear(3, 4), 2)", "R(2, 5, 3)"),
+    ("nn.GPU(nn.Linear(3, 4), 1)", "R(2, 3)"),
     # simple layers
     ("nn.Linear(3, 4)", "R(2, 3)"),
     ("nn.Linear(3, 4):noBias()", "R(2, 3)"),

@@ -1,5 +1,5 @@
 return {
   'utils', 'Module', 'Criterion', 'Jacobian', 'SparseJacobian',
   'Container', 'Sequential', 'Parallel', 'Concat', 'DepthConcat', 'ConcatTable', 'ParallelTable',
-  'MapTable', 'Identity', 'Decorator', 'Bottle', 'hessian',
+  'MapTable', 'Identity', 'Decorator', 'Bottle', 'hessian', 'GPU',
 }
