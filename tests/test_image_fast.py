@@ -231,3 +231,54 @@ def test_each_thread_decodes_into_its_own_buffer():
     for t in threads:
         t.join()
     assert not failures
+
+
+def test_a_loader_worker_calls_python_about_once_per_sample():
+    """fb.resnet.torch-style preprocessing in a pool worker (decode, crop, jitter, normalise,
+    flip): after a warm-up, the worker calls into Python (taking the GIL the other workers may
+    be waiting for) about once per sample, to decode it; its tensors come from buffers its
+    runtime reuses (torch.memory.reuse)."""
+    lua = lua_fn("""function(jpg)
+      require 'image'
+      local threads = require 'threads'
+      local pool = threads.Threads(1, function()
+        require 'image'
+        local py = __luabridge_py
+        calls = {}
+        for name, f in pairs(py) do
+          if type(f) ~= 'table' then
+            py[name] = function(...) calls[name] = (calls[name] or 0) + 1; return f(...) end
+          end
+        end
+      end)
+      local function samples(jpg, n)
+        for _ = 1, n do
+          local img = image.decompressJPG(jpg, 3, 'float')
+          local x, y = torch.random(0, 32), torch.random(0, 32)
+          img = image.crop(img, x, y, x + 128, y + 128)
+          local grey = img.new():resizeAs(img):copy(img):mul(0.5)
+          img = img:mul(1.2):add(-0.2, grey)
+          for c = 1, 3 do img[c]:add(-0.45):div(0.225) end
+          if torch.uniform() < 0.5 then img = image.hflip(img) end
+        end
+      end
+      local got
+      pool:addjob(function()
+        samples(jpg, 100)   -- warm-up: the sizes' first buffers, a collection or two
+        local before = {}
+        for k, v in pairs(calls) do before[k] = v end
+        samples(jpg, 200)
+        local made = {}
+        for k, v in pairs(calls) do if v ~= (before[k] or 0) then made[k] = v - (before[k] or 0) end end
+        return made
+      end, function(made) got = made end)
+      pool:synchronize()
+      pool:terminate()
+      return got
+    end""")
+    data = encoded(smooth(160, 160, 3), "JPEG")   # 1.5 MB of tensors a sample: a collection every 40
+    made = lua(lua_fn("function(s) return torch.ByteTensor(torch.ByteStorage():string(s)) end")(data))
+    made = {k: made[k] for k in made}
+    assert made.get("image_decode_into") == 200 and "image_info" not in made and "image_decode" not in made
+    # allocations and releases: a few in all, not five to ten a sample; nothing else
+    assert set(made) <= {"image_decode_into", "alloc", "release"} and sum(made.values()) <= 200 + 40, made

@@ -85,7 +85,8 @@ end
 -- img (decoded, channels x height x width) at the depth asked for
 local function withDepth(fn, name, img, depth)
   local converted, result = pcall(todepth, img, depth)
-  if __luabridge_interrupt(result) then error(result, 0) end
+  -- (asked only of a failure: a tensor is userdata too, and the question is a Python call)
+  if not converted and __luabridge_interrupt(result) then error(result, 0) end
   if not converted then   -- the conversion's own message names rgb2y, or is numpy's "Unable to allocate"
     local memory = tostring(result):find('allocate') or tostring(result):find('memory')
     error(('%s: cannot make %s depth %d: %s'):format(fn, name, depth, memory
@@ -193,7 +194,7 @@ local function fastDecode(source, typename, expected)
     return nil
   end
   local ok, img = pcall(function() return torch.Tensor():type(typename):resize(channels, height, width) end)
-  if __luabridge_interrupt(img) then error(img, 0) end
+  if not ok and __luabridge_interrupt(img) then error(img, 0) end
   if not ok then return nil end
   local srcHi, srcLo = halves(p)
   local dstHi, dstLo = halves(img:data())
@@ -217,7 +218,7 @@ local function decode(fn, source, depth, tensortype, expected)
   local _, channels, height, width = probe(fn, source, expected)
   checkSize(fn, name, height, width)
   local ok, img = pcall(function() return torch.Tensor():type(typename):resize(channels, height, width) end)
-  if __luabridge_interrupt(img) then error(img, 0) end
+  if not ok and __luabridge_interrupt(img) then error(img, 0) end
   if not ok then   -- the allocation's own message names newStorage or resize
     error(('%s: cannot read %s: not enough memory for its %d x %d x %d pixels as a %s'):format(
       fn, name, channels, height, width, typename), 3)
