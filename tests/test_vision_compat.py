@@ -28,3 +28,18 @@ def test_batchnorm_true_eps_is_still_an_error():
     assert_lua_errors([("function() require 'nn'; nn.BatchNormalization(3, true) end", r"eps must be a number, got boolean"),
                        ("function() require 'nn'; nn.SpatialBatchNormalization(3, 1e-5, true) end",
                         r"momentum must be a number, got boolean")])
+
+
+def test_cutorch_set_heap_tracking():
+    """BinaryNet's Main_BinaryNet_*.lua calls cutorch.setHeapTracking(true) after setDevice."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "luabridge"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "luabridge"]
+    script = ("require 'cutorch'; cutorch.setHeapTracking(true); cutorch.setHeapTracking(false); "
+              "print(pcall(cutorch.setHeapTracking, 1))")
+    proc = subprocess.run([*cmd, "th", "-e", script], capture_output=True, text=True, timeout=120,
+                          env={**__import__("os").environ, "LUABRIDGE_CUDA_ON_CPU": "1"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("false") and "cutorch.setHeapTracking: a boolean expected, got number" in proc.stdout

@@ -51,6 +51,14 @@ end
 function cutorch.synchronize() end
 cutorch.synchronizeAll = cutorch.synchronize
 
+-- cutorch.setHeapTracking(enabled): cutorch ran Lua's collector when the device heap grew; the
+-- memory here is the host's (or CuPy's pool), so it only checks its argument, as cutorch did.
+function cutorch.setHeapTracking(enabled)
+  if type(enabled) ~= 'boolean' then
+    check.error('cutorch.setHeapTracking: a boolean expected, got ' .. type(enabled))
+  end
+end
+
 -- Peer access between devices: always on with a single device.
 function cutorch.getPeerToPeerAccess() return true end
 function cutorch.setPeerToPeerAccess() end
