@@ -172,3 +172,18 @@ def test_markdown_table_and_inventory():
     listing = rp.inventory(corpus)
     assert listing.startswith("2 repositories, 1 models, 0 programs")
     assert "- **paper** (1): a/x (1/0)" in listing and "- **course** (1): b/y (0/0)" in listing
+
+
+def test_log_then_report_from_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(rp, "CACHE", tmp_path / "cache")
+    mirror = make_mirror(tmp_path)
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[repo]]\nrepo = "someone/models"\n\n[[model]]\nname = "mlp"\nrepo = "someone/models"\n'
+                        'build = "return dofile(\'models/mlp.lua\')(8)"\ninput = [2, 4]\noutput = [2, 3]\n')
+    log = tmp_path / "run.jsonl"
+    assert rp.main([str(mirror), "--manifest", str(manifest), "--log", str(log), "-j", "1"]) == 0
+    assert len(log.read_text().splitlines()) == 3          # two requires (nn, optim) and the model
+    capsys.readouterr()
+    assert rp.main([str(mirror), "--manifest", str(manifest), "--from-log", str(log), "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "models: 1 of 1 passed" in out and "| requires | 1 | 2 | 2 (100.0%) | 0 (0) | 100.0% |" in out

@@ -23,6 +23,7 @@ is not a Torch7 package) is counted as failed and listed with the reason.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -523,12 +524,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="a sample: one model in 10, one program in 10")
     ap.add_argument("--markdown", action="store_true", help="print the README table at the end")
     ap.add_argument("--inventory", action="store_true", help="list the repositories by kind, run nothing")
+    ap.add_argument("--log", type=Path, help="append each result to this file as a JSON line, as it comes")
+    ap.add_argument("--from-log", type=Path, help="print the report (and --markdown) of a --log file, run nothing")
     ap.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every time limit")
     a = ap.parse_args(argv)
     corpus = load_manifest(a.manifest)
     if a.inventory:
         print(inventory(corpus))
         return 0
+    if a.from_log:
+        logged = [Result(**json.loads(line)) for line in a.from_log.read_text().splitlines() if line.strip()]
+        report(logged)
+        if a.markdown:
+            print(markdown(logged, corpus))
+        return 0
+    log = open(a.log, "a") if a.log else None
+
+    def show(r: Result) -> None:
+        print_result(r)
+        if log:
+            fields = {k: v for k, v in r.__dict__.items() if k not in ("program", "output")}
+            log.write(json.dumps(fields) + "\n")
+            log.flush()
     depths = a.depth or list(DEPTHS)
     keep = (lambda x: (not a.repo or x.repo in a.repo) and (not a.only or x.name in a.only))
     models = [m for m in corpus.models if keep(m)]
@@ -539,6 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     if "requires" in depths and not a.only:
         names = [n for n in corpus.repos if not a.repo or n in a.repo]
         found, lacking = run_requires(corpus, names, a.repos)
+        for r in found:
+            if log:
+                log.write(json.dumps({k: v for k, v in r.__dict__.items() if k not in ("program", "output")}) + "\n")
         for name in names:
             mine = [r for r in found if r.repo == name]
             missing = [r.name.split(": ", 1)[1] + ("*" if r.explained else "") for r in mine if not r.ok]
@@ -551,10 +571,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {name}: {len(where)} ({', '.join(where[:4])}{' ...' if len(where) > 4 else ''})")
     if "models" in depths:
         results += run_all([lambda m=m: explain(run_model(m, a.repos, a.timeout_scale, corpus.repos.get(m.repo)), corpus)
-                            for m in models], a.jobs, print_result)
+                            for m in models], a.jobs, show)
     if "programs" in depths:
         results += run_all([lambda p=p: explain(run_program(p, a.repos, a.timeout_scale, corpus.repos.get(p.repo)), corpus)
-                            for p in programs], a.jobs, print_result)
+                            for p in programs], a.jobs, show)
     report(results)
     if a.markdown:
         print(markdown(results, corpus))
