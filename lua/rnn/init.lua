@@ -21,7 +21,7 @@ local classes = {
   'LinearNoBias', 'SAdd', 'CopyGrad', 'ExpandAs',
   -- recurrent modules
   'LookupTableMaskZero', 'MaskZero', 'TrimZero', 'AbstractRecurrent', 'Recurrent', 'LSTM', 'FastLSTM',
-  'GRU', 'Mufuru', 'Recursor', 'Recurrence', 'NormStabilizer',
+  'GRU', 'Mufuru', 'Recursor', 'Recurrence', 'NormStabilizer', 'LinearRNN', 'LookupRNN',
   -- sequencers
   'AbstractSequencer', 'Repeater', 'Sequencer', 'BiSequencer', 'BiSequencerLM', 'RecurrentAttention',
   -- sequencer + recurrent modules
