@@ -36,7 +36,7 @@ from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 try:
     import tomllib
@@ -431,7 +431,8 @@ def cause(r: Result) -> str:
     return re.sub(r"\b\d+(\.\d+)?\b", "N", text)[:160]
 
 
-def report(results: list[Result], out=sys.stdout) -> None:
+def report(results: list[Result], out: Any = None) -> None:
+    out = out or sys.stdout
     for depth in DEPTHS:
         mine = [r for r in results if r.depth == depth]
         if not mine:
