@@ -28,6 +28,14 @@ needs_t7_fixtures = pytest.mark.skipif(
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
+def run_script(folder: Path, source: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`luabridge th s.lua ARGS` on source written to folder/s.lua, run in folder: a whole program,
+    its exit status and output as a user would see them."""
+    (folder / "s.lua").write_text(source)
+    th = [str(Path(sys.executable).with_name("luabridge")), "th"]
+    return subprocess.run([*th, "s.lua", *args], cwd=folder, capture_output=True, text=True, timeout=timeout)
+
+
 def load_bench(file: str, name: str) -> Any:
     """bench/<file> loaded as the module `name` (the benches import their neighbours, such as
     machine and nn_models, so bench/ is on sys.path while it loads)."""

@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 import pytest
+from helpers import run_script
 
 import luabridge
 
@@ -105,15 +106,11 @@ def test_max_pixels_refuses_from_the_header(gm, tmp_path):
 def test_a_script_ending_with_images_alive_or_collected_exits_cleanly(tmp_path):
     # images collected during the run and alive at exit: their Python side is freed without any
     # finalizer calling Python while the process shuts down (that was a segfault at exit)
-    import subprocess
-    import sys
-    from pathlib import Path
-    (tmp_path / "run.lua").write_text(
+    out = run_script(
+        tmp_path,
         "local gm = require 'graphicsmagick'\n"
         "for i = 1, 50 do gm.Image(torch.FloatTensor(3, 8, 8):uniform(), 'RGB', 'DHW'):size(4, 4) end\n"
         "collectgarbage() collectgarbage()\n"
         "keep = gm.Image(torch.FloatTensor(3, 8, 8):uniform(), 'RGB', 'DHW')\n"
         "print('done')\n")
-    exe = Path(sys.executable).with_name("luabridge")
-    out = subprocess.run([str(exe), "th", "run.lua"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "done" in out.stdout, (out.returncode, out.stderr[-2000:])

@@ -4,15 +4,11 @@ own optparse-style parsing."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from helpers import run_script
 
 import luabridge
-
-TH = [str(Path(sys.executable).with_name("luabridge")), "th"]
 
 
 def test_getnumcores_isequal_and_isatty(lua):
@@ -25,11 +21,6 @@ def test_getnumcores_isequal_and_isatty(lua):
     assert lua.eval("torch.isatty(io.tmpfile())") is False
     with pytest.raises(luabridge.LuaError, match="isatty: expected a file"):
         lua.eval("torch.isatty(3)")
-
-
-def run(tmp_path: Path, script: str, *args: str) -> subprocess.CompletedProcess:
-    (tmp_path / "s.lua").write_text(script)
-    return subprocess.run([*TH, "s.lua", *args], cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
 
 PARSER = """
@@ -45,22 +36,22 @@ print(op:tostring(true, {'-l'}))
 
 
 def test_option_parser_parses_as_optparse(tmp_path):
-    out = run(tmp_path, PARSER, "--learningRate=0.5", "-v", "data.t7", "-n", "x y")
+    out = run_script(tmp_path, PARSER, "--learningRate=0.5", "-v", "data.t7", "-n", "x y")
     assert out.returncode == 0, out.stderr
     assert "lr\t0.5\tstring\tvis\ttrue\tname\tx y\targs\tdata.t7" in out.stdout
     assert "-l=0.5" in out.stdout
-    defaults = run(tmp_path, PARSER, "-n", "a")
+    defaults = run_script(tmp_path, PARSER, "-n", "a")
     assert "lr\t0.001\tnumber\tvis\tnil" in defaults.stdout
 
 
 def test_option_parser_help_and_failures(tmp_path):
-    helped = run(tmp_path, PARSER, "-n", "a", "--help")
+    helped = run_script(tmp_path, PARSER, "-n", "a", "--help")
     assert helped.returncode == 0
     assert "Usage: " in helped.stdout and "s.lua [options] file" in helped.stdout
     assert "-l LEARNINGRATE, --learningRate=LEARNINGRATE  learning rate [default = 0.001]" in helped.stdout
-    bad = run(tmp_path, PARSER, "--nope", "-n", "a")
+    bad = run_script(tmp_path, PARSER, "--nope", "-n", "a")
     assert bad.returncode == 1 and "invalid option --nope" in bad.stderr
-    missing = run(tmp_path, PARSER)
+    missing = run_script(tmp_path, PARSER)
     assert missing.returncode == 1 and "option -n requires an argument" in missing.stderr
 
 

@@ -2,11 +2,10 @@
 accuracy with trepl.colorize; demos require trepl to get th's globals under a plain luajit)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_script
 
 
 @pytest.mark.parametrize("name, code", [("red", "\x1b[0;31m"), ("Black", "\x1b[1;30m"), ("_blue", "\x1b[44m"),
@@ -20,13 +19,12 @@ def test_colorize_wraps_text_in_the_ansi_code_and_a_reset(lua, name, code):
 def test_require_trepl_gives_ths_globals_and_no_prompt(tmp_path: Path):
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "helper.lua").write_text("return { answer = 42 }\n")
-    (tmp_path / "main.lua").write_text(
+    out = run_script(
+        tmp_path,
         "local repl = require 'trepl'\n"
         "assert(type(who) == 'function' and type(import) == 'function')\n"
         "print('relative', require('./lib/helper').answer)\n"
         "print('prompt', pcall(repl))\n")
-    exe = Path(sys.executable).with_name("luabridge")
-    out = subprocess.run([str(exe), "th", "main.lua"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "relative\t42" in out.stdout
     assert "prompt\tfalse" in out.stdout and "`luabridge th`" in out.stdout

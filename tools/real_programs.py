@@ -213,9 +213,12 @@ def luabridge_command() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "luabridge"]
 
 
-def library_path(repos: Path, lua_modules: dict[str, str], shared: dict[str, str], into: Path) -> str:
-    """LUA_PATH with the libraries linked under `into`: the entry's own first (a missing one raises
-    LookupError), then the default path, then the corpus' shared libraries (those checked out)."""
+def library_path(repos: Path, repo: Repo | None, entry_modules: dict[str, str], into: Path) -> str:
+    """LUA_PATH with the libraries linked under `into`: the repository's and the entry's own first
+    (a missing one raises LookupError), then the default path, then the corpus' shared libraries
+    (those checked out)."""
+    lua_modules = {**(repo.lua_modules if repo else {}), **entry_modules}
+    shared = repo.shared if repo else INSTALLED_WITH_TORCH
     found_in = {"own": into / "own", "shared": into / "shared"}
     for place in found_in.values():
         place.mkdir(parents=True, exist_ok=True)
@@ -266,9 +269,7 @@ def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None)
         shutil.copytree(src, work, ignore=shutil.ignore_patterns(".git"), symlinks=True)
         cwd = work / p.cwd
         try:
-            lua_path = library_path(repos, {**(repo.lua_modules if repo else {}), **p.lua_modules},
-                                    repo.shared if repo else INSTALLED_WITH_TORCH,
-                                    Path(tmp) / "lua_modules")
+            lua_path = library_path(repos, repo, p.lua_modules, Path(tmp) / "lua_modules")
         except LookupError as e:
             return result(False, 0.0, str(e))
         # setup lines call `$LUABRIDGE th ...` to prepare what a program needs (e.g. a checkpoint), and
@@ -335,9 +336,7 @@ def run_model(m: Model, repos: Path, scale: float, repo: Repo | None = None) -> 
         spec = Path(tmp) / "spec.lua"
         spec.write_text(model_spec(m))
         try:
-            lua_path = library_path(repos, {**(repo.lua_modules if repo else {}), **m.lua_modules},
-                                    repo.shared if repo else INSTALLED_WITH_TORCH,
-                                    Path(tmp) / "lua_modules")
+            lua_path = library_path(repos, repo, m.lua_modules, Path(tmp) / "lua_modules")
         except LookupError as e:
             return result(False, 0.0, str(e))
         env = {**os.environ, **m.env, "TMPDIR": tmp, "LUA_PATH": lua_path}

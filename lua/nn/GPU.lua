@@ -47,15 +47,8 @@ function GPU:accGradParameters(input, gradOutput, scale)
   onDevice(self, function() self.modules[1]:accGradParameters(input, gradOutput, scale) end)
 end
 
-for _, name in ipairs { 'apply', 'zeroGradParameters', 'updateParameters', 'training', 'evaluate', 'clearState' } do
-  GPU[name] = function(self, ...)
-    local args = { ... }
-    onDevice(self, function() parent[name](self, unpack(args)) end)
-    return self
-  end
-end
-
-for _, name in ipairs { 'share', 'reset' } do
+for _, name in ipairs { 'apply', 'zeroGradParameters', 'updateParameters', 'training', 'evaluate', 'clearState',
+                        'share', 'reset' } do
   GPU[name] = function(self, ...)
     local args = { ... }
     onDevice(self, function() parent[name](self, unpack(args)) end)
