@@ -50,3 +50,17 @@ for name, spec in pairs(layers) do
   if rawget(parentClass, '_deviceKernel') then class._deviceKernel = true end
   if name:match('Convolution$') then tuning(class) else class.clearDesc = function() end end
 end
+
+-- cudnn.torch's batch normalizations compute their parameter gradients together with gradInput, in
+-- one cudnnBatchNormalizationBackward call: updateGradInput (scale 1 unless given) and backward both
+-- accumulate scale * the gradients of weight and bias, and accGradParameters does nothing. Models
+-- that share gradInput buffers between layers rely on it (fb.resnet.torch's -shareGradInput,
+-- DenseNet's -optMemory: when a container calls accGradParameters, the buffer that held a batch
+-- normalization's gradOutput holds another layer's gradInput by then).
+for _, name in ipairs { 'BatchNormalization', 'SpatialBatchNormalization', 'VolumetricBatchNormalization' } do
+  local class = torch.getmetatable('cudnn.' .. name)
+  function class:updateGradInput(input, gradOutput, scale)
+    return self:backward(input, gradOutput, scale)
+  end
+  function class:accGradParameters() end
+end
