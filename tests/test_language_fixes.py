@@ -184,3 +184,47 @@ def test_env_package_sets_torch7s_first_globals(lua):
       return type(torch.Tensor), type(import), type(who), type(exit), type(setprintlevel),
              t[1] + t[2], t.insert == table.insert, ok, tostring(err):match('expected number') ~= nil""")
     assert tuple(got) == ("table", "function", "function", "function", "function", 3, True, False, True)
+
+
+def test_thnn_lookuptable_accgradparameters_matches_numpy(lua):
+    """nn.THNN.LookupTable_accGradParameters as THNN's C: gradWeight[input[i]] += scale * gradOutput[i],
+    the padding index skipped, and with scaleGradByFreq each row divided by its index's count."""
+    import numpy as np
+    inp = [3, 1, 3, 5, 2, 3]
+    rng = np.random.default_rng(7)
+    go = rng.standard_normal((6, 4))
+    flat = ", ".join(repr(float(v)) for v in go.ravel())
+    for freq, pad, scale in [(False, 0, 1.0), (True, 0, 0.5), (False, 2, 2.0), (True, 3, 1.0)]:
+        expected = np.zeros((5, 4))
+        counts = np.bincount(inp, minlength=6)[1:]
+        for i, k in enumerate(inp):
+            if k != pad:
+                expected[k - 1] += scale / (counts[k - 1] if freq else 1) * go[i]
+        got = lua.execute(f"""
+          require 'nn'; local THNN = require 'nn.THNN'
+          local go = torch.Tensor({{{flat}}}):view(6, 4)
+          local gw, count = torch.zeros(5, 4), torch.IntTensor()
+          gw.THNN.LookupTable_accGradParameters(torch.LongTensor({{{", ".join(map(str, inp))}}}):cdata(), go:cdata(),
+            gw:cdata(), count:cdata(), THNN.optionalTensor(nil), THNN.optionalTensor(nil),
+            {str(freq).lower()}, {pad}, {scale})
+          local out = {{count:nElement()}}
+          for _, v in ipairs(gw:view(-1):totable()) do out[#out + 1] = v end
+          return unpack(out)""")
+        assert got[0] == (5 if freq else 0)
+        assert np.allclose(np.array(got[1:]).reshape(5, 4), expected)
+
+
+def test_thnn_lookuptable_renorm_and_range_error(lua):
+    import numpy as np
+    w = np.array([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]])
+    got = lua.execute("""
+      require 'nn'; require 'nn.THNN'
+      local w = torch.Tensor({{3, 4}, {0.3, 0.4}, {6, 8}})
+      w.THNN.LookupTable_renorm(torch.LongTensor({1, 2, 1}):cdata(), w:cdata(), 1, 2)
+      return w[1][1], w[1][2], w[2][1], w[3][1]""")
+    assert np.allclose(got, [3 / (5 + 1e-7), 4 / (5 + 1e-7), 0.3, 6.0])
+    with pytest.raises(luabridge.LuaError, match=r"LookupTable_accGradParameters: input out of range: indices must be in \[1, 5\], got values in \[0, 3\]"):
+        lua.execute("""require 'nn'; require 'nn.THNN'
+          local gw = torch.zeros(5, 2)
+          gw.THNN.LookupTable_accGradParameters(torch.LongTensor({0, 3}):cdata(), torch.zeros(2, 2):cdata(), gw:cdata(),
+            torch.IntTensor():cdata(), nil, nil, false, 0, 1)""")

@@ -181,6 +181,58 @@ function ops.SpatialAveragePooling_updateGradInput(input, gradOutput, gradInput,
   backward(averagePooling(...), input, gradOutput, gradInput)
 end
 
+-- LookupTable (THNN's generic/LookupTable.c): custom lookup tables copied from nn's call these
+-- directly (cheng6076/SNLI-attention's LookupTableEmbedding_train). Indices are 1-based; rows whose
+-- index equals paddingValue get no gradient; with scaleGradByFreq each row's gradient is divided by
+-- how often its index occurs in input (counted into count).
+function ops.LookupTable_accGradParameters(input, gradOutput, gradWeight, count, _sorted, _indices,
+                                           scaleGradByFreq, paddingValue, scale)
+  local idx = input:contiguous():view(-1):long()
+  local n, rows = idx:nElement(), gradWeight:size(1)
+  if n > 0 and (idx:min() < 1 or idx:max() > rows) then
+    error(('nn.THNN.LookupTable_accGradParameters: input out of range: indices must be in [1, %d], got values in [%d, %d]')
+      :format(rows, idx:min(), idx:max()), 3)
+  end
+  local grad = gradOutput:contiguous():view(n, -1)
+  if grad:size(2) ~= gradWeight:size(2) then
+    error(('nn.THNN.LookupTable_accGradParameters: gradOutput has %d values per index but gradWeight rows have %d')
+      :format(grad:size(2), gradWeight:size(2)), 3)
+  end
+  scale = scale or 1
+  local freq
+  if scaleGradByFreq then
+    freq = torch.zeros(rows)
+    freq:indexAdd(1, idx, torch.ones(n))
+    if count then count:resize(rows):copy(freq) end
+  end
+  for i = 1, n do
+    local k = idx[i]
+    if k ~= paddingValue then
+      local s = scale
+      if freq then s = s / freq[k] end
+      gradWeight[k]:add(s, grad[i])
+    end
+  end
+end
+
+-- Rows of weight named in idx whose normType-norm exceeds maxNorm are scaled down to maxNorm.
+function ops.LookupTable_renorm(idx, weight, maxNorm, normType)
+  local seen = {}
+  local rows = idx:contiguous():view(-1):long()
+  for i = 1, rows:nElement() do
+    local k = rows[i]
+    if k < 1 or k > weight:size(1) then
+      error(('nn.THNN.LookupTable_renorm: input out of range: indices must be in [1, %d], got %d'):format(weight:size(1), k), 3)
+    end
+    if not seen[k] then
+      seen[k] = true
+      local row = weight[k]
+      local norm = row:norm(normType)
+      if norm > maxNorm then row:mul(maxNorm / (norm + 1e-7)) end
+    end
+  end
+end
+
 -- THNN's calling convention: tensors as cdata (or tensors), numbers and booleans as they are.
 local function kernel(name, op)
   return function(...)
