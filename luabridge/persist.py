@@ -126,7 +126,11 @@ def _prepared(obj: Any, where: str, storages: dict, parents: set) -> Any:
     """obj with its numpy arrays as Lua tensors (see _tensor); TypeError naming the first value
     that has no Torch7 form."""
     if isinstance(obj, np.ndarray):
-        return _tensor(obj, storages)
+        # one array saved twice is one tensor, written once and read back as one (as pickle keeps identity)
+        key = ("tensor", id(obj))
+        if key not in storages:
+            storages[key] = (obj, _tensor(obj, storages))
+        return storages[key][1]
     if isinstance(obj, (dict, list, tuple)):
         if id(obj) in parents:
             raise TypeError(f"luabridge.save: {where} contains itself (Python containers are copied to "
