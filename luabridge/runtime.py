@@ -93,6 +93,25 @@ def take_lua52_notice() -> str | None:
     return lua52compat_message(LUA52COMPAT)
 
 
+def torch7_tree(template: str) -> bool:
+    """Whether a LUA_PATH entry ('DIR/?.lua', 'DIR/?/init.lua') is the Lua tree of a Torch7
+    install (DIR/torch/init.lua exists): what `torch-activate` puts in every old user's LUA_PATH."""
+    base = template.split("?", 1)[0]
+    return bool(base) and os.path.isfile(os.path.join(base, "torch", "init.lua"))
+
+
+def lua_path_order(env_path: str) -> tuple[list[str], list[str]]:
+    """The LUA_PATH entries to put before luabridge's tree and after it. As Torch7's LuaJIT read
+    LUA_PATH, the entries before its ';;' come first (luabridge's tree stands where torch's install
+    folders stood, in the defaults ';;' stands for): a repository's own `rnn` shadows the installed
+    one. A Torch7 install's own tree goes after luabridge's wherever it stands, so an old torch
+    activated in the shell never replaces luabridge's torch, nn, ...; its other rocks stay found."""
+    own, _, rest = env_path.partition(";;")
+    first = [e for e in own.split(";") if e]
+    after = [e for e in first if torch7_tree(e)] + [e for e in rest.split(";") if e]
+    return [e for e in first if not torch7_tree(e)], after
+
+
 class Bridge:
     """A thread's Lua runtime together with the Python state its Lua side calls back into."""
 
@@ -114,13 +133,9 @@ class Bridge:
         self._lua_type = self.lua.globals().type
         env_path = os.environ.get("LUA_PATH")
         if env_path:
-            # as Torch7's LuaJIT read LUA_PATH: the entries before its ";;" come before the installed
-            # packages (luabridge's tree stands where torch's install dirs stood, in the defaults
-            # ";;" stands for), those after it after them; ggnn's README puts its own `rnn` first so
             g = self.lua.globals()
-            own, _, rest = env_path.partition(";;")
-            own, rest = own.strip(";"), rest.strip(";")
-            g.package.path = (own + ";" if own else "") + g.package.path + (";" + rest if rest else "")
+            first, after = lua_path_order(env_path)
+            g.package.path = ";".join([*first, g.package.path, *after])
 
     def call(self, fn: Any, *args: Any) -> Any:
         """Calls a Lua function, turning a Lua error into LuaError with its traceback."""

@@ -41,3 +41,16 @@ def test_a_module_only_the_path_has_is_found_either_way(tmp_path):
     (tmp_path / "lib" / "onlyhere.lua").write_text("return 7\n")
     for path in (f"{tmp_path}/lib/?.lua;;", f";;{tmp_path}/lib/?.lua", f"{tmp_path}/lib/?.lua"):
         assert th("print(require('onlyhere'))", path, tmp_path) == "7"
+
+
+def test_an_old_torch7_tree_never_replaces_luabridges_packages(tmp_path):
+    # what `torch-activate` (in every Torch7 user's .bashrc) sets: the install's tree first, no ';;'.
+    # Its torch, nn, ... would need libTH; its other rocks stay found, after luabridge's tree.
+    tree = tmp_path / "torch" / "install" / "share" / "lua" / "5.1"
+    for name, body in (("torch", "error('the old Torch7 tree was loaded')"), ("nn", "error('old nn')"),
+                       ("oldrock", "return { from = 'the old tree' }")):
+        (tree / name).mkdir(parents=True)
+        (tree / name / "init.lua").write_text(body + "\n")
+    activate = f"{tree}/?.lua;{tree}/?/init.lua;./?.lua"
+    got = th("require 'nn'; print(torch.ones(3):sum(), nn.Linear ~= nil, require('oldrock').from)", activate, tmp_path)
+    assert got.split("\t") == ["3", "true", "the old tree"]
