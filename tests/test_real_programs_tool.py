@@ -187,3 +187,10 @@ def test_log_then_report_from_it(tmp_path, monkeypatch, capsys):
     assert rp.main([str(mirror), "--manifest", str(manifest), "--from-log", str(log), "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "models: 1 of 1 passed" in out and "| requires | 1 | 2 | 2 (100.0%) | 0 (0) | 100.0% |" in out
+
+
+def test_libraries_hold_modules_named_as_paths():
+    repo = rp.Repo("a/x", lua_modules={"fn": "someone/lua-fn/fn"})
+    for name in ("fn", "fn.seq", "fn/seq", "fn/seq.lua"):
+        assert rp.in_libraries(name, repo), name
+    assert not rp.in_libraries("fnord", repo) and not rp.in_libraries("other/fn", repo)

@@ -406,7 +406,10 @@ def run_requires(corpus: Corpus, names: list[str], repos: Path) -> tuple[list[Re
 
 
 def in_libraries(module: str, repo: Repo) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in {**repo.shared, **repo.lua_modules})
+    """A module a library holds: 'fn.seq', or as a path, 'fn/seq' and 'fn/seq.lua'."""
+    name = module[:-4] if module.endswith(".lua") else module
+    name = name.replace("/", ".")
+    return any(name == m or name.startswith(m + ".") for m in {**repo.shared, **repo.lua_modules})
 
 
 # --- reports ------------------------------------------------------------------------------------
