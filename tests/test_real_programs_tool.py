@@ -77,8 +77,10 @@ def test_runner_time_limit_and_until(tmp_path):
     (repos / "someone+prog" / "loop.lua").write_text("print('started') io.stdout:flush() while true do sys.sleep(1) end\n")
     slow = program(args=["loop.lua"], expect=["started"], timeout=3, lua_modules={})
     assert not rp.run_program(slow, repos, 1.0).ok
-    assert rp.run_program(program(args=["loop.lua"], expect=["started"], timeout=10, until=True,
-                                  lua_modules={}), repos, 1.0).ok
+    long_run = rp.run_program(program(args=["loop.lua"], expect=["started"], timeout=60, until=True,
+                                      lua_modules={}), repos, 1.0)
+    # stopped as soon as what it must show appeared, not at the time limit
+    assert long_run.ok and long_run.detail == "stopped once the expected output appeared" and long_run.seconds < 30
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -241,18 +241,38 @@ def library_path(repos: Path, repo: Repo | None, entry_modules: dict[str, str], 
     return f"{own}/?.lua;{own}/?/init.lua{middle}{shared_dir}/?.lua;{shared_dir}/?/init.lua"
 
 
-def run_th(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str = "") -> tuple[str, int | None]:
-    """Output and exit status of `luabridge th ARGS` (status None: stopped at the time limit)."""
+def run_th(args: list[str], cwd: Path, env: dict[str, str], timeout: float, stdin: str = "",
+           enough: Callable[[str], bool] | None = None) -> tuple[str, int | None]:
+    """Output and exit status of `luabridge th ARGS`; status None when stopped: at the time limit,
+    or as soon as `enough(output so far)` holds (a long run that has shown what it must)."""
     proc = subprocess.Popen([*luabridge_command(), "th", *args], cwd=cwd, env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
                             start_new_session=True)
+    chunks: list[str] = []
+    ended = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            chunks.append(line)
+        ended.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        out, _ = proc.communicate(stdin, timeout=timeout)
-        return out, proc.returncode
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        out, _ = proc.communicate()
-        return out, None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    except BrokenPipeError:   # it ended without reading its input
+        pass
+    deadline = time.monotonic() + timeout
+    stopped = False
+    while not ended.wait(min(0.5, max(0.0, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline or (enough is not None and enough("".join(chunks))):
+            stopped = True
+            os.killpg(proc.pid, 9)
+            break
+    reader.join()
+    status = proc.wait()
+    return "".join(chunks), None if stopped else status
 
 
 # --- programs -----------------------------------------------------------------------------------
@@ -282,7 +302,9 @@ def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None)
             if prep.returncode != 0:
                 return result(False, 0.0, "setup failed: " + summary(prep.stdout + prep.stderr))
         start = time.perf_counter()
-        out, status = run_th(p.args, cwd, env, p.timeout * scale, p.stdin)
+        # a long run (`until`) is stopped as soon as everything it must show has appeared
+        enough = (lambda text: all(re.search(e, text, re.M) for e in p.expect)) if p.until else None
+        out, status = run_th(p.args, cwd, env, p.timeout * scale, p.stdin, enough)
         seconds = time.perf_counter() - start
     missing = [e for e in p.expect if not re.search(e, out, re.M)]
     if status is None and not (p.until and not missing):
@@ -295,7 +317,7 @@ def run_program(p: Program, repos: Path, scale: float, repo: Repo | None = None)
         values = [float(v) for v in re.findall(p.falls, out, re.M)]
         if len(values) < 2 or not values[-1] < values[0]:
             return result(False, seconds, f"the values of {p.falls!r} did not fall: {values[:3]} ... {values[-3:]}", out)
-    return result(True, seconds, "stopped at the time limit after the expected output" if status is None else "", out)
+    return result(True, seconds, "stopped once the expected output appeared" if status is None else "", out)
 
 
 # --- models -------------------------------------------------------------------------------------
