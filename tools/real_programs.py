@@ -527,8 +527,15 @@ def run_all(jobs: list[Callable[[], Result]], workers: int, on_result: Callable[
 
 
 def explain(r: Result, corpus: Corpus) -> Result:
+    """r with the manifests' reason for its failure, if they give one (a logged run is explained
+    again by the manifests of the moment)."""
     repo = corpus.repos.get(r.repo)
-    if not r.ok and repo and r.name in repo.explained:
+    if r.ok or not repo:
+        return r
+    if r.depth == "requires":
+        module = r.name.split(": ", 1)[-1]
+        r.explained = repo.explained.get(module) or corpus.explained.get(module, "") or r.explained
+    elif r.name in repo.explained:
         r.explained = repo.explained[r.name]
     return r
 
@@ -558,7 +565,8 @@ def main(argv: list[str] | None = None) -> int:
         print(inventory(corpus))
         return 0
     if a.from_log:
-        logged = [Result(**json.loads(line)) for line in a.from_log.read_text().splitlines() if line.strip()]
+        logged = [explain(Result(**json.loads(line)), corpus)
+                  for line in a.from_log.read_text().splitlines() if line.strip()]
         report(logged)
         if a.markdown:
             print(markdown(logged, corpus))
