@@ -280,5 +280,6 @@ def test_a_loader_worker_calls_python_about_once_per_sample():
     made = lua(lua_fn("function(s) return torch.ByteTensor(torch.ByteStorage():string(s)) end")(data))
     made = {k: made[k] for k in made}
     assert made.get("image_decode_into") == 200 and "image_info" not in made and "image_decode" not in made
-    # allocations and releases: a few in all, not five to ten a sample; nothing else
-    assert set(made) <= {"image_decode_into", "alloc", "release"} and sum(made.values()) <= 200 + 40, made
+    # allocations and releases: at most one every other sample (how many depends on when the collector
+    # runs), not the five to ten a sample the worker made before; nothing else
+    assert set(made) <= {"image_decode_into", "alloc", "release"} and sum(made.values()) <= 200 + 100, made
