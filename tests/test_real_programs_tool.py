@@ -196,3 +196,13 @@ def test_libraries_hold_modules_named_as_paths():
     for name in ("fn", "fn.seq", "fn/seq", "fn/seq.lua"):
         assert rp.in_libraries(name, repo), name
     assert not rp.in_libraries("fnord", repo) and not rp.in_libraries("other/fn", repo)
+
+
+def test_package_names_shadowed_by_the_file_are_not_the_packages(tmp_path):
+    import corpus_requires
+    f = tmp_path / "a.lua"
+    f.write_text("local rnn = nn.LSTM(3, 4)\nprint(rnn.gradWeight)\n"
+                 "local function step(optim, x) return optim.valPerf end\n"
+                 "print(nn.NotThere, image.polar)\n")
+    names = corpus_requires.scan_file(f, "a.lua").names
+    assert names == {("nn", "LSTM"), ("nn", "NotThere"), ("image", "polar")}

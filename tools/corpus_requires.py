@@ -25,6 +25,8 @@ NAME_USE = re.compile(r"(?<![\w.:])(" + "|".join(PACKAGES) + r")\.([A-Za-z_]\w*)
 DEFINED = (re.compile(r"""class\s*\(\s*['"](\w+)\.(\w+)['"]"""),
            re.compile(r"(?<![\w.])(\w+)\.(\w+)\s*=[^=]"),
            re.compile(r"function\s+(\w+)\.(\w+)\s*\("))
+LOCAL = re.compile(r"\blocal\s+(?:function\s+)?(\w+)")
+PARAMS = re.compile(r"\bfunction\b[^(\n]*\(([^)]*)\)")
 LONG_COMMENT = re.compile(r"--\[(=*)\[.*?\]\1\]", re.S)
 LINE_COMMENT = re.compile(r"--[^\n]*")
 STRING = re.compile(r"""'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|\[(=*)\[.*?\]\1\]""", re.S)
@@ -48,7 +50,11 @@ def scan_file(path: Path, rel: str) -> FileRequires:
     for m in REQUIRE.finditer(text):
         name = (m.group(2) or m.group(3) or m.group(4)).strip()
         (found.optional if m.group(1) else found.required).append(name)
-    found.names = {(m.group(1), m.group(2)) for m in NAME_USE.finditer(STRING.sub('""', text))}
+    code = STRING.sub('""', text)
+    # a file that binds a package's name to something of its own (`local rnn = nn.LSTM(...)`,
+    # `function f(optim, ...)`) uses that name for it: its fields are not the package's
+    shadowed = set(LOCAL.findall(code)) | {p for params in PARAMS.findall(code) for p in re.findall(r"\w+", params)}
+    found.names = {(m.group(1), m.group(2)) for m in NAME_USE.finditer(code) if m.group(1) not in shadowed}
     return found
 
 
