@@ -28,6 +28,25 @@ needs_t7_fixtures = pytest.mark.skipif(
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
+def in_fresh_thread(fn: Callable[[], Any]) -> Any:
+    """fn() in a new thread, so in a runtime of its own (as a Ray or threads worker's); its
+    result, or its exception raised here."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as e:   # noqa: BLE001 - handed to the caller as is
+            out["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def run_script(folder: Path, source: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """`luabridge th s.lua ARGS` on source written to folder/s.lua, run in folder: a whole program,
     its exit status and output as a user would see them."""

@@ -5,11 +5,12 @@ holding a buffer keeps it from being reused. Each case runs in a thread of its o
 runtime of its own."""
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import numpy as np
 import pytest
+
+from helpers import in_fresh_thread
 
 from luabridge.runtime import bridge
 
@@ -25,23 +26,12 @@ function collect() for _ = 1, 3 do collectgarbage() end; memory.flush() end
 
 
 def in_own_runtime(fn: Callable[[Any], Any]) -> Any:
-    """fn(bridge) in a new thread (a new runtime); its result, or its exception raised here."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            b = bridge()
-            b.lua.execute(SETUP)
-            out["value"] = fn(b)
-        except BaseException as e:  # noqa: BLE001 - handed to the test's thread
-            out["error"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    t.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+    """fn(bridge) in a new thread (a new runtime) set up by SETUP; its result, or its exception."""
+    def run() -> Any:
+        b = bridge()
+        b.lua.execute(SETUP)
+        return fn(b)
+    return in_fresh_thread(run)
 
 
 def test_a_released_buffer_is_reused_zeroed_without_python():

@@ -8,7 +8,6 @@ checked against numpy float64."""
 from __future__ import annotations
 
 import pickle
-import threading
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +15,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from helpers import lua_fn
+from helpers import in_fresh_thread, lua_fn
 from luabridge import LuaError, Model
 from luabridge.cli import main as cli_main
 
@@ -49,25 +48,6 @@ class Hostile:
 @pytest.fixture
 def hostile(tmp_path: Path) -> Hostile:
     return Hostile(tmp_path)
-
-
-def in_fresh_thread(fn: Callable[[], Any]) -> Any:
-    """fn() in a new thread, so in a runtime that has never seen the file (as a Ray worker's);
-    its exception is raised here."""
-    out: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as e:   # noqa: BLE001 - handed to the caller as is
-            out["error"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    t.join()
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
 
 
 def refuses(hostile: Hostile, read: Callable[[], Any]) -> None:
