@@ -4,7 +4,8 @@ with a small protobuf encoder of this file (caffe.proto's field numbers), in bot
 checked layer by layer (classes, names, geometry, weights) and its forward pass against numpy."""
 from __future__ import annotations
 
-import struct
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,31 +13,9 @@ import pytest
 import luabridge
 
 
-# --- a protobuf encoder ------------------------------------------------------------------------
-def varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def key(field: int, wire: int) -> bytes:
-    return varint(field << 3 | wire)
-
-
-def uint(field: int, n: int) -> bytes:
-    return key(field, 0) + varint(n)
-
-
-def ld(field: int, payload: bytes) -> bytes:
-    return key(field, 2) + varint(len(payload)) + payload
-
-
-def f32(field: int, x: float) -> bytes:
-    return key(field, 5) + struct.pack("<f", x)
+# --- a protobuf encoder: tools/corpus_caffemodel.py's (caffe.proto's wire format) ---------------
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from corpus_caffemodel import f32, ld, uint, varint  # noqa: E402,F401
 
 
 def packed_floats(field: int, xs: np.ndarray) -> bytes:

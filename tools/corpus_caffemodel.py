@@ -21,7 +21,7 @@ CONVOLUTION, RELU, POOLING, INNER_PRODUCT, DROPOUT, SOFTMAX = 4, 18, 17, 14, 6, 
 BLOCKS = (2, 2, 4, 4, 4)   # convolutions per block in VGG-19
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -31,25 +31,25 @@ def _varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _uint(field: int, n: int) -> bytes:
-    return _varint(field << 3) + _varint(n)
+def uint(field: int, n: int) -> bytes:   # protobuf: a varint field, then length-delimited and 32-bit ones
+    return varint(field << 3) + varint(n)
 
 
-def _ld(field: int, payload: bytes) -> bytes:
-    return _varint(field << 3 | 2) + _varint(len(payload)) + payload
+def ld(field: int, payload: bytes) -> bytes:
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
 
 
-def _f32(field: int, x: float) -> bytes:
-    return _varint(field << 3 | 5) + struct.pack("<f", x)
+def f32(field: int, x: float) -> bytes:
+    return varint(field << 3 | 5) + struct.pack("<f", x)
 
 
 def _blob(data: np.ndarray, legacy: tuple[int, int, int, int]) -> bytes:
-    head = b"".join(_uint(i + 1, v) for i, v in enumerate(legacy))   # num, channels, height, width
-    return head + _ld(5, np.asarray(data, dtype="<f4").ravel().tobytes())
+    head = b"".join(uint(i + 1, v) for i, v in enumerate(legacy))   # num, channels, height, width
+    return head + ld(5, np.asarray(data, dtype="<f4").ravel().tobytes())
 
 
 def _layer(name: str, kind: int, *extra: bytes) -> bytes:
-    return _ld(4, name.encode()) + _uint(5, kind) + b"".join(extra)
+    return ld(4, name.encode()) + uint(5, kind) + b"".join(extra)
 
 
 def vgg19(widths: list[int], fc: int, seed: int) -> tuple[bytes, str]:
@@ -68,30 +68,30 @@ def vgg19(widths: list[int], fc: int, seed: int) -> tuple[bytes, str]:
         for i in range(1, count + 1):
             name = f"conv{b}_{i}"
             w = rng.normal(0, np.sqrt(2.0 / (nin * 9)), (width, nin, 3, 3))
-            layers.append(_layer(name, CONVOLUTION, _ld(6, _blob(w, (width, nin, 3, 3))),
-                                 _ld(6, _blob(np.zeros(width), (1, 1, 1, width))),
-                                 _ld(10, _uint(1, width) + _uint(3, 1) + _uint(4, 3))))
+            layers.append(_layer(name, CONVOLUTION, ld(6, _blob(w, (width, nin, 3, 3))),
+                                 ld(6, _blob(np.zeros(width), (1, 1, 1, width))),
+                                 ld(10, uint(1, width) + uint(3, 1) + uint(4, 3))))
             text(name, "CONVOLUTION", f"  convolution_param {{\n    num_output: {width}\n    pad: 1\n    kernel_size: 3\n  }}\n")
             layers.append(_layer(f"relu{b}_{i}", RELU))
             text(f"relu{b}_{i}", "RELU")
             nin = width
-        layers.append(_layer(f"pool{b}", POOLING, _ld(19, _uint(1, 0) + _uint(2, 2) + _uint(3, 2))))
+        layers.append(_layer(f"pool{b}", POOLING, ld(19, uint(1, 0) + uint(2, 2) + uint(3, 2))))
         text(f"pool{b}", "POOLING", "  pooling_param {\n    pool: MAX\n    kernel_size: 2\n    stride: 2\n  }\n")
     sizes = [(nin * 7 * 7, fc, "fc6"), (fc, fc, "fc7"), (fc, 10, "fc8")]
     for k, (n_in, n_out, name) in enumerate(sizes):
         w = rng.normal(0, np.sqrt(1.0 / n_in), (n_out, n_in))
-        layers.append(_layer(name, INNER_PRODUCT, _ld(6, _blob(w, (1, 1, n_out, n_in))),
-                             _ld(6, _blob(np.zeros(n_out), (1, 1, 1, n_out))), _ld(17, _uint(1, n_out))))
+        layers.append(_layer(name, INNER_PRODUCT, ld(6, _blob(w, (1, 1, n_out, n_in))),
+                             ld(6, _blob(np.zeros(n_out), (1, 1, 1, n_out))), ld(17, uint(1, n_out))))
         text(name, "INNER_PRODUCT", f"  inner_product_param {{\n    num_output: {n_out}\n  }}\n")
         if k < 2:
             n = name[2:]
             layers.append(_layer(f"relu{n}", RELU))
             text(f"relu{n}", "RELU")
-            layers.append(_layer(f"drop{n}", DROPOUT, _ld(12, _f32(1, 0.5))))
+            layers.append(_layer(f"drop{n}", DROPOUT, ld(12, f32(1, 0.5))))
             text(f"drop{n}", "DROPOUT", "  dropout_param {\n    dropout_ratio: 0.5\n  }\n")
     layers.append(_layer("prob", SOFTMAX))
     text("prob", "SOFTMAX")
-    model = _ld(1, b"VGG_ILSVRC_19_layers") + b"".join(_ld(2, m) for m in layers)
+    model = ld(1, b"VGG_ILSVRC_19_layers") + b"".join(ld(2, m) for m in layers)
     return model, "\n".join(proto) + "\n"
 
 
