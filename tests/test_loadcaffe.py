@@ -15,7 +15,7 @@ import luabridge
 
 # --- a protobuf encoder: tools/corpus_caffemodel.py's (caffe.proto's wire format) ---------------
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from corpus_caffemodel import f32, ld, uint, varint  # noqa: E402,F401
+from corpus_caffemodel import f32, ld, uint, varint  # noqa: E402
 
 
 def packed_floats(field: int, xs: np.ndarray) -> bytes:
