@@ -131,6 +131,11 @@ def callbacks(bridge: "Bridge") -> dict[str, Any]:
     def hdf5_exists_dir(filename: str) -> bool:
         return os.path.isdir(os.path.dirname(os.path.abspath(filename)) or ".")
 
-    return {"hdf5_missing": missing, "hdf5_open": hdf5_open, "hdf5_close": hdf5_close, "hdf5_kind": hdf5_kind,
+    def hdf5_version() -> Any:
+        """The HDF5 library's version under h5py, as torch-hdf5's hdf5.version gave libhdf5's."""
+        import h5py
+        return lua.table_from(list(h5py.version.hdf5_version_tuple[:3]))
+
+    return {"hdf5_missing": missing, "hdf5_version": hdf5_version, "hdf5_open": hdf5_open, "hdf5_close": hdf5_close, "hdf5_kind": hdf5_kind,
             "hdf5_info": hdf5_info, "hdf5_read": hdf5_read, "hdf5_write": hdf5_write,
             "hdf5_exists_dir": hdf5_exists_dir}

@@ -105,3 +105,8 @@ def test_unsupported_stored_types_are_refused_by_name(hdf5, tmp_path):
         hdf5.execute(f"hdf5.open('{path}', 'r'):read('half'):all()")
     with pytest.raises(luabridge.LuaError, match="class STRING is unsupported at /text"):
         hdf5.execute(f"hdf5.open('{path}', 'r'):read('text'):all()")
+
+
+def test_version_is_the_hdf5_library_underneath(hdf5):
+    got = hdf5.eval("hdf5.version")
+    assert tuple(got[i] for i in (1, 2, 3)) == h5py.version.hdf5_version_tuple[:3]

@@ -8,7 +8,7 @@ local missing = py.hdf5_missing()
 if missing then error(missing, 2) end
 
 hdf5 = rawget(_G, 'hdf5') or {}
-hdf5.version = { 1, 10, 0 }
+hdf5.version = py.hdf5_version()   -- the HDF5 library's, {major, minor, release}
 
 -- '/a//b/' -> { 'a', 'b' }
 function hdf5._splitPath(datapath)
