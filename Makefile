@@ -11,9 +11,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	# also builds luabridge._luajit21, lupa's module over a LuaJIT with LUA52COMPAT as Torch7's (setup.py)
 	$(PY) -m pip install -q -e '.[test,examples,onednn]' --config-settings editable_mode=compat
-	# lupa rebuilt with its LuaJIT as Torch7's (LUA52COMPAT); the wheel is kept in build/lua52
-	$(PY) -m luabridge.lua52 build --cache-dir build/lua52
 	touch $(STAMP)
 
 run: $(STAMP)

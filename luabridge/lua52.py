@@ -1,18 +1,24 @@
-"""Builds and installs lupa with its LuaJIT compiled as Torch7's was: with
-LUAJIT_ENABLE_LUA52COMPAT (`#` honours `__len` on tables, `pairs`/`ipairs` honour
-`__pairs`/`__ipairs`, a call's `(` may open a new line, Lua 5.2's library additions).
+"""Builds luabridge's own LuaJIT module, `luabridge._luajit21`: lupa's Cython wrapper compiled
+over LuaJIT 2.1 built as Torch7's was, with LUAJIT_ENABLE_LUA52COMPAT (`#` honours `__len` on
+tables, `pairs`/`ipairs` honour `__pairs`/`__ipairs`, a call's `(` may open a new line, Lua 5.2's
+library additions).
 
-    python -m luabridge.lua52 build [--cache-dir DIR]
+setup.py runs this as part of every build (wheel, sdist install, editable install), so a wheel
+carries the flagged LuaJIT. Where the build cannot run (no C compiler, no make, no lupa sources),
+the package installs without the extension and luabridge runs on the stock `lupa.luajit21`,
+saying once what that LuaJIT lacks.
 
-lupa's sdist bundles LuaJIT 2.1 and its Cython output, so the build needs a C compiler and make,
-not Cython. The wheel is cached: a second run installs the cached one, or nothing when the
-running lupa already has the flag.
+    python -m luabridge.lua52 status     # which LuaJIT runs, and whether it has the flag
+    python -m luabridge.lua52 build      # (re)build the extension in place, in a checkout
+
+The sources are lupa's own sdist (its `_lupa.pyx` and bundled LuaJIT), fetched with pip, or the
+file LUABRIDGE_LUPA_SDIST names. Its module name is changed by compiling the same Cython source
+under luabridge's package, so it never collides with an installed lupa. This module uses the
+standard library only: setup.py loads it by path, before luabridge can be imported.
 """
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -22,11 +28,14 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from .runtime import LUA52COMPAT
-
 FLAG = "-DLUAJIT_ENABLE_LUA52COMPAT"
-LOCAL_VERSION = "lua52compat"   # lupa 2.8+lua52compat: told apart from the stock wheel
-KEPT_LUA = "luajit21"           # the only Lua luabridge runs; lupa's setup.py builds every one it finds
+LUPA_RELEASE = "2.8"        # the lupa whose Cython source and bundled LuaJIT are compiled
+EXTENSION = "luabridge._luajit21"
+SDIST_VARIABLE = "LUABRIDGE_LUPA_SDIST"
+
+
+class BuildFailed(Exception):
+    """A step of the build failed; the message says which."""
 
 
 def default_cache_dir() -> Path:
@@ -34,106 +43,108 @@ def default_cache_dir() -> Path:
     return Path(base) / "luabridge" / "lua52"
 
 
-def lupa_version() -> str:
-    """The installed lupa's release, without a local part (2.8 for 2.8+lua52compat)."""
-    return importlib.metadata.version("lupa").split("+")[0]
+def _run(command: list[str], what: str, **kwargs) -> None:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    except OSError as e:   # make or the compiler is missing
+        raise BuildFailed(f"{what}: {e}") from None
+    if result.returncode != 0:
+        raise BuildFailed(f"{what} failed:\n{(result.stdout + result.stderr)[-3000:]}")
 
 
-class BuildFailed(Exception):
-    """A step of the build failed; the message says which (pip has printed its own output)."""
-
-
-def _pip(*args: str, env: dict[str, str] | None = None) -> None:
-    command = [sys.executable, "-m", "pip", *args]
-    if subprocess.run(command, env=env).returncode != 0:
-        raise BuildFailed(f"`pip {' '.join(args)}` failed")
-
-
-def _isolation() -> list[str]:
-    # lupa's build needs setuptools only (its C from Cython is in the sdist): use the one here
-    # when there is one, rather than install Cython into an isolated build environment
-    return ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
-
-
-def download_sdist(version: str, into: Path) -> Path:
-    # pip reads the sdist's metadata, and lupa's setup.py runs LuaJIT's make even for that:
+def lupa_sdist(cache: Path, release: str = LUPA_RELEASE) -> Path:
+    """lupa's sdist: LUABRIDGE_LUPA_SDIST, else the cached download, else a new one from pip's index."""
+    named = os.environ.get(SDIST_VARIABLE)
+    if named:
+        if not Path(named).is_file():
+            raise BuildFailed(f"{SDIST_VARIABLE}={named} is not a file")
+        return Path(named)
+    sdist = cache / f"lupa-{release}.tar.gz"
+    if sdist.is_file():
+        return sdist
+    cache.mkdir(parents=True, exist_ok=True)
+    # pip reads an sdist's metadata by running its setup.py, and lupa's builds LuaJIT there:
     # `make -n` (MAKEFLAGS) keeps that step from compiling anything
     env = {**os.environ, "MAKEFLAGS": "-n"}
-    _pip("download", "-q", "--no-deps", "--no-binary", ":all:", *_isolation(),
-         f"lupa=={version}", "-d", str(into), env=env)
-    return next(into.glob(f"lupa-{version}.tar.gz"))
+    with tempfile.TemporaryDirectory(dir=cache) as into:
+        _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+              "--no-build-isolation", f"lupa=={release}", "-d", into], f"pip download lupa=={release}", env=env)
+        shutil.move(next(Path(into).glob(f"lupa-{release}.tar.gz")), sdist)
+    return sdist
 
 
-def prepare_source(sdist: Path, into: Path) -> Path:
-    """Extracts the sdist, keeps only LuaJIT 2.1 of the bundled Luas, marks the version local."""
+def unpack(sdist: Path, into: Path) -> Path:
+    """The sdist's lupa/ (the Cython source) and third-party/luajit21, unpacked under `into`."""
+    wanted = ("/lupa/", "/third-party/luajit21/")
     with tarfile.open(sdist) as tar:
-        tar.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
-    source = next(into.glob("lupa-*/"))
-    for bundled in (source / "third-party").iterdir():
-        if bundled.name != KEPT_LUA:
-            shutil.rmtree(bundled)
-    # setup.py writes lupa/version.py from its VERSION line, so the local version goes there
-    setup = source / "setup.py"
-    release = sdist.name.removeprefix("lupa-").removesuffix(".tar.gz")
-    line = f"VERSION = '{release}'"
-    if line not in setup.read_text():
-        raise BuildFailed(f"{setup} has no line {line!r} to mark the version local")
-    setup.write_text(setup.read_text().replace(line, f"VERSION = '{release}+{LOCAL_VERSION}'", 1))
-    return source
+        members = [m for m in tar.getmembers() if any(w in m.name for w in wanted)]
+        if not members:
+            raise BuildFailed(f"{sdist} holds no lupa/ or third-party/luajit21/")
+        tar.extractall(into, members=members, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    return next(into.glob("lupa-*/"))
 
 
-def build_wheel(source: Path, wheel_dir: Path) -> Path:
-    # LuaJIT's src/Makefile assigns XCFLAGS itself, so the flag goes in as a make command-line
-    # variable, through MAKEFLAGS (lupa's setup.py hands its environment to LuaJIT's make)
-    env = {**os.environ, "MAKEFLAGS": f"-j{os.cpu_count() or 1} XCFLAGS={FLAG}"}
-    _pip("wheel", "-q", "--no-deps", *_isolation(), "-w", str(wheel_dir), str(source), env=env)
-    wheel = cached_wheel(wheel_dir, source.name.removeprefix("lupa-"))
-    if wheel is None:
-        raise BuildFailed(f"pip reported success but left no lupa wheel in {wheel_dir}")
-    return wheel
+def build_luajit(source: Path) -> Path:
+    """libluajit.a with the flag, position-independent (it links into a shared module)."""
+    src = source / "third-party" / "luajit21" / "src"
+    env = {**os.environ, "CFLAGS": (os.environ.get("CFLAGS", "") + " -fPIC").strip()}
+    env.pop("MAKEFLAGS", None)
+    # LuaJIT's Makefile assigns XCFLAGS itself, so the flag goes in on make's command line
+    _run(["make", f"-j{os.cpu_count() or 1}", "libluajit.a", f"XCFLAGS={FLAG}"], "building LuaJIT", cwd=src, env=env)
+    return src / "libluajit.a"
 
 
-def cached_wheel(wheel_dir: Path, version: str) -> Path | None:
-    """The wheel built earlier for this lupa release and this Python, if any."""
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    found = sorted(wheel_dir.glob(f"lupa-{version}+{LOCAL_VERSION}-{tag}-*.whl"))
-    return found[-1] if found else None
+def stage_cython(source: Path, into: Path) -> Path:
+    """lupa's Cython source laid out as the module luabridge._luajit21 (its `from . cimport
+    luaapi` and `include "lock.pxi"` resolve beside it); returns the .pyx."""
+    package = into / "luabridge"
+    package.mkdir(parents=True, exist_ok=True)
+    (package / "__init__.pxd").write_text("")   # makes `luabridge` a package to Cython's relative cimport
+    for name in ("luaapi.pxd", "lock.pxi"):
+        shutil.copy(source / "lupa" / name, package / name)
+    pyx = package / "_luajit21.pyx"
+    shutil.copy(source / "lupa" / "_lupa.pyx", pyx)
+    return pyx
 
 
-def build(cache_dir: Path, version: str) -> Path:
-    """The LUA52COMPAT wheel for lupa `version`: from the cache, else built from the sdist."""
-    wheel = cached_wheel(cache_dir, version)
-    if wheel:
-        return wheel
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="luabridge-lua52-") as work:
-        sdist = download_sdist(version, Path(work))
-        return build_wheel(prepare_source(sdist, Path(work)), cache_dir)
+def prepare(cache: Path, stage: Path) -> dict:
+    """Everything the extension's compile needs: LuaJIT built once per lupa release in `cache`,
+    the Cython source staged in `stage`. Returns {'pyx', 'include_dirs', 'extra_objects'}."""
+    source = cache / f"lupa-{LUPA_RELEASE}-lua52compat"
+    library = source / "third-party" / "luajit21" / "src" / "libluajit.a"
+    if not library.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as work:
+            built = unpack(lupa_sdist(cache), Path(work))
+            build_luajit(built)
+            if source.exists():   # a stale, unfinished one
+                shutil.rmtree(source)
+            try:
+                built.rename(source)
+            except OSError:   # a concurrent build finished first: its result stands
+                if not library.is_file():
+                    raise
+    return {"pyx": str(stage_cython(source, stage)),
+            "include_dirs": [str(stage), str(library.parent)],
+            "extra_objects": [str(library)]}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m luabridge.lua52", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    build_command = commands.add_parser("build", help="build (or take from the cache) and install the wheel")
-    build_command.add_argument("--cache-dir", type=Path, default=default_cache_dir(),
-                               help="where built wheels are kept (default: %(default)s)")
-    build_command.add_argument("--force", action="store_true", help="install even if the running lupa has the flag")
-    commands.add_parser("status", help="say whether the running LuaJIT has LUA52COMPAT")
+    commands.add_parser("status", help="say which LuaJIT runs and whether it has LUA52COMPAT")
+    commands.add_parser("build", help="build luabridge._luajit21 in place (a checkout; needs a C compiler and make)")
     options = parser.parse_args(argv)
-    if options.command == "status":
-        print(f"lupa {importlib.metadata.version('lupa')}: LUA52COMPAT {'on' if LUA52COMPAT else 'off'}")
-        return 0 if LUA52COMPAT else 1
-    if LUA52COMPAT and not options.force:
-        print(f"luabridge.lua52: lupa {importlib.metadata.version('lupa')} already has LUA52COMPAT")
-        return 0
-    try:
-        wheel = build(options.cache_dir, lupa_version())
-        _pip("install", "-q", "--force-reinstall", "--no-deps", str(wheel))
-    except BuildFailed as e:
-        print(f"luabridge.lua52: {e}; the running lupa is unchanged", file=sys.stderr)
-        return 1
-    print(f"luabridge.lua52: installed {wheel.name}")
-    return 0
+    if options.command == "build":
+        checkout = Path(__file__).resolve().parent.parent
+        if not (checkout / "setup.py").is_file():
+            print("luabridge.lua52: build runs in a checkout; reinstall luabridge from its sdist instead",
+                  file=sys.stderr)
+            return 1
+        return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=checkout).returncode
+    from .runtime import LUA52COMPAT, luajit21
+    print(f"{luajit21.__name__} ({luajit21.__file__}): LUA52COMPAT {'on' if LUA52COMPAT else 'off'}")
+    return 0 if LUA52COMPAT else 1
 
 
 if __name__ == "__main__":
