@@ -9,7 +9,7 @@ local torch = require 'torch.env'
 local check = require 'torch.check'
 local dtype = require 'torch.dtype'
 local ufunc = require 'torch.backend.cpu.ufunc'
-local format = require 'torch.t7format'   -- limits, type codes, class names: shared with luabridge.t7
+local format = require 'torch.t7format'   -- limits, type codes, class names: shared with luabridge.t7.reader
 local band = require('bit').band
 require 'torch.class'
 
@@ -103,13 +103,18 @@ end
 function File:isReferenced() return not self._force end
 
 local optionValues = { unknownClasses = { error = true, table = true },
-                       functions = { error = true, skip = true, load = true } }
--- readOptions(t): how readObject treats unknown classes and Lua functions (see README).
+                       functions = { error = true, skip = true, load = true },
+                       classLoader = { ['function'] = true } }   -- (by type)
+-- readOptions(t): how readObject treats unknown classes and Lua functions (see README), and
+-- classLoader: a function(name) the reader calls on meeting a class that no loaded package or
+-- package of ours defines (code that may define it: the reader then looks for it again).
 function File:readOptions(options)
   for k, v in pairs(options or {}) do
     local allowed = optionValues[k]
     if not allowed then check.error('readOptions: unknown option ' .. tostring(k)) end
-    if not allowed[v] then check.error(('readOptions: bad value %s for option %s'):format(tostring(v), k)) end
+    if not allowed[v] and not (k == 'classLoader' and type(v) == 'function') then
+      check.error(('readOptions: bad value %s for option %s'):format(tostring(v), k))
+    end
   end
   self._options = options or {}
   return self
@@ -557,7 +562,7 @@ end
 
 local writeValue
 local function writeTorch(self, st, obj)
-  writeRawString(self, 'V ' .. tostring(torch.version(obj)))
+  writeRawString(self, format.versionPrefix .. tostring(torch.version(obj)))
   writeRawString(self, torch.typename(obj))
   local write = getmethod(obj, 'write')
   if write then return write(obj, self) end
@@ -795,13 +800,6 @@ local readValue
 -- The class our code reads a file's class name as: CUDA types as CPU ones without a usable
 -- CUDA backend, then torch.File.classAliases for names we have no class of.
 local cudaUsable
--- "require 'nn' first? or " when the class comes from a package of ours not loaded yet.
-local packageOf = { nn = 'nn', cudnn = 'nn', nngraph = 'nngraph', graph = 'nngraph' }
-local function requireHint(name)
-  local pkg = packageOf[name:match('^(%w+)%.') or '']
-  if pkg and not package.loaded[pkg] then return ("require '%s' first? or "):format(pkg) end
-  return ''
-end
 
 local function resolveClass(name)
   local cudaHost = name:match('^torch%.Cuda(%a*)Tensor$') or name:match('^torch%.Cuda(%a*)Storage$')
@@ -820,6 +818,35 @@ local function resolveClass(name)
 end
 File._resolveClass = resolveClass
 File.classAliases = {}
+
+-- The package of ours that defines class `name` (t7format's classPackages, prefixPackages),
+-- when it is not loaded yet.
+local function packageFor(name)
+  local pkg = format.classPackages[name] or format.prefixPackages[name:match('^(%w+)%.') or '']
+  if pkg and package.loaded[pkg] == nil then return pkg end
+end
+
+-- resolveClass, requiring the package of ours that defines the class first when it is not
+-- loaded, else calling the classLoader option: a file is read once, learning the classes it
+-- needs as it meets them (torch7 failed on a class of a package not required yet). Nil when
+-- nothing provides the class.
+local function classOf(self, name)
+  local resolved = resolveClass(name)
+  if resolved or File.tableReaders[name] then return resolved end
+  local pkg = packageFor(name)
+  if pkg then
+    local ok, err = pcall(require, pkg)
+    if not ok then
+      if __luabridge_interrupt(err) then error(err, 0) end
+      error(("class <%s> needs package '%s', which failed to load: %s"):format(name, pkg, tostring(err)), 0)
+    end
+    resolved = resolveClass(name)
+  end
+  local loader = self._options.classLoader
+  if resolved or not loader then return resolved end
+  loader(name)
+  return resolveClass(name)
+end
 
 -- Classes read into plain Lua values when no class of ours has the name: tds containers.
 -- reader(file, obj, version) fills the table obj.
@@ -840,7 +867,8 @@ File.tableReaders = {
 
 local function readTorch(self, st, index)
   local version = readRawString(self, 'class version string length')
-  local versionText = version:match('^V (%S+)$')
+  local prefix = format.versionPrefix
+  local versionText = version:sub(1, #prefix) == prefix and version:sub(#prefix + 1):match('^(%S+)$')
   local versionNumber = versionText and parseFloat(versionText)
   if versionNumber and (versionNumber ~= versionNumber or math.abs(versionNumber) == 1 / 0) then
     versionNumber = nil   -- (luabridge.t7 takes finite versions only)
@@ -854,12 +882,12 @@ local function readTorch(self, st, index)
   if #className == 0 or #className > MAX_CLASSNAME or not className:match(CLASS_NAME) then
     error(('bad class name "%s"'):format(printable(className:sub(1, 64))), 0)
   end
-  local resolved = resolveClass(className)
+  local resolved = classOf(self, className)
   local tableReader = not resolved and File.tableReaders[className]
   if not resolved and not tableReader then
     if self._options.unknownClasses ~= 'table' then
-      error(('unknown Torch class <%s> (%sread it as a table with the option unknownClasses = \'table\')'):format(
-        className, requireHint(className)), 0)
+      error(('unknown Torch class <%s> (read it as a table with the option unknownClasses = \'table\')'):format(
+        className), 0)
     end
   end
   local obj
@@ -1014,8 +1042,8 @@ function readValue(self, st)
 end
 
 -- What a file that is not a .t7 looks like, from its first bytes: nil when it starts as a .t7
--- file in this encoding does (or looks like nothing known). The rules of luabridge.t7format.
-local HEAD_BYTES = 256
+-- file in this encoding does (or looks like nothing known). The rules of luabridge.t7.format.
+local HEAD_BYTES = format.headBytes
 local function looksLike(head, binary)
   if #head == 0 then return 'an empty file' end
   local digit = head:match('^%s*(%d)%s')

@@ -1,5 +1,5 @@
 -- The .t7 format's rules, read by both readers: File.lua (require 'torch.t7format') and
--- luabridge/t7format.py, which parses this file without running Lua. Keep it one table
+-- luabridge/t7/format.py, which parses this file without running Lua. Keep it one table
 -- constructor of numbers, strings (escapes \ddd \n \r \t \\ \' \") and nested tables.
 return {
   -- object type codes
@@ -11,6 +11,17 @@ return {
   maxToken = 64,                  -- characters of one ascii number
   maxClassName = 256,             -- class names: ASCII letters, digits and these characters
   classNamePunctuation = '_.:-',
+  versionPrefix = 'V ',           -- a class's version string is "V <number>" (files from before
+                                  -- versions hold the class name there: version 0)
+
+  -- The packages of ours a reader requires when a file names a class that no loaded package
+  -- defines, as it meets the name (a file is read once): by the full class name, else by the
+  -- name's prefix (before the first '.'). cudnn's classes are read as nn's (nn/legacy.lua);
+  -- cudnn, cunn and ccn2 themselves need CUDA and are never required. A class no package
+  -- provides stays an unknown class, as in torch7.
+  classPackages = { ['nn.gModule'] = 'nngraph', ['nn.ModuleFromCriterion'] = 'nngraph' },
+  prefixPackages = { nn = 'nn', cudnn = 'nn', nngraph = 'nngraph', graph = 'graph', nnx = 'nnx',
+                     inn = 'inn', optim = 'optim', torchx = 'torchx' },
 
   -- Function bytecode: LuaJIT's starts with "\27LJ", a version byte and a flags byte.
   luajitVersions = { [1] = 'LuaJIT 2.0', [2] = 'LuaJIT 2.1' },
@@ -18,7 +29,9 @@ return {
   luajitFlagGC64 = 8,             -- LuaJIT 2.1 built with GC64, as lupa's
   luajitNoGC64 = 'LuaJIT 2.1 bytecode without GC64 (LuaJIT 2.1.0-beta, as old Torch7 installs wrote)',
 
-  -- Files that are not .t7: their first bytes, and what they are (the first match is used).
+  -- Files that are not .t7: their first bytes, and what they are (the first match is used);
+  -- a reader that fails on a file's first object looks at its first headBytes bytes.
+  headBytes = 256,
   notT7 = {
     { '\147NUMPY', 'a numpy .npy file (numpy.load reads it)' },
     { 'PK\3\4', 'a zip archive (a PyTorch file saved by torch.save since PyTorch 1.6, or a numpy .npz)' },
