@@ -43,9 +43,9 @@ class Image:
     locks: tuple[Lock, ...]            # installed in this order, each over the ones before it
 
 
-# pip: the image's installer, pinned first; setuptools: the build backend, since the project is
-# installed with --no-build-isolation.
-INSTALLER = ("pip", "setuptools>=77")
+# pip: the image's installer, pinned first; setuptools and Cython: the build backend and what it
+# compiles luabridge._luajit21 with, since the project is built with --no-build-isolation.
+INSTALLER = ("pip", "setuptools>=77", "Cython>=3.0")
 IMAGES = {
     "cpu": Image("CPython 3.11 (python:3.11.7-slim-bookworm)", (
         # the runtime image: what a user runs luabridge with

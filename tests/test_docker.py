@@ -285,15 +285,16 @@ def test_pip_keeps_no_cache(steps):
 
 def test_dependencies_installed_before_the_source_copy(steps):
     """Each lock alone is copied, then installed with --no-deps, all before the source, then the
-    project without dependencies: a source edit rebuilds only the last layers, and nothing unlocked
-    enters."""
+    project without dependencies (built into a wheel by a stage of its own, or from the source): a
+    source edit rebuilds only the last layers, and nothing unlocked enters."""
     installs = pip_installs(steps)
     for lock in locks_of(steps):
         copy = next(i for i, (op, args) in enumerate(steps) if op == "COPY" and lock.name in args)
         deps = [i for i, cmd, _ in installs if re.search(rf"-r \S*{re.escape(lock.name)}\b", cmd)]
         assert len(deps) == 1 and copy < deps[0] < source_copy(steps), (lock.name, deps)
     assert all("--no-deps" in cmd for _, cmd, _ in installs), installs
-    project = [i for i, cmd, _ in installs if re.search(r"\binstall\b.*\s\.(\s|$)", cmd)]
+    # the project: its source (`.`), or the wheel the wheel stage built from it
+    project = [i for i, cmd, _ in installs if re.search(r"\binstall\b.*\s(\.|/wheels/\*\.whl)(\s|$)", cmd)]
     assert len(project) == 1 and project[0] > source_copy(steps)
 
 
@@ -482,6 +483,14 @@ def test_runtime_image_runs_nn(runtime_image):
               "for i = 1, 2 do io.write(string.format('%.17g\\n', y[i])) end")
     out = offline(runtime_image, "luabridge", "th", "-e", script).stdout.split()
     np.testing.assert_allclose([float(v) for v in out], weight @ x + bias, rtol=1e-13)
+
+
+@pytest.mark.slow
+def test_runtime_image_runs_the_lua52compat_luajit(runtime_image):
+    """The image's luabridge runs its own LuaJIT, built with LUA52COMPAT in the wheel stage: `#`
+    of a table calls its __len, and a call's `(` may open a new line."""
+    script = "local n = #setmetatable({}, {__len = function() return 3 end})\nprint\n(n)"
+    assert offline(runtime_image, "luabridge", "th", "-e", script).stdout.split() == ["3"]
 
 
 @pytest.mark.slow
