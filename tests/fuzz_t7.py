@@ -45,7 +45,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from luabridge.t7 import _root as t7_root
+from luabridge.t7.writer import _root as t7_root
 from pathlib import Path
 from typing import Any, Callable
 

@@ -1,6 +1,7 @@
 """One spec for both .t7 readers: lua/torch/t7format.lua, required by File.lua and parsed by
-luabridge/t7format.py without Lua. The parse is checked against Lua evaluating the same text,
-and the readers' rules (class names, limits, references) against hand-made files."""
+luabridge/t7/format.py without Lua (with luabridge/core/lua_table.py). The parse is checked
+against Lua evaluating the same text, and the readers' rules (class names, limits, references)
+against hand-made files."""
 from __future__ import annotations
 
 import io
@@ -10,7 +11,9 @@ import pytest
 
 import luabridge
 from helpers import lua_fn
-from luabridge import LuaError, t7, t7format
+from luabridge import LuaError, t7
+from luabridge.core.lua_table import parse
+from luabridge.t7 import format as t7format
 
 
 def lua_value_as_python(v):
@@ -32,7 +35,8 @@ def test_spec_parses_as_lua_evaluates_it():
         return out end""")(spec)
     parsed = t7format.SPEC
     for key in ("types", "maxDepth", "maxDims", "maxIndex", "maxToken", "maxClassName", "classNamePunctuation",
-                "luajitVersions", "luajitFlagBigEndian", "luajitFlagGC64", "luajitNoGC64"):
+                "luajitVersions", "luajitFlagBigEndian", "luajitFlagGC64", "luajitNoGC64", "versionPrefix",
+                "classPackages", "prefixPackages", "headBytes"):
         assert lua_value_as_python(spec[key]) == parsed[key], key
     magics = [luabridge.to_numpy(as_bytes[i]).tobytes() for i in range(1, len(parsed["notT7"]) + 1)]
     assert magics == [m if isinstance(m, bytes) else m.encode("latin-1") for m, _ in parsed["notT7"]]
@@ -43,12 +47,12 @@ def test_spec_parses_as_lua_evaluates_it():
 def test_parser_on_the_constructs_it_allows():
     text = """-- a comment
     return { a = 1, [2] = 'two', 'first', nested = { 'x', "y\\n", { z = -1.5e3 } }, s = '\\27LJ\\\\' ; }"""
-    assert t7format.parse(text) == {"a": 1, 2: "two", 1: "first", "nested": ["x", "y\n", {"z": -1500.0}],
-                                    "s": "\x1bLJ\\"}
+    assert parse(text) == {"a": 1, 2: "two", 1: "first", "nested": ["x", "y\n", {"z": -1500.0}],
+                           "s": "\x1bLJ\\"}
     with pytest.raises(ValueError, match="expected 'return"):
-        t7format.parse("{}")
+        parse("{}")
     with pytest.raises(ValueError, match="unsupported escape"):
-        t7format.parse(r"return { '\q' }")
+        parse(r"return { '\q' }")
 
 
 def test_lua_and_python_share_the_limits():

@@ -1,79 +1,28 @@
-"""Torch7 `.t7` files in pure Python: `read` and `write`, no Lua involved.
-
-    from luabridge import t7
-    model = t7.read("model.t7")            # TorchObject('nn.Sequential', ...)
-    w = model.modules[0].weight            # numpy array, a view of its storage
-    t7.write("copy.t7", model)             # binary; also 'ascii', 'b32', 'b64'
-
-Values read: nil -> None; numbers -> int when integral (-0.0 stays float), else float;
-strings -> str (utf-8) or bytes when not utf-8; tables -> list when their keys are exactly 1..n
-(n >= 1; list[0] holds key 1), else dict (keys that Python cannot hash, such as tables and
-tensors, are wrapped in `Key`); pairs whose value is nil are dropped, as in Lua; tensors ->
-numpy arrays that are views of their storage's array (so tensors sharing a storage share
-memory); a storage -> a 1-D numpy array; `torch.Cuda*` tensors -> arrays of the matching dtype;
-tds.Hash -> dict, tds.Vec -> list; any other class -> `TorchObject`. Lua functions are refused
-by default (functions='skip' reads them as None, functions='mark' as a `LuaFunction` marker; no
-code is ever loaded or run). The limits, type codes and class-name rule are
-the Lua reader's, from lua/torch/t7format.lua (see `t7format`). Every problem is a `T7Error` naming what,
-the byte offset and where in the object it sits; sizes and counts are checked against the
-bytes left before anything is allocated, and nesting is bounded (MAX_DEPTH).
-
-Values written: None, bool, int, float, str, bytes, dict, list/tuple (keys 1..n), numpy arrays
-and scalars, TorchObject, Key. Arrays that are views of one base array are written as tensors
-sharing one storage (offset and strides kept); every object is written once and referenced after.
-A path is replaced only once the whole object is written (see `replacing`): a failed write
-leaves the old file, or none.
-"""
+"""The pure-Python .t7 reader (`read`): binary and ascii sources of the format's primitives, and
+an object reader without Python recursion, checking sizes and counts against the bytes left
+before anything is allocated. The format's rules come from `format` (lua/torch/t7format.lua),
+as File.lua's do."""
 from __future__ import annotations
 
-import contextlib
 import io
 import itertools
 import math
 import os
 import re
-import stat
 import struct
 from types import GeneratorType
 from typing import Any, BinaryIO, Iterator, Optional, Union
 
 import numpy as np
 
-from .dtypes import CUDA_NAMES, DTYPES
-from .t7format import CLASS_NAME as _CLASS_NAME
-from .t7format import HEAD_BYTES, MAX_DEPTH, MAX_DIMS, MAX_INDEX, MAX_TOKEN, TYPES, bytecode_kind, describe
-
-__all__ = ["read", "write", "replacing", "T7Error", "TorchObject", "Key", "LuaFunction", "MAX_DEPTH",
-           "TENSOR_CLASSES", "STORAGE_CLASSES"]
-
-NIL, NUMBER, STRING, TABLE, TORCH, BOOLEAN, FUNCTION, LEGACY_RECUR_FUNCTION, RECUR_FUNCTION = (TYPES[name] for name in (
-    "NIL", "NUMBER", "STRING", "TABLE", "TORCH", "BOOLEAN", "FUNCTION", "LEGACY_RECUR_FUNCTION", "RECUR_FUNCTION"))
-
-# element type name -> its dtype in a .t7 file (little-endian)
-_ELEMENTS = {name: dtype.newbyteorder("<") for name, dtype in DTYPES.items()}
-
-
-def _class_names(kind: str) -> dict[str, np.dtype]:
-    """torch.<T>Tensor / torch.Cuda<T>Tensor (cutorch's float type is plain torch.CudaTensor)."""
-    names = {}
-    for name, dtype in _ELEMENTS.items():
-        names[f"torch.{name}{kind}"] = dtype
-        names[f"torch.{CUDA_NAMES[name]}{kind}"] = dtype
-    return names
-
-
-TENSOR_CLASSES = _class_names("Tensor")
-STORAGE_CLASSES = _class_names("Storage")
-_CPU_NAME = {dtype: name for name, dtype in _ELEMENTS.items()}
-# dtypes written after a conversion (a copy): the nearest Torch7 type that holds every value
-_WIDEN = {np.dtype(np.bool_): np.dtype("u1"), np.dtype(np.uint16): np.dtype("<i4"),
-          np.dtype(np.uint32): np.dtype("<i8")}
+from .format import (BOOLEAN, CLASS_NAME, FORMATS, FUNCTION, HEAD_BYTES, LEGACY_RECUR_FUNCTION, MAX_DEPTH, MAX_DIMS,
+                     MAX_INDEX, MAX_TOKEN, NIL, NUMBER, RECUR_FUNCTION, STORAGE_CLASSES, STRING, TABLE,
+                     TENSOR_CLASSES, TORCH, VERSION_PREFIX, bytecode_kind, describe)
+from .values import FIELDS, HEADER, KEY, UPVALUES, Key, LuaFunction, T7Error, TorchObject, lua_number, path_of
 
 _INT = struct.Struct("<i")
-_LONG = struct.Struct("<q")
 _DOUBLE = struct.Struct("<d")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_VERSION = re.compile(rb"V (.*)\Z", re.S)
+_VERSION = re.compile(re.escape(VERSION_PREFIX) + rb"(.*)\Z", re.S)
 _SPACE = re.compile(rb"\s*")
 _CHUNK = 1 << 20  # ascii numbers are parsed this many bytes at a time
 _WINDOW = 1 << 16  # binary files are read ahead this many bytes at a time for small items
@@ -82,88 +31,7 @@ _NOT_IN_NUMBERS = re.compile(rb"[\x00_]")
 _INT_TOKEN = re.compile(rb"[+-]?[0-9]+\Z")
 _FLOAT_TOKEN = re.compile(rb"[+-]?([0-9]+\.?[0-9]*([eE][+-]?[0-9]+)?|\.[0-9]+([eE][+-]?[0-9]+)?"
                           rb"|inf(inity)?|nan)\Z", re.I)
-
-
-class T7Error(ValueError):
-    """A .t7 file (or value to write) that cannot be read (written)."""
-
-
-class TorchObject:
-    """An instance of a Torch class: `typename` ('nn.Linear'), `version` and its `fields` dict.
-
-    Fields are reached as attributes (obj.weight) or items (obj['weight']); `typename`,
-    `version` and `fields` themselves are attributes of the object, not fields.
-    """
-
-    def __init__(self, typename: str, version: Union[int, float] = 0, fields: Optional[dict] = None) -> None:
-        object.__setattr__(self, "typename", typename)
-        object.__setattr__(self, "version", version)
-        object.__setattr__(self, "fields", {} if fields is None else fields)
-
-    def __getattr__(self, name: str) -> Any:
-        fields = self.__dict__.get("fields")
-        if fields is None or name.startswith("__") or name not in fields:
-            raise AttributeError(f"{self.__dict__.get('typename', 'TorchObject')} object has no field {name!r}")
-        return fields[name]
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("typename", "version", "fields"):
-            object.__setattr__(self, name, value)
-        else:
-            self.fields[name] = value
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.fields[key]
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.fields[key] = value
-
-    def __contains__(self, key: Any) -> bool:
-        return key in self.fields
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self.fields.get(key, default)
-
-    def keys(self):
-        return self.fields.keys()
-
-    def items(self):
-        return self.fields.items()
-
-    def __dir__(self):
-        return [*super().__dir__(), *(k for k in self.fields if isinstance(k, str))]
-
-    def __repr__(self) -> str:
-        names = ", ".join(str(k) for k in itertools.islice(self.fields, 12))
-        more = ", ..." if len(self.fields) > 12 else ""
-        return f"TorchObject({self.typename!r}, version={self.version}, fields=[{names}{more}])"
-
-
-class LuaFunction:
-    """A Lua function read with functions='mark': what its bytecode is (`kind`: "LuaJIT 2.1
-    bytecode", ...); the bytecode is neither kept nor loaded."""
-
-    __slots__ = ("kind",)
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-
-    def __repr__(self) -> str:
-        return f"<Lua function ({self.kind}), not loaded>"
-
-
-class Key:
-    """A dict key standing for a value Python cannot hash (a table or tensor used as a Lua key).
-
-    Hashed and compared by identity; `value` is the table (dict/list) or array."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return f"Key(<{type(self.value).__name__} at {id(self.value):#x}>)"
+_LONG = struct.Struct("<q")
 
 
 class _Bad(Exception):
@@ -404,45 +272,11 @@ _PENDING = object()  # holds a tensor's index while its storage is read (which m
 _KIND = {TABLE: TABLE, TORCH: TORCH, LEGACY_RECUR_FUNCTION: RECUR_FUNCTION, RECUR_FUNCTION: RECUR_FUNCTION}
 
 
-def _number(x: float) -> Union[int, float]:
-    if x.is_integer() and not (x == 0 and math.copysign(1.0, x) < 0):
-        return int(x)
-    return x
-
-
 def _text(raw: bytes) -> Union[str, bytes]:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
-
-
-def _label(key: Any) -> str:
-    """How a key shows in a path: .name, [3], ['a b']."""
-    if isinstance(key, str):
-        return f".{key}" if _IDENTIFIER.match(key) else f"[{key!r}]"
-    if isinstance(key, (int, float)):
-        return f"[{key}]"
-    return f"[<{type(key).__name__}>]"
-
-
-class _Mark(str):
-    """A path label that is not a key: a position inside an object."""
-
-
-_KEY, _FIELDS, _UPVALUES, _HEADER = _Mark("{key}"), _Mark(""), _Mark("(upvalues)"), _Mark("(header)")
-
-
-def _where(labels: list[Any]) -> str:
-    """<?>.modules[3].fn, or 'a key of <?>.x' (torch7 names the root <?>); long paths keep their
-    two ends. A label is the key whose value is being read, or a _Mark."""
-    is_key = bool(labels) and labels[-1] is _KEY
-    parts = [label if type(label) is _Mark else _label(label) for label in (labels[:-1] if is_key else labels)]
-    parts = [part for part in parts if part]
-    if len(parts) > 24:
-        parts = [*parts[:8], f"...({len(parts) - 16} more levels)...", *parts[-8:]]
-    path = "<?>" + "".join(parts)
-    return f"a key of {path}" if is_key else path
 
 
 def _hashable(key: Any) -> Any:
@@ -462,11 +296,11 @@ class _Reader:
         self.open_tables: set[int] = set()
         self.early: set[int] = set()                    # tables referred to while being read
         self.replaced: dict[int, tuple[dict, list]] = {}
-        self.labels: list[Any] = []  # per open container: the key (or _Mark) being read
+        self.labels: list[Any] = []  # per open container: the key (or Mark) being read
         self.versions: dict[bytes, Union[int, float]] = {}  # b"V 1" -> 1
 
     def where(self) -> str:
-        return _where(self.labels)
+        return path_of(self.labels)
 
     def run(self) -> Any:
         try:
@@ -493,7 +327,7 @@ class _Reader:
                 if len(stack) >= MAX_DEPTH:
                     raise _Bad(f"objects nested deeper than {MAX_DEPTH} levels", self.src.pos)
                 stack.append(value)
-                labels.append(_FIELDS)
+                labels.append(FIELDS)
                 value = None
             elif not stack:
                 return value
@@ -511,12 +345,12 @@ class _Reader:
             code = _INT.unpack_from(src.buf, at)[0]
             if code == NUMBER:
                 src.at = at + 12
-                return _number(_DOUBLE.unpack_from(src.buf, at + 4)[0])
+                return lua_number(_DOUBLE.unpack_from(src.buf, at + 4)[0])
             src.at = at + 4
         else:
             code = src.int("a type code")
         if code == NUMBER:
-            return _number(src.double("a number"))
+            return lua_number(src.double("a number"))
         if code == STRING:
             return _text(self._string("a string"))
         if code == NIL:
@@ -573,7 +407,7 @@ class _Reader:
         self.src.check(n, 2 * self.src.min_object, "table size")
         read, labels = self._object, self.labels
         for _ in range(n):
-            labels[-1] = _KEY
+            labels[-1] = KEY
             key = read()
             if type(key) is GeneratorType:
                 key = yield key
@@ -611,7 +445,7 @@ class _Reader:
         value = LuaFunction(kind) if self.functions == "mark" else None
         if index is not None:
             self.memo[index] = value
-        self.labels[-1] = _UPVALUES
+        self.labels[-1] = UPVALUES
         upvalues = self._object()
         if type(upvalues) is GeneratorType:
             yield upvalues
@@ -648,7 +482,7 @@ class _Reader:
         return self._instance(index, name, version)
 
     def _class_name(self, raw: bytes) -> str:
-        if not _CLASS_NAME.match(raw):
+        if not CLASS_NAME.match(raw):
             raise _Bad(f"bad class name {raw[:60]!r}", self.src.pos)
         return raw.decode("ascii")
 
@@ -656,11 +490,11 @@ class _Reader:
         obj: Any = {"__typename": name, "__version": version} if self.table_mode else TorchObject(name, version)
         self.memo[index] = obj
         if name == "nn.GPU":  # nn.GPU writes a header table ({type, device}) before its fields
-            self.labels[-1] = _HEADER
+            self.labels[-1] = HEADER
             header = self._object()
             if type(header) is GeneratorType:
                 yield header
-            self.labels[-1] = _FIELDS
+            self.labels[-1] = FIELDS
         fields = self._object()
         if type(fields) is GeneratorType:
             fields = yield fields
@@ -681,7 +515,7 @@ class _Reader:
         self.src.check(n, (2 if is_hash else 1) * self.src.min_object, "tds size")
         read, labels = self._object, self.labels
         for i in range(n):
-            labels[-1] = _KEY if is_hash else i + 1
+            labels[-1] = KEY if is_hash else i + 1
             key = read()
             if type(key) is GeneratorType:
                 key = yield key
@@ -798,7 +632,7 @@ def _parse_number(text: bytes) -> Union[int, float, None]:
     if not _FLOAT_TOKEN.match(text):
         return None
     value = float(text)
-    return _number(value) if math.isfinite(value) else None
+    return lua_number(value) if math.isfinite(value) else None
 
 
 def _open_source(f: BinaryIO, fmt: str) -> _Source:
@@ -817,7 +651,6 @@ def _open_source(f: BinaryIO, fmt: str) -> _Source:
     return src
 
 
-FORMATS = ("binary", "ascii", "b32", "b64")
 
 
 def read(source: Union[str, os.PathLike, BinaryIO], format: str = "binary", *, unknownClasses: str = "object",
@@ -841,335 +674,3 @@ def read(source: Union[str, os.PathLike, BinaryIO], format: str = "binary", *, u
         with open(source, "rb") as f:
             return _Reader(_open_source(f, format), unknownClasses, functions).run()
     return _Reader(_open_source(source, format), unknownClasses, functions).run()
-
-
-# ---------------------------------------------------------------------------------------------
-# writing
-
-class _Fresh:
-    """A table written as a new object every time (an object's fields, as torch7 does)."""
-
-    __slots__ = ("table",)
-
-    def __init__(self, table: dict) -> None:
-        self.table = table
-
-
-class _Sink:
-    """Encodes primitives into a buffer, flushed to the file before large array writes."""
-
-    def __init__(self, f: BinaryIO, ascii: bool, long_size: int) -> None:
-        self.f = f
-        self.ascii = ascii
-        self.long_size = long_size
-        self.buf = bytearray()
-
-    def flush(self) -> None:
-        if self.buf:
-            self.f.write(self.buf)
-            self.buf = bytearray()
-
-    def int(self, v: int) -> None:
-        if not -(1 << 31) <= v < (1 << 31):
-            raise T7Error(f"t7.write: {v} does not fit in a 32-bit int")
-        self.buf += b"%d\n" % v if self.ascii else _INT.pack(v)
-
-    def longs(self, values: list[int]) -> None:
-        bits = 8 * self.long_size
-        for v in values:
-            if not -(1 << (bits - 1)) <= v < (1 << (bits - 1)):
-                raise T7Error(f"t7.write: {v} does not fit in a {bits}-bit long")
-        if self.ascii:
-            self.buf += b" ".join(b"%d" % v for v in values) + (b"\n" if values else b"")
-        else:
-            self.buf += struct.pack(f"<{len(values)}{'q' if self.long_size == 8 else 'i'}", *values)
-
-    def double(self, v: float) -> None:
-        self.buf += b"%.17g\n" % v if self.ascii else _DOUBLE.pack(v)
-
-    def chars(self, data: bytes) -> None:
-        self.buf += data
-        if self.ascii and data:
-            self.buf += b"\n"
-
-    def string(self, data: bytes) -> None:
-        self.int(len(data))
-        self.chars(data)
-
-    def array(self, a: np.ndarray) -> None:
-        """A storage's elements: a contiguous 1-D array of a Torch7 element type."""
-        if a.dtype == np.dtype("<i8") and self.long_size == 4:
-            if a.size and (a.min() < -(1 << 31) or a.max() >= (1 << 31)):
-                raise T7Error("t7.write: a LongStorage value does not fit in the 4-byte longs of 'b32'")
-            a = a.astype("<i4")
-        if not self.ascii:
-            self.flush()
-            self.f.write(memoryview(a).cast("B"))
-        elif a.dtype.itemsize == 1:
-            self.chars(a.tobytes())
-        elif a.size:
-            spec = b"%d" if a.dtype.kind in "iu" else b"%.9g" if a.dtype.itemsize <= 4 else b"%.17g"
-            self.buf += b" ".join(spec % v for v in a.tolist()) + b"\n"
-
-
-def _root(a: np.ndarray) -> np.ndarray:
-    """The array whose memory `a` views: follow .base through arrays (and as_strided's holder)."""
-    while True:
-        base = a.base
-        if isinstance(base, np.ndarray):
-            a = base
-        elif base is not None and isinstance(getattr(base, "base", None), np.ndarray):
-            a = base.base
-        else:
-            return a
-
-
-def _address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
-
-
-def view_of_root(a: np.ndarray) -> Optional[tuple[np.ndarray, int, list[int]]]:
-    """(root, offset, strides), offset and strides in elements, when a is a clean view of the
-    memory of its root array (same dtype, a contiguous root, element-aligned offset and
-    non-negative strides), so that a tensor over the root's storage can show it; else None."""
-    root = _root(a)
-    item = a.dtype.itemsize
-    offset = _address(a) - _address(root)
-    clean = (root.dtype == a.dtype and (root.flags.c_contiguous or root.flags.f_contiguous)
-             and offset >= 0 and offset % item == 0 and all(s >= 0 and s % item == 0 for s in a.strides))
-    return (root, offset // item, [s // item for s in a.strides]) if clean else None
-
-
-def flat_of_root(root: np.ndarray) -> np.ndarray:
-    """The 1-D view, in memory order, of a contiguous (C or Fortran order) array."""
-    return root.reshape(-1) if root.flags.c_contiguous else root.T.reshape(-1)
-
-
-class _Writer:
-    def __init__(self, sink: _Sink) -> None:
-        self.sink = sink
-        self.index: dict[int, int] = {}   # id(object) -> its reference number
-        self.keep: list[Any] = []         # keeps every indexed object (and copies) alive: ids stay unique
-        self.count = 0
-        self.flats: dict[int, np.ndarray] = {}  # id(root array) -> its 1-D storage view
-        self.labels: list[Any] = []
-
-    def where(self) -> str:
-        return _where(self.labels)
-
-    def run(self, root: Any) -> None:
-        stack: list[Iterator] = [iter(((_FIELDS, root),))]
-        labels = self.labels
-        labels.append(_FIELDS)
-        while stack:
-            try:
-                labels[-1], child = next(stack[-1])
-            except StopIteration:
-                stack.pop()
-                labels.pop()
-                continue
-            children = self._object(child)
-            if children is not None:
-                if len(stack) > MAX_DEPTH:
-                    raise T7Error(f"t7.write: objects nested deeper than {MAX_DEPTH} levels (at {self.where()})")
-                stack.append(children)
-                labels.append(_FIELDS)
-        self.sink.flush()
-
-    def _new_index(self, obj: Any) -> Optional[int]:
-        """Writes the reference number; None when the object was written before (so done)."""
-        known = self.index.get(id(obj))
-        if known is not None:
-            self.sink.int(known)
-            return None
-        self.count += 1
-        self.index[id(obj)] = self.count
-        self.keep.append(obj)
-        self.sink.int(self.count)
-        return self.count
-
-    def _object(self, v: Any) -> Optional[Iterator]:
-        sink = self.sink
-        if v is None:
-            sink.int(NIL)
-        elif isinstance(v, (bool, np.bool_)):
-            sink.int(BOOLEAN)
-            sink.int(1 if v else 0)
-        elif isinstance(v, (int, np.integer)):
-            sink.int(NUMBER)
-            sink.double(self._exact(int(v)))
-        elif isinstance(v, (float, np.floating)):
-            sink.int(NUMBER)
-            sink.double(float(v))
-        elif isinstance(v, str):
-            sink.int(STRING)
-            sink.string(v.encode("utf-8"))
-        elif isinstance(v, (bytes, bytearray, memoryview)):
-            sink.int(STRING)
-            sink.string(bytes(v))
-        elif isinstance(v, Key):
-            return self._object(v.value)
-        elif isinstance(v, np.ndarray):
-            self._tensor(v)
-        elif isinstance(v, (dict, list, tuple, _Fresh)):
-            return self._table(v)
-        elif isinstance(v, TorchObject):
-            return self._instance(v)
-        else:
-            raise T7Error(f"t7.write: cannot write a {type(v).__name__} (at {self.where()})")
-        return None
-
-    def _exact(self, v: int) -> float:
-        try:
-            f = float(v)
-        except OverflowError:
-            f = math.inf
-        if f != v:
-            raise T7Error(f"t7.write: the int {v} is not exactly a Lua number (a double) (at {self.where()})")
-        return f
-
-    def _table(self, v: Union[dict, list, tuple, _Fresh]) -> Optional[Iterator]:
-        self.sink.int(TABLE)
-        if isinstance(v, _Fresh):
-            self.count += 1
-            self.sink.int(self.count)
-            v = v.table
-        elif self._new_index(v) is None:
-            return None
-        pairs = v.items() if isinstance(v, dict) else enumerate(v, 1)
-        items = [(k, x) for k, x in pairs if x is not None]
-        for k, _ in items:
-            if k is None or not isinstance(k, (str, bytes, int, float, np.integer, np.floating, Key, TorchObject)):
-                raise T7Error(f"t7.write: cannot write a table key of type {type(k).__name__} (at {self.where()})")
-        self.sink.int(len(items))
-        return itertools.chain.from_iterable(((_KEY, k), (k, x)) for k, x in items)
-
-    def _class(self, name: str, version: Union[int, float]) -> None:
-        self.sink.string(b"V %s" % str(_number(float(version))).encode())
-        self.sink.string(name.encode("ascii"))
-
-    def _instance(self, obj: TorchObject) -> Optional[Iterator]:
-        name = obj.typename
-        if name in TENSOR_CLASSES or name in STORAGE_CLASSES or name.startswith("tds."):
-            raise T7Error(f"t7.write: a TorchObject of class {name} cannot be written: use a numpy array, "
-                          f"dict or list (at {self.where()})")
-        if not isinstance(name, str) or not _CLASS_NAME.match(name.encode("ascii", "replace")):
-            raise T7Error(f"t7.write: bad class name {name!r} (at {self.where()})")
-        self.sink.int(TORCH)
-        if self._new_index(obj) is None:
-            return None
-        self._class(name, obj.version)
-        parts = [(_FIELDS, _Fresh(obj.fields))]
-        if name == "nn.GPU":
-            parts.insert(0, (_HEADER, _Fresh({1: obj.fields.get("_type"), 2: obj.fields.get("device")})))
-        return iter(parts)
-
-    def _tensor(self, a: np.ndarray) -> None:
-        sink = self.sink
-        sink.int(TORCH)
-        if self._new_index(a) is None:
-            return
-        a = self._writable(a)
-        storage, offset, strides = self._storage_view(a)
-        name = _CPU_NAME[a.dtype]
-        self._class(f"torch.{name}Tensor", 1)
-        shape = list(a.shape) if a.ndim else [1]
-        sink.int(len(shape))
-        sink.longs(shape)
-        sink.longs(strides if a.ndim else [1])
-        sink.longs([offset + 1])
-        if storage is None:
-            sink.int(NIL)
-            return
-        sink.int(TORCH)
-        if self._new_index(storage) is None:
-            return
-        self._class(f"torch.{name}Storage", 1)
-        sink.longs([storage.size])
-        sink.array(storage)
-
-    def _writable(self, a: np.ndarray) -> np.ndarray:
-        """a, or a copy in the nearest Torch7 element type (little-endian)."""
-        dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
-        dtype = _WIDEN.get(dtype, dtype)
-        if dtype not in _CPU_NAME:
-            raise T7Error(f"t7.write: arrays of dtype {a.dtype} have no Torch7 tensor type (at {self.where()})")
-        if dtype != a.dtype:
-            a = a.astype(dtype)
-            self.keep.append(a)
-        return a
-
-    def _storage_view(self, a: np.ndarray) -> tuple[Optional[np.ndarray], int, list[int]]:
-        """(storage, offset, strides) in elements: the storage is a 1-D view of the memory of
-        a's root array when a is a clean view of it, else of a contiguous copy; None when empty."""
-        if a.size == 0:
-            return None, 0, [1] * a.ndim
-        layout = view_of_root(a)
-        if layout is None:
-            a = np.ascontiguousarray(a)
-            layout = a, 0, [s // a.dtype.itemsize for s in a.strides]
-        root, offset, strides = layout
-        return self._flat(root), offset, strides
-
-    def _flat(self, root: np.ndarray) -> np.ndarray:
-        """One 1-D array per root, so that every view of a root shares one storage index."""
-        flat = self.flats.get(id(root))
-        if flat is None:
-            flat = flat_of_root(root)
-            self.flats[id(root)] = flat
-            self.keep.append(root)
-        return flat
-
-
-def write(target: Union[str, os.PathLike, BinaryIO], obj: Any, format: str = "binary") -> None:
-    """Write obj as a .t7 file (a path or a binary file object), as torch.save would.
-
-    format: 'binary' / 'b64' (long = 8 bytes), 'b32' (long = 4 bytes) or 'ascii'."""
-    if format not in FORMATS:
-        raise ValueError(f"t7.write: format must be one of {FORMATS}, not {format!r}")
-    if isinstance(target, (str, os.PathLike)):
-        with replacing(target) as f:
-            _write(f, obj, format)
-    else:
-        _write(target, obj, format)
-
-
-_temporary_names = itertools.count()   # numbers this process's temporary files apart
-
-
-@contextlib.contextmanager
-def replacing(path: Union[str, os.PathLike]) -> Iterator[BinaryIO]:
-    """A binary file to write that replaces `path` only once the block has succeeded: a temporary
-    file in path's folder, renamed over path (one atomic step) and given the old file's
-    permissions, so that a failure leaves the old file (or none) and no temporary file, never a
-    truncated one. A link or a file that is not a regular one (a device, a pipe) is written in
-    place. Errors name `path`, not the temporary file."""
-    path = os.fspath(path)
-    try:
-        old: Optional[os.stat_result] = os.lstat(path)
-    except FileNotFoundError:
-        old = None
-    if old is not None and not stat.S_ISREG(old.st_mode):
-        with open(path, "wb") as f:
-            yield f
-        return
-    folder, base = os.path.split(path)
-    temp = os.path.join(folder, f".{base}.{os.getpid()}-{next(_temporary_names)}.tmp")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    except OSError as e:
-        raise type(e)(e.errno, e.strerror, path) from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-        if old is not None:
-            os.chmod(temp, stat.S_IMODE(old.st_mode))
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-
-
-def _write(f: BinaryIO, obj: Any, fmt: str) -> None:
-    _Writer(_Sink(f, fmt == "ascii", 4 if fmt == "b32" else 8)).run(obj)

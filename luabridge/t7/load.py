@@ -1,29 +1,29 @@
-"""Torch7 files from Python through the Lua reader and writer.
+"""Torch7 files from Python through the Lua reader and writer (File.lua).
 
-``luabridge.load(path)`` runs torch.load (requiring nn, then nngraph, when the file's classes
-need them) and returns proxies: modules, tensors over the loaded storages, tables as
-lists or dicts. ``luabridge.save(path, obj)`` runs torch.save on Lua objects or Python values:
-numpy arrays are written as tensors of their dtype (views of one array share one storage),
-dicts, lists and tuples as tables. Both raise LuaError naming the file.
+``luabridge.load(path)`` runs torch.load and returns proxies: modules, tensors over the loaded
+storages, tables as lists or dicts. The file is read once: the Lua reader requires the package of
+ours that defines a class (nn, nngraph, ...: lua/torch/t7format.lua's classPackages) when it meets
+it. ``luabridge.save(path, obj)`` runs torch.save on Lua objects or Python values: numpy arrays are
+written as tensors of their dtype (views of one array share one storage), dicts, lists and tuples
+as tables. Both raise LuaError naming the file.
 
-For plain Python values without running any Lua, see `luabridge.t7`.
+For plain Python values without running any Lua, see `luabridge.t7` (reader, writer).
 """
 from __future__ import annotations
 
 import os
 from typing import Any, Callable, Mapping
 
-from lupa import luajit21 as lupa
 import numpy as np
 
-from .errors import LuaError
-from .interop import from_array, from_numpy
-from .memory import TYPE_OF_DTYPE
-from .proxy import LuaObject, call, wrap
-from .runtime import bridge, require
-from .t7 import FORMATS, flat_of_root, view_of_root
+from ..core.errors import LuaError
+from ..core.interop import from_array, from_numpy
+from ..core.memory import TYPE_OF_DTYPE
+from ..core.proxy import LuaObject, call, wrap
+from ..core.runtime import bridge, luajit21 as lupa, require
+from .format import FORMATS
+from .writer import flat_of_root, view_of_root
 
-PACKAGES = ("nn", "nngraph")  # required by load, in turn, when a file's classes need them
 SAFE_OPTIONS = {"functions": "error"}  # what `read_t7` passes to torch.load unless the caller says otherwise
 _SAVABLE = (type(None), bool, int, float, str, bytes, np.generic, LuaObject)
 
@@ -45,20 +45,11 @@ def _naming(path: str, error: LuaError) -> LuaError:
     return LuaError(f"{error.message} (file {path})", error.traceback)
 
 
-def _package_for(error: LuaError) -> str | None:
-    """The next package to require (nn, then nngraph) when the file names a class that no
-    loaded package defines. nn also reads cudnn.* classes as nn ones and defines cunn's
-    DataParallelTable, so cudnn / cunn (which need CUDA) are never required."""
-    if "unknown Torch class <" not in error.message:
-        return None
-    loaded = bridge().lua.globals().package.loaded
-    return next((name for name in PACKAGES if loaded[name] is None), None)
-
-
 def load(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
-    """The object a .t7 file holds, read by Lua's torch.load (format: binary, ascii, b32 or
-    b64). nn, then nngraph, are required when the file names classes they define (nn also
-    reads the cudnn.* and cunn classes of GPU checkpoints). Options as torch.load's table:
+    """The object a .t7 file holds, read once by Lua's torch.load (format: binary, ascii, b32 or
+    b64). The packages of ours that define the file's classes (nn, nngraph, ...) are required as
+    the reader meets them (nn also reads the cudnn.* and cunn classes of GPU checkpoints).
+    Options as torch.load's table:
     ``unknownClasses='table'`` reads a class we lack as a table with ``__typename``,
     ``functions='skip'`` reads Lua functions as None, ``functions='load'`` loads them (trusted
     files only; refused by default). Errors (missing file, corrupt or hostile contents, a file
@@ -79,30 +70,22 @@ def load_value(path: str | os.PathLike, format: str = "binary", **options: str) 
         raise _naming(path, e) from None
 
 
-def read_t7(source: str | bytes, format: str = "binary", options: Mapping[str, str] | None = None) -> Any:
+def read_t7(source: str | bytes, format: str = "binary", options: Mapping[str, str] | None = None,
+            class_loader: Callable[[str], None] | None = None) -> Any:
     """The Lua value a .t7 file (a path) or its bytes hold, read in the calling thread's runtime:
     the one way a Torch7 file enters luabridge (luabridge.load, load_lua, convert, Model and its
     Ray workers, LuaModule unpickling). Lua functions in it are refused (a LuaError saying where
     one sits) unless options say ``functions='skip'`` (read as nil) or ``functions='load'``
     (loading runs the file's code: trusted files only), whatever torch.deserialize's own default.
-    nn, then nngraph, are required when the file names classes they define."""
+    Read once: the reader requires the packages of ours that define the file's classes as it
+    meets them (File.lua's classOf), and calls class_loader(name), when given, on a class that
+    none defines (code that may define it, such as a Model's source)."""
     b = bridge()
     reader = _torch_function("load" if isinstance(source, str) else "deserialize")
     lua_options = b.lua.table_from({**SAFE_OPTIONS, **(options or {})})
-    return requiring_packages(lambda: b.call(reader, source, format, lua_options))
-
-
-def requiring_packages(read: Callable[[], Any]) -> Any:
-    """read() (a torch.load or torch.deserialize), requiring nn, then nngraph, each time it fails
-    on a class that no loaded package defines."""
-    while True:
-        try:
-            return read()
-        except LuaError as e:
-            package = _package_for(e)
-            if package is None:
-                raise
-        require(package)
+    if class_loader is not None:
+        lua_options.classLoader = b.lua.eval("function(f) return function(name) f(name) end end")(class_loader)
+    return b.call(reader, source, format, lua_options)
 
 
 def _tensor(a: np.ndarray, storages: dict) -> Any:
