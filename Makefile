@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# also builds luabridge._luajit21, lupa's module over a LuaJIT with LUA52COMPAT as Torch7's (setup.py)
-	$(PY) -m pip install -q -e '.[test,examples,onednn]' --config-settings editable_mode=compat
+	$(PY) -m pip install -q -e '.[test,examples]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 run: $(STAMP)
