@@ -169,7 +169,7 @@ def run_steps(steps):
             return step, got, expected
 
 def live_buffers():
-    luabridge.execute("for _ = 1, 3 do collectgarbage() end require('torch.memory').flush()")
+    luabridge.execute("for _ = 1, 3 do collectgarbage() end require('torch.core.memory').flush()")
     return len(bridge().buffers)
 
 class Sender:

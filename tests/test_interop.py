@@ -156,7 +156,7 @@ def test_arrays_without_nans_are_untouched_bit_for_bit():
 
 
 ELEMENT_FACTS = L("""function(name)
-  local dt = require('torch.dtype')[name]
+  local dt = require('torch.core.dtype')[name]
   local f = torch.MemoryFile():binary()
   f['write' .. name](f, torch[name .. 'Tensor']({ 1, 2, 3 }):storage())
   local t = torch.getmetatable('torch.' .. dt.cuda .. 'Tensor')

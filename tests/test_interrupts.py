@@ -75,7 +75,7 @@ def lua_loop(setup: str, body: str) -> Callable[[Callable[[], None]], Any]:
 
 def live_buffers() -> int:
     """The buffers Python holds for Lua once Lua's garbage is collected and released."""
-    luabridge.execute("for _ = 1, 3 do collectgarbage() end; require('torch.memory').flush()")
+    luabridge.execute("for _ = 1, 3 do collectgarbage() end; require('torch.core.memory').flush()")
     return len(bridge().buffers)
 
 

@@ -16,7 +16,7 @@ from luabridge.runtime import bridge
 
 SETUP = """
 require 'torch'
-local memory = require 'torch.memory'
+local memory = require 'torch.core.memory'
 local py = __luabridge_py
 calls = 0
 local alloc = py.alloc
@@ -37,7 +37,7 @@ def in_own_runtime(fn: Callable[[Any], Any]) -> Any:
 def test_a_released_buffer_is_reused_zeroed_without_python():
     def case(b):
         lua = b.lua
-        first = lua.execute("require('torch.memory').reuse(1e8); local t = torch.DoubleTensor(20000):fill(7)"
+        first = lua.execute("require('torch.core.memory').reuse(1e8); local t = torch.DoubleTensor(20000):fill(7)"
                             "; local id = t:storage()._id; t = nil; collect(); calls = 0; return id")
         again = lua.execute("local t = torch.DoubleTensor(20000); keep = t; return t:storage()._id, calls, t:sum(), t:max()")
         other = lua.execute("local t = torch.FloatTensor(20000); return t:storage()._id, calls")
@@ -50,7 +50,7 @@ def test_a_released_buffer_is_reused_zeroed_without_python():
 def test_a_buffer_python_still_references_is_not_reused():
     def case(b):
         lua = b.lua
-        t = lua.execute("require('torch.memory').reuse(1e8); local t = torch.DoubleTensor(20000):fill(7); return t")
+        t = lua.execute("require('torch.core.memory').reuse(1e8); local t = torch.DoubleTensor(20000):fill(7); return t")
         view = b.buffers.tensor_view(t)        # numpy's view keeps the buffer
         first = t.storage(t)._id
         t = None
@@ -66,10 +66,10 @@ def test_the_limit_and_turning_it_off_release_the_kept_buffers():
     def case(b):
         lua = b.lua
         base = len(b.buffers)
-        lua.execute("require('torch.memory').reuse(200000); local a, c = torch.DoubleTensor(20000), torch.DoubleTensor(20000)"
+        lua.execute("require('torch.core.memory').reuse(200000); local a, c = torch.DoubleTensor(20000), torch.DoubleTensor(20000)"
                     "; a, c = nil, nil; collect()")
         kept = len(b.buffers) - base           # 160 KB each: one fits the 200 KB limit
-        lua.execute("require('torch.memory').reuse(0); collect()")
+        lua.execute("require('torch.core.memory').reuse(0); collect()")
         return kept, len(b.buffers) - base
     kept, after = in_own_runtime(case)
     assert kept == 1 and after == 0
@@ -96,7 +96,7 @@ def test_results_sent_to_another_runtime_are_never_reused_under_it(serialization
         pool:addjob(function(k)
           local t = torch.FloatTensor(30000):fill(k)
           for _ = 1, 3 do collectgarbage() end
-          require('torch.memory').flush()
+          require('torch.core.memory').flush()
           return t, calls
         end, function(t, n) got[#got + 1] = {t, n} end, i)
         pool:synchronize()

@@ -22,7 +22,7 @@ PATHS = ["im2col", pytest.param("onednn", marks=pytest.mark.skipif(
 run = lua_fn("""function(path, cls, w, b, x, go, ...)
   require 'nn'
   local dnnl = require 'torch.backend.cpu.dnnl'
-  local channels = require('nn.kernels.conv').dnnlChannels
+  local channels = require('torch.backend.cpu.nn_conv').dnnlChannels
   local was, one, grad = dnnl.enabled, channels.oneThread, channels.gradInput
   dnnl.enabled = path == 'onednn'
   channels.oneThread, channels.gradInput = 0, 0   -- oneDNN for these few channels too

@@ -1,5 +1,5 @@
 """The loops generated per geometry for 2D convolution and max pooling without padding or
-dilation (nn/kernels/unfold.lua, pool.lua): forward, gradInput, gradWeight, indices (with ties)
+dilation (backend/cpu/unfold.lua, nn_pool.lua): forward, gradInput, gradWeight, indices (with ties)
 against numpy float64 loops, with strides, LeNet's shapes, and the limits of the unrolling."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The convolution's fast passes (nn/kernels/conv.lua): images unfolded a chunk at a time, the
+"""The convolution's fast passes (backend/cpu/nn_conv.lua): images unfolded a chunk at a time, the
 bias carried by a row of ones in the GEMMs, the weight gradient unfolding the input again (with
 8-row products under 8 planes), the geometry remembered between calls; the remembered geometry
 of the pooling modules, ReLU's blocks and nn.Linear's direct BLAS calls. Values

@@ -17,7 +17,7 @@ def setup_module() -> None:
 def test_small_storages_are_carved_and_disjoint() -> None:
     """Carves of several types side by side in one slab: each holds its own values."""
     values = luabridge.execute("""
-      local small = require('torch.memory').smallBytes
+      local small = require('torch.core.memory').smallBytes
       local kinds = { 'Byte', 'Short', 'Int', 'Long', 'Float', 'Double', 'Char' }
       local list, out = {}, {}
       for i = 1, 600 do
@@ -85,7 +85,7 @@ def test_resize_moves_a_carve_out_of_its_slab() -> None:
     """Growing a carved storage past memory.smallBytes copies it into a buffer of its own: its
     old neighbours and the views of its old memory keep their values."""
     ok = luabridge.execute("""
-      local small = require('torch.memory').smallBytes
+      local small = require('torch.core.memory').smallBytes
       local a = torch.DoubleStorage(2):fill(5)
       local b = torch.DoubleStorage(2):fill(6)
       local oldView = torch.DoubleStorage(a, 1, 2)
@@ -110,7 +110,7 @@ def test_resize_moves_a_carve_out_of_its_slab() -> None:
 def test_carving_off_gives_python_buffers() -> None:
     """memory.smallBytes = 0: every storage gets a Python buffer of its own, at offset 0."""
     offsets = luabridge.execute("""
-      local memory = require 'torch.memory'
+      local memory = require 'torch.core.memory'
       local was = memory.smallBytes
       memory.smallBytes = 0
       local a, b = torch.LongStorage(2), torch.FloatStorage(1)

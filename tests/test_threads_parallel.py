@@ -493,7 +493,7 @@ def test_workers_reuse_released_buffers_zeroed(run):
         local before = address(t)
         t = nil
         for _ = 1, 3 do collectgarbage() end
-        require('torch.memory').flush()
+        require('torch.core.memory').flush()
         local u = torch.FloatTensor(100000)
         return address(u) == before, u:sum(), u:max()
       end, function(...) got = {...} end)

@@ -7,9 +7,9 @@
 -- directions' hidden states side by side. hiddenInput / cellInput (numLayers * directions x
 -- batch x H) start the sequence, hiddenOutput / cellOutput end it; gradHiddenOutput /
 -- gradCellOutput and gradHiddenInput / gradCellInput are their gradients. The computation is
--- kernels/rnn.lua's. LSTM, GRU, RNNTanh, RNNReLU, BLSTM and BGRU set the mode and directions.
-local check = require 'torch.check'
-local rnn = require 'cudnn.kernels.rnn'
+-- cudnn/util/rnn.lua's. LSTM, GRU, RNNTanh, RNNReLU, BLSTM and BGRU set the mode and directions.
+local check = require 'torch.core.check'
+local rnn = require 'cudnn.util.rnn'
 
 local RNN, parent = torch.class('cudnn.RNN', 'nn.Module')
 

@@ -2,7 +2,7 @@
 -- the output planes split into `groups` equal runs, each output run convolving its input run
 -- only (the weight is nOutputPlane x nInputPlane/groups x kH x kW). A grouped layer runs one
 -- nn.SpatialConvolution per group over views of its weight and bias.
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local tuning = require 'cudnn.tuning'
 
 local SpatialConvolution, parent = torch.class('cudnn.SpatialConvolution', 'nn.SpatialConvolution')

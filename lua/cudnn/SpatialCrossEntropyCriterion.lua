@@ -2,7 +2,7 @@
 -- scores against batch x H x W class indices: a log-softmax over the classes at each position
 -- (slsm, a cudnn.SpatialLogSoftMax) then nn.SpatialClassNLLCriterion (nll), averaged over
 -- the positions when sizeAverage.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local SpatialCrossEntropyCriterion, parent = torch.class('cudnn.SpatialCrossEntropyCriterion', 'nn.Criterion')
 
 function SpatialCrossEntropyCriterion:__init(weights)

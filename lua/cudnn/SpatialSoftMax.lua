@@ -4,8 +4,8 @@
 -- log-softmax. As cuDNN sees tensors as batch x planes x H x W, a 1D input is one sample's
 -- planes, 2D a batch of them, 3D one sample's planes x H x W. cudnn.SoftMax, LogSoftMax and
 -- SpatialLogSoftMax are this module with other settings.
-local check = require 'torch.check'
-local softmax = require 'nn.kernels.softmax'
+local check = require 'torch.core.check'
+local softmax = require 'nn.util.softmax'
 
 local SpatialSoftMax, parent = torch.class('cudnn.SpatialSoftMax', 'nn.Module')
 

@@ -1,7 +1,7 @@
 -- cudnn.VolumetricSoftMax(fast): softmax over the planes at each position of planes x T x H x W
 -- input (or a batch of them), by its `ssm` (a cudnn.SpatialSoftMax, as in cudnn.torch's files)
 -- over the input with T and H folded into one dim.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local VolumetricSoftMax, parent = torch.class('cudnn.VolumetricSoftMax', 'nn.Module')
 
 function VolumetricSoftMax:__init(fast)

@@ -3,7 +3,7 @@
 -- nn.SpatialConvolutionMM becomes a SpatialConvolution; modules for which exclusion_fn
 -- returns true stay as they are. As cudnn.torch: containers are walked with replace, and an
 -- nn.gModule is left with a warning (its own replace still converts its nodes' modules).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 
 local convertible = {}
 for _, name in ipairs {

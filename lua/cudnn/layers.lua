@@ -2,7 +2,7 @@
 -- cudnn.SpatialMaxPooling is an nn.SpatialMaxPooling too), with cudnn.torch's constructors
 -- where they take more (in-place activations, padded volumetric average pooling). The
 -- fields cudnn.torch's files hold beside nn's are read by nn's upgrades (lua/nn/legacy.lua).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local tuning = require 'cudnn.tuning'
 
 local function inplace(parentClass)

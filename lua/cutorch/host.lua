@@ -2,7 +2,7 @@
 -- Half / Double forms, which training scripts use as staging buffers for copies to the GPU) and
 -- the memory report. Pinned memory is ordinary CPU memory here: the copies it speeds up in
 -- cutorch are plain copies in luabridge.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 
 -- createCudaHost<Kind>Tensor(sizes... | LongStorage): a CPU tensor of that type and size.
 local function hostTensor(typeName)

@@ -5,8 +5,8 @@
 -- torch.CudaLongTensor torch.LongTensor, ...) and x:cuda() converts to FloatTensor (x itself when
 -- it is one). Without either, require 'cutorch' raises an error saying so.
 require 'torch'
-local cuda = require 'torch.backend.cuda'
-local check = require 'torch.check'
+local cuda = require('torch.backend').load('cuda')
+local check = require 'torch.core.check'
 
 local before = rawget(_G, 'cutorch')
 cutorch = before or {}

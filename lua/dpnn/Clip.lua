@@ -1,5 +1,5 @@
 -- Clamps the input to [minval, maxval]; the gradient passes through unchanged (straight-through).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Clip, parent = torch.class('nn.Clip', 'nn.Module')
 
 function Clip:__init(minval, maxval)

@@ -1,5 +1,5 @@
 -- |x|; the gradient at 0 is 0.
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Abs = torch.class('nn.Abs', 'nn.Module')
 
 pointwise.define(Abs, {

@@ -1,5 +1,5 @@
 -- Mean absolute error: sum |x - y|, divided by the element count when sizeAverage.
-local loss = require 'nn.kernels.loss'
+local loss = require 'nn.util.loss'
 local AbsCriterion, parent = torch.class('nn.AbsCriterion', 'nn.Criterion')
 
 AbsCriterion.__init = loss.initSizeAverage(parent)

@@ -1,6 +1,6 @@
 -- x + b, b a learned vector of inputSize elements (one scalar with scalar = true), added to
 -- the input or to each sample of a batch.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Add, parent = torch.class('nn.Add', 'nn.Module')
 
 function Add:__init(inputSize, scalar)

@@ -1,6 +1,6 @@
 -- x + constant_scalar, where the constant is a number or a vector added to a vector input or
 -- to each row of a matrix. In place, the input is shifted and restored by the backward pass.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local AddConstant, parent = torch.class('nn.AddConstant', 'nn.Module')
 
 function AddConstant:__init(constantScalar, ip)

@@ -1,8 +1,8 @@
 -- Binary cross-entropy: -sum w (y log(x) + (1 - y) log(1 - x)) for probabilities x in [0, 1],
 -- optional weights w (one per class, i.e. per column of a 2-D input). The logs are of x + 1e-12
 -- and 1 - x + 1e-12 as torch7's, so that x = 0 or 1 stays finite.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
 local BCECriterion, parent = torch.class('nn.BCECriterion', 'nn.Criterion')
 
 function BCECriterion:__init(weights, sizeAverage)

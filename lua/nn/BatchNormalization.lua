@@ -4,10 +4,9 @@
 -- running_var (unbiased) with momentum; evaluation, and as in torch7 a training batch of one,
 -- use the running ones. Evaluation also takes a single sample (nDim - 1 dims).
 -- The passes are the op table's (batchnorm_forward, batchnorm_backward): CPU tensors run the
--- loops of kernels/batchnorm.lua (or oneDNN), CUDA ones tensor ops (backend/cuda/nn_spatial.lua).
-local check = require 'torch.check'
+-- loops of backend/cpu/nn_batchnorm.lua (or oneDNN), CUDA ones tensor ops (backend/cuda/nn_batchnorm.lua).
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-require 'nn.kernels.batchnorm'
 local BN, parent = torch.class('nn.BatchNormalization', 'nn.Module')
 
 BN.__version = 2

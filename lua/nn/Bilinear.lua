@@ -1,6 +1,6 @@
 -- y_k = x1^T W_k x2 + b_k for a batch of pairs {x1 (batch x inputSize1), x2 (batch x inputSize2)};
 -- weight is outputSize x inputSize1 x inputSize2. The products run as matrix multiplies.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Bilinear, parent = torch.class('nn.Bilinear', 'nn.Module')
 
 function Bilinear:__init(inputSize1, inputSize2, outputSize, bias)

@@ -1,6 +1,6 @@
 -- Runs a module made for nInputDim-dimensional input on input with more dimensions: the
 -- leading ones are folded into the first, and unfolded again in the output (nOutputDim dims).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Bottle, parent = torch.class('nn.Bottle', 'nn.Decorator')
 
 function Bottle:__init(module, nInputDim, nOutputDim)

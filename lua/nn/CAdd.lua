@@ -1,6 +1,6 @@
 -- x + b elementwise, b a learned tensor of the given size, broadcast over its size-1 dims or
--- over a batch (see kernels/broadcast.lua).
-local broadcast = require 'nn.kernels.broadcast'
+-- over a batch (see nn/util/broadcast.lua).
+local broadcast = require 'nn.util.broadcast'
 local CAdd, parent = torch.class('nn.CAdd', 'nn.Module')
 
 broadcast.parameter(CAdd, parent, 'bias', 'gradBias', 'add')

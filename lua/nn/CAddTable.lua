@@ -1,6 +1,6 @@
 -- The elementwise sum of a table of tensors. With inplace, the output is input[1] itself
 -- (overwritten) and every gradInput entry is gradOutput itself.
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local CAddTable, parent = torch.class('nn.CAddTable', 'nn.Module')
 
 function CAddTable:__init(ip)

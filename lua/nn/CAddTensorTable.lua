@@ -1,5 +1,5 @@
 -- Adds one tensor to each entry of a table: { v, {a, b, c} } -> { v + a, v + b, v + c }.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local CAddTensorTable, parent = torch.class('nn.CAddTensorTable', 'nn.Module')
 
 function CAddTensorTable:__init()

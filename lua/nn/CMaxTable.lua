@@ -1,5 +1,5 @@
 -- The elementwise maximum of a table of tensors.
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local CMaxTable, parent = torch.class('nn.CMaxTable', 'nn.Module')
 
 function CMaxTable:__init()

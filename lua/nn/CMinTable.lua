@@ -1,5 +1,5 @@
 -- The elementwise minimum of a table of tensors.
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local CMinTable, parent = torch.class('nn.CMinTable', 'nn.Module')
 
 function CMinTable:__init()

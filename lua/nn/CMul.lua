@@ -1,6 +1,6 @@
 -- x * w elementwise, w a learned tensor of the given size, broadcast over its size-1 dims or
--- over a batch (see kernels/broadcast.lua).
-local broadcast = require 'nn.kernels.broadcast'
+-- over a batch (see nn/util/broadcast.lua).
+local broadcast = require 'nn.util.broadcast'
 local CMul, parent = torch.class('nn.CMul', 'nn.Module')
 
 broadcast.parameter(CMul, parent, 'weight', 'gradWeight', 'cmul')

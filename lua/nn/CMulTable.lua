@@ -1,5 +1,5 @@
 -- The elementwise product of a table of tensors.
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local CMulTable, parent = torch.class('nn.CMulTable', 'nn.Module')
 
 function CMulTable:__init()

@@ -1,8 +1,8 @@
 -- Concatenated ReLU (Shang et al. 2016): max(x, 0) and max(-x, 0) stacked along the feature
 -- dim (dim 1, or dim 2 for a batch: input:dim() == nInputDims + 1), doubling its size.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local CReLU, parent = torch.class('nn.CReLU', 'nn.Module')
 
 local positive = backend.cpu.kernel(2, 'local x = $2; $1 = x > 0 and x or 0')

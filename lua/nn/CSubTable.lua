@@ -1,5 +1,5 @@
 -- input[1] - input[2], elementwise.
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local CSubTable, parent = torch.class('nn.CSubTable', 'nn.Module')
 
 function CSubTable:__init()

@@ -1,9 +1,9 @@
 -- Multi-class loss against a fixed embedding of the classes: class c is the c-th vertex of a
 -- regular simplex (unit vectors, centred at the origin, padded with zeros to nClasses dims), and
 -- the loss is MSECriterion between the input and the targets' vertices.
-local check = require 'torch.check'
-local targets = require 'nn.kernels.targets'
-local loss = require 'nn.kernels.loss'
+local check = require 'torch.core.check'
+local targets = require 'nn.util.targets'
+local loss = require 'nn.util.loss'
 local ClassSimplexCriterion, parent = torch.class('nn.ClassSimplexCriterion', 'nn.MSECriterion')
 
 -- The n + 1 vertices (rows) of a regular simplex in R^n with unit norms: coordinate k of

@@ -1,6 +1,6 @@
 -- Flattens each sample to 1-D: an input with more than nInputDim dims is a batch
 -- (batch x rest), otherwise the whole input becomes a vector. Non-contiguous inputs are copied.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Collapse, parent = torch.class('nn.Collapse', 'nn.Module')
 
 function Collapse:__init(nInputDim)

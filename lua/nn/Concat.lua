@@ -1,5 +1,5 @@
 -- Feeds the input to every child and joins their outputs along `dimension`.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Concat, parent = torch.class('nn.Concat', 'nn.Container')
 
 function Concat:__init(dimension)

@@ -1,6 +1,6 @@
 -- Outputs a constant value (a number or a tensor) whatever the input; with nInputDim, an
 -- input with more dims is a batch and the value is repeated for each sample.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Constant, parent = torch.class('nn.Constant', 'nn.Module')
 
 function Constant:__init(value, nInputDim)

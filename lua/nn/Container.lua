@@ -1,6 +1,6 @@
 -- The base of modules made of submodules (self.modules): bookkeeping, parameter gathering,
 -- and errors raised inside a child rethrown with the path to it ("In 2 module of nn.Sequential:").
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Container, parent = torch.class('nn.Container', 'nn.Module')
 
 function Container:__init(...)

@@ -1,5 +1,5 @@
 -- The input itself when contiguous, else a contiguous copy (same for the gradient).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Contiguous, parent = torch.class('nn.Contiguous', 'nn.Module')
 
 local function contiguous(result, t)

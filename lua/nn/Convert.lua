@@ -5,7 +5,7 @@
 -- Layouts with the same letters become a nn.Transpose; others a method named by the output
 -- shape (bf, b, bt). The converter is built on the first forward; input of another tensor type
 -- is copied to the module's type.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Convert, parent = torch.class('nn.Convert', 'nn.Container')
 
 local function withBatch(shape) return shape:find('b') and shape or 'b' .. shape end

@@ -1,6 +1,6 @@
 -- Converts the input to outtype (and the gradient back to intype). Without forceCopy and
 -- with equal types the output shares the input. dontCast keeps the types under :type().
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Copy, parent = torch.class('nn.Copy', 'nn.Module')
 
 function Copy:__init(intype, outtype, forceCopy, dontCast)

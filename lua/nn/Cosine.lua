@@ -1,6 +1,6 @@
 -- y_j = <w_j, x> / (||w_j|| ||x||), the cosine similarity of x with each row w_j of weight
 -- (outputSize x inputSize), for a vector or each row of a batch. 1e-12 keeps norms nonzero.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Cosine, parent = torch.class('nn.Cosine', 'nn.Module')
 
 function Cosine:__init(inputSize, outputSize)

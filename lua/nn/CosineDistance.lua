@@ -1,8 +1,8 @@
 -- The cosine similarity of two vectors (a 1-element output), or of each pair of rows of two
 -- matrices.
 require 'nn.utils'
-local cosine = require 'nn.kernels.cosine'
-local tables = require 'nn.kernels.tables'
+local cosine = require 'nn.util.cosine'
+local tables = require 'nn.util.tables'
 local CosineDistance, parent = torch.class('nn.CosineDistance', 'nn.Module')
 
 function CosineDistance:__init()

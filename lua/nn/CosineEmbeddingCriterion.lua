@@ -1,10 +1,10 @@
 -- Embedding loss on the cosine similarity c of two vectors (or of each row of two matrices):
 -- 1 - c for a pair labelled y = 1 (alike), max(0, c - margin) for y = -1; averaged over the
 -- pairs when sizeAverage. y is a number (one pair) or a tensor with one label per row.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
-local cosine = require 'nn.kernels.cosine'
-local targets = require 'nn.kernels.targets'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
+local cosine = require 'nn.util.cosine'
+local targets = require 'nn.util.targets'
 local backend = require 'torch.backend'
 local CosineEmbeddingCriterion, parent = torch.class('nn.CosineEmbeddingCriterion', 'nn.Criterion')
 

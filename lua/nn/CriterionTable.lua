@@ -1,6 +1,6 @@
 -- A criterion as a module: forward({input, target}) is the loss; the gradient is with respect
 -- to the input only.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local CriterionTable, parent = torch.class('nn.CriterionTable', 'nn.Module')
 
 function CriterionTable:__init(criterion)

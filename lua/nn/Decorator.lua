@@ -1,5 +1,5 @@
 -- Wraps one module (self.modules[1]) and forwards every call to it; subclasses change some.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Decorator, parent = torch.class('nn.Decorator', 'nn.Container')
 
 function Decorator:__init(module)

@@ -1,8 +1,8 @@
 -- Kullback-Leibler divergence of the target distribution y from exp(x) (x holds log-probabilities):
 -- sum over y > 0 of y (log y - x).
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
+local pointwise = require 'nn.util.pointwise'
 local DistKLDivCriterion, parent = torch.class('nn.DistKLDivCriterion', 'nn.Criterion')
 
 function DistKLDivCriterion:__init()

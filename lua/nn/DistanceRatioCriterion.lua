@@ -1,7 +1,7 @@
 -- Triplet loss on a pair of distances {X, Y} (X between similar samples, Y between dissimilar
 -- ones): -log(exp(-X) / (exp(-X) + exp(-Y))) = X + log(exp(-X) + exp(-Y)), summed over the
 -- pairs and divided by their count (the size of dim 1) when sizeAverage.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local DistanceRatioCriterion, parent = torch.class('nn.DistanceRatioCriterion', 'nn.Criterion')
 
 function DistanceRatioCriterion:__init(sizeAverage)

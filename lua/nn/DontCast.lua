@@ -2,7 +2,7 @@
 -- :float() etc. With castin (castout defaults to castin) inputs and gradInputs (outputs and
 -- gradOutputs) are converted between the outside type and moduleType, the module's own type
 -- (found from its output or its parameters when not given).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local DontCast, parent = torch.class('nn.DontCast', 'nn.Decorator')
 
 -- dst (reused when it already has the type) holding a copy of src, a tensor or nested table,

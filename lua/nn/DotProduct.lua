@@ -1,5 +1,5 @@
 -- The dot product of two vectors (a 1-element output), or of each pair of rows of two matrices.
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local DotProduct, parent = torch.class('nn.DotProduct', 'nn.Module')
 
 function DotProduct:__init()

@@ -1,7 +1,7 @@
 -- Zeroes each element with probability p while training. v2 (the default) scales the kept
 -- elements by 1/(1-p) so that evaluation is the identity; v1 scales by (1-p) at evaluation.
 -- stochasticInference keeps the noise at evaluation too.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Dropout, parent = torch.class('nn.Dropout', 'nn.Module')
 
 function Dropout:__init(p, v1, inplace, stochasticInference)

@@ -1,6 +1,6 @@
 -- x for x > 0, alpha * (exp(x) - 1) otherwise (Clevert et al. 2015).
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local ELU, parent = torch.class('nn.ELU', 'nn.Module')
 
 function ELU:__init(alpha, inplace)

@@ -1,6 +1,6 @@
 -- y_j = ||x - w_j||, the distance from x to each of outputSize templates (the columns of
 -- weight, inputSize x outputSize), for a vector or each row of a batch.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Euclidean, parent = torch.class('nn.Euclidean', 'nn.Module')
 
 function Euclidean:__init(inputSize, outputSize)

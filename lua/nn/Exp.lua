@@ -1,5 +1,5 @@
 -- exp(x).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Exp = torch.class('nn.Exp', 'nn.Module')
 
 pointwise.define(Exp, {

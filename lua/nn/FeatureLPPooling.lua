@@ -1,7 +1,7 @@
 -- Lp pooling over the feature dimension: windows of `width` consecutive features every `stride`
 -- give (sum x^p)^(1/p), so F features become (F - width) / stride + 1. Input: features
 -- [x opt1 [x opt2]], with a leading batch dimension when batch_mode.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local LP, parent = torch.class('nn.FeatureLPPooling', 'nn.Module')
 
 function LP:__init(width, stride, power, batch_mode)

@@ -1,6 +1,6 @@
 -- Flattens nested tables of tensors into one flat table, in depth-first order; the gradient
 -- is the flat gradOutput put back into the input's nesting.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local FlattenTable, parent = torch.class('nn.FlattenTable', 'nn.Module')
 
 function FlattenTable:__init()

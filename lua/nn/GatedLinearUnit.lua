@@ -1,7 +1,7 @@
 -- a * sigmoid(b), where a and b are the two halves of the input along dim (default: the last).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local GatedLinearUnit, parent = torch.class('nn.GatedLinearUnit', 'nn.Module')
 
 -- d/db of a * sigmoid(b) times gradOutput, from s = sigmoid(b): gradOutput * a * s * (1 - s).

@@ -1,5 +1,5 @@
 -- The identity forward; backward negates the gradient and scales it by lambda.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local GradientReversal, parent = torch.class('nn.GradientReversal', 'nn.Module')
 
 function GradientReversal:__init(lambda)

@@ -1,6 +1,6 @@
 -- x where |x| > lambda, else 0.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local HardShrink, parent = torch.class('nn.HardShrink', 'nn.Module')
 
 function HardShrink:__init(lam)

@@ -1,6 +1,6 @@
 -- x clipped to [min_val, max_val]; the gradient passes strictly inside the interval.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local HardTanh, parent = torch.class('nn.HardTanh', 'nn.Module')
 
 function HardTanh:__init(minValue, maxValue, inplace)

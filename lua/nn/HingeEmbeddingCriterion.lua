@@ -1,8 +1,8 @@
 -- Loss of a distance x between two items that are alike (y = 1: x) or not (y = -1:
 -- max(0, margin - x)); y is a tensor like x or one number for all of x.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
+local pointwise = require 'nn.util.pointwise'
 local HingeEmbeddingCriterion, parent = torch.class('nn.HingeEmbeddingCriterion', 'nn.Criterion')
 
 function HingeEmbeddingCriterion:__init(margin)

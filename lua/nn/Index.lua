@@ -1,5 +1,5 @@
 -- {t, indices} -> t:index(dimension, indices); no gradient flows to the indices.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Index, parent = torch.class('nn.Index', 'nn.Module')
 
 function Index:__init(dimension)

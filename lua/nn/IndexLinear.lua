@@ -7,8 +7,8 @@
 -- Gradients of the weight stay sparse: each accGradParameters records its input and gradOutput,
 -- and updateParameters applies them (with sparse weight decay) to the touched rows only.
 -- torch7's max-normalize mode (normalize = true) is not supported.
-local check = require 'torch.check'
-local sparse = require 'nn.kernels.sparse'
+local check = require 'torch.core.check'
+local sparse = require 'nn.util.sparse'
 local IndexLinear, parent = torch.class('nn.IndexLinear', 'nn.Module')
 
 function IndexLinear:__init(inputSize, outputSize, doGradInput, keysOffset, weight, bias, normalize)

@@ -1,6 +1,6 @@
 -- Concatenates a table of tensors along a dimension.
-local check = require 'torch.check'
-local tables = require 'nn.kernels.tables'
+local check = require 'torch.core.check'
+local tables = require 'nn.util.tables'
 local JoinTable, parent = torch.class('nn.JoinTable', 'nn.Module')
 
 function JoinTable:__init(dimension, nInputDims)

@@ -2,8 +2,8 @@
 -- returns each sample's nearest centroid (1-based, in the weight's type) and sets self.loss, the
 -- within-cluster sum of squared distances; gradWeight then moves each centroid towards the mean
 -- of its samples, so weight:add(-lr, gradWeight) with lr = 1 is a Lloyd step.
-local check = require 'torch.check'
-local extremum = require 'nn.kernels.extremum'
+local check = require 'torch.core.check'
+local extremum = require 'nn.util.extremum'
 local Kmeans, parent = torch.class('nn.Kmeans', 'nn.Module')
 
 function Kmeans:__init(k, dim, scale)

@@ -1,5 +1,5 @@
 -- The L1 norm of the input as a loss (no target): sum |x|, gradient sign(x).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local L1Cost, parent = torch.class('nn.L1Cost', 'nn.Criterion')
 
 function L1Cost:__init()

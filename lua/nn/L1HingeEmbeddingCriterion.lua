@@ -1,7 +1,7 @@
 -- Embedding loss on the L1 distance d of two vectors: d for a pair labelled y = 1 (alike),
 -- max(0, margin - d) for y = -1.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
 local L1HingeEmbeddingCriterion, parent =
   torch.class('nn.L1HingeEmbeddingCriterion', 'nn.Criterion')
 

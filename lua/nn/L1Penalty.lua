@@ -1,7 +1,7 @@
 -- An L1 regularizer on the activations: forward passes the input through (self.loss holds
 -- l1weight * ||x||_1, divided by nElement with sizeAverage); backward adds the loss's gradient
 -- to gradOutput (or gives only the loss's gradient when provideOutput is false).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local L1Penalty, parent = torch.class('nn.L1Penalty', 'nn.Module')
 
 function L1Penalty:__init(l1weight, sizeAverage, provideOutput)

@@ -1,6 +1,6 @@
 -- x for x > 0, negval * x otherwise.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local LeakyReLU, parent = torch.class('nn.LeakyReLU', 'nn.Module')
 
 function LeakyReLU:__init(negval, ip)

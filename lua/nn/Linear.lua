@@ -1,5 +1,5 @@
 -- y = W x + b for a vector x (inputSize) or each row of a matrix (nframe x inputSize).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local Linear, parent = torch.class('nn.Linear', 'nn.Module')
 

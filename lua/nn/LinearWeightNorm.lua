@@ -1,7 +1,7 @@
 -- A Linear layer trained in weight-normalized form: each weight row is g_i * v_i / ||v_i||
 -- (||v_i|| clamped to at least eps); v (outputSize x inputSize), g (outputSize x 1) and the
 -- bias are the parameters.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local LinearWeightNorm, parent = torch.class('nn.LinearWeightNorm', 'nn.Linear')
 
 function LinearWeightNorm:__init(inputSize, outputSize, bias, eps)

@@ -1,5 +1,5 @@
 -- log(x).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Log = torch.class('nn.Log', 'nn.Module')
 
 pointwise.define(Log, {

@@ -1,6 +1,6 @@
 -- log(1 / (1 + exp(-x))) = min(x, 0) - log(1 + exp(-|x|)), with no overflow for large |x|;
 -- log(1 + z) for small z is computed as log(u) * z / (u - 1), u = 1 + z (exact to rounding).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local LogSigmoid = torch.class('nn.LogSigmoid', 'nn.Module')
 
 pointwise.define(LogSigmoid, {

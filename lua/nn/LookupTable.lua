@@ -1,7 +1,7 @@
 -- Embeddings: row input[i] of weight (nIndex x nOutput) for each index of a vector (or a
 -- matrix: batch x indices). Rows looked up are renormalized to at most maxNorm (in the
 -- normType norm) first when maxNorm is set; the paddingValue index gets no gradient.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local LookupTable, parent = torch.class('nn.LookupTable', 'nn.Module')
 
 LookupTable.__version = 4

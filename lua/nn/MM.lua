@@ -1,6 +1,6 @@
 -- {A, B} -> A B for matrices, or per sample for batches (b x n x m, b x m x p); transA and
 -- transB use the transposes.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local MM, parent = torch.class('nn.MM', 'nn.Module')
 
 function MM:__init(transA, transB)

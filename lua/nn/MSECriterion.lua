@@ -1,6 +1,6 @@
 -- Mean squared error: sum (x - y)^2, divided by the element count when sizeAverage. The sums
 -- are the ops mse_loss / mse_grad of the input's backend (CUDA: backend/cuda/nn.lua).
-local loss = require 'nn.kernels.loss'
+local loss = require 'nn.util.loss'
 local MSECriterion, parent = torch.class('nn.MSECriterion', 'nn.Criterion')
 MSECriterion._deviceKernel = true
 

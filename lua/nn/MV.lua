@@ -1,6 +1,6 @@
 -- {M, v} -> M v for a matrix and a vector, or per sample for batches (b x n x m, b x m);
 -- trans uses the transpose of M.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local MV, parent = torch.class('nn.MV', 'nn.Module')
 
 function MV:__init(trans)

@@ -1,6 +1,6 @@
 -- Applies one module to every entry of the input table, through clones of it made as needed
 -- (sharing weight, bias and their gradients with it unless shared == false).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local MapTable, parent = torch.class('nn.MapTable', 'nn.Container')
 
 local SHARED_PARAMS = { 'weight', 'bias', 'gradWeight', 'gradBias' }

@@ -1,7 +1,7 @@
 -- Two-class hinge loss: sum max(0, margin - x y) for targets y in {-1, 1}.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
+local pointwise = require 'nn.util.pointwise'
 local MarginCriterion, parent = torch.class('nn.MarginCriterion', 'nn.Criterion')
 
 function MarginCriterion:__init(margin)

@@ -1,8 +1,8 @@
 -- Ranking hinge loss of two scores x1, x2 and a label y (1: x1 should rank higher, -1: x2):
 -- max(0, -y (x1 - x2) + margin). One pair when y is a number (the scores' first elements),
 -- else one pair per element of the tensors x1, x2, y, averaged when sizeAverage.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
 local MarginRankingCriterion, parent = torch.class('nn.MarginRankingCriterion', 'nn.Criterion')
 
 function MarginRankingCriterion:__init(margin)

@@ -1,7 +1,7 @@
 -- Maxout (Goodfellow et al. 2013): a Linear to outputSize * maxoutNumber units, viewed as
 -- maxoutNumber groups of outputSize, then the max over the groups (an optional preprocess
 -- module runs before the max).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Maxout, parent = torch.class('nn.Maxout', 'nn.Sequential')
 
 function Maxout:__init(inputSize, outputSize, maxoutNumber, preprocess)

@@ -3,7 +3,7 @@
 -- output, or one tensor holding the experts stacked along dim `dim` (default 1 for a 1-D gater,
 -- else 2; the gater's weights sit at that dim of the stacked view in either case).
 require 'nn.utils'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local MixtureTable, parent = torch.class('nn.MixtureTable', 'nn.Module')
 
 function MixtureTable:__init(dim)

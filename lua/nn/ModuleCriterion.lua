@@ -1,6 +1,6 @@
 -- A criterion applied to inputModule(input) and targetModule(target) (either module optional);
 -- the gradient flows back through inputModule, whose parameters are not updated.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local ModuleCriterion, parent = torch.class('nn.ModuleCriterion', 'nn.Criterion')
 
 function ModuleCriterion:__init(criterion, inputModule, targetModule, castTarget)

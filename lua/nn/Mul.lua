@@ -1,5 +1,5 @@
 -- x * w for one learned scalar w.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Mul, parent = torch.class('nn.Mul', 'nn.Module')
 
 function Mul:__init()

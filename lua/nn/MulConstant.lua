@@ -1,5 +1,5 @@
 -- x * constant_scalar. In place, the input is scaled and restored by the backward pass.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local MulConstant, parent = torch.class('nn.MulConstant', 'nn.Module')
 
 function MulConstant:__init(constantScalar, ip)

@@ -1,6 +1,6 @@
 -- The weighted sum of criterions all applied to the same input and target.
 require 'nn.utils'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local MultiCriterion, parent = torch.class('nn.MultiCriterion', 'nn.Criterion')
 
 function MultiCriterion:__init()

@@ -2,8 +2,8 @@
 -- ended by a 0 or the row's end); loss = sum over listed j and unlisted d of
 -- max(0, 1 - x[j] + x[d]) / #x, averaged over samples when sizeAverage. self.isTarget marks
 -- the listed classes as torch7's does.
-local check = require 'torch.check'
-local targets = require 'nn.kernels.targets'
+local check = require 'torch.core.check'
+local targets = require 'nn.util.targets'
 local MultiLabelMarginCriterion, parent =
   torch.class('nn.MultiLabelMarginCriterion', 'nn.Criterion')
 

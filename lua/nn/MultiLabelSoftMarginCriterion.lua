@@ -1,7 +1,7 @@
 -- Independent logistic losses per label: -sum w (y log p + (1 - y) log(1 - p)), p = sigmoid(x),
 -- computed in the stable form log(1 + exp(-|x|)) + max(x, 0) - x y. Optional weights, one per
 -- label (column of a 2-D input).
-local loss = require 'nn.kernels.loss'
+local loss = require 'nn.util.loss'
 local MultiLabelSoftMarginCriterion, parent =
   torch.class('nn.MultiLabelSoftMarginCriterion', 'nn.Criterion')
 

@@ -1,9 +1,9 @@
 -- Multi-class hinge loss: for each sample x of target class c,
 -- sum over d ~= c of w[c] max(0, margin - x[c] + x[d])^p / #x  (p = 1 or 2),
 -- averaged over the samples when sizeAverage.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
-local targets = require 'nn.kernels.targets'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
+local targets = require 'nn.util.targets'
 local MultiMarginCriterion, parent = torch.class('nn.MultiMarginCriterion', 'nn.Criterion')
 
 function MultiMarginCriterion:__init(p, weights, margin)

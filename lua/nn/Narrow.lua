@@ -1,7 +1,7 @@
 -- input:narrow(dimension, offset, length), copied. A negative length leaves that many
 -- elements less one at the end (-1 runs to the end); a negative offset (torch7's rule) keeps
 -- the first size - length elements.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Narrow, parent = torch.class('nn.Narrow', 'nn.Module')
 
 function Narrow:__init(dimension, offset, length)

@@ -1,7 +1,7 @@
 -- Outputs the `length` entries of the input table starting at `offset`; the gradient is zero
 -- for the others.
 require 'nn.utils'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local NarrowTable, parent = torch.class('nn.NarrowTable', 'nn.Module')
 
 function NarrowTable:__init(offset, length)

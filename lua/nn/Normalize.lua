@@ -1,7 +1,7 @@
 -- x / ||x||_p for a vector or each row of a matrix, with ||x||_p = (sum |x|^p + eps)^(1/p)
 -- (max |x| + eps for p = math.huge).
-local check = require 'torch.check'
-local extremum = require 'nn.kernels.extremum'
+local check = require 'torch.core.check'
+local extremum = require 'nn.util.extremum'
 local Normalize, parent = torch.class('nn.Normalize', 'nn.Module')
 
 function Normalize:__init(p, eps)

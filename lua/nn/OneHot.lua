@@ -1,6 +1,6 @@
 -- Indices (a number or a tensor of them, 1-based) to one-hot rows of outputSize: the output
 -- has the input's sizes plus a last dim of outputSize.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local OneHot, parent = torch.class('nn.OneHot', 'nn.Module')
 
 function OneHot:__init(outputSize)

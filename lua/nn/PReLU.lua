@@ -1,8 +1,8 @@
 -- x for x > 0, a * x otherwise, with a learned slope a per input plane (nOutputPlane; dim 1
 -- of a vector, dim 2 of a batch) or one shared slope (nOutputPlane 0 or nil). Slopes start at 0.25.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local PReLU, parent = torch.class('nn.PReLU', 'nn.Module')
 
 local forward = backend.cpu.kernel(3, '$1 = $2 > 0 and $2 or $3 * $2')

@@ -1,7 +1,7 @@
 -- Inserts |pad| entries of value along dim. pad < 0 pads before position index (index 1:
 -- at the start); pad > 0 counts index from the end (index 1: after the last entry).
 -- With nInputDim, dim counts after a leading batch dim.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Padding, parent = torch.class('nn.Padding', 'nn.Module')
 
 function Padding:__init(dim, pad, nInputDim, value, index)

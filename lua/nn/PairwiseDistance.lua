@@ -1,8 +1,8 @@
 -- The p-norm distance ||x1 - x2||_p of two vectors (a 1-element output), or of each pair of
 -- rows of two matrices.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 require 'nn.utils'
-local tables = require 'nn.kernels.tables'
+local tables = require 'nn.util.tables'
 local PairwiseDistance, parent = torch.class('nn.PairwiseDistance', 'nn.Module')
 
 function PairwiseDistance:__init(p)

@@ -1,6 +1,6 @@
 -- Child i gets slice i of the input along inputDimension; the outputs are joined along
 -- outputDimension.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Parallel, parent = torch.class('nn.Parallel', 'nn.Container')
 
 function Parallel:__init(inputDimension, outputDimension)

@@ -1,7 +1,7 @@
 -- The weighted sum of criterions, the i-th applied to input[i] and target[i] (or to the one
 -- target shared by all when repeatTarget).
 require 'nn.utils'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local ParallelCriterion, parent = torch.class('nn.ParallelCriterion', 'nn.Criterion')
 
 function ParallelCriterion:__init(repeatTarget)

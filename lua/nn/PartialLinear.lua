@@ -2,7 +2,7 @@
 -- units (setPartition); resetPartition brings back all of them. The weight rows live in a
 -- LookupTable inside self.network = Sequential(ParallelTable(Identity, LookupTable), MM(false, true)),
 -- which picks the partition's rows; the bias is 1 x outputsize.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local PartialLinear, parent = torch.class('nn.PartialLinear', 'nn.Module')
 
 function PartialLinear:__init(inputsize, outputsize, bias)

@@ -1,6 +1,6 @@
 -- Sub-pixel rearrangement: (C*r*r) x H x W becomes C x (H*r) x (W*r) (optionally batched),
 -- output[c][h*r+i][w*r+j] = input[c*r*r + i*r + j][h][w] (0-based).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local PixelShuffle, parent = torch.class('nn.PixelShuffle', 'nn.Module')
 
 function PixelShuffle:__init(upscaleFactor)

@@ -1,6 +1,6 @@
 -- x^pow.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local Power, parent = torch.class('nn.Power', 'nn.Module')
 
 function Power:__init(p)

@@ -1,6 +1,6 @@
 -- Decorator that times its module's forward and backward passes and prints the summed time
 -- every print_interval calls.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Profile, parent = torch.class('nn.Profile', 'nn.Decorator')
 
 function Profile:__init(module, print_interval, name)

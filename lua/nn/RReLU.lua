@@ -1,9 +1,9 @@
 -- Randomized leaky ReLU (Xu et al. 2015): while training, each x <= 0 is scaled by a slope
 -- drawn uniformly from [lower, upper] (kept in noise for backward); at evaluation the slope
 -- is (lower + upper) / 2.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local RReLU, parent = torch.class('nn.RReLU', 'nn.Module')
 
 local keepPositive = backend.cpu.kernel(2, '$1 = $2 > 0 and 1 or $1')        -- noise, input

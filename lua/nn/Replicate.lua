@@ -1,6 +1,6 @@
 -- nf copies of the input along a new dim (a stride-0 view, no copy). With ndim, the new dim
 -- counts after a leading batch dim.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Replicate, parent = torch.class('nn.Replicate', 'nn.Module')
 
 function Replicate:__init(nf, dim, ndim)

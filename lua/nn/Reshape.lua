@@ -1,7 +1,7 @@
 -- The input (copied first when not contiguous) with the given sizes. In batch mode (forced by
 -- a trailing true, or guessed when the element count differs or the first dim is 1) the
 -- first input dim is kept as the batch dim.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Reshape, parent = torch.class('nn.Reshape', 'nn.Module')
 
 function Reshape:__init(...)

@@ -1,5 +1,5 @@
 -- input:select(dimension, index), copied; negative dimension and index count from the end.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Select, parent = torch.class('nn.Select', 'nn.Module')
 
 function Select:__init(dimension, index)

@@ -1,7 +1,7 @@
 -- Outputs one entry of the input table (negative indices count from the end); the gradient
 -- is zero for the other entries.
 require 'nn.utils'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local SelectTable, parent = torch.class('nn.SelectTable', 'nn.Module')
 
 function SelectTable:__init(index)

@@ -1,5 +1,5 @@
 -- Modules applied one after another: the output of each is the input of the next.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Sequential = torch.class('nn.Sequential', 'nn.Container')
 
 function Sequential:__len() return #self.modules end

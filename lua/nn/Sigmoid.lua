@@ -1,5 +1,5 @@
 -- 1 / (1 + exp(-x)).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Sigmoid = torch.class('nn.Sigmoid', 'nn.Module')
 
 pointwise.define(Sigmoid, {

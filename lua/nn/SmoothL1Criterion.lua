@@ -1,5 +1,5 @@
 -- Huber loss with threshold 1: z^2 / 2 for |z| < 1, else |z| - 1/2, where z = x - y.
-local loss = require 'nn.kernels.loss'
+local loss = require 'nn.util.loss'
 local SmoothL1Criterion, parent = torch.class('nn.SmoothL1Criterion', 'nn.Criterion')
 
 SmoothL1Criterion.__init = loss.initSizeAverage(parent)

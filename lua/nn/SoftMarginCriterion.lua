@@ -1,5 +1,5 @@
 -- Two-class logistic loss: sum log(1 + exp(-x y)) for targets y in {-1, 1}.
-local loss = require 'nn.kernels.loss'
+local loss = require 'nn.util.loss'
 local SoftMarginCriterion, parent = torch.class('nn.SoftMarginCriterion', 'nn.Criterion')
 
 function SoftMarginCriterion:__init()

@@ -1,6 +1,6 @@
 -- log(1 + exp(beta * x)) / beta; linear (x) where beta * x exceeds threshold.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local SoftPlus, parent = torch.class('nn.SoftPlus', 'nn.Module')
 
 function SoftPlus:__init(beta, threshold)

@@ -1,6 +1,6 @@
 -- x - lambda above lambda, x + lambda below -lambda, 0 between.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local SoftShrink, parent = torch.class('nn.SoftShrink', 'nn.Module')
 
 function SoftShrink:__init(lam)

@@ -1,5 +1,5 @@
 -- x / (1 + |x|).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local SoftSign = torch.class('nn.SoftSign', 'nn.Module')
 
 pointwise.define(SoftSign, {

@@ -3,7 +3,7 @@
 -- the indices stay fixed. Each check is nn.Jacobian's, run on a view of the module as a function
 -- of that value column, so results follow nn.Jacobian's conventions (one row per value or
 -- parameter element, one column per output element).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 nn.SparseJacobian = {}
 local SparseJacobian, Jacobian = nn.SparseJacobian, nn.Jacobian
 

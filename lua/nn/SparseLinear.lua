@@ -1,8 +1,8 @@
 -- y = W x + b for sparse x. An input sample is an nnz x 2 tensor of (index, value) rows; a batch is
 -- a table of such samples, or (legacy form) a batch x nnz x 2 tensor. gradInput (when doGradInput)
 -- is dense, laid out in the same (index, value) form over every input index.
-local check = require 'torch.check'
-local sparse = require 'nn.kernels.sparse'
+local check = require 'torch.core.check'
+local sparse = require 'nn.util.sparse'
 local SparseLinear, parent = torch.class('nn.SparseLinear', 'nn.Module')
 
 -- How many gradients were accumulated since the last zeroing: with exactly one, updates and

@@ -1,6 +1,6 @@
 -- Average pooling to a fixed W x H output whatever the input size: output (y, x) averages
 -- rows [floor(y*iH/H), ceil((y+1)*iH/H)) and the like columns.
-local pool = require 'nn.kernels.pool'
+local pool = require 'nn.util.pool'
 local SpatialAdaptiveAveragePooling, parent = torch.class('nn.SpatialAdaptiveAveragePooling', 'nn.Module')
 SpatialAdaptiveAveragePooling._deviceKernel = true   -- pool.adaptive*'s device path
 

@@ -1,7 +1,7 @@
 -- Max pooling to a fixed W x H output whatever the input size: output (y, x) takes the
 -- maximum of rows [floor(y*iH/H), ceil((y+1)*iH/H)) and the like columns. Indices are 1-based
 -- offsets in the input plane (torch7 keeps a row and a column index instead).
-local pool = require 'nn.kernels.pool'
+local pool = require 'nn.util.pool'
 local SpatialAdaptiveMaxPooling, parent = torch.class('nn.SpatialAdaptiveMaxPooling', 'nn.Module')
 SpatialAdaptiveMaxPooling._deviceKernel = true   -- pool.adaptive*'s device path
 

@@ -1,6 +1,6 @@
 -- MSECriterion between a (batch of) C x H x W input and the centre H x W crop of a target at
 -- least as large in both spatial dims.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local SpatialAutoCropMSECriterion, parent =
   torch.class('nn.SpatialAutoCropMSECriterion', 'nn.MSECriterion')
 

@@ -1,8 +1,8 @@
 -- The mean of each kW x kH window (stride dW,dH; zero padding padW,padH). The divisor counts
 -- the padding (count_include_pad, the default) or only the in-image elements; with divide =
--- false the windows' sums are scaled back by kW*kH, as torch7. The passes: kernels/pool.lua
+-- false the windows' sums are scaled back by kW*kH, as torch7. The passes: nn/util/pool.lua
 -- (the op table's pool_avg_*).
-local pool = require 'nn.kernels.pool'
+local pool = require 'nn.util.pool'
 local SpatialAveragePooling, parent = torch.class('nn.SpatialAveragePooling', 'nn.Module')
 SpatialAveragePooling._deviceKernel = true
 

@@ -1,9 +1,9 @@
 -- ClassNLLCriterion at every pixel: input N x C x H x W log-probabilities, target N x H x W
 -- 1-based class indices; loss = -sum w[t] x[n][t][h][w], divided by the total weight when
 -- sizeAverage.
-local check = require 'torch.check'
-local loss = require 'nn.kernels.loss'
-local targets = require 'nn.kernels.targets'
+local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
+local targets = require 'nn.util.targets'
 local backend = require 'torch.backend'
 local SpatialClassNLLCriterion, parent = torch.class('nn.SpatialClassNLLCriterion', 'nn.Criterion')
 SpatialClassNLLCriterion._deviceKernel = true   -- device input: ClassNLLCriterion's ops on the pixels

@@ -1,13 +1,13 @@
 -- 2D convolution (cross-correlation) over planes x H x W (or batch x planes x H x W) input:
--- each image is unfolded into a K x N patch matrix (kernels/unfold.lua) and multiplied by the
--- nOutputPlane x K weight with one BLAS GEMM per image (kernels/conv.lua), or on oneDNN where
--- it is installed (kernels/dnnl.lua). The passes are the op table's (spatial_conv_*): CUDA
+-- each image is unfolded into a K x N patch matrix (backend/cpu/unfold.lua) and multiplied by the
+-- nOutputPlane x K weight with one BLAS GEMM per image (backend/cpu/nn_conv.lua), or on oneDNN where
+-- it is installed (backend/cpu/dnnl_nn.lua). The passes are the op table's (spatial_conv_*): CUDA
 -- tensors run the array module's, after the same checks.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local apply = require 'torch.backend.cpu.apply'
-local shape = require 'nn.kernels.shape'
-require 'nn.kernels.conv'
+local apply = require 'torch.core.apply'
+local sizesOf, dtypeOf = apply.sizes, require('torch.core.dtype').of
+local shape = require 'nn.util.shape'
 
 local SpatialConvolution, parent = torch.class('nn.SpatialConvolution', 'nn.Module')
 SpatialConvolution._deviceKernel = true
@@ -59,7 +59,7 @@ function SpatialConvolution:_geometry(input)
 end
 
 -- Per module (kept off it: neither saved nor cloned): the geometry of its last input, with the
--- values it was made for, and kernels/conv.lua's buffers.
+-- values it was made for, and backend/cpu/nn_conv.lua's buffers.
 local cache = setmetatable({}, { __mode = 'k' })
 
 -- The module's cache entry and _geometry(input), reused while the input's type and sizes and
@@ -68,8 +68,8 @@ local function geometry(self, input)
   local e = cache[self]
   if not e then e = {}; cache[self] = e end
   if e.g and torch.isTensor(input) then
-    local sz = input._sz
-    if e.dt == input._dt and e.wdt == self.weight._dt and e.nd == #sz and e.s1 == sz[1]
+    local sz = sizesOf(input)
+    if e.dt == dtypeOf(input) and e.wdt == dtypeOf(self.weight) and e.nd == #sz and e.s1 == sz[1]
         and e.s2 == sz[2] and e.s3 == sz[3] and e.s4 == sz[4] and e.nIn == self.nInputPlane
         and e.nOut == self.nOutputPlane and e.kW == self.kW and e.kH == self.kH and e.dW == self.dW
         and e.dH == self.dH and e.padW == self.padW and e.padH == self.padH
@@ -78,9 +78,9 @@ local function geometry(self, input)
     end
   end
   local g = self:_geometry(input)
-  g.O, g.dt = self.nOutputPlane, input._dt
-  local sz = input._sz
-  e.g, e.dt, e.wdt, e.nd, e.s1, e.s2, e.s3, e.s4 = g, input._dt, self.weight._dt, #sz, sz[1], sz[2], sz[3], sz[4]
+  g.O, g.dt = self.nOutputPlane, dtypeOf(input)
+  local sz = sizesOf(input)
+  e.g, e.dt, e.wdt, e.nd, e.s1, e.s2, e.s3, e.s4 = g, dtypeOf(input), dtypeOf(self.weight), #sz, sz[1], sz[2], sz[3], sz[4]
   e.nIn, e.nOut, e.kW, e.kH, e.dW, e.dH = self.nInputPlane, self.nOutputPlane, self.kW, self.kH, self.dW, self.dH
   e.padW, e.padH, e.lW, e.lH = self.padW, self.padH, self.dilationW, self.dilationH
   return e, g
@@ -89,7 +89,7 @@ end
 -- A parameter (or its gradient) as a contiguous block of n elements of the input's type; a
 -- copy when w is not contiguous and `copy`.
 local function block(self, w, name, n, dt, copy)
-  if w._dt ~= dt then
+  if dtypeOf(w) ~= dt then
     shape.fail(self, '%s is a %s, expected a %s', name, torch.typename(w), dt.name .. 'Tensor')
   end
   if copy and not apply.isContiguous(w) then w = w:contiguous() end
@@ -101,7 +101,7 @@ end
 
 -- A bias (or its gradient): nil or a vector of nOutputPlane elements of the input's type.
 local function vector(self, b, name, g)
-  if b and (b._dt ~= g.dt or #b._sz ~= 1 or b._sz[1] ~= g.O) then
+  if b and (dtypeOf(b) ~= g.dt or b:dim() ~= 1 or b:size(1) ~= g.O) then
     shape.fail(self, '%s must be a %sTensor vector of %d elements, got %s of size %s', name,
       g.dt.name, g.O, torch.typename(b), check.sizestr(b))
   end
@@ -131,7 +131,7 @@ function SpatialConvolution:updateGradInput(input, gradOutput)
   return self.gradInput
 end
 
--- Unfolds input again (the patches are not kept from updateOutput, see kernels/conv.lua); as
+-- Unfolds input again (the patches are not kept from updateOutput, see backend/cpu/nn_conv.lua); as
 -- torch7, updateOutput must have run on an input of these sizes.
 function SpatialConvolution:accGradParameters(input, gradOutput, scale)
   local e, g = geometry(self, input)

@@ -2,8 +2,8 @@
 -- nOutputPlane x (nInputPlane*kH*kW) weight (weight: oH x oW x nOutputPlane x nInputPlane x kH
 -- x kW, bias: nOutputPlane x oH x oW), for a fixed iW x iH input. The patches come from im2col;
 -- the products are batched over locations (one GEMM per location, batch as columns).
-local unfold = require 'nn.kernels.unfold'
-local shape = require 'nn.kernels.shape'
+local backend = require 'torch.backend'
+local shape = require 'nn.util.shape'
 local SpatialConvolutionLocal, parent = torch.class('nn.SpatialConvolutionLocal', 'nn.Module')
 SpatialConvolutionLocal._deviceKernel = true   -- unfold's device im2col / col2im and batched products
 
@@ -55,7 +55,8 @@ end
 function SpatialConvolutionLocal:_patches(input, g)
   self.finput = self.finput or input.new()
   self.finput:resize(g.B, g.K, g.N)
-  unfold.im2col(input:contiguous(), self.finput, g)
+  input = input:contiguous()
+  backend.of(input).im2col(input, self.finput, g)
   self._cols = self._cols or input.new()
   return self._cols:resize(g.N, g.K, g.B):copy(self.finput:permute(3, 2, 1))
 end
@@ -89,7 +90,7 @@ function SpatialConvolutionLocal:updateGradInput(input, gradOutput)
   self.fgradInput = self.fgradInput or input.new()
   self.fgradInput:resize(g.B, g.K, g.N):copy(self._gcols:permute(3, 2, 1))
   self.gradInput:resizeAs(input)
-  unfold.col2im(self.fgradInput, self.gradInput, g)
+  backend.of(input).col2im(self.fgradInput, self.gradInput, g)
   return self.gradInput
 end
 

@@ -3,7 +3,7 @@
 -- SpatialConvolution whose nOutputPlane x nInputPlane kernels are the table's (zero where
 -- there is no connection). Also defines torch7's connection tables nn.tables.full, oneToOne,
 -- random.
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local SpatialConvolutionMap, parent = torch.class('nn.SpatialConvolutionMap', 'nn.Module')
 
 nn.tables = nn.tables or {}

@@ -1,8 +1,8 @@
 -- Local response normalization across neighbouring planes (AlexNet):
 -- y = x / (k + alpha/size * sum of x^2 over `size` neighbouring planes)^beta.
-local check = require 'torch.check'
-local lrn = require 'nn.kernels.lrn'
-local shape = require 'nn.kernels.shape'
+local check = require 'torch.core.check'
+local lrn = require 'nn.util.lrn'
+local shape = require 'nn.util.shape'
 local SpatialCrossMapLRN, parent = torch.class('nn.SpatialCrossMapLRN', 'nn.Module')
 SpatialCrossMapLRN._deviceKernel = true   -- lrn.lua's device passes
 

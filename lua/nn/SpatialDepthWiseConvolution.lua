@@ -3,10 +3,10 @@
 -- output planes ordered input plane major: output plane (i - 1) * nOutputPlane + j comes from
 -- input plane i and kernel weight[j][i]. weight: nOutputPlane x (nInputPlane*kH*kW) (a
 -- nOutputPlane x nInputPlane x kH x kW tensor is also accepted), bias: nOutputPlane x nInputPlane.
--- Each plane is unfolded as a one-plane image (kernels/unfold.lua); one bmm over the input
+-- Each plane is unfolded as a one-plane image (backend/cpu/unfold.lua); one bmm over the input
 -- planes per image.
-local unfold = require 'nn.kernels.unfold'
-local shape = require 'nn.kernels.shape'
+local backend = require 'torch.backend'
+local shape = require 'nn.util.shape'
 
 -- A SpatialConvolution (its fields, reset and noBias) with per-plane parameter shapes.
 local DepthWise, parent = torch.class('nn.SpatialDepthWiseConvolution', 'nn.SpatialConvolution')
@@ -46,7 +46,7 @@ function DepthWise:updateOutput(input)
   input = input:contiguous()
   self.finput = self.finput or input.new()
   self.finput:resize(g.B, g.K, g.N)
-  unfold.im2col(input, self.finput, g)
+  backend.of(input).im2col(input, self.finput, g)
   self.output:resize(g.sizes)
   local out = self.output:view(g.images, n, m, g.N)
   local w = self:_perPlane(self.weight, g.K, 'weight')
@@ -72,7 +72,7 @@ function DepthWise:updateGradInput(input, gradOutput)
   for i = 1, g.images do cols[i]:bmm(wt, go[i]) end
   self.gradInput:resizeAs(input)
   if not self.gradInput:isContiguous() then self.gradInput = input.new():resizeAs(input) end
-  unfold.col2im(self.fgradInput, self.gradInput, g)
+  backend.of(input).col2im(self.fgradInput, self.gradInput, g)
   return self.gradInput
 end
 

@@ -1,5 +1,5 @@
 -- SpatialConvolution whose kernel taps are dilationW columns and dilationH rows apart.
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local SpatialDilatedConvolution, parent = torch.class('nn.SpatialDilatedConvolution', 'nn.SpatialConvolution')
 SpatialDilatedConvolution._deviceKernel = true   -- the parent's CUDA passes take the dilation
 

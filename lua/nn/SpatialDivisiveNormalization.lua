@@ -1,9 +1,9 @@
 -- Divides every plane by the local weighted standard deviation over all planes:
--- s = sqrt(L(x^2)) / L(ones) (L: kernels/localnorm.lua), y = x / s, where s <= threshold
+-- s = sqrt(L(x^2)) / L(ones) (L: nn/util/localnorm.lua), y = x / s, where s <= threshold
 -- becomes thresval (both 1e-4 by default); the default kernel is 9x9 ones.
-local check = require 'torch.check'
-local localnorm = require 'nn.kernels.localnorm'
-local shape = require 'nn.kernels.shape'
+local check = require 'torch.core.check'
+local localnorm = require 'nn.util.localnorm'
+local shape = require 'nn.util.shape'
 local SpatialDivisiveNormalization, parent = torch.class('nn.SpatialDivisiveNormalization', 'nn.Module')
 
 function SpatialDivisiveNormalization:__init(nInputPlane, kernel, threshold, thresval)

@@ -3,7 +3,7 @@
 -- kept planes are not rescaled while training; evaluation scales by (1-p) instead (unless
 -- stochasticInference keeps the noise). SpatialDropout takes 3D/4D inputs,
 -- VolumetricDropout (a subclass) 4D/5D.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local SpatialDropout, parent = torch.class('nn.SpatialDropout', 'nn.Module')
 
 SpatialDropout.planeDims = 3  -- dims of one sample: planes x h x w

@@ -4,8 +4,8 @@
 -- samples on each forward unless fixPoolingRegions() holds them.
 -- VolumetricFractionalMaxPooling derives from this class; the pooled dimensions are listed in
 -- `dims` (in input order), `sampleOf` giving each one's slot in a plane's random samples.
-local check = require 'torch.check'
-local fractional = require 'nn.kernels.fractional'
+local check = require 'torch.core.check'
+local fractional = require 'nn.util.fractional'
 local Pooling, parent = torch.class('nn.SpatialFractionalMaxPooling', 'nn.Module')
 
 Pooling.dims = { 'H', 'W' }

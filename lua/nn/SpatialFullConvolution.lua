@@ -1,20 +1,14 @@
 -- The transpose of SpatialConvolution ("deconvolution"): each input pixel adds its weighted
 -- kernel to the output, giving (H-1)*dH - 2*padH + kH + adjH rows (likewise columns).
--- Weight is nInputPlane x nOutputPlane x kH x kW, as torch7. Per image: one GEMM to the
--- nOutputPlane*kH*kW x H*W column matrix, then col2im (kernels/unfold.lua) into the output;
--- or, where oneDNN serves the geometry, its convolution passes with the roles swapped
--- (kernels/dnnl.lua).
+-- Weight is nInputPlane x nOutputPlane x kH x kW, as torch7. The passes are the op table's
+-- (spatial_full_conv_*: backend/cpu/nn_conv.lua, one GEMM per image and col2im, or oneDNN;
+-- backend/cuda/nn_conv.lua).
 -- The input may be {input, target}: adjW/adjH then make the output size the target's.
-local unfold = require 'nn.kernels.unfold'
-local convdnnl = require 'nn.kernels.dnnl'
-local planes = require 'nn.kernels.planes'
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local backend = require 'torch.backend'
 
 local SpatialFullConvolution, parent = torch.class('nn.SpatialFullConvolution', 'nn.Module')
 SpatialFullConvolution._deviceKernel = true   -- CUDA: the op table's spatial_full_conv_*
-
-local function device(x) return backend.of(x) ~= backend.cpu and backend.of(x) end
 
 function SpatialFullConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH, adjW, adjH)
   parent.__init(self)
@@ -66,53 +60,11 @@ function SpatialFullConvolution:_geometry(input)
   return input, target, g
 end
 
--- the weight as nInputPlane x K, and its expansion over the batch
-local function weights(self, w, B, K)
-  if not w:isContiguous() then shape.fail(self, 'weight and gradWeight must be contiguous') end
-  local m = w:view(self.nInputPlane, K)
-  return m, m:view(1, self.nInputPlane, K):expand(B, self.nInputPlane, K)
-end
-
--- The oneDNN description of g (the convolution whose image is this module's output), or nil.
-local function onednn(self, g, x)
-  local w = self.weight
-  if torch.type(w) ~= torch.type(x) or not w:isContiguous() or device(x) then return nil end
-  return convdnnl.of(g, x._dt)
-end
-
 function SpatialFullConvolution:updateOutput(input)
   local x, _, g = self:_geometry(input)
-  if device(x) then
-    self.output:resize(g.sizes)
-    device(x).spatial_full_conv_forward(g, self.output, x, self.weight, self.bias)
-    return self.output
-  end
-  local d = onednn(self, g, x)
-  if d then
-    x = x:contiguous()
-    self.output:resize(g.sizes)
-    if convdnnl.backward(d, self.weight, x, self.output) then
-      if self.bias then convdnnl.addBias(self.output, self.bias, g.B, g.C, g.M) end
-      return self.output
-    end
-  end
-  x = x:contiguous():view(g.B, self.nInputPlane, g.N)
-  local _, w = weights(self, self.weight:contiguous(), g.B, g.K)
-  self.columns = self.columns or x.new()
-  self.columns:resize(g.B, g.K, g.N):bmm(w:transpose(2, 3), x)
   self.output:resize(g.sizes)
-  if self.bias then planes.fill(self.output, self.bias, g.B, g.C, g.M) end
-  unfold.col2im(self.columns, self.output, g, self.bias ~= nil)
+  backend.of(x).spatial_full_conv_forward(self, g, self.output, x, self.weight, self.bias)
   return self.output
-end
-
--- the unfolded gradOutput (checked), B x K x N
-function SpatialFullConvolution:_gradColumns(gradOutput, g)
-  shape.gradOutput(self, gradOutput, g.sizes)
-  self.columns = self.columns or gradOutput.new()
-  self.columns:resize(g.B, g.K, g.N)
-  unfold.im2col(gradOutput:contiguous(), self.columns, g)
-  return self.columns
 end
 
 function SpatialFullConvolution:updateGradInput(input, gradOutput)
@@ -121,15 +73,8 @@ function SpatialFullConvolution:updateGradInput(input, gradOutput)
   if not target and not torch.isTensor(self.gradInput) then self.gradInput = x.new() end
   local gi = target and (self._gradInput or x.new()) or self.gradInput
   gi:resizeAs(x)
-  local d = onednn(self, g, x)
-  if d or device(x) then shape.gradOutput(self, gradOutput, g.sizes) end
-  if device(x) then
-    device(x).spatial_full_conv_grad_input(g, gi, gradOutput, self.weight)
-  elseif not (d and gi:isContiguous() and convdnnl.forward(d, gradOutput:contiguous(), self.weight, nil, gi)) then
-    local cols = self:_gradColumns(gradOutput, g)
-    local _, w = weights(self, self.weight:contiguous(), g.B, g.K)
-    gi:view(g.B, self.nInputPlane, g.N):bmm(w, cols)
-  end
+  shape.gradOutput(self, gradOutput, g.sizes)
+  backend.of(x).spatial_full_conv_grad_input(self, g, gi, gradOutput, self.weight)
   if target then   -- {gradInput, a single zero expanded to the target's size}, as torch7
     self._gradInput = gi
     local ones = {}
@@ -142,21 +87,8 @@ end
 
 function SpatialFullConvolution:accGradParameters(input, gradOutput, scale)
   local x, _, g = self:_geometry(input)
-  if device(x) then
-    shape.gradOutput(self, gradOutput, g.sizes)
-    return device(x).spatial_full_conv_acc_grad(g, self.gradWeight, self.gradBias, x, gradOutput, scale or 1)
-  end
-  local d = onednn(self, g, x)
-  if d then shape.gradOutput(self, gradOutput, g.sizes) end
-  local gw = weights(self, self.gradWeight, g.B, g.K)
-  if not (d and torch.type(self.gradWeight) == torch.type(x)
-      and convdnnl.accGrad(d, gradOutput:contiguous(), x:contiguous(), self.gradWeight, nil, scale or 1)) then
-    local cols = self:_gradColumns(gradOutput, g)
-    gw:addbmm(scale or 1, x:contiguous():view(g.B, self.nInputPlane, g.N), cols:transpose(2, 3))
-  end
-  if self.gradBias then
-    planes.accSum(self.gradBias, gradOutput:contiguous(), g.B, g.C, g.M, scale or 1)
-  end
+  shape.gradOutput(self, gradOutput, g.sizes)
+  backend.of(x).spatial_full_conv_acc_grad(self, g, self.gradWeight, self.gradBias, x, gradOutput, scale or 1)
 end
 
 function SpatialFullConvolution:type(type, tensorCache)

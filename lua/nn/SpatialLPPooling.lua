@@ -1,7 +1,7 @@
 -- The p-norm of each kW x kH window of every plane: (sum of x^p)^(1/p), built as a Sequential
 -- of x^p (Square for p = 2), average pooling scaled back to sums, and the 1/p power (Sqrt for
 -- p = 2). It has no parameters: the parameter methods do nothing.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local SpatialLPPooling, parent = torch.class('nn.SpatialLPPooling', 'nn.Sequential')
 
 function SpatialLPPooling:__init(nInputPlane, pnorm, kW, kH, dW, dH)

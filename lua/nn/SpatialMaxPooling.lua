@@ -1,7 +1,7 @@
 -- The maximum of each kW x kH window (stride dW,dH; implicit -inf padding padW,padH); indices
 -- keep where each maximum came from (1-based offsets in its plane) for the gradient; a
--- CudaLongTensor for CUDA input. The passes: kernels/pool.lua (the op table's pool_max_*).
-local pool = require 'nn.kernels.pool'
+-- CudaLongTensor for CUDA input. The passes: nn/util/pool.lua and the op table's pool_max_* (backend/cpu/nn_pool.lua).
+local pool = require 'nn.util.pool'
 local SpatialMaxPooling, parent = torch.class('nn.SpatialMaxPooling', 'nn.Module')
 SpatialMaxPooling._deviceKernel = true
 

@@ -1,7 +1,7 @@
 -- The inverse of a SpatialMaxPooling module (kernel size = stride): each input value goes back
 -- where the pooling found its maximum (the pooling's indices), the rest of the output is zero.
-local pool = require 'nn.kernels.pool'
-local shape = require 'nn.kernels.shape'
+local pool = require 'nn.util.pool'
+local shape = require 'nn.util.shape'
 local SpatialMaxUnpooling, parent = torch.class('nn.SpatialMaxUnpooling', 'nn.Module')
 
 SpatialMaxUnpooling._pooling, SpatialMaxUnpooling._dims = 'nn.SpatialMaxPooling', { 'H', 'W' }

@@ -1,8 +1,8 @@
 -- Per-plane weighted sums of kW x kH windows (stride dW,dH): out[c] = bias[c] + weight[c] *
 -- (the window's sum), through the average pooling kernel (sums: divide off) and plane maps.
-local pool = require 'nn.kernels.pool'
-local planes = require 'nn.kernels.planes'
-local shape = require 'nn.kernels.shape'
+local pool = require 'nn.util.pool'
+local backend = require 'torch.backend'
+local shape = require 'nn.util.shape'
 local SpatialSubSampling, parent = torch.class('nn.SpatialSubSampling', 'nn.Module')
 
 function SpatialSubSampling:__init(nInputPlane, kW, kH, dW, dH)
@@ -35,7 +35,7 @@ end
 function SpatialSubSampling:updateOutput(input)
   local g, N = self:_geometry(input)
   pool.avgForward(self, input, g, true, false)
-  planes.map('affine', self.output, nil, self.weight, self.bias, g.B, g.C, N)
+  backend.of(self.output).plane_map('affine', self.output, nil, self.weight, self.bias, g.B, g.C, N)
   return self.output
 end
 
@@ -45,7 +45,7 @@ function SpatialSubSampling:updateGradInput(input, gradOutput)
   shape.gradOutput(self, gradOutput, g.sizes)
   self._buffer = self._buffer or input.new()
   self._buffer:resize(g.sizes)
-  planes.map('scale', self._buffer, gradOutput:contiguous(), self.weight, nil, g.B, g.C, N)
+  backend.of(self._buffer).plane_map('scale', self._buffer, gradOutput:contiguous(), self.weight, nil, g.B, g.C, N)
   return pool.avgBackward(self, input, self._buffer, g, true, false)
 end
 
@@ -55,8 +55,9 @@ function SpatialSubSampling:accGradParameters(input, gradOutput, scale)
   self._buffer = self._buffer or input.new()
   local sums = pool.avgForward(self, input, g, true, false, self._buffer)
   gradOutput = gradOutput:contiguous()
-  planes.map('dot', sums, gradOutput, self.gradWeight, nil, g.B, g.C, N, scale)
-  planes.accSum(self.gradBias, gradOutput, g.B, g.C, N, scale or 1)
+  local ops = backend.of(sums)
+  ops.plane_map('dot', sums, gradOutput, self.gradWeight, nil, g.B, g.C, N, scale)
+  ops.plane_acc_sum(self.gradBias, gradOutput, g.B, g.C, N, scale or 1)
 end
 
 function SpatialSubSampling:clearState() return parent.clearState(self, '_buffer') end

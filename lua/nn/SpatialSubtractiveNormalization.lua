@@ -1,8 +1,8 @@
 -- Subtracts from every plane the local weighted mean over all planes:
--- y = x - L(x) / L(ones), L the sum over planes and a kernel window (kernels/localnorm.lua);
+-- y = x - L(x) / L(ones), L the sum over planes and a kernel window (nn/util/localnorm.lua);
 -- the default kernel is 9x9 ones.
-local localnorm = require 'nn.kernels.localnorm'
-local shape = require 'nn.kernels.shape'
+local localnorm = require 'nn.util.localnorm'
+local shape = require 'nn.util.shape'
 local SpatialSubtractiveNormalization, parent = torch.class('nn.SpatialSubtractiveNormalization', 'nn.Module')
 
 function SpatialSubtractiveNormalization:__init(nInputPlane, kernel)

@@ -1,6 +1,6 @@
 -- Bilinear upsampling of the last two dims (corners aligned), by an integer scale factor or
 -- to a given size ({oheight = .., owidth = ..}).
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local SpatialUpSamplingBilinear, parent = torch.class('nn.SpatialUpSamplingBilinear', 'nn.SpatialUpSamplingNearest')
 SpatialUpSamplingBilinear._deviceKernel = true   -- resample.run's device path
 

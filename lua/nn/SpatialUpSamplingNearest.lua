@@ -1,6 +1,6 @@
 -- Nearest-neighbour upsampling of the last two dims by an integer scale_factor.
-local resample = require 'nn.kernels.resample'
-local shape = require 'nn.kernels.shape'
+local resample = require 'nn.util.resample'
+local shape = require 'nn.util.shape'
 local SpatialUpSamplingNearest, parent = torch.class('nn.SpatialUpSamplingNearest', 'nn.Module')
 SpatialUpSamplingNearest._deviceKernel = true   -- resample.run's device path
 

@@ -1,6 +1,6 @@
 -- Splits a tensor along a dimension into a table of its slices (views).
-local check = require 'torch.check'
-local tables = require 'nn.kernels.tables'
+local check = require 'torch.core.check'
+local tables = require 'nn.util.tables'
 local SplitTable, parent = torch.class('nn.SplitTable', 'nn.Module')
 
 function SplitTable:__init(dimension, nInputDims)

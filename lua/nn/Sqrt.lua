@@ -1,6 +1,6 @@
 -- sqrt(x + eps); the gradient is 0 where the output is 0.
-local check = require 'torch.check'
-local pointwise = require 'nn.kernels.pointwise'
+local check = require 'torch.core.check'
+local pointwise = require 'nn.util.pointwise'
 local Sqrt, parent = torch.class('nn.Sqrt', 'nn.Module')
 
 function Sqrt:__init(b)

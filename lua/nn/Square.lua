@@ -1,5 +1,5 @@
 -- x^2.
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Square = torch.class('nn.Square', 'nn.Module')
 
 pointwise.define(Square, {

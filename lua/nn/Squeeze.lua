@@ -1,5 +1,5 @@
 -- Removes the size-1 dims (or only dim). With numInputDims, a batch dim of size 1 stays.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Squeeze, parent = torch.class('nn.Squeeze', 'nn.Module')
 
 function Squeeze:__init(dim, numInputDims)

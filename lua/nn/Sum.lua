@@ -1,6 +1,6 @@
 -- The sum (mean with sizeAverage) over dimension; negative dims count from the end, and with
 -- nInputDims the dim counts after a leading batch dim. squeeze (default) drops the summed dim.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Sum, parent = torch.class('nn.Sum', 'nn.Module')
 
 function Sum:__init(dimension, nInputDims, sizeAverage, squeeze)

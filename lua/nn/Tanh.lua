@@ -1,5 +1,5 @@
 -- tanh(x).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Tanh = torch.class('nn.Tanh', 'nn.Module')
 
 pointwise.define(Tanh, {

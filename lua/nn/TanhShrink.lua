@@ -1,5 +1,5 @@
 -- x - tanh(x).
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local TanhShrink = torch.class('nn.TanhShrink', 'nn.Module')
 
 pointwise.define(TanhShrink, {

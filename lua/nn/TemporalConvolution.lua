@@ -3,10 +3,8 @@
 -- of kW frames is kW*inputFrameSize contiguous elements, so the windows are a strided view of
 -- the input multiplied by the weight (outputFrameSize x inputFrameSize*kW) in one GEMM per
 -- sequence.
-local temporal = require 'nn.kernels.temporal'
-local planes = require 'nn.kernels.planes'
-local shape = require 'nn.kernels.shape'
-local unfold = require 'nn.kernels.unfold'
+local temporal = require 'nn.util.temporal'
+local shape = require 'nn.util.shape'
 
 local backend = require 'torch.backend'
 local TemporalConvolution, parent = torch.class('nn.TemporalConvolution', 'nn.Module')
@@ -53,7 +51,7 @@ function TemporalConvolution:updateOutput(input)
     return self.output
   end
   local x = windows(input:contiguous(), B, nIF, nOF, F, K, self.dW)
-  planes.fill(out, self.bias, B * nOF, O, 1)
+  backend.of(out).plane_fill(out, self.bias, B * nOF, O, 1)
   local w = self.weight:contiguous():view(1, O, K):expand(B, O, K):transpose(2, 3)
   out:baddbmm(1, out, 1, x, w)
   return self.output
@@ -73,7 +71,7 @@ function TemporalConvolution:updateGradInput(input, gradOutput)
   self._windows = self._windows or input.new()
   self._windows:resize(B, nOF, K):bmm(g, self.weight:contiguous():view(1, O, K):expand(B, O, K))
   self.gradInput:resizeAs(input)
-  unfold.zero(self.gradInput)
+  self.gradInput:zero()
   temporal.addFrames(self._windows, self.gradInput, B, nIF, nOF, F, K, self.dW)
   return self.gradInput
 end
@@ -90,7 +88,7 @@ function TemporalConvolution:accGradParameters(input, gradOutput, scale)
   local x = windows(input:contiguous(), B, nIF, nOF, F, K, self.dW)
   if not self.gradWeight:isContiguous() then shape.fail(self, 'gradWeight must be contiguous') end
   self.gradWeight:addbmm(scale or 1, g:transpose(2, 3), x)
-  planes.accSum(self.gradBias, g, B * nOF, O, 1, scale or 1)
+  backend.of(g).plane_acc_sum(self.gradBias, g, B * nOF, O, 1, scale or 1)
 end
 
 function TemporalConvolution:clearState() return parent.clearState(self, '_windows') end

@@ -1,7 +1,7 @@
 -- Dynamic k-max pooling (Kalchbrenner et al. 2014) of frames x features (or batch x frames x
 -- features) input: for each feature keeps the k largest frames in their original order, with
 -- k = max(minK, ceil(factor * frames)).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local KMax, parent = torch.class('nn.TemporalDynamicKMaxPooling', 'nn.Module')
 
 function KMax:__init(minK, factor)

@@ -2,9 +2,9 @@
 -- frameSize input (or a batch): the 2D max pooling kernel over frames x features planes with
 -- kW x 1 windows. Indices are 1-based offsets in the frames x features plane (torch7 keeps the
 -- frame index instead).
-local pool = require 'nn.kernels.pool'
-local temporal = require 'nn.kernels.temporal'
-local shape = require 'nn.kernels.shape'
+local pool = require 'nn.util.pool'
+local temporal = require 'nn.util.temporal'
+local shape = require 'nn.util.shape'
 local TemporalMaxPooling, parent = torch.class('nn.TemporalMaxPooling', 'nn.Module')
 TemporalMaxPooling._deviceKernel = true   -- the 2D max pooling's device passes (kW x 1 windows)
 

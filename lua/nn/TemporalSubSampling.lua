@@ -1,8 +1,7 @@
 -- Per-feature weighted sums of kW-frame windows (every dW frames) of nInputFrame x
 -- inputFrameSize input: out[t][f] = bias[f] + weight[f] * sum of the window's frames[f].
-local temporal = require 'nn.kernels.temporal'
-local shape = require 'nn.kernels.shape'
-local unfold = require 'nn.kernels.unfold'
+local temporal = require 'nn.util.temporal'
+local shape = require 'nn.util.shape'
 local TemporalSubSampling, parent = torch.class('nn.TemporalSubSampling', 'nn.Module')
 
 function TemporalSubSampling:__init(inputFrameSize, kW, dW)
@@ -44,7 +43,7 @@ function TemporalSubSampling:updateGradInput(input, gradOutput)
   local nIF, nOF = self:_check(input)
   shape.gradOutput(self, gradOutput, { nOF, self.inputFrameSize })
   self.gradInput:resizeAs(input)
-  unfold.zero(self.gradInput)
+  self.gradInput:zero()
   temporal.subsample('backward', self.gradInput, gradOutput:contiguous(), self.weight, nil, nIF, nOF,
     self.inputFrameSize, self.kW, self.dW)
   return self.gradInput

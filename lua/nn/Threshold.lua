@@ -1,7 +1,7 @@
 -- y = x where x > threshold, else val.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local pointwise = require 'nn.kernels.pointwise'
+local pointwise = require 'nn.util.pointwise'
 local Threshold, parent = torch.class('nn.Threshold', 'nn.Module')
 
 function Threshold:__init(th, v, ip)

@@ -1,6 +1,6 @@
 -- Swaps the dim pairs given ({1, 4}, {1, 3}: dims 1 and 4, then 1 and 3), copied. With
 -- numInputDims, the pairs count after any leading batch dims.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Transpose, parent = torch.class('nn.Transpose', 'nn.Module')
 
 function Transpose:__init(...)

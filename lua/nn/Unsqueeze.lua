@@ -1,5 +1,5 @@
 -- Inserts a size-1 dim at pos (after the batch dim when the input has more than numInputDims).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local Unsqueeze, parent = torch.class('nn.Unsqueeze', 'nn.Module')
 
 function Unsqueeze:__init(pos, numInputDims)

@@ -1,6 +1,6 @@
 -- A view of the input with the given sizes (one may be -1: inferred). Leading input dims
 -- beyond the view's elements (or beyond numInputDims when set) make a batch dim.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local View, parent = torch.class('nn.View', 'nn.Module')
 
 function View:__init(...)

@@ -1,5 +1,5 @@
 -- The mean of each kT x kW x kH window of planes x T x H x W input (or a batch of them).
-local pool = require 'nn.kernels.pool'
+local pool = require 'nn.util.pool'
 local VolumetricAveragePooling, parent = torch.class('nn.VolumetricAveragePooling', 'nn.Module')
 
 function VolumetricAveragePooling:__init(kT, kW, kH, dT, dW, dH)

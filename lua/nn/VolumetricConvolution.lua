@@ -1,7 +1,7 @@
 -- 3D convolution over planes x T x H x W input (or a batch of them), with a weight of
 -- nOutputPlane x nInputPlane x kT x kH x kW: SpatialConvolution's unfold + GEMM passes on
 -- volumes.
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local VolumetricConvolution, parent = torch.class('nn.VolumetricConvolution', 'nn.Module')
 
 function VolumetricConvolution:__init(nInputPlane, nOutputPlane, kT, kW, kH, dT, dW, dH, padT, padW, padH)

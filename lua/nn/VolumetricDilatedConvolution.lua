@@ -1,6 +1,6 @@
 -- VolumetricConvolution whose kernel taps are dilationT frames, dilationH rows and dilationW
 -- columns apart.
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local VolumetricDilatedConvolution, parent = torch.class('nn.VolumetricDilatedConvolution', 'nn.VolumetricConvolution')
 
 function VolumetricDilatedConvolution:__init(nInputPlane, nOutputPlane, kT, kW, kH, dT, dW, dH,

@@ -1,7 +1,7 @@
 -- The transpose of VolumetricConvolution: SpatialFullConvolution's passes over T x H x W
 -- volumes. Weight nInputPlane x nOutputPlane x kT x kH x kW; output size (T-1)*dT - 2*padT +
 -- kT + adjT (likewise H, W); the input may be {input, target} as for SpatialFullConvolution.
-local shape = require 'nn.kernels.shape'
+local shape = require 'nn.util.shape'
 local VolumetricFullConvolution, parent = torch.class('nn.VolumetricFullConvolution', 'nn.Module')
 
 function VolumetricFullConvolution:__init(nInputPlane, nOutputPlane, kT, kW, kH, dT, dW, dH,
@@ -34,7 +34,7 @@ function VolumetricFullConvolution:reset(stdv)
   if self.bias then self.bias:uniform(-stdv, stdv) end
 end
 
-for _, name in ipairs { 'noBias', '_geometry', '_gradColumns', 'updateOutput', 'updateGradInput',
+for _, name in ipairs { 'noBias', '_geometry', 'updateOutput', 'updateGradInput',
                         'accGradParameters', 'type', 'clearState' } do
   VolumetricFullConvolution[name] = nn.SpatialFullConvolution[name]
 end

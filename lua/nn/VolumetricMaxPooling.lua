@@ -1,6 +1,6 @@
 -- The maximum of each kT x kH x kW window of planes x T x H x W input (or a batch of them).
 -- Indices are 1-based offsets in the T x H x W volume (torch7 packs per-dim bytes instead).
-local pool = require 'nn.kernels.pool'
+local pool = require 'nn.util.pool'
 local VolumetricMaxPooling, parent = torch.class('nn.VolumetricMaxPooling', 'nn.Module')
 
 function VolumetricMaxPooling:__init(kT, kW, kH, dT, dW, dH, padT, padW, padH)

@@ -2,7 +2,7 @@
 -- rebuilt as w = g * v / ||v|| for each output unit, and v and g are the trained parameters.
 -- outputDim names the weight dimension of the output units; the others are flattened, so the
 -- 2-D views v, gradV are nOutput x (the product of the other weight sizes); g, gradG nOutput x 1.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local WeightNorm, parent = torch.class('nn.WeightNorm', 'nn.Decorator')
 
 -- Added to ||v||^2 so that a zero row keeps a finite norm.

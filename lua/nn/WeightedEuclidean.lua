@@ -1,6 +1,6 @@
 -- y_j = ||c_j * (x - w_j)||: Euclidean distances to the templates w_j (columns of weight)
 -- with a learned diagonal scaling c_j per template (columns of diagCov, starting at 1).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local WeightedEuclidean, parent = torch.class('nn.WeightedEuclidean', 'nn.Euclidean')
 
 function WeightedEuclidean:__init(inputSize, outputSize)

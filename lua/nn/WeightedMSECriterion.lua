@@ -1,6 +1,6 @@
 -- MSECriterion against the target scaled elementwise by a fixed weight tensor:
 -- sum (x - w y)^2. For an input with one more dim than w, w applies to every sample.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local WeightedMSECriterion, parent = torch.class('nn.WeightedMSECriterion', 'nn.MSECriterion')
 WeightedMSECriterion._deviceKernel = true   -- the parent's passes on the weighted target
 

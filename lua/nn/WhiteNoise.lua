@@ -1,6 +1,6 @@
 -- Adds Gaussian noise N(mean, std^2) to its input while training; in evaluation mode it adds
 -- only the mean. The gradient passes through unchanged (defined only while training).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local WhiteNoise, parent = torch.class('nn.WhiteNoise', 'nn.Module')
 
 function WhiteNoise:__init(mean, std)

@@ -1,5 +1,5 @@
 -- Transposes a table of tables: { {a1, a2}, {b1, b2} } -> { {a1, b1}, {a2, b2} }.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local ZipTable, parent = torch.class('nn.ZipTable', 'nn.Module')
 
 function ZipTable:__init()

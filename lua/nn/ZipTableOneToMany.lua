@@ -1,6 +1,6 @@
 -- Pairs one element with each entry of a table: { v, {a, b, c} } -> { {v, a}, {v, b}, {v, c} }.
 -- v's gradient is the sum of the gradients of its copies.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local ZipTableOneToMany, parent = torch.class('nn.ZipTableOneToMany', 'nn.Module')
 
 function ZipTableOneToMany:__init()

@@ -1,7 +1,6 @@
 -- torch7's nn: modules, containers, criterions. One class per file; classes/<group>.lua lists
 -- each group's class names in load order (parents first).
 require 'torch'
-require 'torch.backend.nn'   -- the nn ops of the backends (more register from nn/kernels)
 nn = rawget(_G, 'nn') or {}
 
 for _, group in ipairs { 'framework', 'layers', 'convolution', 'tables', 'criterions' } do

@@ -9,8 +9,8 @@
 -- buffers and sub-modules torch7's code expects where ours differ (not done for the
 -- Spatial{Subtractive,Divisive,Contrastive}Normalization and IndexLinear, built otherwise).
 require 'torch'
-local check = require 'torch.check'
-local localnorm = require 'nn.kernels.localnorm'
+local check = require 'torch.core.check'
+local localnorm = require 'nn.util.localnorm'
 
 -- cudnn classes read as nn ones while cudnn is not loaded: those cudnn.convert turns into nn
 -- ones field for field (its layer list), plus the softmaxes and the temporal convolution

@@ -4,7 +4,7 @@
 -- of label tables (labels 1-based, excluding the blank), sizes a tensor of each sequence's length.
 -- As nnx: forward returns the cost summed over the batch divided by the batch size, while
 -- self.output and gradInput hold the summed cost and its gradient.
-local ctc = require 'nnx.kernels.ctc'
+local ctc = require 'nnx.util.ctc'
 local CTCCriterion, parent = torch.class('nn.CTCCriterion', 'nn.Criterion')
 
 function CTCCriterion:__init(batchFirst)

@@ -2,7 +2,7 @@
 -- floor(rheight * H) x floor(rwidth * W); corners stay aligned (output y reads input
 -- y * (H-1)/(oH-1)), as nnx's kernel. Nearest/average variants: SpatialUpSampling,
 -- SpatialDownSampling, SpatialReSamplingEx.
-local resample = require 'nn.kernels.resample'
+local resample = require 'nn.util.resample'
 local SpatialReSampling, parent = torch.class('nn.SpatialReSampling', 'nn.Module')
 
 function SpatialReSampling:__init(...)

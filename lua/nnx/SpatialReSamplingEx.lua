@@ -4,8 +4,8 @@
 --           every floor(H/oH)-th pixel from the first;
 --   average: upsampling as simple, downsampling averages floor(H/oH) x floor(W/oW) blocks;
 --   bilinear: corner-aligned bilinear interpolation, as SpatialReSampling.
-local planes = require 'nnx.kernels.planes'
-local resample = require 'nn.kernels.resample'
+local planes = require 'nnx.util.planes'
+local resample = require 'nn.util.resample'
 local SpatialReSamplingEx, parent = torch.class('nn.SpatialReSamplingEx', 'nn.Module')
 
 local modes = {simple = true, average = true, bilinear = true}

@@ -1,6 +1,6 @@
 -- Nearest-neighbour upsampling by integer factors dW, dH of the (yDim, xDim) pair of an input
 -- (default dims 2 and 3: C x H x W); each input pixel becomes a dH x dW block.
-local planes = require 'nnx.kernels.planes'
+local planes = require 'nnx.util.planes'
 local SpatialUpSampling, parent = torch.class('nn.SpatialUpSampling', 'nn.Module')
 
 function SpatialUpSampling:__init(...)

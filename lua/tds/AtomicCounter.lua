@@ -5,7 +5,7 @@
 local ffi = require 'ffi'
 local tdsObject = require 'tds.object'
 local handles = require 'threads.handles'
-local torchObject = require 'torch.object'
+local torchObject = require 'torch.core.object'
 
 local contents = tdsObject.contents
 local C = handles.C

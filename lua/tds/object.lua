@@ -2,7 +2,7 @@
 -- are userdata (so `#d`, `d[k]` and torch.type work as on torch7's FFI cdata), holding their
 -- contents in a weak-keyed side table; values they can hold; tables turned into tds objects.
 require 'torch'
-local object = require 'torch.object'
+local object = require 'torch.core.object'
 
 local tdsObject = {}
 tdsObject.contents = object.fields

@@ -37,7 +37,7 @@ function Threads.new(N, ...)
   local self = setmetatable({ N = N, __specific = true, __running = true, errors = false,
                               endcallbacks = { n = 0 }, lastCallbackId = 0,
                               serializer = require(Threads.__serialize) }, Threads)
-  require('torch.memory').account(N * WORKER_BYTES)
+  require('torch.core.memory').account(N * WORKER_BYTES)
   self.pool = py.threads_pool(N, Threads.__serialize, package.path)
   local inits = { ... }
   if #inits == 0 then inits = { function() end } end

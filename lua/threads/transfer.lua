@@ -5,7 +5,7 @@
 -- are listed as fresh copies (the receiver's alone, as a copy through the bytes would be, but
 -- copied once instead of written into the bytes and read back); other modules list nothing.
 require 'torch'
-local memory = require 'torch.memory'
+local memory = require 'torch.core.memory'
 local plain = require 'threads.serialize'
 -- (required on use: it requires tds, whose AtomicCounter requires this module)
 local function shared() return require 'threads.sharedserialize' end

@@ -16,7 +16,7 @@ local REUSE_BYTES = 64 * 1024 * 1024
 -- package.path: the main runtime's at the pool's creation, so that jobs find the same modules.
 function worker.start(id, serialization, path)
   rawset(_G, '__threadid', id)
-  require('torch.memory').reuse(REUSE_BYTES)
+  require('torch.core.memory').reuse(REUSE_BYTES)
   package.path = path
   serializer = require(serialization)
 end

@@ -2,7 +2,7 @@
 -- element reads and writes go straight between the stream and storage memory.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 require 'torch.File'
 
 -- Private names (asm labels), so other cdefs of these functions cannot clash.

@@ -2,7 +2,7 @@
 -- storage holds the contents plus a terminating zero byte; storage() returns it.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 require 'torch.File'
 
 local MemoryFile = torch.class('torch.MemoryFile', 'torch.File')

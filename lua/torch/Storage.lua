@@ -1,10 +1,10 @@
 -- torch.<Type>Storage: a typed, 1-based, resizable array over a numpy-owned buffer.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local dtype = require 'torch.dtype'
-local memory = require 'torch.memory'
-local check = require 'torch.check'
-local object = require 'torch.object'
+local dtype = require 'torch.core.dtype'
+local memory = require 'torch.core.memory'
+local check = require 'torch.core.check'
+local object = require 'torch.core.object'
 
 local Storage = {}     -- methods shared by every storage type
 local byName = {}      -- 'torch.FloatStorage' -> metatable

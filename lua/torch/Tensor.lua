@@ -2,10 +2,10 @@
 -- Fields: _st (storage or false), _off (0-based element offset), _sz, _str (Lua arrays), _dt.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local dtype = require 'torch.dtype'
-local check = require 'torch.check'
-local apply = require 'torch.backend.cpu.apply'
-local object = require 'torch.object'
+local dtype = require 'torch.core.dtype'
+local check = require 'torch.core.check'
+local apply = require 'torch.core.apply'
+local object = require 'torch.core.object'
 
 local Tensor = {}        -- methods shared by every CPU tensor type
 local metatables = {}    -- dtype name -> metatable

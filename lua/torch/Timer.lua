@@ -2,7 +2,7 @@
 -- accumulated while running; and torch.tic() / torch.toc(t).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 
 -- Declared under private names (asm labels) so that other cdefs of these functions cannot clash.
 ffi.cdef [[

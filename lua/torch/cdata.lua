@@ -5,7 +5,7 @@
 -- with torch7's names (THFloatTensor, ...) declared for them, as torch7's FFInterface does.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local dtype = require 'torch.dtype'
+local dtype = require 'torch.core.dtype'
 
 local structs = {}   -- dtype name -> { storage = ctype, tensor = ctype }
 for _, dt in ipairs(dtype.list) do

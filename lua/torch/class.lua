@@ -129,7 +129,7 @@ local function construct(mt, ...)
       local name = mt.__typename
       if type(err) == 'string' and not err:find(name, 1, true) then
         err = ('%s(%s): invalid arguments: %s'):format(name, argList(...), (err:gsub('^[^\n:]+:%d+: ', '')))
-        require('torch.check').error(err)
+        require('torch.core.check').error(err)
       end
       error(err, 0)
     end

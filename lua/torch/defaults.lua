@@ -1,6 +1,6 @@
 -- torch.Tensor and torch.Storage follow the default tensor type (Double, as in torch7).
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 
 local default = 'torch.DoubleTensor'
 

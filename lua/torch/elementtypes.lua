@@ -1,8 +1,8 @@
--- The element types, one row each, read by every layer: torch/dtype.lua (which adds the FFI
+-- The element types, one row each, read by every layer: torch/core/dtype.lua (which adds the FFI
 -- types), the CUDA backend (cutorch's type names), File.lua (the typed reads and writes) and, on
--- the Python side, luabridge/dtypes.py, which parses this file without running Lua (as
--- luabridge/t7format.py parses t7format.lua). Keep it one table constructor of numbers, strings
--- and tables.
+-- the Python side, luabridge/core/dtypes.py, which parses this file without running Lua
+-- (luabridge/core/lua_table.py, which reads t7format.lua too). Keep it one table constructor of
+-- numbers, strings and tables.
 --   name    torch7's name (torch.<name>Tensor, torch.<name>Storage)
 --   cuda    cutorch's name of the device type (torch.<cuda>Tensor; float's is plain Cuda)
 --   ctype   the C type of an element;  numpy  the numpy dtype holding the same values

@@ -5,7 +5,7 @@
 -- overload dispatch and argument check below sees numbers; a non-numeric string stays a string
 -- and meets the op's own error.
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 
 -- Methods and functions whose string arguments are names (types, files, class names, a
 -- CharStorage's text), never numbers.

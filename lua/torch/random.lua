@@ -8,10 +8,10 @@
 -- layout, 5048 bytes); torch.setRNGState takes such a tensor (ours or one saved by torch7).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local apply = require 'torch.backend.cpu.apply'
-local mt = require 'torch.backend.cpu.random'
+local apply = require 'torch.core.apply'
+local mt = backend.cpu.mt19937   -- the CPU generator's streams (backend/cpu/random.lua)
 
 local floor = math.floor
 local isTensor, isContiguous, numel = torch.isTensor, apply.isContiguous, apply.numel

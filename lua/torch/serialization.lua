@@ -2,11 +2,11 @@
 -- every storage and tensor type (torch7's layout: generic/Storage.c and generic/Tensor.c).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local File = require 'torch.File'
 require 'torch.DiskFile'
 require 'torch.MemoryFile'
-local cuda = require 'torch.backend.cuda'
+local cuda = require('torch.backend').load('cuda')   -- its tensor and storage types
 
 -- The class version written with an object ("V <n>"): its class's __version, else 1.
 function torch.version(obj)

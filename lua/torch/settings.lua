@@ -1,20 +1,20 @@
 -- Process-wide knobs torch7 scripts set: BLAS threads and heap tracking.
 local torch = require 'torch.env'
-local check = require 'torch.check'
-local blas = require 'torch.backend.cpu.blas'
-local memory = require 'torch.memory'
+local check = require 'torch.core.check'
+local cpu = require('torch.backend').cpu
+local memory = require 'torch.core.memory'
 
 -- The threads luabridge's CPU work may use (default: the cores this process may run on). The
--- BLAS products take up to this many, fewer for small ones (backend/cpu/blas.lua).
+-- BLAS products take up to this many, fewer for small ones (backend/cpu/blas.lua, through the products family's ops).
 function torch.setnumthreads(n)
   if type(n) ~= 'number' or n < 1 or n ~= math.floor(n) then
     check.error('setnumthreads: expected a positive integer, got ' .. tostring(n))
   end
-  blas.setThreads(n)
+  cpu.set_threads(n)
 end
 
 function torch.getnumthreads()
-  return blas.threads
+  return cpu.threads()
 end
 
 -- With tracking on (the default), the collector runs after every 64 MiB of new tensor memory,
@@ -27,7 +27,7 @@ torch._heaptracking = memory.tracking
 
 -- The machine's online CPUs (torch7: omp_get_num_procs).
 function torch.getnumcores()
-  return blas.cpus
+  return cpu.cpus()
 end
 
 -- Whether a Lua file (io.stdin, io.stdout, io.stderr) is a terminal, as torch7's isatty: the

@@ -7,9 +7,12 @@
 -- the array-module code in luabridge/backend/cuda.py) export the same names, listed with their
 -- arguments in lua/torch/README.md ("The op table"). Ops receive checked operands of one device,
 -- results already sized, dims 1-based; nothing below the front end fails on user input.
--- Each family file (backend/cpu/<family>.lua, backend/cuda/<family>.lua) adds its ops with
--- backend.register(device, ops). An op that a device lacks is a clear error when looked up.
-local check = require 'torch.check'
+-- Each family file (backend/cpu/<family>.lua, backend/cuda/<family>.lua: the same names on both
+-- devices, backend.families) adds its ops with backend.register(device, ops); a family with no ops
+-- on a device says so in that device's file. An op that a device lacks is a clear error when
+-- looked up. Only this file names the devices' folders: the front end (math/, nn, ...) reaches
+-- the ops through backend.of(t) and the helpers anyone may use through torch.core.
+local check = require 'torch.core.check'
 
 local backend = {}
 
@@ -45,6 +48,23 @@ function backend.register(device, ops)
     rawset(tbl, name, fn)
   end
   return tbl
+end
+
+-- The op families, one file of each name in backend/cpu/ and backend/cuda/, loaded by each
+-- device's init.lua in this order: the tensor library's (front end: torch/math/<family>.lua),
+-- then nn's (front end: the nn modules).
+backend.families = {
+  'pointwise', 'reduce', 'products', 'index', 'sort', 'join', 'random', 'lapack', 'construct', 'conv',
+  'nn', 'nn_conv', 'nn_pool', 'nn_batchnorm',
+}
+
+-- Loads a device's op families (backend/<device>/init.lua) once; returns what its init.lua
+-- returns (CUDA: its tensor types and marshaller, for serialization and cutorch). torch's
+-- init.lua loads the CPU before the front end's methods and CUDA after them (the CUDA types
+-- take the front end's methods).
+local devices = { cpu = 'torch.backend.cpu', cuda = 'torch.backend.cuda' }
+function backend.load(device)
+  return require(devices[device] or error('backend.load: no device ' .. tostring(device)))
 end
 
 return backend

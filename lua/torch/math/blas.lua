@@ -1,13 +1,12 @@
 -- Matrix and vector products, torch7's mv mm bmm ger dot and addmv addmm addbmm baddbmm addr:
 -- the one front end for every device. Arguments are parsed and checked here, the result sized,
 -- then one op of the result's backend computes: gemm (backend/cpu/products.lua: numpy's OpenBLAS
--- through the FFI; backend/cuda/blas.lua: the array module), or dot.
+-- through the FFI; backend/cuda/products.lua: the array module), or dot.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local apply = require 'torch.backend.cpu.apply'
-require 'torch.backend.cpu.products'
+local apply = require 'torch.core.apply'
 
 local sizestr = check.sizestr
 

@@ -2,8 +2,8 @@
 -- bitor bitxor, with a tensor: clshift crshift cbitand cbitor cbitxor), as torch7; front ends
 -- over the op table's binary op, as pointwise.lua's.
 local torch = require 'torch.env'
-local dtype = require 'torch.dtype'
-local check = require 'torch.check'
+local dtype = require 'torch.core.dtype'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local P = require 'torch.math.pointwise'
 

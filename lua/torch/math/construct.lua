@@ -3,11 +3,10 @@
 -- views (any device); the sequences and cross products are ops of the backend
 -- (backend/cpu/construct.lua).
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local apply = require 'torch.backend.cpu.apply'
+local apply = require 'torch.core.apply'
 local overlaps = require('torch.math.blas').overlaps
-require 'torch.backend.cpu.construct'
 
 local isTensor = torch.isTensor
 local numel = apply.numel

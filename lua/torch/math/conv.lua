@@ -6,10 +6,9 @@
 -- volumes (a 2D image is a volume of depth 1; backend/cpu/conv.lua). Convolution correlates with
 -- the flipped kernel, and full mode correlates a zero-padded input.
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local numel = require('torch.backend.cpu.apply').numel
-require 'torch.backend.cpu.conv'
+local numel = require('torch.core.apply').numel
 
 local isTensor = torch.isTensor
 

@@ -1,9 +1,8 @@
 -- fill, zero and copy (across element types, strides and devices): front ends over the op
 -- table's fill and copy.
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-require 'torch.backend.cpu.pointwise'
 
 torch._method('fill', function(t, v)
   check.number('fill', v, 'value')

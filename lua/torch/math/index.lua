@@ -5,11 +5,10 @@
 -- (backend/cpu/index.lua, backend/cuda/index.lua). A CUDA tensor also takes indices and masks
 -- from the host.
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local numel = require('torch.backend.cpu.apply').numel
+local numel = require('torch.core.apply').numel
 local R = require 'torch.math.reduce'
-require 'torch.backend.cpu.index'
 
 local isTensor = torch.isTensor
 

@@ -2,12 +2,11 @@
 -- histograms: histc, bhistc (counted by the backend's histc op: CPU only).
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local R = require 'torch.math.reduce'
-require 'torch.backend.cpu.join'
 
-local isTensor, numel = torch.isTensor, require('torch.backend.cpu.apply').numel
+local isTensor, numel = torch.isTensor, require('torch.core.apply').numel
 
 ------------------------------------------------------------------------------------------------
 -- cat

@@ -8,10 +8,9 @@
 -- way: a result is reused (resized, then transposed in place when contiguous) so that it comes
 -- back with strides (1, rows).
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local overlaps = require('torch.math.blas').overlaps
-require 'torch.backend.cpu.lapack'
 
 local max, min = math.max, math.min
 local isTensor = torch.isTensor

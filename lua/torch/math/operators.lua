@@ -3,7 +3,7 @@
 -- stand on either side of + - *, only on the right of / and %. Tensor * tensor is dot (1D.1D),
 -- mv (2D.1D) or mm (2D.2D).
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 
 local isTensor = torch.isTensor
 

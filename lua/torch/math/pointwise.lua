@@ -6,9 +6,8 @@
 -- Returns the helpers that compare.lua shares.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-require 'torch.backend.cpu.pointwise'
 
 local isTensor = torch.isTensor
 local P = {}

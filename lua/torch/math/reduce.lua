@@ -5,10 +5,9 @@
 -- then one op of the tensor's backend computes (backend/cpu/reduce.lua, backend/cuda/reduce.lua).
 -- The module also returns the helpers the other math files share (argument parsing, results).
 local torch = require 'torch.env'
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
-local apply = require 'torch.backend.cpu.apply'
-require 'torch.backend.cpu.reduce'
+local apply = require 'torch.core.apply'
 
 local isTensor, numel, sameSizes = torch.isTensor, apply.numel, apply.sameSizes
 local R = {}

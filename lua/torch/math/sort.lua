@@ -2,10 +2,9 @@
 -- and a LongTensor of 1-based positions along the dimension (default: the last one).
 -- The one front end for every device: arguments parsed and checked, results sized, then one op of
 -- the tensor's backend (backend/cpu/sort.lua: stable, NaN last; backend/cuda/sort.lua).
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local R = require 'torch.math.reduce'
-require 'torch.backend.cpu.sort'
 
 local function withResults(op, vals, inds, x, ...)
   R.noHalf(op, x)

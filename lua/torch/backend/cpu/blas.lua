@@ -15,8 +15,8 @@
 -- whenever one of them is descheduled. LAPACK gets blas.threads. README.md (Performance, Threads)
 -- has the measurements (bench/gemm_threads.py).
 local ffi = require 'ffi'
-local memory = require 'torch.memory'
-local check = require 'torch.check'
+local memory = require 'torch.core.memory'
+local check = require 'torch.core.check'
 
 local py = memory.py
 local floor = math.floor

@@ -2,7 +2,7 @@
 -- column-major matrices to overwrite, results already sized): each calls its LAPACK routine
 -- (numpy's library, via the FFI) and returns LAPACK's info, which the front end turns into
 -- torch7's message.
-local check = require 'torch.check'
+local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local blas = require 'torch.backend.cpu.blas'
 local ptr = require('torch.backend.cpu.apply').ptr

@@ -3,7 +3,7 @@
 -- gradOutput, th) (gradOutput where input > th, else 0), for nn.Threshold and nn.ReLU; nn.Linear's
 -- batch products. Operands are checked by the modules; output may be input and gradInput
 -- gradOutput (in place). backend/cuda/nn.lua has the CUDA ones; nn's other CPU kernels
--- register from lua/nn/kernels.
+-- register from backend/cpu/nn_conv.lua, nn_pool.lua, nn_batchnorm.lua and nn/util (loss, targets, pointwise).
 local ffi = require 'ffi'
 local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'

@@ -8,8 +8,8 @@
 -- Returns { numpyFrom = ... }: the tests and bench/tensor_ops.py move the thresholds.
 local ffi = require 'ffi'
 local torch = require 'torch.env'
-local dtype = require 'torch.dtype'
-local memory = require 'torch.memory'
+local dtype = require 'torch.core.dtype'
+local memory = require 'torch.core.memory'
 local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local ufunc = require 'torch.backend.cpu.ufunc'

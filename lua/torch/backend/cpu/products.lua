@@ -194,4 +194,11 @@ local function dot(a, b)
   return blas.dot(a._dt, n, ptr(x), ix, ptr(y), iy)
 end
 
-require('torch.backend').register('cpu', { gemm = gemm, dot = dot })
+require('torch.backend').register('cpu', {
+  gemm = gemm, dot = dot,
+  -- the threads the products may use (torch.setnumthreads, torch.getnumthreads; blas.lua's rule
+  -- takes fewer for small ones) and the machine's online CPUs (torch.getnumcores)
+  set_threads = blas.setThreads,
+  threads = function() return blas.threads end,
+  cpus = function() return blas.cpus end,
+})

@@ -151,7 +151,11 @@ require('torch.backend').register('cpu', {
   end,
 })
 
-return {
+-- The streams themselves, for random.lua's torch.Generator and scalar draws (torch.random,
+-- torch.uniform, ...): the CPU generator's state and draws, reached through the op table.
+local mt19937 = {
   N = N, TWO32 = TWO32, stateType = stateType, seed = seedState, random32 = random32,
   uniform01 = uniform01, ranged = ranged, draws = DRAWS,
 }
+require('torch.backend').register('cpu', { mt19937 = mt19937 })
+return mt19937

@@ -3,7 +3,7 @@
 -- loop(args, dimensions, steps, data) as numpy itself makes it, with no Python on the way.
 -- Callers pass checked pointers: n elements each, at byte steps (0 for a scalar operand).
 local ffi = require 'ffi'
-local memory = require 'torch.memory'
+local memory = require 'torch.core.memory'
 
 ffi.cdef [[
 typedef void (*luabridge_ufunc_loop)(char **args, const intptr_t *dims, const intptr_t *steps, void *data);
@@ -54,5 +54,11 @@ function ufunc.reduce(l, n, pa, sa, acc)
   dims[0], steps[0], steps[1], steps[2] = n, 0, sa, 0
   l.fn(args, dims, steps, l.data)
 end
+
+-- numpy's loops for code outside the CPU backend that runs them on CPU memory it holds (the
+-- executor's fused groups, torch.File's NaN check), through the op table.
+require('torch.backend').register('cpu', {
+  ufunc_loop = ufunc.loop, ufunc_unary = ufunc.unary, ufunc_binary = ufunc.binary, ufunc_reduce = ufunc.reduce,
+})
 
 return ufunc

@@ -10,10 +10,10 @@
 -- methods are the CPU ones (they only touch _st, _off, _sz, _str); element access and host copies
 -- go through the op table too. Random numbers come from the array module's generator.
 local torch = require 'torch.env'
-local dtype = require 'torch.dtype'
-local check = require 'torch.check'
-local memory = require 'torch.memory'
-local object = require 'torch.object'
+local dtype = require 'torch.core.dtype'
+local check = require 'torch.core.check'
+local memory = require 'torch.core.memory'
+local object = require 'torch.core.object'
 local backend = require 'torch.backend'
 
 local py = memory.py

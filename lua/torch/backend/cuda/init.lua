@@ -1,9 +1,10 @@
--- The CUDA backend: the tensor types and conversions over core.lua, with the op families.
+-- The CUDA backend: the tensor types and conversions over core.lua, with the op families (the
+-- same names as backend/cpu/'s: torch.backend.families).
 local C = require 'torch.backend.cuda.core'
 local torch, check, Tensor, make, Methods = C.torch, C.check, C.Tensor, C.make, C.Methods
 local call, copyArray, dtypes, tensorMts, storageMts = C.call, C.copyArray, C.dtypes, C.tensorMts, C.storageMts
 
-for _, family in ipairs { 'pointwise', 'reduce', 'blas', 'index', 'sort', 'random' } do
+for _, family in ipairs(require('torch.backend').families) do
   require('torch.backend.cuda.' .. family)
 end
 

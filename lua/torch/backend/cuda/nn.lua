@@ -1,5 +1,5 @@
 -- The CUDA op table's nn ops: the device passes of the nn modules whose CPU passes are LuaJIT
--- or numpy loops (the CPU ops: backend/cpu/nn.lua and lua/nn/kernels). They marshal to the array
+-- or numpy loops (the CPU ops: backend/cpu/nn.lua). They marshal to the array
 -- module's code (luabridge/backend/cuda.py, cuda_nn.py) by name; operands arrive checked by the
 -- modules, results sized.
 local backend = require 'torch.backend'
@@ -49,7 +49,7 @@ function ops.threshold_backward(gradInput, input, gradOutput, th)
 end
 
 -- Sigmoid's and Tanh's gradients from their output y: gradInput = gradOutput * y * (1 - y),
--- gradOutput * (1 - y^2) (the CPU ops are nn's loops: nn/kernels/pointwise.lua)
+-- gradOutput * (1 - y^2) (the CPU ops are nn's loops: nn/util/pointwise.lua)
 function ops.sigmoid_backward(gradInput, _, gradOutput, output)
   local slope = scratch(output)
   call('binary', 'mul', slope, output, -1)
@@ -92,6 +92,9 @@ end
 function ops.temporal_conv_grad_input(gradInput, gradOutput, weight, kW, dW)
   call('temporal_conv_grad_input', gradInput, gradOutput, weight, kW, dW)
 end
+
+-- out = x with its trailing dims mapped by host matrices (nn/util/planemaps.lua builds them)
+function ops.plane_maps(out, x, backward, ...) call('plane_maps', out, x, backward, ...) end
 
 function ops.temporal_conv_acc_grad(gradWeight, gradBias, input, gradOutput, scale, kW, dW)
   call('temporal_conv_acc_grad', gradWeight, gradBias, input, gradOutput, scale, kW, dW)

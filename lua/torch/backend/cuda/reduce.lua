@@ -1,7 +1,6 @@
--- The CUDA op table's reductions and histograms, marshalled to the array module
--- (luabridge/backend/cuda.py's reduce_all, reduce_dim, argreduce, scan, equal, minmax, histc;
--- 0-based dims there); the methods are math/reduce.lua's and math/join.lua's histc and bhistc,
--- the one front end.
+-- The CUDA op table's reductions, marshalled to the array module (luabridge/backend/cuda.py's
+-- reduce_all, reduce_dim, argreduce, scan, equal, minmax; 0-based dims there); the methods are
+-- math/reduce.lua's, the one front end (histc and bhistc: math/join.lua's, the op: join.lua).
 local C = require 'torch.backend.cuda.core'
 local call, copyArray = C.call, C.copyArray
 
@@ -12,9 +11,6 @@ require('torch.backend').register('cuda', {
   scan = function(name, r, a, dim) call('scan', name, r, a, dim - 1) end,
   equal = function(a, b) return call('equal', a, b) end,
   minmax = function(a) return call('minmax', a) end,
-  -- h, a zeroed host DoubleTensor of nbins (rows x nbins: a histogram per row of the matrix a),
-  -- += the counts of a's elements in nbins equal bins over [lo, hi]
-  histc = function(h, a, lo, hi) call('histc', h, a, lo, hi) end,
   -- the p-norm of a - b (the difference in a's type, the norm accumulated in double)
   dist = function(a, b, p)
     local d = a.new():resize(copyArray(a._sz))

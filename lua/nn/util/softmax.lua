@@ -1,0 +1,170 @@
+-- Softmax and log-softmax along the class dim of a 1D (classes), 2D (batch x classes),
+-- 3D (classes x h x w) or 4D (batch x classes x h x w) input, with tensor ops: a max, a sum
+-- and a few elementwise passes. `m` is the module (its buffers _max, _idx, _sum, _buf).
+local check = require 'torch.core.check'
+local backend = require 'torch.backend'
+local extremum = require 'nn.util.extremum'
+
+local softmax = {}
+
+local classDim = { 1, 2, 1, 2 }
+
+function softmax.dim(m, input)
+  local d = torch.isTensor(input) and classDim[input:dim()]
+  if not d then
+    check.error(('%s: 1D, 2D, 3D or 4D tensor expected, got %s'):format(torch.type(m),
+      torch.isTensor(input) and check.sizestr(input) or torch.type(input)))
+  end
+  return d
+end
+
+local function checkGradOutput(m, input, gradOutput)
+  local d = softmax.dim(m, input)
+  if not torch.isTensor(gradOutput) or not gradOutput:isSameSizeAs(input) then
+    check.error(('%s: gradOutput size %s does not match input size %s'):format(torch.type(m),
+      torch.isTensor(gradOutput) and check.sizestr(gradOutput) or torch.type(gradOutput),
+      check.sizestr(input)))
+  end
+  return d
+end
+
+local function buffers(m, input)
+  m._max = m._max or input.new()
+  m._idx = m._idx or extremum.indexTensor(input)
+  m._sum = m._sum or input.new()
+  m._buf = m._buf or input.new()
+end
+
+-- output = input - max(input) over the class dim (so that exp cannot overflow).
+local function shifted(m, output, input, d)
+  buffers(m, input)
+  torch.max(m._max, m._idx, input, d)
+  output:resizeAs(input):add(input, -1, m._max:expandAs(input))
+end
+
+function softmax.forward(m, output, input, sign)
+  local d = softmax.dim(m, input)
+  buffers(m, input)
+  if sign then input = m._buf:resizeAs(input):mul(input, sign) end  -- SoftMin: softmax(-x)
+  shifted(m, output, input, d)
+  output:exp()
+  torch.sum(m._sum, output, d)
+  output:cdiv(m._sum:expandAs(output))
+  return output
+end
+
+-- gradInput = y * (gradOutput - sum(gradOutput * y)), times sign.
+function softmax.backward(m, gradInput, input, gradOutput, output, sign)
+  local d = checkGradOutput(m, input, gradOutput)
+  buffers(m, input)
+  m._buf:resizeAs(output):cmul(gradOutput, output)
+  torch.sum(m._sum, m._buf, d)
+  gradInput:resizeAs(output):add(gradOutput, -1, m._sum:expandAs(output)):cmul(output)
+  if sign then gradInput:mul(sign) end
+  return gradInput
+end
+
+------------------------------------------------------------------------------------------------
+-- Rows of contiguous 1-D / 2-D Float and Double tensors: direct loops over the memory, exp as
+-- the CPU backend's unary op over the whole block (numpy's SIMD loop).
+
+local cpu = backend.cpu
+local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
+
+-- Row count and length of t when every tensor in `others` and t are contiguous CPU Float / Double
+-- of t's type, 1-D or 2-D; else nil. (Types by name and metatable: t:type() is a tail call,
+-- and many in one trace abort it.)
+local function rows(t, others)
+  if not floating[torch.typename(t)] or t:dim() > 2 or not cpu.isContiguous(t) then return nil end
+  local mt = getmetatable(t)
+  for _, x in ipairs(others) do
+    if getmetatable(x) ~= mt or not cpu.isContiguous(x) then return nil end
+  end
+  if t:dim() == 1 then return 1, t:size(1) end
+  return t:size(1), t:size(2)
+end
+
+-- y = x - max(x) - log(sum(exp(x - max(x)))) per row; false where rows() does not apply.
+local function logForwardRows(m, output, input)
+  output:resizeAs(input)
+  if not (m._buf and getmetatable(m._buf) == getmetatable(input)) then m._buf = input.new() end
+  local buf = m._buf:resizeAs(input)
+  local n, c = rows(input, { output, buf })
+  if not n then return false end
+  if n * c == 0 then return true end
+  local x, y, e = cpu.ptr(input), cpu.ptr(output), cpu.ptr(buf)
+  for i = 0, n * c - 1, c do
+    local mx = -math.huge
+    for j = i, i + c - 1 do mx = math.max(mx, x[j]) end
+    for j = i, i + c - 1 do y[j] = x[j] - mx end
+  end
+  cpu.unary('exp', buf, output)
+  for i = 0, n * c - 1, c do
+    local s = 0
+    for j = i, i + c - 1 do s = s + e[j] end
+    local ls = math.log(s)
+    for j = i, i + c - 1 do y[j] = y[j] - ls end
+  end
+  return true
+end
+
+-- gradInput = gradOutput - exp(y) * sum(gradOutput) per row (exp(y) in m._buf: gradInput may
+-- be gradOutput); false where rows() does not apply.
+local function logBackwardRows(m, gradInput, gradOutput, output)
+  gradInput:resizeAs(output)
+  if not (m._buf and getmetatable(m._buf) == getmetatable(output)) then m._buf = output.new() end
+  local buf = m._buf:resizeAs(output)
+  local n, c = rows(output, { gradInput, gradOutput, buf })
+  if not n then return false end
+  if n * c == 0 then return true end
+  local g, gi, e = cpu.ptr(gradOutput), cpu.ptr(gradInput), cpu.ptr(buf)
+  cpu.unary('exp', buf, output)
+  for i = 0, n * c - 1, c do
+    local s = 0
+    for j = i, i + c - 1 do s = s + g[j] end
+    for j = i, i + c - 1 do gi[j] = g[j] - e[j] * s end
+  end
+  return true
+end
+
+------------------------------------------------------------------------------------------------
+
+function softmax.logForward(m, output, input)
+  local d = softmax.dim(m, input)
+  if logForwardRows(m, output, input) then return output end
+  shifted(m, output, input, d)
+  m._buf:resizeAs(output):exp(output)
+  torch.sum(m._sum, m._buf, d):log()
+  output:add(-1, m._sum:expandAs(output))
+  return output
+end
+
+-- gradInput = gradOutput - exp(y) * sum(gradOutput).
+function softmax.logBackward(m, gradInput, input, gradOutput, output)
+  local d = checkGradOutput(m, input, gradOutput)
+  if logBackwardRows(m, gradInput, gradOutput, output) then return gradInput end
+  buffers(m, input)
+  torch.sum(m._sum, gradOutput, d)
+  gradInput:resizeAs(output):exp(output):cmul(m._sum:expandAs(output))
+  gradInput:mul(-1):add(gradOutput)
+  return gradInput
+end
+
+-- Installs the module methods on cls: 'soft' (sign -1 for SoftMin) or 'log'.
+function softmax.define(cls, kind, sign)
+  local fwd = kind == 'log' and softmax.logForward or softmax.forward
+  local bwd = kind == 'log' and softmax.logBackward or softmax.backward
+  function cls:updateOutput(input) return fwd(self, self.output, input, sign) end
+  function cls:updateGradInput(input, gradOutput)
+    return bwd(self, self.gradInput, input, gradOutput, self.output, sign)
+  end
+  function cls:clearState()
+    return nn.Module.clearState(self, '_max', '_idx', '_sum', '_buf')
+  end
+  function cls:type(name, cache)  -- the buffers (a LongTensor among them) are remade
+    if name then self._max, self._idx, self._sum, self._buf = nil, nil, nil, nil end
+    return nn.Module.type(self, name, cache)
+  end
+end
+
+return softmax

@@ -1,0 +1,150 @@
+-- Checks shared by the table layers, and the CMaxTable / CMinTable kernels.
+local check = require 'torch.core.check'
+local backend = require 'torch.backend'
+local loss = require 'nn.util.loss'
+local pointwise = require 'nn.util.pointwise'
+
+local tables = {}
+
+-- input must be a table of at least `count` tensors; returns it.
+function tables.tensors(module, input, count, what)
+  local name = torch.type(module)
+  what = what or 'input'
+  if torch.type(input) ~= 'table' then
+    check.error(('%s: %s must be a table of tensors, got %s'):format(name, what, torch.type(input)))
+  end
+  if #input < (count or 1) then
+    check.error(('%s: %s must hold at least %d tensors, got %d'):format(name, what, count or 1, #input))
+  end
+  for i = 1, #input do
+    if not torch.isTensor(input[i]) then
+      check.error(('%s: %s[%d] must be a tensor, got %s'):format(name, what, i, torch.type(input[i])))
+    end
+  end
+  return input
+end
+
+-- Every tensor of the table must have a's element count (elementwise table ops).
+function tables.sameElements(module, input, what)
+  local n = input[1]:nElement()
+  for i = 2, #input do
+    if input[i]:nElement() ~= n then
+      check.error(('%s: inconsistent tensor sizes, %s[1] is %s and %s[%d] is %s'):format(
+        torch.type(module), what or 'input', check.sizestr(input[1]), what or 'input', i,
+        check.sizestr(input[i])))
+    end
+  end
+end
+
+-- b must be a tensor of a's type (for the kernels, which read any element type as given).
+function tables.sameType(module, a, b)
+  if a:type() ~= b:type() then
+    check.error(('%s: expected %s, got %s'):format(torch.type(module), a:type(), b:type()))
+  end
+end
+
+-- gradOutput must be a tensor with as many elements as `like` (a tensor or a size storage).
+function tables.gradOutputLike(module, gradOutput, like)
+  local size = torch.isTensor(like) and like:size() or like
+  local n = #size > 0 and 1 or 0
+  for k = 1, #size do n = n * size[k] end
+  if not torch.isTensor(gradOutput) or gradOutput:nElement() ~= n then
+    check.error(('%s: gradOutput must be a tensor of size %s, got %s'):format(torch.type(module),
+      table.concat(size:totable(), 'x'),
+      torch.isTensor(gradOutput) and check.sizestr(gradOutput) or torch.type(gradOutput)))
+  end
+end
+
+-- input must be two vectors or two matrices of the same size (the pair layers DotProduct,
+-- CosineDistance, PairwiseDistance); returns them.
+function tables.pair(module, input)
+  tables.tensors(module, input, 2)
+  local x1, x2 = input[1], input[2]
+  if (x1:dim() ~= 1 and x1:dim() ~= 2) or not x1:isSameSizeAs(x2) then
+    check.error(('%s: input must be two vectors or matrices of the same size, got %s and %s')
+      :format(torch.type(module), check.sizestr(x1), check.sizestr(x2)))
+  end
+  return x1, x2
+end
+
+-- tables.pair's two tensors as N x D matrices (a vector is one row).
+function tables.pairRows(module, input)
+  local x1, x2 = tables.pair(module, input)
+  if x1:dim() == 1 then return x1:contiguous():view(1, -1), x2:contiguous():view(1, -1) end
+  return x1, x2
+end
+
+-- Drops gradInput entries past n (a smaller input table than last time).
+function tables.trim(gradInput, n)
+  for i = #gradInput, n + 1, -1 do gradInput[i] = nil end
+  return gradInput
+end
+
+-- The positive dim of a SplitTable/JoinTable dimension: negative counts from the end; with
+-- nInputDims, an input with one more dim is a batch and the dim moves one right.
+function tables.dimension(module, nDim)
+  local d = module.dimension
+  if type(d) ~= 'number' then
+    check.error(('%s: dimension must be a number, got %s'):format(torch.type(module), torch.type(d)))
+  end
+  if d < 0 then
+    d = nDim + d + 1
+  elseif module.nInputDims and nDim == module.nInputDims + 1 then
+    d = d + 1
+  end
+  if d < 1 or d > nDim then
+    check.error(('%s: dimension %d out of range for a %dD input'):format(
+      torch.type(module), module.dimension, nDim))
+  end
+  return d
+end
+
+-- updateOutput / updateGradInput of CMaxTable (compare '>') and CMinTable ('<'): the
+-- elementwise extremum of the input tensors; each element's gradient goes to the first input
+-- holding the extremum. `indexField` names the tensor of winning input indices.
+function tables.extremum(cls, compare, indexField)
+  local update = backend.cpu.kernel(3, ('if $3 %s $1 then $1 = $3; $2 = v1 end'):format(compare))
+  local route = backend.cpu.kernel(3, '$1 = $2 == v1 and $3 or 0')
+  cls._deviceKernel = true
+  -- the same on device tensors as tensor ops: take = (x beats output), output += take (x -
+  -- output), index += take (i - index); gradInput = (index == i) gradOutput
+  local beats = compare == '>' and 'gt' or 'lt'
+  local function deviceUpdate(self, output, index, x, i)
+    local take = pointwise.scratch(self, '_take', x)
+    take[beats](take, x, output)
+    local step = pointwise.scratch(self, '_step', x):add(x, -1, output)
+    output:addcmul(take, step)
+    index:addcmul(take, step:fill(i):add(-1, index))
+  end
+  local function onDevice(t) return backend.of(t) ~= backend.cpu end
+
+  function cls:updateOutput(input)
+    tables.tensors(self, input)
+    tables.sameElements(self, input)
+    loss.checkHost(self, input[1])
+    local index = self[indexField]:resizeAs(input[1]):fill(1)
+    self.output:resizeAs(input[1]):copy(input[1])
+    for i = 2, #input do
+      tables.sameType(self, self.output, input[i])
+      if onDevice(index) then deviceUpdate(self, self.output, index, input[i], i)
+      else update(self.output, index, input[i], i) end
+    end
+    return self.output
+  end
+
+  function cls:updateGradInput(input, gradOutput)
+    tables.tensors(self, input)
+    tables.gradOutputLike(self, gradOutput, self[indexField])
+    tables.sameType(self, self[indexField], gradOutput)
+    for i = 1, #input do
+      self.gradInput[i] = self.gradInput[i] or input[i].new()
+      local gi = self.gradInput[i]:resizeAs(input[i])
+      if onDevice(gi) then gi:eq(self[indexField], i):cmul(gradOutput)
+      else route(gi, self[indexField], gradOutput, i) end
+    end
+    tables.trim(self.gradInput, #input)
+    return self.gradInput
+  end
+end
+
+return tables

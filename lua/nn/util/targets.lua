@@ -1,0 +1,133 @@
+-- Class-index targets (1-based) of the classification criterions: a number or a tensor of any
+-- type, read element by element through its pointer.
+local check = require 'torch.core.check'
+local backend = require 'torch.backend'
+local loss = require 'nn.util.loss'
+
+local targets = {}
+local ptr = backend.cpu.ptr
+
+-- target as a tensor: a number goes into a 1-element buffer kept in self._targetNumber.
+function targets.tensor(self, target)
+  if type(target) == 'number' then
+    self._targetNumber = self._targetNumber or torch.DoubleTensor(1)
+    self._targetNumber[1] = target
+    return self._targetNumber
+  end
+  if not torch.isTensor(target) then
+    check.error(('%s: target must be a number or a tensor, got %s'):format(
+      torch.type(self), torch.type(target)))
+  end
+  return target
+end
+
+-- The value at the 0-based position i of a 1-D tensor t.
+function targets.at(t, i)
+  return tonumber(ptr(t)[i * t:stride(1)])
+end
+
+-- Checks self.weights (a public field, also read from files) against nClasses: classWeight
+-- reads it through its first stride, so it must be 1-D with one weight per class.
+function targets.checkWeights(self, nClasses)
+  local w = self.weights
+  if w ~= nil and not (torch.isTensor(w) and w:dim() == 1 and w:size(1) == nClasses) then
+    check.error(('%s: weights should be defined for all %d classes or none, got weights of size %s')
+      :format(torch.type(self), nClasses, torch.isTensor(w) and check.sizestr(w) or torch.type(w)))
+  end
+end
+
+-- The weight of 1-based class c in the 1-D tensor w (1 when there are no weights).
+function targets.classWeight(w, c)
+  if not w then return 1 end
+  return tonumber(ptr(w)[(c - 1) * w:stride(1)])
+end
+
+-- Checks that every index read by at() is an integer in [1, nClasses] (or is `ignore`).
+function targets.checkRange(self, t, count, nClasses, ignore)
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore and not (c >= 1 and c <= nClasses and c == math.floor(c)) then
+      check.error(('%s: target %s out of range, expected a class index in [1, %d]'):format(
+        torch.type(self), tostring(c), nClasses))
+    end
+  end
+end
+
+-- The element pointer and the steps between rows and between columns of a 1-D (one row) or
+-- 2-D tensor.
+function targets.rows(t)
+  if t:dim() == 1 then return ptr(t), 0, t:stride(1) end
+  return ptr(t), t:stride(1), t:stride(2)
+end
+
+-- Validates a 1-D or 2-D input of samples; returns the sample count and the row length.
+function targets.frames(self, input)
+  local name = torch.type(self)
+  check.tensorOf(name, input, 'input')
+  loss.checkHost(self, input)
+  if input:dim() ~= 1 and input:dim() ~= 2 then
+    check.error(('%s: input must be 1-D or 2-D, got %s'):format(name, check.sizestr(input)))
+  end
+  if input:dim() == 1 then return 1, input:size(1) end
+  return input:size(1), input:size(2)
+end
+
+-- The target tensor t where the CPU can read it (a host copy of a device tensor), for checks.
+function targets.host(t)
+  if backend.of(t) == backend.cpu then return t end
+  return t:double()
+end
+
+-- The sum of the class weights of the samples not ignored (t's first count targets).
+local function totalWeight(t, count, weights, ignore)
+  local total = 0
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore then total = total + targets.classWeight(weights, c) end
+  end
+  return total
+end
+
+-- ClassNLLCriterion's passes on CPU tensors (the op table's class_nll_forward and
+-- class_nll_backward; backend/cuda/nn.lua has the CUDA ones). input: one sample (1-D) or a row
+-- per sample; t: its checked class indices (1-based); weights: one per class, or nil.
+-- Returns -sum_i w[t_i] x[i][t_i] over the samples not ignored, and the total weight.
+local function classNLLForward(input, t, weights, ignore)
+  local count = input:dim() == 1 and 1 or input:size(1)
+  local p, si, sc = targets.rows(input)
+  local sum = 0
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore then sum = sum - tonumber(p[i * si + (c - 1) * sc]) * targets.classWeight(weights, c) end
+  end
+  return sum, totalWeight(t, count, weights, ignore)
+end
+
+-- gradInput (sized as input) = -w[t_i] at each sample's target, over the total weight when
+-- sizeAverage; zero elsewhere, and everywhere unless the total weight is positive (torch7).
+local function classNLLBackward(gradInput, t, weights, ignore, sizeAverage)
+  gradInput:zero()
+  local count = gradInput:dim() == 1 and 1 or gradInput:size(1)
+  local total = totalWeight(t, count, weights, ignore)
+  if not (total > 0) then return end
+  local norm = sizeAverage and total or 1
+  local p, si, sc = targets.rows(gradInput)
+  for i = 0, count - 1 do
+    local c = targets.at(t, i)
+    if c ~= ignore then p[i * si + (c - 1) * sc] = -targets.classWeight(weights, c) / norm end
+  end
+end
+
+backend.register('cpu', { class_nll_forward = classNLLForward, class_nll_backward = classNLLBackward })
+
+-- Sets a class criterion's loss from the weighted sum and the total weight (averaged over the
+-- total weight with sizeAverage); returns the loss and the total weight, as torch7.
+function targets.finish(self, sum, total)
+  if self.sizeAverage and total ~= 0 then sum = sum / total end
+  self.output = sum
+  self.output_tensor[1] = sum
+  self.total_weight_tensor[1] = total
+  return self.output, total
+end
+
+return targets

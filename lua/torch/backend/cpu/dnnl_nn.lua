@@ -1,0 +1,352 @@
+-- The convolution and batch normalization passes on oneDNN (torch.backend.cpu.dnnl), for Float
+-- tensors where the library is installed: the path PyTorch's CPU convolutions take, on all
+-- torch.setnumthreads threads. The plain NCHW tensors are reordered into the blocked layouts oneDNN picks and
+-- back (as PyTorch does); weights too, on each call (they change with every update).
+--
+-- A plan (primitive, reorders, their buffers) is made once per geometry, pass and thread
+-- count, and shared by the modules of that geometry; at most MAX_PLANS are kept (all of them
+-- are dropped at the next one).
+--
+-- SpatialFullConvolution is the same arithmetic with the roles swapped: its forward is a
+-- convolution's backward-data pass, its backward a convolution's forward, its weight gradient
+-- the backward-weights pass with input and gradOutput exchanged.
+local ffi = require 'ffi'
+local dnnl = require 'torch.backend.cpu.dnnl'
+local apply = require 'torch.backend.cpu.apply'
+
+local convdnnl = {}
+local ptr = apply.ptr
+local ARG = dnnl.ARG
+local MAX_PLANS = 64
+
+local plans, count = {}, 0
+
+-- The oneDNN description of a convolution of image (B x C x H x W) with kernel
+-- (O x C x kH x kW) to the output (B x O x oH x oW): nil when oneDNN cannot run it (another
+-- element type, a volume).
+local function describe(g, dt)
+  if dt.name ~= 'Float' or g.T or g.kT then return nil end
+  local lH, lW = g.dilationH or 1, g.dilationW or 1
+  -- negative where the last windows leave input rows or columns unread (a 1x1 kernel of
+  -- stride 2 on an even size): oneDNN takes that as PyTorch gives it
+  local padBottom = (g.oH - 1) * g.dH + (g.kH - 1) * lH + 1 - g.H - g.padH
+  local padRight = (g.oW - 1) * g.dW + (g.kW - 1) * lW + 1 - g.W - g.padW
+  return {
+    key = table.concat({ g.B, g.C, g.H, g.W, g.O, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, lH, lW }, ' '),
+    src = { g.B, g.C, g.H, g.W }, weights = { g.O, g.C, g.kH, g.kW }, dst = { g.B, g.O, g.oH, g.oW },
+    bias = { g.O }, strides = dnnl.dims { g.dH, g.dW }, dilates = dnnl.dims { lH - 1, lW - 1 },
+    padL = dnnl.dims { g.padH, g.padW }, padR = dnnl.dims { padBottom, padRight },
+  }
+end
+
+-- The forward primitive descriptor (also the hint of the backward ones).
+local function forwardPd(d, bias)
+  return dnnl.pd('dnnl_convolution_forward_primitive_desc_create', 'convolution forward',
+    dnnl.FORWARD_TRAINING, dnnl.CONVOLUTION_DIRECT, dnnl.md(d.src, true), dnnl.md(d.weights, true),
+    bias and dnnl.md(d.bias) or nil, dnnl.md(d.dst, true), d.strides, d.dilates, d.padL, d.padR, nil)
+end
+
+local makers = {
+  forward = function(d, withBias)
+    local fwd = forwardPd(d, withBias)
+    return fwd and dnnl.plan(fwd, { { arg = ARG.SRC, sizes = d.src },
+      { arg = ARG.WEIGHTS, sizes = d.weights },
+      { arg = ARG.DST, sizes = d.dst, out = true },
+      withBias and { arg = ARG.BIAS, sizes = d.bias } or nil })
+  end,
+  backward = function(d)
+    local fwd = forwardPd(d, false)
+    local pd = fwd and dnnl.pd('dnnl_convolution_backward_data_primitive_desc_create',
+      'convolution backward data', dnnl.CONVOLUTION_DIRECT, dnnl.md(d.src, true),
+      dnnl.md(d.weights, true), dnnl.md(d.dst, true), d.strides, d.dilates, d.padL, d.padR, fwd, nil)
+    return pd and dnnl.plan(pd, { { arg = ARG.DIFF_DST, sizes = d.dst },
+      { arg = ARG.WEIGHTS, sizes = d.weights },
+      { arg = ARG.DIFF_SRC, sizes = d.src, out = true } })
+  end,
+  -- the weight gradient (and the bias's, the sums of gradOutput's planes) into plain buffers
+  accGrad = function(d, withBias)
+    local fwd = forwardPd(d, withBias)
+    local pd = fwd and dnnl.pd('dnnl_convolution_backward_weights_primitive_desc_create',
+      'convolution backward weights', dnnl.CONVOLUTION_DIRECT, dnnl.md(d.src, true),
+      dnnl.md(d.weights, true), withBias and dnnl.md(d.bias) or nil, dnnl.md(d.dst, true),
+      d.strides, d.dilates, d.padL, d.padR, fwd, nil)
+    local specs = { { arg = ARG.SRC, sizes = d.src },
+      { arg = ARG.DIFF_DST, sizes = d.dst },
+      { arg = ARG.DIFF_WEIGHTS, sizes = d.weights, out = true } }
+    if withBias then
+      specs[4] = { arg = ARG.DIFF_BIAS, sizes = d.bias, out = true }
+    end
+    if not pd then return nil end
+    local plan = dnnl.plan(pd, specs)
+    local n = d.weights[1] * d.weights[2] * d.weights[3] * d.weights[4]
+    plan.gw, plan.gb = ffi.new('float[?]', n), withBias and ffi.new('float[?]', d.bias[1]) or nil
+    plan.nw = n
+    return plan
+  end,
+}
+
+-- The plan of `pass` for description d (nil when oneDNN refuses the geometry: the caller's
+-- kernels run it then).
+local function planFor(pass, d, withBias)
+  local threads = dnnl.threads()
+  local key = ('%s %s %s %d'):format(pass, d.key, tostring(withBias), threads)
+  local p = plans[key]
+  if p == nil then
+    if count >= MAX_PLANS then plans, count = {}, 0 end
+    p = makers[pass](d, withBias) or false
+    if p then p.threads = threads end
+    plans[key], count = p, count + 1
+  end
+  return p or nil
+end
+
+-- the thread count the passes run on (torch.getnumthreads)
+convdnnl.threads = dnnl.threads
+
+-- The description of the 2D geometry g (nn_conv.lua's), cached in g; nil when oneDNN is
+-- off or does not serve it.
+function convdnnl.of(g, dt)
+  if not (dnnl.available and dnnl.enabled) then return nil end
+  if g.dnnl == nil then g.dnnl = describe(g, dt) or false end
+  return g.dnnl or nil
+end
+
+-- output = conv(input, weight) [+ bias]; false when oneDNN cannot (nothing written)
+function convdnnl.forward(d, input, weight, bias, output)
+  local plan = planFor('forward', d, bias ~= nil)
+  if not plan then return false end
+  if bias then
+    if bias._str[1] ~= 1 then bias = bias:contiguous() end
+    dnnl.run(plan, ptr(input), ptr(weight), ptr(output), ptr(bias))
+  else
+    dnnl.run(plan, ptr(input), ptr(weight), ptr(output))
+  end
+  return true
+end
+
+function convdnnl.backward(d, weight, gradOutput, gradInput)
+  local plan = planFor('backward', d)
+  if not plan then return false end
+  dnnl.run(plan, ptr(gradOutput), ptr(weight), ptr(gradInput))
+  return true
+end
+
+-- plane c of each of the B images of x (contiguous, C planes of N) += bias[c]
+function convdnnl.addBias(x, bias, B, C, N)
+  local p, b, bs = ptr(x), ptr(bias), bias._str[1]
+  for i = 0, B * C - 1 do
+    local v, o = b[(i % C) * bs], i * N
+    for k = 0, N - 1 do p[o + k] = p[o + k] + v end
+  end
+end
+
+local function accumulate(dst, stride, src, n, scale)
+  for i = 0, n - 1 do dst[i * stride] = dst[i * stride] + scale * src[i] end
+end
+
+-- gradWeight += scale * dW, gradBias (when given) += scale * the sums of gradOutput's planes
+function convdnnl.accGrad(d, input, gradOutput, gradWeight, gradBias, scale)
+  local plan = planFor('accGrad', d, gradBias ~= nil)
+  if not plan then return false end
+  if gradBias then
+    dnnl.run(plan, ptr(input), ptr(gradOutput), plan.gw, plan.gb)
+    accumulate(ptr(gradBias), gradBias._str[1], plan.gb, d.bias[1], scale)
+  else
+    dnnl.run(plan, ptr(input), ptr(gradOutput), plan.gw)
+  end
+  accumulate(ptr(gradWeight), 1, plan.gw, plan.nw, scale)
+  return true
+end
+
+------------------------------------------------------------------------------------------------
+-- 2D max pooling forward (nn/util/pool.lua's geometry g): oneDNN's output, and torch7's indices
+-- from its workspace, which holds each window's arg-max tap (i * kW + j, in the output's
+-- layout): index = the window's first input offset + the tap's offset + 1. Windows keep their
+-- first maximum, as torch7's loops do.
+
+makers.maxPool = function(d)
+  local pd = dnnl.pd('dnnl_pooling_forward_primitive_desc_create', 'max pooling',
+    dnnl.FORWARD_TRAINING, dnnl.POOLING_MAX, dnnl.md(d.src), dnnl.md(d.dst), d.strides, d.kernel,
+    d.dilates, d.padL, d.padR, nil)
+  if not pd then return nil end
+  local plan = dnnl.plan(pd, { { arg = ARG.SRC, sizes = d.src }, { arg = ARG.DST, sizes = d.dst, out = true },
+    { arg = ARG.WORKSPACE, out = true } })
+  local n = d.dst[1] * d.dst[2] * d.dst[3] * d.dst[4]
+  local tap = plan.bytes[3] == n and 'uint8_t' or plan.bytes[3] == 4 * n and 'int32_t'
+  if not tap then return nil end   -- a workspace of another layout
+  plan.taps = ffi.new(tap .. '[?]', n)
+  return plan
+end
+
+local function poolDescription(g, dt)
+  local I, O, p = g.I, g.O, g.p
+  if not (dnnl.available and dnnl.enabled) or dt.name ~= 'Float' or I[1] ~= 1 or p.k[1] ~= 1 then return nil end
+  local k, st, pad, dil = p.k, p.d, p.pad, p.dil
+  local padR = {}
+  for i = 2, 3 do padR[i - 1] = math.max(0, (O[i] - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - I[i] - pad[i]) end
+  return { key = table.concat({ g.B, g.C, I[2], I[3], O[2], O[3], k[2], k[3], st[2], st[3], pad[2], pad[3],
+      dil[2], dil[3] }, ' '),
+    src = { g.B, g.C, I[2], I[3] }, dst = { g.B, g.C, O[2], O[3] }, strides = dnnl.dims { st[2], st[3] },
+    kernel = dnnl.dims { k[2], k[3] }, dilates = dnnl.dims { dil[2] - 1, dil[3] - 1 },
+    padL = dnnl.dims { pad[2], pad[3] }, padR = dnnl.dims(padR) }
+end
+
+-- the 1-based plane offsets of the P planes' windows' arg-max taps; a window whose maximum
+-- oneDNN gives as the lowest float (its starting value) takes its arg-max's value instead, so
+-- a window of -inf gives -inf, as torch7
+local LOWEST = -3.4028234663852886e38
+local function indicesOf(ix, taps, out, input, g)
+  local H, W, oH, oW, k, st, pad, dil = g.I[2], g.I[3], g.O[2], g.O[3], g.p.k, g.p.d, g.p.pad, g.p.dil
+  local kH, kW = k[2], k[3]
+  local offsets = ffi.new('int64_t[?]', kH * kW)
+  for i = 0, kH - 1 do
+    for j = 0, kW - 1 do offsets[i * kW + j] = i * dil[2] * W + j * dil[3] + 1 end
+  end
+  local q = 0
+  for p = 0, g.P - 1 do
+    for oy = 0, oH - 1 do
+      local row = (oy * st[2] - pad[2]) * W - pad[3]
+      for ox = 0, oW - 1 do
+        local at = row + ox * st[3] + offsets[taps[q]]
+        ix[q] = at
+        if out[q] == LOWEST then out[q] = input[p * H * W + at - 1] end
+        q = q + 1
+      end
+    end
+  end
+end
+
+-- output, indices = max pooling of input (2D, Float); false when oneDNN does not serve it
+function convdnnl.maxPool(g, output, indices, input)
+  local d = poolDescription(g, input._dt)
+  local plan = d and planFor('maxPool', d)
+  if not plan then return false end
+  dnnl.run(plan, ptr(input), ptr(output), plan.taps)
+  indicesOf(ptr(indices), plan.taps, ptr(output), ptr(input), g)
+  return true
+end
+
+------------------------------------------------------------------------------------------------
+-- Batch normalization over contiguous B x C x N Float data (nn_batchnorm.lua's layout and
+-- state s). Training takes the batch's mean and biased variance from oneDNN and keeps torch7's
+-- save_mean, save_std (1 / sqrt(var + eps)) and running statistics (unbiased variance) itself;
+-- the backward pass gets the variance back from save_std. eps = 0 stays with the loops (a
+-- constant feature then normalizes to 0 there, as torch7).
+
+local function bnFlags(d) return (d.affine and dnnl.USE_SCALE + dnnl.USE_SHIFT or 0) + (d.train and 0 or dnnl.USE_GLOBAL_STATS) end
+
+local function bnForwardPd(d)
+  local md = dnnl.md(d.x)
+  return dnnl.pd('dnnl_batch_normalization_forward_primitive_desc_create', 'batch normalization forward',
+    d.train and dnnl.FORWARD_TRAINING or dnnl.FORWARD_INFERENCE, md, md, d.eps, bnFlags(d), nil)
+end
+
+-- the per-feature arguments of a batch normalization pass (inputs unless `out`)
+local function features(specs, d, out, ...)
+  for _, arg in ipairs { ... } do specs[#specs + 1] = { arg = arg, sizes = { d.x[2] }, out = out } end
+  return specs
+end
+
+makers.bnForward = function(d)
+  local pd = bnForwardPd(d)
+  if not pd then return nil end
+  local specs = { { arg = ARG.SRC, sizes = d.x }, { arg = ARG.DST, sizes = d.x, out = true } }
+  features(specs, d, d.train, ARG.MEAN, ARG.VARIANCE)
+  if d.affine then features(specs, d, false, ARG.SCALE, ARG.SHIFT) end
+  return dnnl.plan(pd, specs)
+end
+
+makers.bnBackward = function(d)
+  local fwd = bnForwardPd(d)
+  local md = dnnl.md(d.x)
+  local pd = fwd and dnnl.pd('dnnl_batch_normalization_backward_primitive_desc_create',
+    'batch normalization backward', d.affine and dnnl.BACKWARD or dnnl.BACKWARD_DATA, md, md, md,
+    d.eps, bnFlags(d), fwd, nil)
+  if not pd then return nil end
+  local specs = { { arg = ARG.SRC, sizes = d.x }, { arg = ARG.DIFF_DST, sizes = d.x },
+    { arg = ARG.DIFF_SRC, sizes = d.x, out = true } }
+  features(specs, d, false, ARG.MEAN, ARG.VARIANCE)
+  if d.affine then
+    features(specs, d, false, ARG.SCALE)
+    features(specs, d, true, ARG.DIFF_SCALE, ARG.DIFF_SHIFT)
+  end
+  return dnnl.plan(pd, specs)
+end
+
+-- The per-feature buffers of a batch normalization: C floats each, made once per C.
+local bnBuffers = setmetatable({}, { __mode = 'v' })
+local function floats(C)
+  local b = bnBuffers[C]
+  if not b then
+    b = { mean = ffi.new('float[?]', C), var = ffi.new('float[?]', C), dscale = ffi.new('float[?]', C),
+      dshift = ffi.new('float[?]', C), scale = ffi.new('float[?]', C), shift = ffi.new('float[?]', C) }
+    bnBuffers[C] = b
+  end
+  return b
+end
+
+-- a 1-D tensor's values into buf (floats)
+local function gather(buf, t, n)
+  local p, s = ptr(t), t._str[1]
+  for i = 0, n - 1 do buf[i] = p[i * s] end
+end
+
+local function bnDescription(x, B, C, N, s)
+  if not (dnnl.available and dnnl.enabled) or x._dt.name ~= 'Float' or s.eps <= 0 then return nil end
+  return { key = ('%d %d %d %s %s %.9g'):format(B, C, N, tostring(s.train), tostring(s.weight ~= nil), s.eps),
+    x = { B, C, N }, train = s.train, affine = s.weight ~= nil, eps = s.eps }
+end
+
+-- out = the normalized x; false when oneDNN does not serve it (nothing written). On one
+-- thread the loops of nn_batchnorm.lua are faster (1.3x at ResNet's sizes) and run instead.
+function convdnnl.bnForward(x, out, B, C, N, s)
+  local d = bnDescription(x, B, C, N, s)
+  if d and dnnl.threads() < 2 then return false end
+  local plan = d and planFor('bnForward', d)
+  if not plan then return false end
+  local f = floats(C)
+  if not d.train then gather(f.mean, s.running_mean, C); gather(f.var, s.running_var, C) end
+  if d.affine then
+    gather(f.scale, s.weight, C); gather(f.shift, s.bias, C)
+    dnnl.run(plan, ptr(x), ptr(out), f.mean, f.var, f.scale, f.shift)
+  else
+    dnnl.run(plan, ptr(x), ptr(out), f.mean, f.var)
+  end
+  if d.train then
+    local rm, rms, rv, rvs = ptr(s.running_mean), s.running_mean._str[1], ptr(s.running_var), s.running_var._str[1]
+    local sm, ss, m, n = ptr(s.save_mean), ptr(s.save_std), s.momentum, B * N
+    for c = 0, C - 1 do
+      local mean, var = f.mean[c], f.var[c]
+      sm[c], ss[c] = mean, 1 / math.sqrt(var + s.eps)
+      rm[c * rms] = m * mean + (1 - m) * rm[c * rms]
+      rv[c * rvs] = m * var * n / (n - 1) + (1 - m) * rv[c * rvs]
+    end
+  end
+  return true
+end
+
+-- gradInput = the input gradient, gradWeight, gradBias (when given) += scale * theirs; false
+-- when oneDNN does not serve it
+function convdnnl.bnBackward(x, gradOutput, gradInput, B, C, N, s, gradWeight, gradBias, scale)
+  local d = bnDescription(x, B, C, N, s)
+  local plan = d and gradInput and planFor('bnBackward', d)
+  if not plan then return false end
+  local f = floats(C)
+  if d.train then
+    local sm, ss = ptr(s.save_mean), ptr(s.save_std)
+    for c = 0, C - 1 do f.mean[c], f.var[c] = sm[c], 1 / (ss[c] * ss[c]) - s.eps end
+  else
+    gather(f.mean, s.running_mean, C); gather(f.var, s.running_var, C)
+  end
+  if not d.affine then
+    dnnl.run(plan, ptr(x), ptr(gradOutput), ptr(gradInput), f.mean, f.var)
+    return true
+  end
+  gather(f.scale, s.weight, C)
+  dnnl.run(plan, ptr(x), ptr(gradOutput), ptr(gradInput), f.mean, f.var, f.scale, f.dscale, f.dshift)
+  if gradWeight then accumulate(ptr(gradWeight), gradWeight._str[1], f.dscale, C, scale) end
+  if gradBias then accumulate(ptr(gradBias), gradBias._str[1], f.dshift, C, scale) end
+  return true
+end
+
+return convdnnl

@@ -1,0 +1,2 @@
+-- The construction family has no CUDA ops (sequence and cross run on the CPU; zeros, eye, ... are fills and copies): the CUDA op table's lookup names a missing op
+-- in its error, and the front end (math/construct.lua) checks for CUDA tensors first.

@@ -1,0 +1,2 @@
+-- The convolution family has no CUDA ops (torch.conv2, xcorr2, conv3, xcorr3 run on the CPU; nn's convolutions are nn_conv): the CUDA op table's lookup names a missing op
+-- in its error, and the front end (math/conv.lua) checks for CUDA tensors first.

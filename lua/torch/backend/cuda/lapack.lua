@@ -1,0 +1,2 @@
+-- The LAPACK family has no CUDA ops (gesv, eig, svd, ... run on the CPU only): the CUDA op table's lookup names a missing op
+-- in its error, and the front end (math/lapack.lua) checks for CUDA tensors first.
