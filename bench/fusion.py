@@ -24,7 +24,7 @@ import numpy as np
 
 import luabridge.tinyflow as tf
 from luabridge.graph import Session
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 from machine import cpu_name, vector_extension
 
 TARGETS = {"cheap_speedup_from_1e6": 2.0, "fused_vs_unfused_min": 1.0}

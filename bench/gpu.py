@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_models  # noqa: E402  (the models, their twins and weight copying)
 
 import luabridge  # noqa: E402
-from luabridge.backend import cuda  # noqa: E402
+from luabridge.providers.torch_cuda import arrays as cuda  # noqa: E402
 
 LUA_TRAINER = r"""
 local path, lr = ...

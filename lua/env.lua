@@ -9,7 +9,7 @@ require 'paths'
 require 'gnuplot'
 require 'dok'
 
-local installed = require('luabridge.trepl')
+local installed = require('luabridge.th.trepl')
 if rawget(_G, 'require') ~= installed.require then installed.install() end
 
 local luaPrint = print

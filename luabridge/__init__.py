@@ -1,11 +1,12 @@
 """luabridge: legacy Lua Torch7 code from modern Python, on an embedded LuaJIT."""
-from .errors import LuaError
-from . import pyside  # noqa: F401  (registers the functions Lua calls back: the runtime's start-up)
-from .interop import from_dlpack, from_numpy
+from .core.errors import LuaError
+from . import providers  # noqa: F401  (registers the functions Lua calls back: the runtime's start-up)
+from .core.interop import from_dlpack, from_numpy
 from .model import Model
-from .persist import load, save
-from .proxy import LuaObject, Tensor, to_numpy, unwrap, wrap
-from .runtime import LUA52COMPAT, Lua52CompatWarning, add_lua_path, dofile, eval, execute, lua_dir, require, runtime
+from .t7.load import load, save
+from .core.proxy import LuaObject, Tensor, to_numpy, unwrap, wrap
+from .core.runtime import LUA52COMPAT, Lua52CompatWarning, add_lua_path, dofile, eval, execute, lua_dir, require, runtime
+from .core.version import __version__
 
 __all__ = [
     "LUA52COMPAT",
@@ -32,7 +33,6 @@ __all__ = [
     "optim",
     "t7",
 ]
-__version__ = "0.1.0"   # the only place the version is written: pyproject.toml reads it (dynamic)
 
 
 def __getattr__(name: str):

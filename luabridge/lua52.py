@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=checkout).returncode
-    from .runtime import LUA52COMPAT, luajit21
+    from .core.runtime import LUA52COMPAT, luajit21
     print(f"{luajit21.__name__} ({luajit21.__file__}): LUA52COMPAT {'on' if LUA52COMPAT else 'off'}")
     return 0 if LUA52COMPAT else 1
 

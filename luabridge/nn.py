@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .proxy import Namespace
+from .core.proxy import Namespace
 
 _nn = Namespace("nn")
 

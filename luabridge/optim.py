@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .proxy import Namespace
+from .core.proxy import Namespace
 
 _optim = Namespace("optim")
 

@@ -32,7 +32,7 @@ def path(request, lua):
 @pytest.fixture
 def numpy_device(lua):
     """The CUDA backend with numpy standing in for CuPy, for this test."""
-    from luabridge.backend import cuda
+    from luabridge.providers.torch_cuda import arrays as cuda
     cuda.use_array_module(np)
     yield
     cuda.use_array_module(None)

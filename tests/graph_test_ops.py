@@ -2,7 +2,7 @@
 Their gradients are written here from first principles."""
 from __future__ import annotations
 
-from luabridge.graph import LuaCompute, LuaModule, Op, PythonCompute, Symbol, create
+from luabridge.graph import LuaCompute, NNCompute, Op, PythonCompute, Symbol, create
 from luabridge.graph import registry as R
 
 
@@ -86,12 +86,12 @@ def register_all() -> None:
                                      "return function() y[1]:fill(v) end end")))
     R.register(Op("t_linear", num_inputs=3, input_names=("data", "weight", "bias"),
                   infer_shape=_linear_shape,
-                  compute=LuaModule("function(ishape, kw) return nn.Linear(ishape[1][2], tonumber(kw.num_hidden)) end")))
+                  compute=NNCompute("function(ishape, kw) return nn.Linear(ishape[1][2], tonumber(kw.num_hidden)) end")))
     R.register(Op("t_tanh", infer_shape=_same,
-                  compute=LuaModule("function() return nn.Tanh() end")))
+                  compute=NNCompute("function() return nn.Tanh() end")))
     R.register(Op("t_mse", num_inputs=2, input_names=("data", "target"),
                   infer_shape=lambda a, i: (i, [(1,)]),
-                  compute=LuaModule("function() return nn.MSECriterion() end", criterion=True)))
+                  compute=NNCompute("function() return nn.MSECriterion() end", criterion=True)))
 
 
 def Entry0(n):

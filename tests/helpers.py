@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 # Files written by real Torch7, in ../shared/ beside the checkout: CI has them, a fresh clone does not.
 T7_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "t7"

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 import numpy as np
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 from helpers import numeric_grad
 

@@ -719,9 +719,9 @@ def test_terminal_ctrl_c_stops_a_running_chunk(terminal, sigint):
 
 
 HOOK_LEFT_ON = """
-from luabridge.errors import LuaError
-from luabridge.runtime import bridge
-from luabridge.th_interrupt import Interrupter
+from luabridge.core.errors import LuaError
+from luabridge.core.runtime import bridge
+from luabridge.th.interrupt import Interrupter
 
 b = bridge()
 interrupter = Interrupter(b)
@@ -743,8 +743,8 @@ print(b.call(count))
 
 CTRL_C_BEFORE_THE_PROMPT_WAITS = """
 import signal, sys, threading
-from luabridge.runtime import bridge
-from luabridge.th_interrupt import Interrupter
+from luabridge.core.runtime import bridge
+from luabridge.th.interrupt import Interrupter
 
 interrupter = Interrupter(bridge())
 # the main thread takes no SIGINT: each reaches another thread, as one does that comes just

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import luabridge
-from luabridge.backend import cuda
-from luabridge.runtime import bridge
+from luabridge.providers.torch_cuda import arrays as cuda
+from luabridge.core.runtime import bridge
 from helpers import assert_lua_errors, cupy_or_skip, lua_fn as L   # L("function(t) ... end")(t)
 
 CUDA_TYPE = {np.float32: "torch.CudaTensor", np.float64: "torch.CudaDoubleTensor",

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import luabridge.graph as G
-from luabridge.backend import cuda, cuda_fuse
+from luabridge.providers.torch_cuda import arrays as cuda
+from luabridge.providers.torch_cuda import fuse as cuda_fuse
 from luabridge.graph import Session
 from luabridge.graph import fusion_ir
 from luabridge.graph.fusion_ir import FusedGroup
@@ -236,7 +237,7 @@ def test_kernel_with_numpy_standing_in_matches_numpy(numpy_device, name: str) ->
     g = GROUPS[name]
     ins = _inputs(name, g)
     outs = [np.empty(257, dtype=g.dtype) for _ in g.exprs]
-    cuda_fuse.kernel(g)(*ins, *outs)
+    cuda_fuse.kernel(g, fusion_ir.evaluate)(*ins, *outs)
     _check(name, g, ins, outs)
 
 
@@ -245,11 +246,11 @@ def test_a_source_is_compiled_once(numpy_device) -> None:
     first = FusedGroup(("a", "b"), (expr,), "float32", "cuda", ("n1", "n2"))
     renamed = FusedGroup(("c", "d"), (expr,), "float32", "cuda", ("m1", "m2"))   # the same source
     before = cuda_fuse.compile_count
-    k = cuda_fuse.kernel(first)
+    k = cuda_fuse.kernel(first, fusion_ir.evaluate)
     assert cuda_fuse.compile_count == before + 1
-    assert cuda_fuse.kernel(first) is k and cuda_fuse.kernel(renamed) is k
+    assert cuda_fuse.kernel(first, fusion_ir.evaluate) is k and cuda_fuse.kernel(renamed, fusion_ir.evaluate) is k
     assert cuda_fuse.compile_count == before + 1
-    cuda_fuse.kernel(FusedGroup(("a", "b"), (expr,), "float64", "cuda", ("n1", "n2")))
+    cuda_fuse.kernel(FusedGroup(("a", "b"), (expr,), "float64", "cuda", ("n1", "n2")), fusion_ir.evaluate)
     assert cuda_fuse.compile_count == before + 2
 
 
@@ -278,7 +279,7 @@ def test_kernel_on_a_cuda_device() -> None:
         for name, g in sorted(GROUPS.items()):
             ins = _inputs(name, g)
             outs = [cupy.empty(257, dtype=g.dtype) for _ in g.exprs]
-            cuda_fuse.kernel(g)(*[cupy.asarray(a) for a in ins], *outs)
+            cuda_fuse.kernel(g, fusion_ir.evaluate)(*[cupy.asarray(a) for a in ins], *outs)
             _check(name, g, ins, [cupy.asnumpy(o) for o in outs])
     finally:
         cuda.use_array_module(None)

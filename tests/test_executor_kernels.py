@@ -1,4 +1,4 @@
-"""The graph executor's elementwise closures (lua/luabridge/kernels.lua, K.ewise) on contiguous
+"""The graph executor's elementwise closures (lua/luabridge/graph/ops.lua, K.ewise) on contiguous
 CPU operands: written-out code up to K.UNROLL elements, the CPU backend's ops above it, each
 with one-element operands broadcast as tinyflow's scalars; checked against numpy in float64."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ OPS = {
 }
 
 _RUN = """function(name, y, a, b, v)
-  local K = require 'luabridge.kernels'
+  local K = require 'luabridge.graph.ops'
   local xs = {a, b}
   K.ewise(name, y, xs, v)()
   return y

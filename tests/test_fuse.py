@@ -1,5 +1,5 @@
 """The fusion pass (luabridge/graph/passes/fuse.py), the fusion IR's vocabulary run by the CPU
-kernels (lua/luabridge/fused.lua) and Session("cpu fusion") / ("gpu fusion", numpy standing in):
+kernels (lua/luabridge/graph/fusion_ir.lua) and Session("cpu fusion") / ("gpu fusion", numpy standing in):
 which nodes fuse and which must not, values against unfused runs and numpy float64 references,
 gradient graphs, the memory plan and tinyflow's examples."""
 from __future__ import annotations
@@ -17,8 +17,8 @@ from fuse_reference import FN_REFERENCE
 from helpers import load_bench
 from luabridge.graph import Session, fusion_ir
 from luabridge.graph.fusion_ir import FNS, FusedGroup, evaluate
-from luabridge.interop import from_numpy
-from luabridge.runtime import bridge
+from luabridge.core.interop import from_numpy
+from luabridge.core.runtime import bridge
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -218,7 +218,7 @@ def test_gradient_graphs_fuse_and_give_the_same_gradients(rng):
 
 def _kernel(exprs, inputs, out, blocked):
     b = bridge()
-    fused = b.module("luabridge.fused")
+    fused = b.module("luabridge.graph.fusion_ir")
     closure = b.call(fused.closure, b.lua.table_from([fusion_ir.as_lists(e) for e in exprs], recursive=True),
                      b.lua.table_from([from_numpy(a) for a in inputs]), b.lua.table_from([from_numpy(out)]),
                      blocked)
@@ -284,7 +284,7 @@ def test_strided_operands_run_over_contiguous_copies(rng):
     xt = from_numpy(x)
     yt = from_numpy(y)
     transposed = b.lua.eval("function(t) return t:t() end")
-    out = b.call(b.module("luabridge.fused").closure,
+    out = b.call(b.module("luabridge.graph.fusion_ir").closure,
                  b.lua.table_from([["mul", ["in", 0], ["const", 2.0]]], recursive=True),
                  b.lua.table_from([transposed(xt)]), b.lua.table_from([yt]), False)
     out()
@@ -305,7 +305,7 @@ def test_config_names(rng):
 
 
 def test_gpu_fusion_matches_cpu(numpy_device, rng):
-    """"gpu fusion": the fused node calls luabridge.backend.cuda_fuse.kernel (numpy standing in)."""
+    """"gpu fusion": the fused node calls luabridge.providers.torch_cuda.fuse.kernel (numpy standing in)."""
     x, c = tf.placeholder(tf.float32, name="x"), tf.placeholder(tf.float32, name="c")
     w = tf.Variable(tf.zeros([5]), name="fuse_w5")
     loss = tf.reduce_sum(tf.exp(x * w - c) * 2.0 + w * w)

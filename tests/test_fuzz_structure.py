@@ -19,7 +19,7 @@ from hypothesis import assume, HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 # FUZZ_EXAMPLES=5000 for a longer hunt (the default keeps this file at a few seconds)
 FUZZ = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "300")), deadline=None,

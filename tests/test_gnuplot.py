@@ -194,7 +194,7 @@ def test_a_file_is_drawn_at_most_once_a_second(tmp_path, monkeypatch):
     import threading
     from types import SimpleNamespace
 
-    from luabridge import plotting
+    from luabridge.providers import gnuplot as plotting
 
     drawn: list = []
     path = str(tmp_path / "a.png")

@@ -139,7 +139,7 @@ def test_gpu_session_matches_cpu(numpy_device, rng):
 
 
 def test_gpu_session_without_a_device_says_what_is_missing(monkeypatch):
-    from luabridge.backend import cuda
+    from luabridge.providers.torch_cuda import arrays as cuda
     cuda.use_array_module(None)
     monkeypatch.delenv(cuda.ENV_VAR, raising=False)
     try:

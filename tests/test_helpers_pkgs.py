@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.backend import cuda
+from luabridge.providers.torch_cuda import arrays as cuda
 from helpers import lua_fn
 
 L = lua_fn("""function(code, ...)

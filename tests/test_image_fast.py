@@ -147,7 +147,7 @@ def test_a_header_lua_reads_differently_takes_the_general_path(tmp_path):
 
 def test_decode_into_answers_nil_when_pillow_disagrees():
     """The contract: decode_into decodes only a header that Pillow reads as Lua did."""
-    from luabridge.imaging import decode_into
+    from luabridge.providers.image.codecs import decode_into
 
     data = encoded(smooth(6, 5, 3), "JPEG")
     src = np.frombuffer(data, np.uint8)
@@ -209,7 +209,7 @@ def test_broken_files_fail_as_on_the_general_path(tmp_path):
 def test_each_thread_decodes_into_its_own_buffer():
     """Threads decoding at once (as a loader's workers, each with its runtime) get their own
     images: the decoding buffer is per thread."""
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     files = [encoded(smooth(48, 40, 3), "JPEG") for _ in range(4)]
     expected = [pillow_chw(f) for f in files]

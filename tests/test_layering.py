@@ -1,13 +1,27 @@
-"""The Python layers of ../shared/DESIGN.md, checked on the source of luabridge/.
+"""The layers of ../shared/DESIGN.md, checked on the source: luabridge/ (Python) and lua/.
 
-Every import is read from the syntax tree: module level, inside functions and inside `if`
+Python. Every import is read from the syntax tree: module level, inside functions and inside `if`
 blocks alike, relative imports resolved, `from pkg import name` counted as an import of the
 module pkg.name when there is one (else of pkg), importlib.import_module of a literal name as an
 import of that module (of a computed name: of the targets listed in COMPUTED). Imports under
-`if TYPE_CHECKING:` never run: they obey the layer rules but make no import cycle. Importing luabridge.a.b runs the package inits luabridge/__init__.py
-and luabridge/a/__init__.py first; those inits are the start-up (they register the callbacks
-and providers of the layers above), so they count as importers of what they import, not as
-something every module imports.
+`if TYPE_CHECKING:` never run, yet they obey every rule and count in the cycle check (a type
+that needs a circle to be named is a layering fault too). Importing luabridge.a.b runs the
+package inits luabridge/__init__.py and luabridge/a/__init__.py first; those inits are the
+start-up (they register the callbacks and providers of the layers above), so they count as
+importers of what they import, not as something every module imports.
+
+The rules (each has a test feeding the checker a made-up violation, so a rule that stops seeing
+one fails too):
+- ranks: the packages of luabridge/ in the order data flows (RANKS); an import goes to a lower
+  rank or within its own package; inside core/, the finer order of LEAVES and BELOW;
+- the face (luabridge/__init__.py and the public modules beside it, FACE) is imported by no one
+  inside the package, and providers/ by the face alone (it is the start-up's to register);
+- no private name (`_x`, or a module `_x` of another package) is imported from another module;
+- no import cycles, TYPE_CHECKING imports included;
+- lupa is imported by core/runtime.py alone (the one place that picks the LuaJIT module);
+- the Lua halves mirror their Python halves: lua/luabridge/P.lua belongs to luabridge/P.py (or
+  the package luabridge/P/);
+- the callbacks Lua calls (`__luabridge_py`) are the declared table, providers/callbacks.py.
 """
 from __future__ import annotations
 
@@ -18,27 +32,53 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "luabridge"
+REPO = Path(__file__).resolve().parents[1]
+ROOT = REPO / "luabridge"
 
-# Modules whose own imports are leaves only (checked below), so every layer may use them:
+# The packages of luabridge/, lowest first (DESIGN.md's layers, in the order data flows): each
+# may import the ones of lower rank and itself. The front ends share a rank (none imports
+# another); th/, the command line, stands on them (it converts to PyTorch).
+RANKS = {
+    "luabridge.core": 0,        # errors, paths, version, dtypes, memory, runtime, interop, proxy
+    "luabridge.providers": 1,   # what Lua calls back (torch_cpu, torch_cuda, image, gnuplot, lfs, ...)
+    "luabridge.t7": 2,          # the .t7 format, reader, writer and the Lua-backed load
+    "luabridge.model": 3,       # Model, the module-tree naming
+    "luabridge.graph": 4,       # symbol, registry, passes, executor, session, ops
+    "luabridge.torch": 5,       # the front ends: the PyTorch bridge,
+    "luabridge.tinyflow": 5,    # the tinyflow API,
+    "luabridge.ray": 5,         # Ray,
+    "luabridge.th": 6,          # and the command line
+}
+# The public face: the package init (what `import luabridge` gives), the public modules beside
+# it (luabridge.nn, .optim, .cuda) and `python -m luabridge`. They stand above every layer.
+FACE = {"luabridge", "luabridge.nn", "luabridge.optim", "luabridge.cuda", "luabridge.__main__"}
+# Tools beside the package: lua52 builds the LuaJIT extension (setup.py loads it by path); it
+# may read the runtime, nothing else.
+TOOLS = {"luabridge.lua52": {"luabridge.core.runtime"}}
+# Compiled modules of the package (no .py source): luabridge._luajit21, lupa's module over
+# LuaJIT with LUA52COMPAT, built by setup.py; core/runtime.py picks it (or lupa's).
+EXTENSIONS = {"luabridge._luajit21"}
+
+# Inside core/: modules whose own imports are leaves only, so every module may use them:
 # errors (LuaError and its messages), paths (where the Lua tree is: read while the runtime
-# itself is being imported), t7format (the .t7 format's constants and its reader of Lua table
-# files, no Lua run), dtypes (the element-type table, read from lua/ with t7format's reader).
-LEAVES = {"luabridge.errors", "luabridge.paths", "luabridge.t7format", "luabridge.dtypes"}
+# itself is being imported), version, lua_table (the reader of the Lua table files both languages
+# share, no Lua run), dtypes (the element-type table, read from lua/ with lua_table).
+LEAVES = {"luabridge.core.errors", "luabridge.core.paths", "luabridge.core.version", "luabridge.core.lua_table",
+          "luabridge.core.dtypes", "luabridge.core"}
 
-# The bottom layers and what each may import besides the leaves: memory (the buffers lent to
-# Lua), runtime (one Lua runtime per thread; the backends register their callbacks with it at
+# The bottom of core/ and what each may import besides the leaves: memory (the buffers lent to
+# Lua), runtime (one Lua runtime per thread; the providers register their callbacks with it at
 # start-up), interop (numpy / DLPack <-> Lua tensors: it takes Lua tensors and arrays only),
 # proxy (Lua objects as Python objects; it unwraps proxies before calling interop).
 BELOW = {
-    "luabridge.memory": set(),
-    "luabridge.runtime": {"luabridge.memory"},
-    "luabridge.interop": {"luabridge.runtime", "luabridge.memory"},
-    "luabridge.proxy": {"luabridge.interop", "luabridge.runtime", "luabridge.memory"},
+    "luabridge.core.memory": set(),
+    "luabridge.core.runtime": {"luabridge.core.memory", "luabridge._luajit21"},
+    "luabridge.core.interop": {"luabridge.core.runtime", "luabridge.core.memory"},
+    "luabridge.core.proxy": {"luabridge.core.interop", "luabridge.core.runtime", "luabridge.core.memory"},
 }
 
-# What the graph package must never import: the front ends built on it.
-FRONT_ENDS = ("luabridge.tinyflow", "luabridge.cli", "luabridge.__main__", "luabridge.repl", "luabridge.torch")
+# The one module that imports lupa (and the extension that stands in for it).
+LUPA_IMPORTER = "luabridge.core.runtime"
 
 
 def _module_name(path: Path) -> str:
@@ -57,12 +97,22 @@ class Import:
     type_only: bool  # under `if TYPE_CHECKING:`
 
     def __str__(self) -> str:
-        return f"{self.source} -> {self.target} ({MODULES[self.source].relative_to(ROOT.parent)}:{self.line})"
+        where = MODULES[self.source].relative_to(ROOT.parent) if self.source in MODULES else self.source
+        return f"{self.source} -> {self.target} ({where}:{self.line})"
+
+
+@dataclass(frozen=True)
+class Name:
+    """A name taken by `from origin import name`."""
+    source: str
+    origin: str      # the module (or package) it comes from
+    name: str
+    line: int
 
 
 def _existing(name: str) -> str:
-    """The longest prefix of a dotted name that is a module of the package."""
-    while name not in MODULES:
+    """The longest prefix of a dotted name that is a module of the package (or an extension)."""
+    while name not in MODULES and name not in EXTENSIONS:
         name = name.rpartition(".")[0]
     return name
 
@@ -73,16 +123,20 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 class _Imports(ast.NodeVisitor):
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, is_package: bool) -> None:
         self.module = module
-        self.package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+        self.package = module if is_package else module.rpartition(".")[0]
         self.found: list[Import] = []
+        self.names: list[Name] = []
+        self.external: list[tuple[str, int]] = []      # top-level names of other packages
         self.dynamic: list[tuple[int, ast.expr]] = []   # import_module of a computed name
         self.type_only = False
 
     def _add(self, target: str, line: int) -> None:
         if target == "luabridge" or target.startswith("luabridge."):
             self.found.append(Import(self.module, _existing(target), line, self.type_only))
+        else:
+            self.external.append((target.partition(".")[0], line))
 
     def visit_If(self, node: ast.If) -> None:
         if _is_type_checking(node.test):
@@ -107,7 +161,12 @@ class _Imports(ast.NodeVisitor):
             origin = node.module or ""
         for alias in node.names:
             sub = f"{origin}.{alias.name}"
-            self._add(sub if sub in MODULES else origin, node.lineno)
+            if sub in MODULES or sub in EXTENSIONS:
+                self._add(sub, node.lineno)
+            else:
+                self._add(origin, node.lineno)
+                if origin.startswith("luabridge"):
+                    self.names.append(Name(self.module, _existing(origin), alias.name, node.lineno))
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -121,9 +180,13 @@ class _Imports(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _parse(module: str) -> _Imports:
-    visitor = _Imports(module)
-    visitor.visit(ast.parse(MODULES[module].read_text(), str(MODULES[module])))
+def _parse(module: str, source: str | None = None, is_package: bool | None = None) -> _Imports:
+    """The imports of a module of the package, or of `source` read as if it were that module."""
+    if is_package is None:
+        is_package = module in MODULES and MODULES[module].name == "__init__.py"
+    visitor = _Imports(module, is_package)
+    text = MODULES[module].read_text() if source is None else source
+    visitor.visit(ast.parse(text, str(MODULES.get(module, module))))
     return visitor
 
 
@@ -135,47 +198,71 @@ PARSED = {m: _parse(m) for m in MODULES}
 IMPORTS = sorted({i for v in PARSED.values() for i in v.found}
                  | {Import(m, target, line, False) for m, targets in COMPUTED.items() if m in PARSED
                     for line, _ in PARSED[m].dynamic for target in targets}, key=str)
+NAMES = [n for v in PARSED.values() for n in v.names]
 
 
 def _imports_of(module: str) -> list[Import]:
     return [i for i in IMPORTS if i.source == module and i.target != module]
 
 
-def test_the_import_reader_sees_imports_inside_functions_and_relative_ones() -> None:
-    """The reader itself, on a known edge: graph/__init__'s lazy `from .session import Session`
-    inside __getattr__ is a relative import inside a function."""
-    assert any(i.source == "luabridge.graph" and i.target == "luabridge.graph.session" for i in IMPORTS)
-    assert len(MODULES) > 40 and len(IMPORTS) > 100
+def _layer(module: str) -> str | None:
+    """The package of RANKS holding module, or None (the face, a tool, an extension)."""
+    for package in RANKS:
+        if module == package or module.startswith(package + "."):
+            return package
+    return None
 
 
-def test_leaves_import_only_leaves() -> None:
-    bad = [str(i) for m in LEAVES for i in _imports_of(m) if i.target not in LEAVES]
-    assert not bad, "a leaf module imports a layer:\n" + "\n".join(bad)
+# ---- the checkers: each takes what the reader found and returns the violations ----
+
+def rank_violations(imports: list[Import]) -> list[str]:
+    """Imports against the ranks, the face and providers rules, and core's inner order."""
+    bad = []
+    for i in imports:
+        if i.target == i.source:
+            continue
+        src, dst = _layer(i.source), _layer(i.target)
+        if i.target in FACE and i.source not in FACE:
+            bad.append(f"{i}: only the face imports the face")
+        elif dst == "luabridge.providers" and src != dst and i.source not in FACE:
+            bad.append(f"{i}: only luabridge/__init__.py (the start-up) and the face import providers/")
+        elif i.source in TOOLS:
+            if i.target not in TOOLS[i.source]:
+                bad.append(f"{i}: {i.source} may import only {sorted(TOOLS[i.source])}")
+        elif src is not None and dst is None and i.target not in EXTENSIONS:
+            bad.append(f"{i}: a layer imports a module outside the layers")
+        elif src is not None and dst is not None and src != dst and RANKS[dst] >= RANKS[src]:
+            bad.append(f"{i}: {src} (rank {RANKS[src]}) may not import {dst} (rank {RANKS[dst]})")
+        elif src == dst == "luabridge.core":
+            allowed = LEAVES if i.source in LEAVES else BELOW.get(i.source, set(BELOW) | LEAVES) | LEAVES
+            if i.target not in allowed and i.source != "luabridge.core":
+                bad.append(f"{i}: inside core/, {i.source} may import only {sorted(allowed)}")
+    return bad
 
 
-@pytest.mark.parametrize("module", sorted(BELOW))
-def test_bottom_layers_import_only_what_is_below_them(module: str) -> None:
-    allowed = BELOW[module] | LEAVES
-    bad = [str(i) for i in _imports_of(module) if i.target not in allowed]
-    assert not bad, f"{module} may import only {sorted(allowed)}:\n" + "\n".join(bad)
+def private_violations(names: list[Name], imports: list[Import]) -> list[str]:
+    """A private name taken from another module, or a private module (`_x`) imported from
+    outside the package holding it. The compiled extension is core/runtime's to pick."""
+    bad = [f"{n.source} takes {n.name} from {n.origin} (line {n.line})" for n in names
+           if n.name.startswith("_") and not n.name.startswith("__") and n.origin != n.source]
+    for i in imports:
+        parts = i.target.split(".")
+        for k, part in enumerate(parts):
+            if part.startswith("_") and not part.startswith("__"):
+                home = ".".join(parts[:k])
+                if not (i.source == home or i.source.startswith(home + ".")) and \
+                        not (i.target in EXTENSIONS and i.source == LUPA_IMPORTER):
+                    bad.append(f"{i}: the private module {'.'.join(parts[:k + 1])} belongs to {home}")
+                break
+    return bad
 
 
-def test_graph_never_imports_the_front_ends() -> None:
-    bad = [str(i) for i in IMPORTS if i.source.startswith("luabridge.graph")
-           and i.target.startswith(FRONT_ENDS)]
-    assert not bad, "\n".join(bad)
-
-
-def test_t7_runs_no_lua_and_knows_no_graph() -> None:
-    """t7 is the pure-Python .t7 reader/writer: leaves only (no runtime, no graph/)."""
-    bad = [str(i) for i in _imports_of("luabridge.t7") if i.target not in LEAVES]
-    assert not bad, "\n".join(bad)
-
-
-def test_passes_never_import_the_executor() -> None:
-    runners = ("luabridge.graph.executor", "luabridge.graph.session")
-    bad = [str(i) for i in IMPORTS if i.source.startswith("luabridge.graph.passes") and i.target in runners]
-    assert not bad, "\n".join(bad)
+def lupa_violations(external: dict[str, list[tuple[str, int]]], imports: list[Import]) -> list[str]:
+    bad = [f"{m} imports lupa (line {line}): take luajit21 from core/runtime.py" for m, found in external.items()
+           for name, line in found if name == "lupa" and m != LUPA_IMPORTER]
+    bad += [f"{i}: only {LUPA_IMPORTER} imports the LuaJIT extension" for i in imports
+            if i.target in EXTENSIONS and i.source != LUPA_IMPORTER]
+    return bad
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -213,19 +300,68 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_cycle_finder_finds_a_cycle() -> None:
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+def cycle_violations(imports: list[Import]) -> list[str]:
+    edges: dict[str, set[str]] = {}
+    for i in imports:
+        if i.target != i.source:
+            edges.setdefault(i.source, set()).add(i.target)
+    return ["  " + " <-> ".join(c) + ":\n" + "\n".join(
+        f"    {i}{' (TYPE_CHECKING)' if i.type_only else ''}" for i in imports if i.source in c and i.target in c)
+        for c in _cycles(edges)]
+
+
+# ---- the rules on the source ----
+
+def test_the_import_reader_sees_imports_inside_functions_and_relative_ones() -> None:
+    """The reader itself, on a known edge: graph/__init__'s lazy `from .session import Session`
+    inside __getattr__ is a relative import inside a function."""
+    assert any(i.source == "luabridge.graph" and i.target == "luabridge.graph.session" for i in IMPORTS)
+    assert len(MODULES) > 40 and len(IMPORTS) > 100
+
+
+def test_every_module_has_a_place() -> None:
+    """Each module is in a ranked package, the face, a tool; nothing else sits at the root."""
+    loose = sorted(m for m in MODULES if _layer(m) is None and m not in FACE and m not in TOOLS)
+    assert not loose, f"modules outside the layers (move them into a package of RANKS): {loose}"
+
+
+def test_imports_follow_the_ranks() -> None:
+    bad = rank_violations(IMPORTS)
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_no_private_names_cross_modules() -> None:
+    bad = private_violations(NAMES, IMPORTS)
+    assert not bad, "private names taken from other modules (make them public or keep them home):\n" + "\n".join(bad)
 
 
 def test_no_import_cycles() -> None:
-    edges: dict[str, set[str]] = {}
-    for i in IMPORTS:
-        if not i.type_only and i.target != i.source:
-            edges.setdefault(i.source, set()).add(i.target)
-    cycles = _cycles(edges)
-    detail = ["  " + " <-> ".join(c) + ":\n" + "\n".join(
-        f"    {i}" for i in IMPORTS if i.source in c and i.target in c and not i.type_only) for c in cycles]
-    assert not cycles, "import cycles:\n" + "\n".join(detail)
+    bad = cycle_violations(IMPORTS)
+    assert not bad, "import cycles (TYPE_CHECKING imports included):\n" + "\n".join(bad)
+
+
+def test_only_the_runtime_imports_lupa() -> None:
+    bad = lupa_violations({m: v.external for m, v in PARSED.items()}, IMPORTS)
+    assert not bad, "\n".join(bad)
+
+
+# t7/'s pure-Python half: the package face, the format spec, its values, reader and writer
+# (t7.load is the Lua-backed load).
+T7_PURE = {"luabridge.t7", "luabridge.t7.format", "luabridge.t7.values", "luabridge.t7.reader", "luabridge.t7.writer"}
+
+
+def test_t7_runs_no_lua_and_knows_no_graph() -> None:
+    """t7's reader and writer are pure Python: they import leaves and each other only (not
+    t7.load, the runtime or graph/); every module of t7/ is one of them or t7.load."""
+    bad = [str(i) for m in T7_PURE for i in _imports_of(m) if i.target not in LEAVES | T7_PURE]
+    assert not bad, "\n".join(bad)
+    assert {m for m in MODULES if m.startswith("luabridge.t7")} == T7_PURE | {"luabridge.t7.load"}
+
+
+def test_passes_never_import_the_executor() -> None:
+    runners = ("luabridge.graph.executor", "luabridge.graph.session")
+    bad = [str(i) for i in IMPORTS if i.source.startswith("luabridge.graph.passes") and i.target in runners]
+    assert not bad, "\n".join(bad)
 
 
 def test_computed_imports_are_listed_with_their_targets() -> None:
@@ -235,6 +371,56 @@ def test_computed_imports_are_listed_with_their_targets() -> None:
     assert dynamic == set(COMPUTED), (
         "modules importing computed names must be listed in COMPUTED with their targets: "
         f"unlisted {sorted(dynamic - set(COMPUTED))}, listed but gone {sorted(set(COMPUTED) - dynamic)}")
+
+
+# ---- each rule catches a violation made up for it ----
+
+def _found(module: str, source: str) -> _Imports:
+    """What the reader finds in `source` read as module `module` (a module that exists, so its
+    package and rank are the real ones)."""
+    return _parse(module, source)
+
+
+@pytest.mark.parametrize("module, source", [
+    ("luabridge.graph.executor", "from ..providers.torch_cuda import fuse"),          # graph -> providers
+    ("luabridge.model.handle", "def f():\n    from ..graph import executor"),           # up a rank, in a function
+    ("luabridge.core.interop", "from .proxy import wrap"),                              # core's inner order
+    ("luabridge.torch.module", "from .. import eval as lua_eval"),                      # the face
+    ("luabridge.providers.gnuplot", "if TYPE_CHECKING:\n    from ..t7 import reader"),  # up, type-only
+    ("luabridge.ray.fit", "from ..torch import convert"),                               # front end -> front end
+    ("luabridge.lua52", "from .graph import api"),                                      # a tool beyond its list
+])
+def test_the_rank_rule_catches_a_forbidden_import(module: str, source: str) -> None:
+    assert rank_violations(_found(module, source).found)
+
+
+def test_the_rank_rule_lets_allowed_imports_pass() -> None:
+    ok = [_found("luabridge.graph.executor", "from ..core.runtime import bridge\nfrom .symbol import Node"),
+          _found("luabridge", "from . import providers\nfrom .core.proxy import wrap"),
+          _found("luabridge.providers.torch_cuda.fuse", "from . import arrays\nfrom ...core.dtypes import DTYPES")]
+    assert not [v for f in ok for v in rank_violations(f.found)]
+
+
+def test_the_private_rule_catches_a_private_name_and_module() -> None:
+    name = _found("luabridge.torch.crossing", "from ..core.interop import _helper")
+    assert private_violations(name.names, name.found)
+    module = _found("luabridge.graph.api", "from ..tinyflow import _ops")
+    assert private_violations(module.names, module.found)
+    home = _found("luabridge.tinyflow.nn", "from ._ops import sqrt")
+    assert not private_violations(home.names, home.found)
+
+
+def test_the_cycle_rule_catches_a_type_checking_circle() -> None:
+    circle = IMPORTS + [Import("luabridge.core.memory", "luabridge.core.proxy", 1, True)]
+    assert any("TYPE_CHECKING" in c for c in cycle_violations(circle))
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_lupa_rule_catches_a_direct_import() -> None:
+    found = _found("luabridge.torch.convert", "from lupa import luajit21 as lupa")
+    assert lupa_violations({"luabridge.torch.convert": found.external}, found.found)
+    ext = _found("luabridge.core.proxy", "from .. import _luajit21")
+    assert lupa_violations({}, ext.found)
 
 
 # ---- Lua sources and per-runtime caches ----
@@ -298,3 +484,124 @@ def test_per_runtime_caches_live_on_the_runtime() -> None:
                 if name in RUNTIME_NAMES:
                     found.append(f"{path.relative_to(ROOT.parent)}:{n.lineno}")
     assert not found, "caches keyed by a runtime:\n" + "\n".join(found)
+
+
+# ---- Python and Lua halves at mirrored paths; the declared callbacks (py) ----
+
+LUA_HALVES = REPO / "lua" / "luabridge"
+# Lua halves with no Python module of their own name, each with the module it belongs to.
+UNPAIRED = {
+    "th/trepl.lua": "luabridge/th/repl.py: the globals th gives every script (preloaded by the repl and `luabridge run`)",
+}
+
+
+def pairing_violations(lua_files: list[str], modules: set[str]) -> list[str]:
+    """lua/luabridge/P.lua (P/init.lua) without luabridge/P.py or the package luabridge/P/."""
+    bad = []
+    for rel in lua_files:
+        stem = rel[:-len(".lua")]
+        if stem.endswith("/init"):
+            stem = stem[:-len("/init")]
+        if rel in UNPAIRED:
+            continue
+        name = "luabridge." + stem.replace("/", ".")
+        if name not in modules:
+            bad.append(f"lua/luabridge/{rel}: no Python half luabridge/{stem}.py (or package luabridge/{stem}/)")
+    return bad
+
+
+def _lua_halves() -> list[str]:
+    return sorted(str(p.relative_to(LUA_HALVES)) for p in LUA_HALVES.rglob("*.lua"))
+
+
+def test_lua_halves_mirror_their_python_halves() -> None:
+    bad = pairing_violations(_lua_halves(), set(MODULES))
+    assert not bad, "\n".join(bad)
+    gone = [k for k in UNPAIRED if not (LUA_HALVES / k).is_file()]
+    assert not gone, f"UNPAIRED lists Lua files that are gone: {gone}"
+
+
+def test_the_pairing_rule_catches_a_lonely_lua_file() -> None:
+    assert pairing_violations(["closures.lua"], set(MODULES))
+    assert pairing_violations(["graph/kernels.lua"], set(MODULES))
+    assert not pairing_violations(["graph/ops.lua", "graph/ops/nn.lua", "core/runtime.lua"], set(MODULES))
+
+
+# `py.<name>` in Lua: the callbacks table (`local py = rawget(_G, '__luabridge_py')`, or
+# torch.core.memory's `memory.py`) read by a name.
+LUA_CALLBACK = re.compile(r"(?<![\w.])(?:memory\.)?py\.([A-Za-z_]\w*)|__luabridge_py'?\)?\.([A-Za-z_]\w*)")
+
+
+def _declared() -> dict[str, str]:
+    tree = ast.parse((ROOT / "providers" / "callbacks.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "CALLBACKS":
+            return ast.literal_eval(node.value)
+    raise AssertionError("providers/callbacks.py declares no CALLBACKS")
+
+
+def callback_violations(lua_sources: dict[str, str], declared: dict[str, str]) -> list[str]:
+    bad = []
+    for where, text in lua_sources.items():
+        for n, line in enumerate(text.splitlines(), 1):
+            code = line.split("--", 1)[0]
+            for m in LUA_CALLBACK.finditer(code):
+                name = m.group(1) or m.group(2)
+                if name not in declared:
+                    bad.append(f"{where}:{n}: py.{name} is not declared in luabridge/providers/callbacks.py")
+    return bad
+
+
+def _lua_sources() -> dict[str, str]:
+    return {str(p.relative_to(REPO)): p.read_text(errors="replace") for p in sorted((REPO / "lua").rglob("*.lua"))
+            if "__luabridge_py" in p.read_text(errors="replace") or "memory.py." in p.read_text(errors="replace")}
+
+
+def test_every_callback_lua_calls_is_declared() -> None:
+    sources = _lua_sources()
+    assert len(sources) > 15
+    bad = callback_violations(sources, _declared())
+    assert not bad, "\n".join(bad)
+
+
+def test_the_callback_rule_catches_an_undeclared_name() -> None:
+    src = {"x.lua": "local py = rawget(_G, '__luabridge_py')\nlocal a = py.alloc(8)\nreturn py.made_up(1)"}
+    assert callback_violations(src, _declared()) == [
+        "x.lua:3: py.made_up is not declared in luabridge/providers/callbacks.py"]
+    assert callback_violations({"y.lua": "rawget(_G, '__luabridge_py').nope()"}, _declared())
+
+
+def test_the_declared_table_is_what_the_providers_give() -> None:
+    """Every declared callback is given by a provider and every given one is declared: the
+    runtime's own and those of the providers registered at start-up."""
+    import luabridge  # noqa: F401  (the start-up: registers the providers)
+    from luabridge.core import runtime
+    from luabridge.providers.callbacks import CALLBACKS
+
+    b = runtime.bridge()
+    given = {"is_interrupt"} | {name for provider in runtime._callback_providers for name in provider(b)}
+    assert given == set(CALLBACKS), (f"declared, not given: {sorted(set(CALLBACKS) - given)}; "
+                                     f"given, not declared: {sorted(given - set(CALLBACKS))}")
+    assert all(isinstance(v, str) and v for v in CALLBACKS.values())
+
+
+def test_the_lua_boot_names_a_missing_callback() -> None:
+    """core/runtime.lua (the boot) stops with the name of a declared callback no provider gave."""
+    from luabridge.core.paths import lua_dir
+    from luabridge.core.runtime import luajit21
+
+    lua = luajit21.LuaRuntime()
+    boot = lua.globals().loadfile(str(lua_dir() / "luabridge" / "core" / "runtime.lua"))
+    ok, message = lua.eval("pcall")(boot, lua.table_from({"alloc": 1}), lua.table_from(["alloc", "release"]),
+                                    str(lua_dir()), str(lua_dir()))
+    assert ok is False and "'release'" in message and "declared" in message
+
+
+def test_a_runtime_refuses_an_undeclared_callback(monkeypatch: pytest.MonkeyPatch) -> None:
+    import luabridge  # noqa: F401
+    from luabridge.core import runtime
+
+    monkeypatch.setattr(runtime, "_callback_providers", [*runtime._callback_providers,
+                                                         lambda b: {"not_declared_anywhere": print}])
+    with pytest.raises(RuntimeError, match="not_declared_anywhere"):
+        runtime.Bridge()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 LUA_TESTS = Path(__file__).parent / "lua"
 

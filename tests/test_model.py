@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import luabridge
-import luabridge.model as model_module
+import luabridge.model.handle as model_module
 from helpers import T7_FIXTURES, needs_t7_fixtures
 from luabridge import LuaError, Model, t7
-from luabridge.runtime import _thread as runtime_thread, bridge
+from luabridge.core.runtime import _thread as runtime_thread, bridge
 
 MLP = "return nn.Sequential():add(nn.Linear(4, 5)):add(nn.Tanh()):add(nn.Linear(5, 3))"
 # A custom layer with a parameter: y = x * scale (scale: one weight per feature).

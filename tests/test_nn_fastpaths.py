@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.memory import BufferRegistry
+from luabridge.core.memory import BufferRegistry
 
 TYPES = [("Float", np.float32), ("Double", np.float64)]
 

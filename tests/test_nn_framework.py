@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 _MODULES = r"""
 if torch.getmetatable('pyfw.Affine') then return end
@@ -236,7 +236,7 @@ def test_argument_errors(nn):
 def test_cuda_conversion_on_numpy_standin(nn, rng):
     """Module:cuda() / getParameters / clone / double() through the CUDA backend, with numpy
     standing in for CuPy (as tests/test_cuda.py does)."""
-    from luabridge.backend import cuda
+    from luabridge.providers.torch_cuda import arrays as cuda
     cuda.use_array_module(np)
     try:
         net = luabridge.eval("nn.Sequential():add(pyfw.Affine(3, 4)):add(pyfw.Affine(4, 2))")

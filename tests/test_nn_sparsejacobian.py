@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 # y = sum_k W[:, idx_k] * val_k + b for an nnz x 2 input of (idx, val) rows. `bad` breaks one of
 # the backward methods: 'input' doubles gradInput, 'weight' halves gradWeight, 'bias' skips gradBias

@@ -448,7 +448,7 @@ def test_int_division_as_c(lua, xs, v):
 # numpy's loops as lent by luabridge/backend/ufuncs.py
 
 def test_numpy_loops_are_found_and_checked(monkeypatch):
-    from luabridge.backend import ufuncs
+    from luabridge.providers.torch_cpu import ufuncs
 
     fn, data = ufuncs.find_loop("add", "ff->f")
     assert fn and ufuncs._agrees(np.add, "ff->f", ufuncs._LOOP(fn), data)

@@ -9,7 +9,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'luab
 
 import luabridge  # noqa: E402
 from luabridge import LuaError  # noqa: E402
-from luabridge.model import Model  # noqa: E402
+from luabridge.model.handle import Model  # noqa: E402
 from luabridge.ray import fit  # noqa: E402
 from helpers import lua_fn  # noqa: E402
 

@@ -128,7 +128,7 @@ def test_traceback_keeps_c_functions_between_user_frames(tmp_path, lua):
 
 def test_traceback_of_a_library_error_called_from_python_is_empty(lua):
     # the whole stack is luabridge's own: the message alone says it
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     t, narrow = luabridge.eval("torch.Tensor(3)"), luabridge.eval("torch.Tensor.narrow")
     with pytest.raises(luabridge.LuaError) as info:

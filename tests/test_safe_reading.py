@@ -17,7 +17,7 @@ import pytest
 import luabridge
 from helpers import in_fresh_thread, lua_fn
 from luabridge import LuaError, Model
-from luabridge.cli import main as cli_main
+from luabridge.th.cli import main as cli_main
 
 HOSTILE = lua_fn("""function(path, marker)
   require 'nn'

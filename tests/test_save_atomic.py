@@ -91,7 +91,7 @@ def test_special_files_are_written_in_place():
 
 def test_convert_command_leaves_the_old_output_when_saving_fails(tmp_path, capsys, monkeypatch):
     torch = pytest.importorskip("torch", reason="PyTorch is missing: luabridge convert needs it")
-    from luabridge import cli
+    from luabridge.th import cli
 
     model = tmp_path / "model.t7"
     lua_save(model, "nn.Sequential():add(nn.Linear(3, 2))")

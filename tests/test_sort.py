@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import luabridge
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 from helpers import N, T, lua_fn
 
 

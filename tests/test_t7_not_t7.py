@@ -15,7 +15,8 @@ import pytest
 
 import luabridge
 from helpers import lua_fn
-from luabridge import LuaError, cli, t7
+from luabridge import LuaError, t7
+from luabridge.th import cli
 
 
 def npy(path: Path) -> None:

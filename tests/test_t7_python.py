@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from luabridge import cli, t7
+from luabridge import t7
+from luabridge.th import cli
 from luabridge.t7 import Key, T7Error, TorchObject
 from helpers import T7_FIXTURES as FIXTURES, needs_t7_fixtures as needs_fixtures
 

@@ -9,7 +9,7 @@ import pytest
 
 import luabridge
 from luabridge import LuaError
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 from helpers import assert_lua_error, lua_fn
 
 

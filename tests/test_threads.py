@@ -14,7 +14,7 @@ import pytest
 
 import luabridge
 from helpers import N, T, call, draw, lua_fn
-from luabridge.backend import linalg
+from luabridge.providers.torch_cpu import linalg
 
 blas = lua_fn("function() return require 'torch.backend.cpu.blas' end")
 set_threads = lua_fn("function(n) torch.setnumthreads(n) end")

@@ -414,7 +414,7 @@ def test_kernels_on_strided_operands(lua, rng):
     a = rng.standard_normal((6, 4)).astype(np.float32)
     b = rng.standard_normal((4, 6)).astype(np.float32)
     run = lua.eval("""function(a, b)
-      local K = require 'luabridge.kernels'
+      local K = require 'luabridge.graph.ops'
       local at, bt = a:t(), b:t()            -- 4x6 and 6x4 transposed views
       local r = {}
       r.add = torch.FloatTensor(4, 6); K.ewise('add', r.add, {at, b})()

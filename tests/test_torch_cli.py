@@ -19,7 +19,7 @@ import luabridge  # noqa: E402
 
 def convert(*args: str | Path, python: str = "") -> subprocess.CompletedProcess:
     """luabridge convert ARGS in a fresh Python (`python`: statements run before the command)."""
-    code = f"import sys\n{python}\nfrom luabridge.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = f"import sys\n{python}\nfrom luabridge.th.cli import main\nsys.exit(main(sys.argv[1:]))"
     return subprocess.run([sys.executable, "-c", code, "convert", *map(str, args)],
                           capture_output=True, text=True, timeout=300)
 

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch", reason="PyTorch is missing (pip install tor
 
 import luabridge  # noqa: E402
 from helpers import lua_fn  # noqa: E402
-from luabridge.proxy import wrap  # noqa: E402
+from luabridge.core.proxy import wrap  # noqa: E402
 from luabridge.torch import LuaModule  # noqa: E402
 from luabridge.torch import convert_layers, layers  # noqa: E402
 from luabridge.torch.convert import CONVERTERS, ConversionError, convert  # noqa: E402

@@ -13,7 +13,8 @@ import pytest
 torch = pytest.importorskip("torch", reason="PyTorch is missing (pip install torch): luabridge.torch needs it")
 
 import luabridge  # noqa: E402
-from luabridge import cli, t7  # noqa: E402
+from luabridge import t7  # noqa: E402
+from luabridge.th import cli  # noqa: E402
 from luabridge.torch import ConversionError, convert, load_lua  # noqa: E402
 from processes import run_in_own_group  # noqa: E402
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.runtime import runtime
+from luabridge.core.runtime import runtime
 from helpers import lua_fn
 
 

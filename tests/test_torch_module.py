@@ -503,7 +503,7 @@ def test_strided_and_empty_inputs_go_to_lua_as_they_are():
 
 
 def test_inputs_lent_to_lua_are_given_back():
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     lua = LuaModule("nn.Linear(1024, 2)")    # allocates nothing per call: only the collector frees
     before = len(bridge().buffers)
@@ -513,7 +513,7 @@ def test_inputs_lent_to_lua_are_given_back():
 
 
 def test_the_same_input_again_sees_its_new_values():
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     tanh = LuaModule("nn.Tanh()")
     x = torch.randn(5, 3, dtype=D)

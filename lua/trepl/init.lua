@@ -1,7 +1,7 @@
 -- `require 'trepl'`, as scripts do to get th's globals when started by a plain luajit: the same
 -- require (relative paths, .t7/.json/.net files), who() and import() that `luabridge th` installs.
 -- Torch7's module returned its read-eval-print loop; here the prompt is `luabridge th`'s.
-local installed = require('luabridge.trepl')
+local installed = require('luabridge.th.trepl')
 if rawget(_G, 'require') ~= installed.require then installed.install() end
 
 return function()

@@ -1,13 +1,13 @@
 """Symbolic graphs of Lua compute closures, Lua nn modules and Python functions, with gradients,
 memory planning and a session that runs them (luabridge's take on tinyflow/nnvm)."""
 from . import registry
-from .registry import LuaCompute, LuaModule, Op, PythonCompute, get, register
+from .registry import LuaCompute, NNCompute, Op, PythonCompute, get, register
 from .symbol import Entry, Group, Node, Symbol, Variable, create
 from . import internal, ops  # noqa: F401  (the op library registers its ops at start-up)
 from .compile import StageError, compile  # the function shadows its module's name here
 
 __all__ = [
-    "Entry", "Group", "LuaCompute", "LuaModule", "Node", "Op", "PythonCompute", "Session",
+    "Entry", "Group", "LuaCompute", "NNCompute", "Node", "Op", "PythonCompute", "Session",
     "StageError", "Symbol", "Variable", "compile", "create", "get", "gradients", "infer_shapes", "lua_module", "python_op", "register",
     "registry",
 ]

@@ -8,11 +8,11 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
 
-from ..proxy import unwrap
-from ..runtime import bridge
-from ..interop import to_numpy
+from ..core.proxy import unwrap
+from ..core.runtime import bridge
+from ..core.interop import to_numpy
 from . import registry
-from .registry import LuaModule, Op, PythonCompute
+from .registry import NNCompute, Op, PythonCompute
 from .symbol import Entry, Node, Symbol, Variable, create, names
 
 _INITIAL: "weakref.WeakKeyDictionary[Node, np.ndarray]" = weakref.WeakKeyDictionary()
@@ -33,7 +33,7 @@ def lua_module(inputs: Union[Symbol, Sequence[Symbol]], module: Any, name: Optio
     driven by the graph (its parameter tensors are re-pointed at the graph's variables)."""
     from .device import CPU
     b = bridge()
-    h = b.module("luabridge.graph_module")
+    h = b.module("luabridge.graph.api")
     ins = [inputs] if isinstance(inputs, Symbol) else list(inputs)
     m = b.call(h.build, module) if isinstance(module, str) else unwrap(module)
     typename = CPU.lua_type(dtype)
@@ -65,7 +65,7 @@ def lua_module(inputs: Union[Symbol, Sequence[Symbol]], module: Any, name: Optio
         f"lua_module:{name}:{next(_counter)}", num_inputs=n_data + n_params,
         input_names=(["data", "target"] if criterion else ["data"]) + pnames,
         infer_shape=infer, infer_type=lambda attrs, ins: ([dtype] * len(ins), [dtype]),
-        compute=LuaModule(b.lua.eval("function(m) return function() return m end end")(m), criterion=criterion),
+        compute=NNCompute(b.lua.eval("function(m) return function() return m end end")(m), criterion=criterion),
         hint="lua_module"))
     params = [Variable(f"{name}_{p}") for p in pnames]
     for p, v in zip(params, values):

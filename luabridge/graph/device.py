@@ -1,5 +1,6 @@
 """Where a session's buffers live: numpy arrays behind CPU Lua tensors, or the CUDA backend's
-arrays (CuPy; numpy standing in via luabridge.backend.cuda.use_array_module) behind CUDA tensors."""
+arrays (CuPy; numpy standing in via luabridge.cuda.use_array_module) behind CUDA tensors, reached
+through the CUDA entry of core/interop.py's DEVICES (the graph imports no provider)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -7,8 +8,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..interop import from_numpy
-from ..dtypes import CUDA_NAMES, TYPE_OF_DTYPE
+from ..core.interop import DEVICES, from_numpy
+from ..core.dtypes import CUDA_NAMES, TYPE_OF_DTYPE
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,8 @@ class Device:
     share: Callable[[Any], Any]     # an array -> a Lua tensor over its memory
     to_host: Callable[[Any], np.ndarray]
     fusion: bool = False            # executors fuse elementwise groups (graph/passes/fuse.py)
+    # (group, evaluate) -> the group's kernel on this device's arrays; None: the CPU's Lua loops
+    fused_kernel: Callable[[Any, Callable], Callable] | None = None
 
     def zeros(self, shape: tuple, dtype: Any) -> Any:
         return self.xp.zeros(shape, dtype=dtype)
@@ -47,13 +50,13 @@ def device_for(config: str) -> Device:
     fusion = config.endswith(" fusion")
     if config.startswith("cpu"):
         return replace(CPU, fusion=fusion)
-    from ..backend import cuda
-    from ..runtime import bridge
+    from ..core.runtime import bridge
+    arrays = DEVICES["cuda"]   # the CUDA provider's, registered at start-up
     try:
-        xp = cuda.array_module()
+        xp = arrays.array_module()
     except RuntimeError as e:
         raise RuntimeError(f"Session({config!r}): {e}") from None
     b = bridge()
     b.call(b.lua.globals().require, "cutorch")
     b.call(b.lua.globals().require, "cunn")
-    return Device("cuda", xp, cuda.from_device_array, cuda.to_host, fusion)
+    return Device("cuda", xp, arrays.share, arrays.to_host, fusion, arrays.fused_kernel)

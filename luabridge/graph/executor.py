@@ -3,24 +3,28 @@ forward/backward closures, Python calls, feed copies) run by one Lua loop."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 import numpy as np
 
-from ..errors import LuaError
-from ..runtime import bridge
-from .fusion_ir import as_lists
+from ..core.errors import LuaError
+from ..core.runtime import bridge
+from .fusion_ir import as_lists, evaluate
 from .graph import Graph
 from .ops.init import dtype_name
 from .passes.fuse import fuse
 from .passes.infer import infer_shapes
 from .passes.order_mutation import build_graph
 from .passes.plan_memory import EMPTY, EXTERNAL, plan_memory
-from .registry import LuaCompute, LuaModule, PythonCompute
+from .registry import LuaCompute, NNCompute, PythonCompute
 from .symbol import Entry, Node
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class SessionState(Protocol):
+    """What an executor reads of the session.Session owning it (session.py builds executors, so
+    this module names it by what it reads): the device and the variables' states."""
+    device: Any
+    _states: Any
 
 
 class GraphError(LuaError):
@@ -51,7 +55,7 @@ class _Plan:
 class Executor:
     """Runs the graph of some fetched entries in a session; rebuilt when shapes change."""
 
-    def __init__(self, session: "Session", fetches: list[Entry], poison: bool = False) -> None:
+    def __init__(self, session: SessionState, fetches: list[Entry], poison: bool = False) -> None:
         self.session = session
         self.device = session.device
         self.fetches = list(fetches)
@@ -165,7 +169,7 @@ class Executor:
             self._release(self.plan)
         arrays, tensors, views, regions = self._buffers(g)
         steps, labels = self._closures(g, tensors, views, regions)
-        run, where = bridge().call(_closures_module().runner, bridge().lua.table_from(steps))
+        run, where = bridge().call(closures_module().runner, bridge().lua.table_from(steps))
         self.plan = _Plan(self._signature(feeds), self.session._states.generation, g, tensors, views, run,
                           where, labels, arrays)
 
@@ -192,7 +196,7 @@ class Executor:
         """One arena per element type; every planned entry is a view at its chain's offset.
         Returns (arenas, Lua tensors by entry, views by entry, Lua region tensors by chain)."""
         b = bridge()
-        closures = _closures_module()
+        closures = closures_module()
         kinds = sorted(g.attrs["arena_elements"])
         arrays = [self._take(g.attrs["arena_elements"][k], np.dtype(k)) for k in kinds]
         flats = {k: self.device.share(a) for k, a in zip(kinds, arrays)}
@@ -221,7 +225,7 @@ class Executor:
     def _closures(self, g: Graph, tensors: list, views: list, regions: list) -> tuple[list, list]:
         b = bridge()
         lua = b.lua
-        closures = _closures_module()
+        closures = closures_module()
         modules: dict[int, tuple] = {}
         steps: list = []
         labels: list = []
@@ -252,7 +256,7 @@ class Executor:
     def _step(self, g: Graph, node: Node, ins: list, outs: list, views: list, modules: dict) -> Any:
         b = bridge()
         lua = b.lua
-        closures = _closures_module()
+        closures = closures_module()
         op = node.op
         if op.name == "placeholder":
             k = self.placeholders.index(node)
@@ -270,7 +274,7 @@ class Executor:
         kwarg = lua.table_from(dict(node.attrs))
         if isinstance(c, LuaCompute):
             return b.call(b.call(closures.factory, c.source), lua.table_from(ins), lua.table_from(outs), kwarg)
-        if isinstance(c, LuaModule):
+        if isinstance(c, NNCompute):
             fac = b.call(closures.factory, c.source) if isinstance(c.source, str) else c.source
             ishape = lua.table_from([lua.table_from(list(g.attrs["shape"][i])) for i in g.input_eids(node)])
             m = b.call(fac, ishape, kwarg)
@@ -290,16 +294,15 @@ class Executor:
         raise ValueError(f"op {op.name!r} (node {node.name!r}) has no compute")
 
     def _fused_step(self, g: Graph, node: Node, ins: list, outs: list, views: list) -> Any:
-        """One generated kernel for a fused group: a LuaJIT loop (lua/luabridge/fused.lua) on
-        the CPU, luabridge.backend.cuda_fuse's kernel on CUDA."""
+        """One generated kernel for a fused group: a LuaJIT loop (lua/luabridge/graph/fusion_ir.lua) on
+        the CPU, the CUDA provider's kernel (providers/torch_cuda/fuse.py) on CUDA."""
         group = node.attrs["group"]
         if self.device.name == "cpu":
             b = bridge()
             exprs = b.lua.table_from([as_lists(e) for e in group.exprs], recursive=True)
-            return b.call(b.module("luabridge.fused").closure, exprs, b.lua.table_from(ins),
+            return b.call(b.module("luabridge.graph.fusion_ir").closure, exprs, b.lua.table_from(ins),
                           b.lua.table_from(outs), node.attrs["form"] == "blocked")
-        from ..backend import cuda_fuse
-        kernel = cuda_fuse.kernel(group)
+        kernel = self.device.fused_kernel(group, evaluate)
         in_v = [views[i] for i in g.input_eids(node)]
         out_v = [views[i] for i in g.output_eids(node)]
         return self._python_step(lambda i, o, _: kernel(*i, *o), in_v, out_v, {})
@@ -320,8 +323,8 @@ class Executor:
         return step
 
 
-def _closures_module() -> Any:
+def closures_module() -> Any:
     b = bridge()
     b.module("nn")   # the closures drive nn modules
-    return b.module("luabridge.closures")
+    return b.module("luabridge.graph.executor")
 

@@ -36,7 +36,7 @@ def _backward_num_outputs(attrs: dict) -> int:
 # output (if needed)], outputs the gradients of every forward input (those of the target and
 # states are computed as zeros / left untouched); node.forward is the nn node.
 def _backward_gradient(node: "Node", out_grads: list) -> list:
-    """The second derivative of an nn op: its LuaModule's own rule, or an error naming it."""
+    """The second derivative of an nn op: its NNCompute's own rule, or an error naming it."""
     fwd = node.forward
     rule = getattr(fwd.op.compute, "backward_gradient", None)
     if rule is None:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
-if TYPE_CHECKING:
-    from .symbol import Node
+# A gradient rule's node argument is a symbol.Node (symbol.py imports this module: Any here).
+NodeRef = Any
 
 Shape = Optional[tuple]  # a tuple of ints, or None while unknown
 
@@ -19,7 +19,7 @@ class LuaCompute:
 
 
 @dataclass
-class LuaModule:
+class NNCompute:
     """Lua source of `function(ishape, kwarg) return nn.X(...) end` (ishape: Lua list of input
     shapes as Lua lists). Inputs are [data, (target,) parameters..., states...]: the parameters
     are bound in module:parameters() order; `states` names module fields (e.g. running_mean)
@@ -31,7 +31,7 @@ class LuaModule:
     states: tuple = ()           # module fields bound to the last len(states) inputs
     # the second derivative: (its `_backward` node, gradients of that node's outputs) ->
     # gradients of that node's inputs, as graph expressions (None: the op has none)
-    backward_gradient: Optional[Callable[["Node", list], list]] = None
+    backward_gradient: Optional[Callable[[NodeRef, list], list]] = None
 
 
 @dataclass
@@ -53,11 +53,11 @@ class Op:
     # (attrs, in_types with None for unknown) -> (in_types, out_types); default: all float32
     infer_type: Optional[Callable[[dict, list], tuple]] = None
     # (forward node, output gradients) -> input gradients (None: no gradient, zeros used)
-    gradient: Optional[Callable[["Node", list], list]] = None
+    gradient: Optional[Callable[[NodeRef, list], list]] = None
     inplace: Union[list, tuple] = ()          # (input, output) pairs that may share storage
     mutate_inputs: Union[list, tuple] = ()    # inputs this op writes (assign: 0)
     is_backward: bool = False                 # shapes come from the forward node
-    compute: Union[LuaCompute, LuaModule, PythonCompute, None] = None
+    compute: Union[LuaCompute, NNCompute, PythonCompute, None] = None
     hint: Optional[str] = None                # automatic-name prefix (default: the op name)
 
     def n_inputs(self, attrs: dict) -> int:

@@ -4,21 +4,28 @@ executors (one per stage, sharing their nn modules) that run them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 import numpy as np
 
-from ..runtime import bridge
+from ..core.runtime import bridge
 from .api import initial_value
-from .executor import Executor, _closures_module
+from .executor import Executor, closures_module
 from .graph import Graph
 from .passes.infer import infer_shapes
-from .registry import LuaModule, Op, attr_str, get
+from .registry import NNCompute, Op, attr_str, get
 from .session import Session
 from .symbol import Entry, Node
 
-if TYPE_CHECKING:
-    from .compile import StagedFunction
+
+class StagedOwner(Protocol):
+    """What a stage plan reads of the compile.StagedFunction owning it (compile.py builds the
+    plans, so this module names it by what it reads)."""
+    stages: list
+    stage_of: dict
+    private_ops: Any
+    session: Any
+
 
 Key = tuple  # (id(node), output index) of an entry of the compiled graph
 
@@ -74,7 +81,7 @@ class SignaturePlan:
     """The stage graphs of one input signature: every entry's shape and type, and per stage a
     copy of its nodes reading placeholders (the fed values) and fetching its results and saves."""
 
-    def __init__(self, fn: "StagedFunction", values: list[np.ndarray]) -> None:
+    def __init__(self, fn: StagedOwner, values: list[np.ndarray]) -> None:
         self.fn = fn
         self.known = self._infer(values)
         self.copies: dict[int, Node] = {}
@@ -190,9 +197,9 @@ def private_modules(op: Op, cache: dict[str, Op]) -> Op:
     """The op, or for a lua_module (whose factory returns one shared module) a copy whose
     factory clones it, so that each chain has its own module state (cache: by op name)."""
     c = op.compute
-    if not isinstance(c, LuaModule) or isinstance(c.source, str):
+    if not isinstance(c, NNCompute) or isinstance(c.source, str):
         return op
     if op.name not in cache:
-        cloning = bridge().call(_closures_module().cloning, c.source)
+        cloning = bridge().call(closures_module().cloning, c.source)
         cache[op.name] = replace(op, compute=replace(c, source=cloning))
     return cache[op.name]

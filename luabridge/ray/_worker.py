@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ray
 
-from ..runtime import bridge
+from ..core.runtime import bridge
 
 
 def assigned_cpus() -> int | None:

@@ -15,11 +15,11 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from ..errors import LuaError
-from ..interop import to_numpy
-from ..model import Model, module_state
-from ..proxy import unwrap
-from ..runtime import bridge
+from ..core.errors import LuaError
+from ..core.interop import to_numpy
+from ..model.handle import Model, module_state
+from ..core.proxy import unwrap
+from ..core.runtime import bridge
 from ._worker import use_assigned_cpus
 
 # A step's result from one worker: the shard's loss, its flat gradient, and whether the
@@ -30,7 +30,7 @@ Update = tuple[float, np.ndarray] | None   # the global batch's loss and gradien
 
 class _Replica:
     """A Ray actor's replica: the model built in the actor's runtime, in training mode, with its
-    criterion and optim state (lua/luabridge/ray_fit.lua)."""
+    criterion and optim state (lua/luabridge/ray/fit.lua)."""
 
     def start(self, model: Model, criterion: str | Model, optim: str, config: Mapping[str, Any],
               seed: int | None) -> None:
@@ -44,7 +44,7 @@ class _Replica:
         else:
             b.module("nn")
             lua_criterion = b.call(b.load(f"return {criterion}", "=(luabridge.ray.fit criterion)"))
-        self.replica = b.call(b.module("luabridge.ray_fit").replica, unwrap(self.module),
+        self.replica = b.call(b.module("luabridge.ray.fit").replica, unwrap(self.module),
                               unwrap(lua_criterion), optim, unwrap(dict(config)))
         self.dtype = to_numpy(self.replica.params).dtype
         self.averages = bool(b.call(self.replica.averages, self.replica))

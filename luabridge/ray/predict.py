@@ -7,11 +7,11 @@ import numpy as np
 import ray
 from ray.exceptions import UserCodeException
 
-from ..errors import LuaError
+from ..core.errors import LuaError
 from ._worker import use_assigned_cpus
 
 if TYPE_CHECKING:
-    from ..model import Model
+    from ..model.handle import Model
 
 Names = str | Sequence[str]
 

@@ -20,12 +20,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import torch
-from lupa import luajit21 as lupa
 
-from .. import eval as lua_eval
-from .. import require, to_numpy, wrap
-from ..proxy import LuaObject
-from ..runtime import bridge
+from ..core.proxy import LuaObject, to_numpy, wrap
+from ..core.runtime import bridge, require
+from ..core.runtime import eval as lua_eval
+from ..core.runtime import luajit21 as lupa
 from .module import LuaModule
 
 _REQUIRED = object()   # a reader's default: the field must be there
@@ -347,7 +346,7 @@ def tree_size(module: Any) -> int:
     """The number of modules in a Lua module's tree (raw or proxy), walked without recursion;
     a module holding itself (directly or through others) is a ConversionError naming it."""
     b = bridge()
-    shape = b.call(b.module("luabridge.module_tree").shape, module._lua if isinstance(module, LuaObject) else module)
+    shape = b.call(b.module("luabridge.model.tree").shape, module._lua if isinstance(module, LuaObject) else module)
     if isinstance(shape, tuple):
         count, typename, path, first = shape
         raise ConversionError(str(typename), path, f"contains itself (it is the module at {first or '<root>'}): "

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ..proxy import LuaObject
+from ..core.proxy import LuaObject
 from . import criterions as c
 from .convert import Context, converter
 

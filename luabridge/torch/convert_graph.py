@@ -16,10 +16,10 @@ from typing import Any
 import torch
 import torch.fx
 
-from lupa import luajit21 as lupa
 
-from ..proxy import LuaObject, wrap
-from ..runtime import bridge
+from ..core.proxy import LuaObject, wrap
+from ..core.runtime import bridge
+from ..core.runtime import luajit21 as lupa
 from .convert import Context, converter, describe, is_module
 
 Value = Any  # an fx.Node, or a list of Values: what a table-valued edge carries while tracing

@@ -7,8 +7,8 @@ import math
 
 import torch
 
-from ..proxy import LuaObject
-from ..runtime import bridge
+from ..core.proxy import LuaObject
+from ..core.runtime import bridge
 from . import layers
 from .convert import Context, Converter, converter, describe, is_number, is_plain_table, tensor
 

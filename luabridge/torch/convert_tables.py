@@ -6,7 +6,7 @@ from typing import Callable
 
 import torch
 
-from ..proxy import LuaObject
+from ..core.proxy import LuaObject
 from . import tables
 from .convert import Context, converter
 

@@ -11,12 +11,11 @@ from typing import Any, Union
 import numpy as np
 import torch
 
-from ..dtypes import TYPE_OF_DTYPE
-from .. import from_numpy, to_numpy
-from ..interop import _canonicalise_nans
-from ..memory import split_address
-from ..proxy import wrap
-from ..runtime import Bridge
+from ..core.dtypes import TYPE_OF_DTYPE
+from ..core.interop import canonicalise_nans, from_numpy
+from ..core.memory import split_address
+from ..core.proxy import to_numpy, wrap
+from ..core.runtime import Bridge
 
 # The shape of a nested input or output: None for a tensor, a tuple of shapes for a list.
 Spec = Union[None, tuple]
@@ -59,7 +58,7 @@ def unflatten(leaves: tuple, spec: Spec) -> Any:
 
 
 def tensor_args(b: Bridge, x: torch.Tensor) -> tuple:
-    """What luamodule.lua's M.tensor takes to make a Lua tensor over x's memory (CPU only): the
+    """What lua/luabridge/torch/module.lua's M.tensor takes to make a Lua tensor over x's memory (CPU only): the
     type name, the registered buffer and x's layout; an empty x comes as a Lua tensor of its own."""
     if x.device.type != "cpu":
         raise TypeError(f"LuaModule: tensors on {x.device} are not supported (LuaModule runs on the CPU)")
@@ -137,7 +136,7 @@ def canonical_nans(array: np.ndarray) -> None:
     if array.dtype.kind == "f" and array.size:
         squares = np.vdot(array, array)
         if squares != squares:
-            _canonicalise_nans(array)
+            canonicalise_nans(array)
 
 
 class Lent:
@@ -156,7 +155,7 @@ class Lent:
         self.pending: tuple | None = None    # the layout lent by the call under way
 
     def args(self, b: Bridge, x: torch.Tensor) -> tuple:
-        """luamodule.lua M.forward's arguments for x: `true` for the memory lent last time."""
+        """lua/luabridge/torch/module.lua M.forward's arguments for x: `true` for the memory lent last time."""
         key = (x.data_ptr(), x.shape, x.stride(), x.dtype)
         if key == self.key:
             canonical_nans(self.array)

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..interop import to_numpy
-from ..persist import load_value
-from ..proxy import lua_kind, wrap
-from ..runtime import bridge
+from ..core.interop import to_numpy
+from ..t7.load import load_value
+from ..core.proxy import lua_kind, wrap
+from ..core.runtime import bridge
 from ..t7 import Key, TorchObject
 from .convert import ConversionError, recursion_room, tree_size
 from .module import LuaModule
@@ -105,7 +105,7 @@ class _Converter:
             raise ConversionError(e.typename, e.path, f"{e.reason}, which a LuaModule cannot run (file {self.file})",
                                   malformed=True) from None
         b = bridge()
-        problem = b.call(b.module("luabridge.module_tree").malformed, x)
+        problem = b.call(b.module("luabridge.model.tree").malformed, x)
         if problem is not None:
             typename, path, field, reason = problem
             raise ConversionError(str(typename), str(path), f"{reason}, which a LuaModule cannot run (file {self.file})",

@@ -4,7 +4,7 @@ Tensors cross without a copy (Lua tensors over torch memory); the Lua weights an
 statistics are the memory of the torch Parameters and buffers, so optimizers and
 load_state_dict write into them. Outputs and gradients are copied out of cached views, because
 the Lua module reuses those buffers on its next call. One Lua call per forward, one per backward
-(lua/luabridge/luamodule.lua); a forward with nothing for autograd to record (no_grad, or no
+(lua/luabridge/torch/module.lua); a forward with nothing for autograd to record (no_grad, or no
 tensor needing a gradient) runs without an autograd.Function.
 """
 from __future__ import annotations
@@ -13,12 +13,11 @@ from typing import Any, Callable
 
 import torch
 
-from .. import eval as lua_eval
-from .. import require, to_numpy, wrap
-from ..model_tree import collect
-from ..persist import read_t7
-from ..proxy import LuaObject
-from ..runtime import STRING_ENCODING, bridge
+from ..core.proxy import LuaObject, to_numpy, wrap
+from ..core.runtime import STRING_ENCODING, bridge, require
+from ..core.runtime import eval as lua_eval
+from ..model.tree import collect
+from ..t7.load import read_t7
 from .crossing import Lent, Spec, Staging, Views, flatten, table_args, type_name, unflatten
 
 
@@ -96,7 +95,7 @@ class LuaModule(torch.nn.Module):
         b = bridge()
         self.lua = module
         self._bridge = b
-        helpers = b.module("luabridge.luamodule")
+        helpers = b.module("luabridge.torch.module")
         self._make, self._new_state = helpers.tensor, helpers.state
         self._lua_forward, self._lua_backward = helpers.forward, helpers.backward
         self._calls = _Calls()
@@ -179,7 +178,7 @@ class LuaModule(torch.nn.Module):
         return self._run_forward(table_args(self._bridge, self._make, leaves, spec))
 
     def _run_forward(self, input_args: tuple) -> tuple[Any, tuple]:
-        """The Lua forward of the input that input_args stand for (see luamodule.lua M.forward):
+        """The Lua forward of the input that input_args stand for (see lua/luabridge/torch/module.lua M.forward):
         the Lua input and copies of the output tensors (self._output.spec: the output's shape)."""
         self._calls.latest += 1
         lua_input, output, moved = self._bridge.call(self._lua_forward, self._state, *input_args)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpu_mode import MODE, XP
-from luabridge.backend import cuda
+from luabridge.providers.torch_cuda import arrays as cuda
 
 
 def pytest_report_header(config: Any) -> str:

@@ -10,7 +10,7 @@ import pytest
 import luabridge
 from gpu_mode import MODE, NEEDS_DEVICE, XP
 from helpers import lua_fn as L
-from luabridge.backend import cuda
+from luabridge.providers.torch_cuda import arrays as cuda
 
 
 def _torch_cuda():

@@ -11,8 +11,8 @@ Shape = Optional[tuple]
 
 
 def kernel(expr: str) -> LuaCompute:
-    """A compute factory returning `expr`, a closure made by lua/luabridge/kernels.lua (K)."""
-    return LuaCompute(f"function(x, y, kwarg) local K = require 'luabridge.kernels'; return {expr} end")
+    """A compute factory returning `expr`, a closure made by lua/luabridge/graph/ops.lua (K)."""
+    return LuaCompute(f"function(x, y, kwarg) local K = require 'luabridge.graph.ops'; return {expr} end")
 
 
 def register_all(op: Op, *aliases: str) -> Op:

@@ -5,15 +5,15 @@ with 0-based labels) through the executor's closures; the weights are graph vari
 [1, h, w, 1], padding 'SAME' ((k - 1) // 2 each side) or 'VALID'. flatten_layer is a copy."""
 from __future__ import annotations
 
-from ..registry import LuaModule, Op, parse_bool, parse_int, parse_tuple
+from ..registry import NNCompute, Op, parse_bool, parse_int, parse_tuple
 from ..symbol import Node
 from ._util import fmt_shape, kernel, make, register_all, same_shape
 from .second_order import linear_second, relu_second, softmax_second, tanh_second
 
 
-def _module(op: str, **kw) -> LuaModule:
-    """The op's nn module, built by lua/luabridge/nn_ops.lua's function of that name."""
-    return LuaModule(f"require('luabridge.nn_ops').{op}", **kw)
+def _module(op: str, **kw) -> NNCompute:
+    """The op's nn module, built by lua/luabridge/graph/ops/nn.lua's function of that name."""
+    return NNCompute(f"require('luabridge.graph.ops.nn').{op}", **kw)
 
 
 def _with_bias(default: bool = True):

@@ -1,12 +1,12 @@
 """The gradient pass: reverse topological order over the nodes between ys and xs; gradients
 reaching one entry from several consumers are summed; an x the ys do not depend on gets zeros.
-An nn (LuaModule) node gets one `_backward` node computing all its input gradients."""
+An nn (NNCompute) node gets one `_backward` node computing all its input gradients."""
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
 from .. import registry
-from ..registry import LuaModule, attr_str
+from ..registry import NNCompute, attr_str
 from ..symbol import Entry, Node, Symbol, create, topo_nodes
 
 
@@ -74,7 +74,7 @@ def _sum(gs: list[Entry], node: Node) -> Entry:
 
 def _input_grads(node: Node, out_grads: list[Entry]) -> list[Optional[Entry]]:
     op = node.op
-    if isinstance(op.compute, LuaModule):
+    if isinstance(op.compute, NNCompute):
         return nn_backward(node, out_grads)
     if op.gradient is None:
         what = "second derivative" if op.is_backward else "gradient"
@@ -90,7 +90,7 @@ def nn_backward(node: Node, out_grads: list[Entry]) -> list[Optional[Entry]]:
     """One `_backward` node for an nn node: inputs [output grad, forward inputs if needed,
     forward output if needed]; output i is the gradient of forward input i (None for the
     criterion target and the states)."""
-    lm: LuaModule = node.op.compute
+    lm: NNCompute = node.op.compute
     if len(out_grads) != 1:
         raise ValueError(f"gradients: nn op {node.op.name!r} (node {node.name!r}) must have one output")
     n_fwd, n_states = len(node.inputs), len(lm.states)
