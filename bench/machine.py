@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import platform
+import threading
 import time
 from typing import Any, Callable
 
@@ -45,3 +46,48 @@ def vector_extension() -> str:
         return ""
     return next((name for flag, name in (("avx512f", "AVX-512"), ("avx2", "AVX2"), ("avx", "AVX"),
                                          ("sse4_2", "SSE4.2")) if flag in flags), "")
+
+
+def thread_cpu_times() -> dict[int, float]:
+    """CPU seconds (user + system) of each thread of this process, by thread id (Linux /proc, in
+    clock ticks: time blocks of a second or more keep the error near 1%)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    times = {}
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()   # after the command name, which may hold spaces
+        except OSError:   # a thread that ended meanwhile
+            continue
+        times[int(task)] = (int(fields[11]) + int(fields[12])) / tick   # utime, stime
+    return times
+
+
+def serial_fraction(step: Callable[[int], Any], reps: int, threads: int) -> float:
+    """Amdahl's serial fraction of `step` run on `threads` threads, from thread CPU time: the
+    workers' CPU time spread evenly over threads - 1 workers is the wall time spent in parallel
+    regions (where the calling thread works too); the rest of the wall time ran on one thread.
+    As a share of the one-thread work: serial / (serial + threads * parallel). A worker that
+    spins while it waits counts as working, so a library whose threads spin looks more parallel
+    than it is (the Karp-Flatt figure, from wall times alone, has no such bias)."""
+    main = threading.get_native_id()
+    before = thread_cpu_times()
+    t0 = time.perf_counter()
+    step(reps)
+    wall = time.perf_counter() - t0
+    after = thread_cpu_times()
+    workers = sum(cpu - before.get(tid, 0.0) for tid, cpu in after.items() if tid != main)
+    parallel = min(workers / max(threads - 1, 1), wall)
+    serial = wall - parallel
+    return serial / (serial + threads * parallel)
+
+
+def karp_flatt(one_thread: float, n_threads: float, threads: int) -> float:
+    """The serial fraction that Amdahl's law gives for the measured speed-up at `threads` threads
+    (Karp and Flatt, 1990): (T_N / T_1 - 1/N) / (1 - 1/N)."""
+    return (n_threads / one_thread - 1 / threads) / (1 - 1 / threads)
+
+
+def amdahl_speedup(serial: float, threads: int) -> float:
+    """The speed-up over one thread that a serial fraction allows on `threads` cores."""
+    return 1 / (serial + (1 - serial) / threads)

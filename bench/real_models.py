@@ -26,7 +26,12 @@ Each figure is the best per step over several repeats, after a warm-up. Columns:
 and the share of the machine's GEMM peak that is (the best of our float32 GEMM and PyTorch's at
 that thread count, 2048x2048 products). The contended rows rerun the LeNet and ResNet-18 rows at the
 default thread count while a CPU-bound process (a Python busy loop) runs beside them; growth is
-the contended time over the idle one. On a machine shared with other work, --priority (as root)
+the contended time over the idle one.
+The serial table (issue 25): for each count above 1, the step's serial fraction (the share of its
+one-thread work that ran on one thread) from thread CPU time (bench/machine.py serial_fraction:
+the workers' CPU time is the wall time in parallel regions; threads that spin while waiting count
+as working) and from the wall times alone (Karp-Flatt), and the speed-up over one thread that
+Amdahl's law allows on 8 and 16 cores with the CPU-time fraction. On a machine shared with other work, --priority (as root)
 runs the bench and its hog ahead of that work, so that "idle" means the bench alone.
 """
 from __future__ import annotations
@@ -45,7 +50,7 @@ import numpy as np
 
 import luabridge
 import nn_models
-from machine import cores, cpu_name, gemm_gflops, vector_extension
+from machine import amdahl_speedup, cores, cpu_name, gemm_gflops, karp_flatt, serial_fraction, vector_extension
 
 ROOT = Path(__file__).resolve().parent
 MODELS = ROOT / "real_models.lua"
@@ -349,13 +354,22 @@ def flops(step: Callable[[int], Any]) -> float:
     return float(counter.get_total_flops())
 
 
-def time_step(step: Callable[[int], Any], threads: int, quick: bool) -> float:
-    """Best seconds per step: about 0.3 s (quick) or 1 s of steps per repeat."""
+@dataclass
+class Timing:
+    best: float                # seconds per step, the best repeat
+    serial: Optional[float]    # the serial fraction from thread CPU time (machine.serial_fraction); None at 1 thread
+
+
+def time_step(step: Callable[[int], Any], threads: int, quick: bool) -> Timing:
+    """Best seconds per step: about 0.3 s (quick) or 1 s of steps per repeat; with several
+    threads, one more block of at least a second measures the serial fraction."""
     t0 = time.perf_counter()
     step(1)
     once = time.perf_counter() - t0
     reps = max(1, int((0.3 if quick else 1.0) / max(once, 1e-6)))
-    return nn_models.best_time(step, reps, 2 if quick else 4, threads)
+    best = nn_models.best_time(step, reps, 2 if quick else 4, threads)
+    serial = serial_fraction(step, max(reps, int(1.0 / max(best, 1e-6)) + 1), threads) if threads > 1 else None
+    return Timing(best, serial)
 
 
 def set_threads(n: int) -> None:
@@ -390,8 +404,8 @@ def cpu_hog() -> Iterator[None]:
 
 @dataclass
 class Result:
-    ours: float
-    theirs: float
+    ours: Timing
+    theirs: Timing
     flop: float
 
 
@@ -419,6 +433,9 @@ def ms(seconds: float) -> str:
 HEADER = ("| row | batch | threads | ours ms | PyTorch ms | ours/PyTorch | ours Nt/1t | PyTorch Nt/1t "
           "| GFLOP/s ours | GFLOP/s PyTorch | ours % of peak |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
+SERIAL_HEADER = ("| row | batch | threads | serial ours | serial PyTorch | Karp-Flatt ours | Karp-Flatt PyTorch "
+                 "| Amdahl 8 / 16 cores, ours | PyTorch |\n|---|---|---|---|---|---|---|---|---|")
+
 
 def table_rows(row: Row, results: dict[int, Result], peaks: dict[int, float]) -> Iterator[str]:
     """The table's lines of one row, a line per thread count (Nt/1t against the first count)."""
@@ -426,10 +443,26 @@ def table_rows(row: Row, results: dict[int, Result], peaks: dict[int, float]) ->
     base = results[counts[0]]
     for n in counts:
         r = results[n]
-        scale = f"{r.ours / base.ours:.2f} | {r.theirs / base.theirs:.2f}" if n != counts[0] else "- | -"
-        yield (f"| {row.label} | {row.batch} | {n} | {ms(r.ours)} | {ms(r.theirs)} | "
-               f"{r.ours / r.theirs:.2f} | {scale} | {r.flop / r.ours / 1e9:.1f} | "
-               f"{r.flop / r.theirs / 1e9:.1f} | {100 * r.flop / r.ours / 1e9 / peaks[n]:.0f}% |")
+        ours, theirs = r.ours.best, r.theirs.best
+        scale = f"{ours / base.ours.best:.2f} | {theirs / base.theirs.best:.2f}" if n != counts[0] else "- | -"
+        yield (f"| {row.label} | {row.batch} | {n} | {ms(ours)} | {ms(theirs)} | "
+               f"{ours / theirs:.2f} | {scale} | {r.flop / ours / 1e9:.1f} | "
+               f"{r.flop / theirs / 1e9:.1f} | {100 * r.flop / ours / 1e9 / peaks[n]:.0f}% |")
+
+
+def serial_rows(row: Row, results: dict[int, Result]) -> Iterator[str]:
+    """The serial fraction of each multi-thread count: from thread CPU time and (against the
+    first count, when that is 1 thread) Karp-Flatt's from wall times; Amdahl's speed-up over one
+    thread that the CPU-time fraction allows on 8 and 16 cores."""
+    counts = sorted(results)
+    base = results[counts[0]]
+    for n in counts[1:]:
+        r = results[n]
+        flatt = (f"{karp_flatt(base.ours.best, r.ours.best, n):.2f} | {karp_flatt(base.theirs.best, r.theirs.best, n):.2f}"
+                 if counts[0] == 1 else "- | -")
+        projected = [" / ".join(f"{amdahl_speedup(t.serial, k):.1f}x" for k in (8, 16)) for t in (r.ours, r.theirs)]
+        yield (f"| {row.label} | {row.batch} | {n} | {r.ours.serial:.2f} | {r.theirs.serial:.2f} | {flatt} | "
+               f"{projected[0]} | {projected[1]} |")
 
 
 def main() -> None:
@@ -465,6 +498,12 @@ def main() -> None:
     for row in rows:
         results[row.key] = {n: measure(row, n, args.quick, rng) for n in counts}
         print("\n".join(table_rows(row, results[row.key], peaks)), flush=True)
+    if len(counts) > 1:
+        print("\nserial fraction of a step (the share of its one-thread work that ran on one thread), from thread "
+              "CPU time and from wall times (Karp-Flatt), and the speed-up over one thread Amdahl's law then allows")
+        print(SERIAL_HEADER)
+        for row in rows:
+            print("\n".join(serial_rows(row, results[row.key])), flush=True)
     contended = [r for r in rows if r.key in CONTENDED]
     if args.no_contended or not contended:
         return
@@ -476,8 +515,8 @@ def main() -> None:
     with cpu_hog():
         for row in contended:
             r, idle = measure(row, n, args.quick, rng), results[row.key][n]
-            print(f"| {row.label} | {row.batch} | {ms(r.ours)} | {r.ours / idle.ours:.2f} | "
-                  f"{ms(r.theirs)} | {r.theirs / idle.theirs:.2f} |", flush=True)
+            print(f"| {row.label} | {row.batch} | {ms(r.ours.best)} | {r.ours.best / idle.ours.best:.2f} | "
+                  f"{ms(r.theirs.best)} | {r.theirs.best / idle.theirs.best:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
