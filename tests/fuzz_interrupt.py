@@ -129,7 +129,7 @@ limit = int(sys.argv[1]) << 20
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 import luabridge
 luabridge.require('nn')
-bridge = sys.modules['luabridge.runtime'].bridge
+bridge = sys.modules['luabridge.core.runtime'].bridge
 main = threading.main_thread().ident
 work = tempfile.mkdtemp(prefix='fuzz_interrupt')
 atexit.register(shutil.rmtree, work, True)   # each child made one; 657 were left in /tmp

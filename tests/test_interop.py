@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import luabridge
-from luabridge.runtime import STRING_ENCODING
+from luabridge.core.runtime import STRING_ENCODING
 
 from helpers import lua_fn as L
 
@@ -89,7 +89,7 @@ def test_bad_arrays_are_refused(lua):
 
 
 def test_released_buffers_are_reused_only_when_unreferenced(lua):
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     luabridge.execute("for _ = 1, 3 do collectgarbage() end; torch.FloatTensor(1)")
     before = len(bridge().buffers)
@@ -104,7 +104,7 @@ def test_released_buffers_are_reused_only_when_unreferenced(lua):
 
 
 def test_dead_tensors_do_not_pile_up(lua):
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     luabridge.execute("for _ = 1, 3 do collectgarbage() end; torch.FloatTensor(1)")
     before = len(bridge().buffers)
@@ -115,7 +115,7 @@ def test_dead_tensors_do_not_pile_up(lua):
 
 
 def test_shared_arrays_count_toward_the_collector(lua):
-    from luabridge.runtime import bridge
+    from luabridge.core.runtime import bridge
 
     luabridge.execute("for _ = 1, 3 do collectgarbage() end; torch.FloatTensor(1)")
     before = len(bridge().buffers)
@@ -169,7 +169,7 @@ def test_element_types_agree_across_layers(lua):
     """Every layer reads one table (lua/torch/elementtypes.lua): what each Lua layer says of a type
     agrees with numpy's facts about the dtype Python derived from the same table."""
     from luabridge import t7
-    from luabridge.dtypes import CUDA_NAMES, DTYPES
+    from luabridge.core.dtypes import CUDA_NAMES, DTYPES
 
     assert list(DTYPES) == ["Byte", "Char", "Short", "Int", "Long", "Float", "Double", "Half"]
     for name, dtype in DTYPES.items():
@@ -210,8 +210,8 @@ class _OnDevice:
 def test_interop_and_proxies_reach_a_device_through_its_provider(lua, monkeypatch):
     """to_numpy, from_dlpack and the tensor proxy's array protocols take the provider of the
     tensor's device from one table (interop.DEVICES), for CPU and CUDA tensors alike."""
-    from luabridge import interop
-    from luabridge.backend import cuda
+    from luabridge.core import interop
+    from luabridge.providers.torch_cuda import arrays as cuda
 
     cuda.use_array_module(np)   # numpy stands in for CuPy
     try:

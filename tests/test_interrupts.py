@@ -21,7 +21,7 @@ import pytest
 
 import luabridge
 
-bridge = sys.modules["luabridge.runtime"].bridge
+bridge = sys.modules["luabridge.core.runtime"].bridge
 ROUNDS = 8          # the finding: 8 of 8 tries in an allocation loop became "not enough memory"
 LOOP_SECONDS = 60   # of CPU: a loop the signal never reached ends, and the test fails
 

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import in_fresh_thread
 
-from luabridge.runtime import bridge
+from luabridge.core.runtime import bridge
 
 SETUP = """
 require 'torch'

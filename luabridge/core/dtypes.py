@@ -1,5 +1,5 @@
 """The element types, from the table every layer reads: lua/torch/elementtypes.lua, parsed here
-without running Lua (the Lua side reads it through lua/torch/dtype.lua)."""
+without running Lua (the Lua side reads it through lua/torch/core/dtype.lua)."""
 from __future__ import annotations
 
 import numpy as np

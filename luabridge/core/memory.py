@@ -116,7 +116,7 @@ class BufferRegistry:
         """Releases the buffers of the comma-separated ids; releasing one twice does nothing
         (Lua sends a batch again when Ctrl-C cut its release short). With keep, the buffers this
         registry allocated and nothing else references (no numpy view, no other runtime) stay
-        registered instead, for the runtime to reuse by itself (lua/torch/memory.lua's
+        registered instead, for the runtime to reuse by itself (lua/torch/core/memory.lua's
         memory.reuse; any size: reuse there costs no call): returns their ids, comma-separated,
         or None when none."""
         kept = []

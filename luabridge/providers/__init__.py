@@ -14,6 +14,7 @@ from .image import codecs, ops
 from .torch_cpu import linalg, ufuncs
 from .torch_cuda import arrays
 from .torch_cuda import nn  # noqa: F401  (registers the nn modules' device passes as CUDA ops)
+from .torch_cuda import fuse  # noqa: F401  (gives the CUDA device its fused kernels, for the graph)
 
 declare_callbacks(CALLBACKS)
 for _module in (ufuncs, linalg, arrays, lfs, hdf5, codecs, ops, graphicsmagick, matio, gnuplot, threads, display,

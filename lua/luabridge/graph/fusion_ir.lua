@@ -6,7 +6,6 @@
 -- never on the sizes, so one compiled prototype serves every group and shape alike.
 require 'torch'
 local ffi = require 'ffi'
-local ufunc = require 'torch.backend.cpu.ufunc'
 local cpu = require('torch.backend').cpu
 local isContiguous, numel, ptr = cpu.isContiguous, cpu.numel, cpu.ptr
 
@@ -112,7 +111,7 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
   end
   local function loopOf(name, nargs)
     local sig = TYPE_CHAR[ctype]:rep(nargs) .. '->' .. TYPE_CHAR[ctype]
-    local l = ufunc.loop(name, sig)
+    local l = cpu.ufunc_loop(name, sig)
     if not l then return nil end
     loops[#loops + 1] = l
     return 'L[' .. #loops .. ']'
@@ -207,8 +206,8 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
   end
   return ([[
 local ffi = require 'ffi'
-local ufunc = require 'torch.backend.cpu.ufunc'
-local unary, binary = ufunc.unary, ufunc.binary
+local cpu = require('torch.backend').cpu
+local unary, binary = cpu.ufunc_unary, cpu.ufunc_binary
 local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
 return function(n, ct, L, P)
   local S = ffi.sizeof(ct)

@@ -10,7 +10,7 @@
 local ffi = require 'ffi'
 local torch = require 'torch'
 local backend = require 'torch.backend'
-local loops = require 'nn.util.loops'
+local byTensorType = require('torch.core.dtype').byTensorType
 
 local K = {}
 -- Straight-line code up to these sizes (measured against the backend's ops called as here):
@@ -123,7 +123,7 @@ end
 -- v as an element of t's type holds it (the ops take numbers so cast, as torch7's `real`s)
 local function asElement(t, v)
   if v == nil then return nil end
-  return tonumber(ffi.new(loops.dtype(t).ctype .. '[1]', v)[0])
+  return tonumber(ffi.new(byTensorType[torch.typename(t)].ctype .. '[1]', v)[0])
 end
 
 -- The closure running the ops form of op over direct operands; a broadcast input is read as

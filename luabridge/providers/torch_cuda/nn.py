@@ -1,5 +1,6 @@
-"""Device passes of the nn modules whose CPU kernels are LuaJIT loops (lua/nn/kernels): spatial
-convolution, max and average pooling and ClassNLLCriterion, written in the array module so that
+"""Device passes of the nn modules whose CPU kernels are LuaJIT loops (lua/torch/backend/cpu's
+nn_conv, nn_pool, nn_batchnorm, and lua/nn/util): spatial convolution, max and average pooling
+and ClassNLLCriterion, written in the array module so that
 CuPy runs them on the GPU (numpy stands in without one).
 
 They are ops of luabridge/providers/torch_cuda/arrays.py, called by name from the modules (``cuda.call``) after Lua has
