@@ -24,7 +24,7 @@ local cudnnClasses = {
 }
 for _, name in ipairs(cudnnClasses) do torch.File.classAliases['cudnn.' .. name] = 'nn.' .. name end
 torch.File.classAliases['cudnn.ClippedReLU'] = 'nn.Clamp'
-require 'cunn.DataParallelTable'   -- cunn's one class of its own, as models on GPUs were saved
+require 'nn.DataParallelTable'   -- cunn's one class of its own (nn.DataParallelTable), as models on GPUs were saved
 
 -- The classes torch7 versions (__version, written as "V n" with each object) as it does.
 nn.SpatialBatchNormalization.__version = 2

@@ -11,7 +11,6 @@
 -- the environment says otherwise, OpenMP's idle workers sleep at once (OMP_WAIT_POLICY=PASSIVE,
 -- read when libgomp loads) instead of spinning against OpenBLAS and the Lua thread.
 local ffi = require 'ffi'
-local blas = require 'torch.backend.cpu.blas'
 
 local dnnl = { available = false, enabled = false }
 
@@ -147,13 +146,10 @@ local function load()
 end
 load()
 
--- The thread count for the next primitive, made OpenMP's: torch.setnumthreads's, and no more
--- than the CPUs free at that moment (the BLAS calls' rule, blas.threadsFor: a parallel region
--- waits for its slowest thread, so one descheduled by other work stalls it).
-function dnnl.threads()
-  local n = blas.threadsFor(math.huge, 1)
+-- OpenMP's thread count for the next primitive (dnnl_nn.lua's convdnnl.threads picks it by the
+-- BLAS calls' rule; blas.lua calls this module, never the other way round).
+function dnnl.setThreads(n)
   gomp.omp_set_num_threads(n)
-  return n
 end
 
 function dnnl.dims(list)

@@ -12,6 +12,7 @@
 -- the backward-weights pass with input and gradOutput exchanged.
 local ffi = require 'ffi'
 local dnnl = require 'torch.backend.cpu.dnnl'
+local blas = require 'torch.backend.cpu.blas'
 local apply = require 'torch.backend.cpu.apply'
 
 local convdnnl = {}
@@ -85,10 +86,19 @@ local makers = {
   end,
 }
 
+-- The thread count for the next primitive, made OpenMP's: torch.setnumthreads's, and no more
+-- than the CPUs free at that moment (the BLAS calls' rule, blas.threadsFor: a parallel region
+-- waits for its slowest thread, so one descheduled by other work stalls it).
+function convdnnl.threads()
+  local n = blas.threadsFor(math.huge, 1)
+  dnnl.setThreads(n)
+  return n
+end
+
 -- The plan of `pass` for description d (nil when oneDNN refuses the geometry: the caller's
 -- kernels run it then).
 local function planFor(pass, d, withBias)
-  local threads = dnnl.threads()
+  local threads = convdnnl.threads()
   local key = ('%s %s %s %d'):format(pass, d.key, tostring(withBias), threads)
   local p = plans[key]
   if p == nil then
@@ -100,8 +110,6 @@ local function planFor(pass, d, withBias)
   return p or nil
 end
 
--- the thread count the passes run on (torch.getnumthreads)
-convdnnl.threads = dnnl.threads
 
 -- The description of the 2D geometry g (nn_conv.lua's), cached in g; nil when oneDNN is
 -- off or does not serve it.
@@ -301,7 +309,7 @@ end
 -- thread the loops of nn_batchnorm.lua are faster (1.3x at ResNet's sizes) and run instead.
 function convdnnl.bnForward(x, out, B, C, N, s)
   local d = bnDescription(x, B, C, N, s)
-  if d and dnnl.threads() < 2 then return false end
+  if d and convdnnl.threads() < 2 then return false end
   local plan = d and planFor('bnForward', d)
   if not plan then return false end
   local f = floats(C)

@@ -2,7 +2,8 @@
 -- with no GPUs to spread over, it runs its module on the whole batch, which gives the same
 -- results (batch normalization in training mode aside: there each GPU used its slice's
 -- statistics). It exists so that scripts building one and checkpoints holding one (torch7's
--- file layout, version 3: the GPU assignments, then the fields) work on the CPU. Loaded by nn.
+-- file layout, version 3: the GPU assignments, then the fields) work on the CPU. Loaded by nn
+-- (legacy.lua): cunn defines it in torch7, but nn here must not require cunn (cunn requires nn).
 
 local DataParallelTable, parent = torch.class('nn.DataParallelTable', 'nn.Container')
 DataParallelTable.__version = 3
