@@ -26,6 +26,7 @@ one fails too):
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -605,3 +606,323 @@ def test_a_runtime_refuses_an_undeclared_callback(monkeypatch: pytest.MonkeyPatc
                                                          lambda b: {"not_declared_anywhere": print}])
     with pytest.raises(RuntimeError, match="not_declared_anywhere"):
         runtime.Bridge()
+
+
+# ==============================================================================================
+# Lua: the layers of lua/ (DESIGN.md, "Rules"; lua/torch/README.md, "Layout")
+#
+# Every `require` of a string literal is read from the source (require 'x', require "x",
+# require('x'), require [[x]]; at any depth: inside functions too), comments and other strings
+# skipped by a small Lua lexer; a require of a module of one of our packages that no file
+# provides is an error too. A module name resolves to its file as package.path does (a/b.lua or
+# a/b/init.lua under lua/); names of no package of ours (ffi, bit, lfs, ...) are not checked.
+# Packages are the top-level folders (and files) of lua/, with torch.backend.cpu and
+# torch.backend.cuda counted apart from torch: the devices. The op table loads the devices'
+# init.lua by name from a table (torch.backend.load), not by a literal require.
+
+LUA = REPO / "lua"
+DEVICES = ("torch.backend.cpu", "torch.backend.cuda")
+TENSOR_FIELDS = ("_st", "_off", "_sz", "_str", "_dt")
+
+
+def _lua_tokens(src: str):
+    """(kind, text, line) of a Lua chunk: kind 'name', 'string' (the value) or 'op'; comments dropped."""
+    i, n, line = 0, len(src), 1
+    while i < n:
+        c = src[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif c in " \t\r":
+            i += 1
+        elif src.startswith("--", i):
+            m = re.match(r"--\[(=*)\[", src[i:])
+            if m:
+                end = src.find("]" + m.group(1) + "]", i)
+                end = n if end < 0 else end + len(m.group(1)) + 2
+            else:
+                end = src.find("\n", i)
+                end = n if end < 0 else end
+            line += src.count("\n", i, end)
+            i = end
+        elif c in "'\"":
+            j, out = i + 1, []
+            while j < n and src[j] != c:
+                if src[j] == "\\":
+                    out.append(src[j:j + 2])
+                    j += 2
+                else:
+                    out.append(src[j])
+                    j += 1
+            yield "string", "".join(out), line
+            line += src.count("\n", i, j)
+            i = j + 1
+        elif c == "[" and re.match(r"\[=*\[", src[i:]):
+            level = re.match(r"\[(=*)\[", src[i:]).group(1)
+            start = i + len(level) + 2
+            end = src.find("]" + level + "]", start)
+            end = n if end < 0 else end
+            yield "string", src[start:end].lstrip("\n"), line
+            line += src.count("\n", i, end)
+            i = end + len(level) + 2
+        elif c.isalpha() or c == "_":
+            m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", src[i:])
+            yield "name", m.group(0), line
+            i += len(m.group(0))
+        elif c.isdigit():
+            m = re.match(r"0[xX][0-9a-fA-F.pP+-]+|[0-9.]+(?:[eE][+-]?[0-9]+)?", src[i:])
+            i += len(m.group(0))
+        else:
+            yield "op", c, line
+            i += 1
+
+
+@dataclass(frozen=True)
+class LuaRequire:
+    path: str      # the requiring file, relative to lua/
+    line: int
+    target: str    # the required module name
+
+
+@dataclass(frozen=True)
+class LuaFieldRead:
+    path: str
+    line: int
+    field: str
+
+
+@functools.lru_cache(maxsize=None)
+def _lua_scan(path: str, src: str) -> tuple[list[LuaRequire], list[LuaFieldRead]]:
+    """The literal requires and the tensor-field reads (x._sz, x['_sz']) of one Lua file."""
+    toks = list(_lua_tokens(src))
+    requires, fields = [], []
+    for k, (kind, text, line) in enumerate(toks):
+        if kind == "name" and text == "require" and (k == 0 or toks[k - 1][1] not in (".", ":")):
+            rest = toks[k + 1:k + 4]
+            if rest and rest[0][0] == "string":
+                requires.append(LuaRequire(path, line, rest[0][1]))
+            elif len(rest) >= 3 and rest[0][1] == "(" and rest[1][0] == "string" and rest[2][1] == ")":
+                requires.append(LuaRequire(path, line, rest[1][1]))
+        elif kind == "name" and text in TENSOR_FIELDS and k > 0 and toks[k - 1][1] == "." \
+                and not (k > 1 and toks[k - 2][1] == "."):   # x._sz, not the concatenation .. _sz
+            fields.append(LuaFieldRead(path, line, text))
+        elif kind == "string" and text in TENSOR_FIELDS and k > 0 and toks[k - 1][1] == "[":
+            fields.append(LuaFieldRead(path, line, text))
+    return requires, fields
+
+
+@functools.lru_cache(maxsize=None)
+def _lua_files() -> tuple[tuple[str, str], ...]:
+    return tuple((p.relative_to(LUA).as_posix(), p.read_text(errors="replace")) for p in sorted(LUA.rglob("*.lua")))
+
+
+def lua_tree() -> dict[str, str]:
+    """Every Lua file of lua/: path (relative, with '/') -> source; a fresh dict to change."""
+    return dict(_lua_files())
+
+
+def lua_module_file(name: str, files) -> str | None:
+    """The file under lua/ that require(name) loads, as package.path's ?.lua;?/init.lua."""
+    base = name.replace(".", "/")
+    for cand in (base + ".lua", base + "/init.lua"):
+        if cand in files:
+            return cand
+    return None
+
+
+def lua_module_of(path: str) -> str:
+    mod = path[:-len(".lua")].replace("/", ".")
+    return mod[:-len(".init")] if mod.endswith(".init") else mod
+
+
+def lua_package(module: str) -> str:
+    for device in DEVICES:
+        if module == device or module.startswith(device + "."):
+            return device
+    return module.split(".")[0]
+
+
+def _in_device(path: str) -> str | None:
+    for device in DEVICES:
+        if path.startswith(device.replace(".", "/") + "/"):
+            return device
+    return None
+
+
+def lua_layer_violations(files: dict[str, str]) -> list[str]:
+    """Every break of the Lua rules in `files` (path under lua/ -> source)."""
+    bad = []
+    edges: dict[str, dict[str, str]] = {}
+    packages = {lua_package(lua_module_of(p)) for p in files}
+    for path, src in files.items():
+        requires, fields = _lua_scan(path, src)
+        device = _in_device(path)
+        for r in requires:
+            target_file = lua_module_file(r.target, files)
+            if target_file is None:
+                if lua_package(r.target) in packages:
+                    bad.append(f"lua/{path}:{r.line}: requires {r.target}, no module under lua/")
+                continue   # not ours (ffi, bit, a C library's binding)
+            target_pkg = lua_package(r.target)
+            # below the front end only through the op table (torch.backend) and torch.core: a
+            # device's modules are required only from that device's folder (the op table loads
+            # the device inits by name, from a table: backend.load)
+            if target_pkg in DEVICES and device != target_pkg:
+                bad.append(f"lua/{path}:{r.line}: requires {r.target} (a device's module) outside "
+                           f"lua/{target_pkg.replace('.', '/')}/: go through the op table (torch.backend)")
+            source_pkg = lua_package(lua_module_of(path))
+            if source_pkg != target_pkg:
+                edges.setdefault(source_pkg, {}).setdefault(target_pkg, f"lua/{path}:{r.line} requires {r.target}")
+        if not path.startswith("torch/"):
+            for f in fields:
+                bad.append(f"lua/{path}:{f.line}: reads the tensor field {f.field} outside lua/torch/ "
+                           "(use tensor methods or torch.core)")
+    for cycle in _lua_cycles(edges):
+        steps = [edges[a][b] for a, b in zip(cycle, cycle[1:] + cycle[:1])]
+        bad.append("package circle " + " -> ".join(cycle + cycle[:1]) + ": " + "; ".join(steps))
+    return bad
+
+
+def _lua_cycles(edges: dict[str, dict[str, str]]) -> list[list[str]]:
+    """One cycle per strongly connected component of more than one package (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(_lua_cycle_through(sorted(comp)[0], set(comp), edges))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _lua_cycle_through(start: str, comp: set[str], edges) -> list[str]:
+    """A cycle through start inside comp (breadth first back to start)."""
+    prev = {start: None}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(edges.get(v, {})):
+            if w == start:
+                path = [v]
+                while prev[path[-1]] is not None:
+                    path.append(prev[path[-1]])
+                return path[::-1]
+            if w in comp and w not in prev:
+                prev[w] = v
+                queue.append(w)
+    return [start]
+
+
+def lua_family_violations(files: dict[str, str]) -> list[str]:
+    """backend.families: one file of each name in both device folders, loaded by both inits."""
+    init = files.get("torch/backend/init.lua", "")
+    m = re.search(r"backend\.families\s*=\s*\{([^}]*)\}", init)
+    if not m:
+        return ["lua/torch/backend/init.lua: no backend.families list"]
+    families = [t for kind, t, _ in _lua_tokens(m.group(1)) if kind == "string"]
+    bad = []
+    for device in DEVICES:
+        folder = device.replace(".", "/")
+        for f in families:
+            if f"{folder}/{f}.lua" not in files:
+                bad.append(f"lua/{folder}/{f}.lua missing: every device has every family (torch.backend.families)")
+        dinit = files.get(f"{folder}/init.lua", "")
+        if not re.search(r"for\s+_\s*,\s*(\w+)\s+in\s+ipairs\s*\(.*?\.families\s*\)\s*do\s+require\s*\(\s*['\"]"
+                         + re.escape(device) + r"\.['\"]\s*\.\.\s*\1\s*\)", dinit):
+            bad.append(f"lua/{folder}/init.lua does not load its families from torch.backend.families")
+    return bad
+
+
+def test_lua_layers():
+    """Outside lua/torch/backend/<device>/ no device module is required (the op table, torch.backend,
+    and torch.core are the way below the front end); tensor fields are read under lua/torch/ only;
+    no circle between packages (the devices counted apart)."""
+    assert lua_layer_violations(lua_tree()) == []
+
+
+def test_lua_device_families():
+    """backend/cpu/ and backend/cuda/ have a file for every family of torch.backend.families, and
+    each device's init.lua loads them from that one list."""
+    assert lua_family_violations(lua_tree()) == []
+
+
+def test_lua_both_devices_load_every_family():
+    import luabridge
+    missing = luabridge.eval("""(function()
+      require 'torch'
+      local backend, out = require 'torch.backend', {}
+      for _, family in ipairs(backend.families) do
+        for _, device in ipairs { 'cpu', 'cuda' } do
+          if not package.loaded['torch.backend.' .. device .. '.' .. family] then out[#out + 1] = device .. '.' .. family end
+        end
+      end
+      return table.concat(out, ' ')
+    end)()""")
+    assert missing == ""
+
+
+@pytest.mark.parametrize("path, source, caught", [
+    ("nn/Fake.lua", "local blas = require 'torch.backend.cpu.blas'", "a device's module"),
+    ("nn/util/fake.lua", "local C = require('torch.backend.cuda.core')", "a device's module"),
+    ("torch/math/fake.lua", 'require "torch.backend.cpu.pointwise"', "a device's module"),
+    ("luabridge/fake.lua", "local f = function() return require [[torch.backend.cpu.ufunc]] end", "a device's module"),
+    ("torch/backend/cuda/fake.lua", "require 'torch.backend.cpu.apply'", "a device's module"),
+    ("torch/backend/fake.lua", "require 'torch.backend.cuda.core'", "a device's module"),
+    ("nn/Fake.lua", "return function(t) return t._sz[1] end", "tensor field _sz"),
+    ("dpnn/Fake.lua", "return function(t) return t['_st'] end", "tensor field _st"),
+    ("nn/util/fake.lua", "return function(t) return t._dt.size * 2 end", "tensor field _dt"),
+    ("torch/fake.lua", "require 'nn.Module'", "package circle nn -> torch -> nn"),
+    ("nn/util/fake.lua", "require 'cunn'", "package circle cunn -> nn -> cunn"),
+    ("nn/Fake.lua", "require 'nn.kernels.conv'", "no module under lua/"),
+])
+def test_lua_rules_catch_a_forbidden_require(path, source, caught):
+    files = lua_tree()
+    files[path] = source
+    found = lua_layer_violations(files)
+    assert any(caught in v for v in found), found
+
+
+@pytest.mark.parametrize("path, source", [
+    ("nn/Fake.lua", "-- require 'torch.backend.cpu.blas'\nlocal s = \"require 'torch.backend.cpu.blas'\""),
+    ("nn/Fake.lua", "--[[ t._sz ]] local name = '_sz' .. x, y .._st"),
+    ("torch/fake.lua", "return function(t) return t._sz[1], require('torch.core.apply') end"),
+    ("torch/backend/cpu/fake.lua", "require 'torch.backend.cpu.blas'"),
+    ("nn/Fake.lua", "local cpu = require('torch.backend').cpu; local dtype = require 'torch.core.dtype'"),
+])
+def test_lua_rules_allow(path, source):
+    files = lua_tree()
+    before = lua_layer_violations(files)
+    files[path] = source
+    assert lua_layer_violations(files) == before
+
+
+def test_lua_families_caught():
+    files = lua_tree()
+    del files["torch/backend/cuda/lapack.lua"]
+    assert any("cuda/lapack.lua missing" in v for v in lua_family_violations(files))
+    files = lua_tree()
+    files["torch/backend/cpu/init.lua"] = "require 'torch.backend.cpu.pointwise'\nrequire 'torch.backend.cpu.reduce'"
+    assert any("cpu/init.lua does not load" in v for v in lua_family_violations(files))
