@@ -72,7 +72,7 @@ function TemporalConvolution:updateGradInput(input, gradOutput)
   self._windows:resize(B, nOF, K):bmm(g, self.weight:contiguous():view(1, O, K):expand(B, O, K))
   self.gradInput:resizeAs(input)
   self.gradInput:zero()
-  temporal.addFrames(self._windows, self.gradInput, B, nIF, nOF, F, K, self.dW)
+  backend.cpu.temporal_add_frames(self._windows, self.gradInput, B, nIF, nOF, F, K, self.dW)
   return self.gradInput
 end
 

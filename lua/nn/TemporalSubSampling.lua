@@ -1,6 +1,7 @@
 -- Per-feature weighted sums of kW-frame windows (every dW frames) of nInputFrame x
 -- inputFrameSize input: out[t][f] = bias[f] + weight[f] * sum of the window's frames[f].
 local temporal = require 'nn.util.temporal'
+local backend = require 'torch.backend'
 local shape = require 'nn.util.shape'
 local TemporalSubSampling, parent = torch.class('nn.TemporalSubSampling', 'nn.Module')
 
@@ -34,7 +35,7 @@ end
 function TemporalSubSampling:updateOutput(input)
   local nIF, nOF = self:_check(input)
   self.output:resize(nOF, self.inputFrameSize)
-  temporal.subsample('forward', input:contiguous(), self.output, self.weight, self.bias, nIF, nOF,
+  backend.cpu.temporal_subsample('forward', input:contiguous(), self.output, self.weight, self.bias, nIF, nOF,
     self.inputFrameSize, self.kW, self.dW)
   return self.output
 end
@@ -44,7 +45,7 @@ function TemporalSubSampling:updateGradInput(input, gradOutput)
   shape.gradOutput(self, gradOutput, { nOF, self.inputFrameSize })
   self.gradInput:resizeAs(input)
   self.gradInput:zero()
-  temporal.subsample('backward', self.gradInput, gradOutput:contiguous(), self.weight, nil, nIF, nOF,
+  backend.cpu.temporal_subsample('backward', self.gradInput, gradOutput:contiguous(), self.weight, nil, nIF, nOF,
     self.inputFrameSize, self.kW, self.dW)
   return self.gradInput
 end
@@ -52,6 +53,6 @@ end
 function TemporalSubSampling:accGradParameters(input, gradOutput, scale)
   local nIF, nOF = self:_check(input)
   shape.gradOutput(self, gradOutput, { nOF, self.inputFrameSize })
-  temporal.subsample('acc', input:contiguous(), gradOutput:contiguous(), self.gradWeight, self.gradBias,
+  backend.cpu.temporal_subsample('acc', input:contiguous(), gradOutput:contiguous(), self.gradWeight, self.gradBias,
     nIF, nOF, self.inputFrameSize, self.kW, self.dW, scale)
 end

@@ -1,10 +1,10 @@
 -- Spatial and volumetric padding (zero, reflection, replication; negative padding crops) of
 -- planes x (T x) H x W input: each output frame, row and column reads one input frame, row and
 -- column, given by index maps built per call (-1: a zero). The backward pass adds each
--- gradient back where it was read.
+-- gradient back where it was read. CPU tensors run the op pad_planes (backend/cpu/nn_pad.lua),
+-- device tensors plane maps.
 local ffi = require 'ffi'
 local backend = require 'torch.backend'
-local loopsFor = require 'nn.util.loops'
 local shape = require 'nn.util.shape'
 local planemaps = require 'nn.util.planemaps'
 
@@ -20,33 +20,6 @@ local sources = {
     return x
   end,
 }
-
-local loop = [[
-return function(ip, op, P, T, H, W, oT, oH, oW, frames, rows, cols, backward)
-  for p = 0, P - 1 do
-    local ib, ob = p * T * H * W, p * oT * oH * oW
-    for t = 0, oT - 1 do
-      local f = frames[t]
-      for i = 0, oH - 1 do
-        local r = rows[i]
-        local orow = ob + (t * oH + i) * oW
-        if r < 0 or f < 0 then
-          if not backward then for j = 0, oW - 1 do op[orow + j] = 0 end end
-        else
-          local irow = ib + (f * H + r) * W
-          for j = 0, oW - 1 do
-            local c = cols[j]
-            if backward then
-              if c >= 0 then ip[irow + c] = ip[irow + c] + op[orow + j] end
-            elseif c >= 0 then op[orow + j] = ip[irow + c]
-            else op[orow + j] = 0 end
-          end
-        end
-      end
-    end
-  end
-end]]
-local loops = loopsFor.perType('pad', loop)
 
 local function indexMap(mode, n, lo, on)
   local m = ffi.new('int32_t[?]', on)
@@ -100,8 +73,7 @@ end
 local function run(mode, inp, out, g, backward)
   if backend.of(inp) ~= backend.cpu then return deviceRun(mode, inp, out, g, backward, g.sd) end
   local I, O, p = g.I, g.O, g.pads
-  local ptr = backend.cpu.ptr
-  loops[torch.typename(inp)](ptr(inp), ptr(out), g.P, I[1], I[2], I[3], O[1], O[2], O[3],
+  backend.cpu.pad_planes(inp, out, g.P, I[1], I[2], I[3], O[1], O[2], O[3],
     indexMap(mode, I[1], p[1][1], O[1]), indexMap(mode, I[2], p[2][1], O[2]),
     indexMap(mode, I[3], p[3][1], O[3]), backward)
 end

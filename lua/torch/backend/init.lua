@@ -55,7 +55,8 @@ end
 -- then nn's (front end: the nn modules).
 backend.families = {
   'pointwise', 'reduce', 'products', 'index', 'sort', 'join', 'random', 'lapack', 'construct', 'conv',
-  'nn', 'nn_conv', 'nn_pool', 'nn_batchnorm',
+  'nn', 'nn_conv', 'nn_pool', 'nn_batchnorm', 'nn_temporal', 'nn_pad', 'nn_resample', 'nn_lrn',
+  'nn_fractional', 'nn_sparse',
 }
 
 -- Loads a device's op families (backend/<device>/init.lua) once; returns what its init.lua

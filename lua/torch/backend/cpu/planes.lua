@@ -5,7 +5,7 @@ local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 
 local planes = {}
-local ptr = backend.cpu.ptr
+local ptr = apply.ptr
 
 -- four partial sums: one running sum would wait on each addition's latency
 local sumLoops = apply.perType('planeSum', [[

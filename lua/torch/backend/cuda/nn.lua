@@ -83,21 +83,7 @@ function ops.linear_acc_grad(gradWeight, gradBias, input, gradOutput, ones, scal
   if gradBias then gemm(gradBias, 1, gradBias, scale, gradOutputT, ones) end
 end
 
--- nn.TemporalConvolution on batches (B x T x F input, B x nOF x O output and gradOutput, the
--- weight O x kW*F), the windows' geometry kW, dW
-function ops.temporal_conv_forward(out, input, weight, bias, kW, dW)
-  call('temporal_conv_forward', out, input, weight, bias, kW, dW)
-end
-
-function ops.temporal_conv_grad_input(gradInput, gradOutput, weight, kW, dW)
-  call('temporal_conv_grad_input', gradInput, gradOutput, weight, kW, dW)
-end
-
 -- out = x with its trailing dims mapped by host matrices (nn/util/planemaps.lua builds them)
 function ops.plane_maps(out, x, backward, ...) call('plane_maps', out, x, backward, ...) end
-
-function ops.temporal_conv_acc_grad(gradWeight, gradBias, input, gradOutput, scale, kW, dW)
-  call('temporal_conv_acc_grad', gradWeight, gradBias, input, gradOutput, scale, kW, dW)
-end
 
 backend.register('cuda', ops)

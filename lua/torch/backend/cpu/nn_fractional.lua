@@ -1,9 +1,11 @@
--- Fractional max pooling (Graham 2014) over P planes of A x B x C elements: each plane draws one
+-- The CPU ops of SpatialFractionalMaxPooling (fractional_max_forward, fractional_max_backward):
+-- fractional max pooling (Graham 2014) over P planes of A x B x C elements: each plane draws one
 -- uniform sample per pooled dimension, which places outN windows of poolN elements
 -- pseudo-randomly along that dimension (2D pooling is the A = 1 case). Indices are torch7's:
 -- 1-based flat offsets inside a plane.
 local backend = require 'torch.backend'
-local loopsFor = require 'nn.util.loops'
+local apply = require 'torch.backend.cpu.apply'
+local loopsFor = require 'torch.backend.cpu.loops'
 
 local fractional = {}
 
@@ -60,7 +62,7 @@ function fractional.forward(input, output, indices, samples, dims, out, pool)
   local P, A, B, C = input:size(1), input:size(2), input:size(3), input:size(4)
   local sizes = { A, B, C }
   local starts = { {}, {}, {} }
-  local run, ptr = forward[torch.typename(input)], backend.cpu.ptr
+  local run, ptr = forward[torch.typename(input)], apply.ptr
   local planeIn, planeOut = A * B * C, out[1] * out[2] * out[3]
   for p = 1, P do
     for d = 1, 3 do
@@ -77,11 +79,14 @@ end
 function fractional.backward(gradInput, gradOutput, indices)
   local P, planeIn = gradInput:size(1), gradInput:nElement() / math.max(gradInput:size(1), 1)
   local planeOut = gradOutput:nElement() / math.max(P, 1)
-  local run, ptr = backward[torch.typename(gradInput)], backend.cpu.ptr
+  local run, ptr = backward[torch.typename(gradInput)], apply.ptr
   for p = 1, P do
     run(ptr(gradInput) + (p - 1) * planeIn, ptr(gradOutput) + (p - 1) * planeOut,
       ptr(indices) + (p - 1) * planeOut, planeOut)
   end
 end
+
+-- CPU only: a device tensor reaching them gets the loop's error
+backend.register('cpu', { fractional_max_forward = fractional.forward, fractional_max_backward = fractional.backward })
 
 return fractional

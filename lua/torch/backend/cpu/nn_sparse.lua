@@ -1,7 +1,9 @@
--- Sparse (coordinate list) products for SparseLinear: coo is a contiguous nnz x 3 tensor of
+-- The CPU ops of SparseLinear and IndexLinear (sparse_add_product, sparse_add_outer): sparse
+-- (coordinate list) products, where coo is a contiguous nnz x 3 tensor of
 -- (row, col, value) rows with 1-based row/col, of the same element type as the dense operands.
 local backend = require 'torch.backend'
-local loopsFor = require 'nn.util.loops'
+local apply = require 'torch.backend.cpu.apply'
+local loopsFor = require 'torch.backend.cpu.loops'
 
 local sparse = {}
 
@@ -21,7 +23,7 @@ return function(cp, nnz, fa, fb, dp, dsa, dsj, sp, ssb, ssj, n, scale)
 end]])
 
 local function run(coo, fa, fb, dst, dA, dJ, src, sB, sJ, n, scale)
-  local ptr = backend.cpu.ptr
+  local ptr = apply.ptr
   axpy[torch.typename(dst)](ptr(coo), coo:size(1), fa, fb, ptr(dst), dst:stride(dA), dst:stride(dJ), ptr(src),
     src:stride(sB), src:stride(sJ), n, scale)
 end
@@ -35,5 +37,8 @@ end
 function sparse.addOuter(coo, gradOutput, gradWeight, scale)
   if coo:size(1) > 0 then run(coo, 1, 0, gradWeight, 2, 1, gradOutput, 1, 2, gradWeight:size(1), scale) end
 end
+
+-- CPU only: a device tensor reaching them gets the loop's error
+backend.register('cpu', { sparse_add_product = sparse.addProduct, sparse_add_outer = sparse.addOuter })
 
 return sparse

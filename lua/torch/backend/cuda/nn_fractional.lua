@@ -1,0 +1,2 @@
+-- The nn_fractional family has no CUDA ops: SpatialFractionalMaxPooling is CPU only (the CPU op names the tensor type
+-- a device tensor brings).

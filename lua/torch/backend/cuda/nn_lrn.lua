@@ -1,0 +1,2 @@
+-- The nn_lrn family has no CUDA ops: SpatialCrossMapLRN runs device tensors as tensor ops and plane maps
+-- (nn/util/lrn.lua).

@@ -1,0 +1,2 @@
+-- The nn_pad family has no CUDA ops: the padding modules run device tensors through plane maps (nn/util/pad.lua,
+-- the op plane_maps of backend/cuda/nn.lua).

@@ -1,0 +1,2 @@
+-- The nn_resample family has no CUDA ops: the upsampling modules run device tensors through plane maps
+-- (nn/util/resample.lua, the op plane_maps of backend/cuda/nn.lua).

@@ -1,0 +1,2 @@
+-- The nn_sparse family has no CUDA ops: SparseLinear and IndexLinear are CPU only (the CPU ops name the tensor type
+-- a device tensor brings).
