@@ -777,45 +777,11 @@ def lua_layer_violations(files: dict[str, str]) -> list[str]:
             for f in fields:
                 bad.append(f"lua/{path}:{f.line}: reads the tensor field {f.field} outside lua/torch/ "
                            "(use tensor methods or torch.core)")
-    for cycle in _lua_cycles(edges):
+    for component in _cycles({a: set(bs) for a, bs in edges.items()}):   # the Python rules' Tarjan
+        cycle = _lua_cycle_through(component[0], set(component), edges)
         steps = [edges[a][b] for a, b in zip(cycle, cycle[1:] + cycle[:1])]
         bad.append("package circle " + " -> ".join(cycle + cycle[:1]) + ": " + "; ".join(steps))
     return bad
-
-
-def _lua_cycles(edges: dict[str, dict[str, str]]) -> list[list[str]]:
-    """One cycle per strongly connected component of more than one package (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    found = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in edges.get(v, {}):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                found.append(_lua_cycle_through(sorted(comp)[0], set(comp), edges))
-
-    for v in sorted(edges):
-        if v not in index:
-            visit(v)
-    return found
 
 
 def _lua_cycle_through(start: str, comp: set[str], edges) -> list[str]:
