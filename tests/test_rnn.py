@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-from lupa import luajit21
+from luabridge.core.runtime import luajit21   # the module luabridge runs on (its own build or lupa's)
 
 import luabridge
 from helpers import lua_arg, lua_fn, numeric_grad
