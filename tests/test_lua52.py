@@ -1,6 +1,7 @@
 """LUA52COMPAT, as Torch7's LuaJIT was built: `#` calls __len on tables (so `#` of an
 nn.Sequential is its module count), pairs/ipairs honour __pairs/__ipairs, a call's `(` may open a
-new line; luabridge.lua52 builds that lupa, and the stock lupa says what it lacks."""
+new line; setup.py builds luabridge._luajit21 with it (luabridge/lua52.py), and the stock lupa says
+what it lacks."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -16,21 +17,28 @@ import pytest
 import luabridge
 from helpers import assert_lua_error, lua_fn
 from luabridge import lua52
-from luabridge.runtime import LUA52COMPAT_FIX, lua52compat_message
+from luabridge.core.runtime import LUA52COMPAT_FIX, lua52compat_message, luajit21
 
 ROOT = Path(__file__).resolve().parents[1]
 requires_flag = pytest.mark.skipif(
     not luabridge.LUA52COMPAT, reason=f"lupa's stock LuaJIT lacks LUA52COMPAT ({LUA52COMPAT_FIX} adds it)")
 
 
-def test_probe_agrees_with_the_installed_wheel():
-    assert luabridge.LUA52COMPAT is ("+lua52compat" in importlib.metadata.version("lupa"))
+def test_probe_agrees_with_the_module_that_runs():
+    """luabridge._luajit21 (built by setup.py) has the flag; lupa's stock module has not."""
+    from lupa import luajit21 as stock
+    stock_len = stock.LuaRuntime().eval("#setmetatable({}, {__len = function() return 7 end})")
+    if luajit21.__name__ == "luabridge._luajit21":
+        assert luabridge.LUA52COMPAT
+    elif "+lua52compat" not in importlib.metadata.version("lupa"):
+        assert stock_len == 0 and not luabridge.LUA52COMPAT
 
 
-def test_make_installs_the_lua52compat_lupa():
+def test_make_builds_luabridges_own_luajit():
     if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
         pytest.skip("checks the venv that `make` sets up (.venv beside the Makefile)")
-    assert luabridge.LUA52COMPAT, f"make left the stock lupa in .venv: {LUA52COMPAT_FIX}"
+    assert luajit21.__name__ == "luabridge._luajit21", f"make left luabridge on the stock lupa: {LUA52COMPAT_FIX}"
+    assert luabridge.LUA52COMPAT
 
 
 # a VGG-like stack as neural-style loads it: (layer constructor, arguments)
@@ -129,7 +137,7 @@ def test_stock_lupa_message_names_what_is_missing_and_the_fix():
     message = lua52compat_message(False)
     assert message is not None
     for missing in ("`#` of an nn container is 0", "__pairs/__ipairs", "'(' opens a new line",
-                    "Fix: python -m luabridge.lua52 build"):
+                    f"Fix: {LUA52COMPAT_FIX}"):
         assert missing in message
     assert lua52compat_message(True) is None
 
@@ -159,38 +167,82 @@ def test_th_says_it_once_on_a_terminal_only_on_the_stock_lupa(terminal):
     assert stderr.count("LUA52COMPAT") == (1 if terminal and not luabridge.LUA52COMPAT else 0)
 
 
-def _fake_sdist(tmp_path: Path, setup: str = "import os\nVERSION = '9.1'\nprint(VERSION)\n") -> Path:
-    """A lupa sdist's layout in small: setup.py's VERSION line and one folder per bundled Lua."""
+def _fake_sdist(tmp_path: Path, makefile: str = "libluajit.a:\n\ttouch libluajit.a\n") -> Path:
+    """A lupa sdist's layout in small: the Cython source files and a LuaJIT whose make is `makefile`."""
     tree = tmp_path / "tree" / "lupa-9.1"
     for lua in ("lua54", "luajit20", "luajit21"):
-        (tree / "third-party" / lua).mkdir(parents=True)
-        (tree / "third-party" / lua / "Makefile").write_text("all:\n")
-    (tree / "setup.py").write_text(setup)
+        (tree / "third-party" / lua / "src").mkdir(parents=True)
+        (tree / "third-party" / lua / "src" / "Makefile").write_text(makefile)
+    (tree / "lupa").mkdir()
+    for name in ("_lupa.pyx", "luaapi.pxd", "lock.pxi"):
+        (tree / "lupa" / name).write_text(f"# {name}\n")
+    (tree / "setup.py").write_text("raise SystemExit('never run')\n")
     sdist = tmp_path / "lupa-9.1.tar.gz"
     with tarfile.open(sdist, "w:gz") as tar:
         tar.add(tree, arcname="lupa-9.1")
     return sdist
 
 
-def test_prepared_source_keeps_luajit21_only_and_a_local_version(tmp_path):
-    source = lua52.prepare_source(_fake_sdist(tmp_path), tmp_path / "work")
+def test_unpack_keeps_the_cython_source_and_luajit21_only(tmp_path):
+    source = lua52.unpack(_fake_sdist(tmp_path), tmp_path / "work")
     assert sorted(p.name for p in (source / "third-party").iterdir()) == ["luajit21"]
-    assert "VERSION = '9.1+lua52compat'\n" in (source / "setup.py").read_text()
+    assert sorted(p.name for p in (source / "lupa").iterdir()) == ["_lupa.pyx", "lock.pxi", "luaapi.pxd"]
+    assert not (source / "setup.py").exists()
 
 
-def test_cached_wheel_is_this_pythons(tmp_path):
-    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    (tmp_path / "lupa-9.1+lua52compat-cp30-cp30-linux_x86_64.whl").write_bytes(b"")
-    assert lua52.cached_wheel(tmp_path, "9.1") is None
-    mine = tmp_path / f"lupa-9.1+lua52compat-{tag}-{tag}-linux_x86_64.whl"
-    mine.write_bytes(b"")
-    assert lua52.cached_wheel(tmp_path, "9.1") == mine
+def test_staged_source_is_the_module_luabridge_luajit21(tmp_path):
+    source = lua52.unpack(_fake_sdist(tmp_path), tmp_path / "work")
+    pyx = lua52.stage_cython(source, tmp_path / "stage")
+    assert pyx == tmp_path / "stage" / "luabridge" / "_luajit21.pyx"
+    assert pyx.read_text() == "# _lupa.pyx\n"
+    # `from . cimport luaapi` and `include "lock.pxi"` resolve beside it, in a package Cython knows
+    assert sorted(p.name for p in pyx.parent.iterdir()) == ["__init__.pxd", "_luajit21.pyx", "lock.pxi", "luaapi.pxd"]
+    assert lua52.EXTENSION == "luabridge._luajit21"
 
 
-def test_a_setup_py_without_the_version_line_is_refused(tmp_path):
-    sdist = _fake_sdist(tmp_path, setup="VERSION = read_version()\n")
-    with pytest.raises(lua52.BuildFailed, match="has no line \"VERSION = '9.1'\" to mark the version local"):
-        lua52.prepare_source(sdist, tmp_path / "work")
+def test_prepare_builds_luajit_once_with_the_flag(tmp_path, monkeypatch):
+    # the fake make records its command line: the flag must reach LuaJIT's XCFLAGS, and -fPIC its CFLAGS
+    makefile = "libluajit.a:\n\techo \"$(XCFLAGS) $(CFLAGS)\" > flags && touch libluajit.a\n"
+    monkeypatch.setenv(lua52.SDIST_VARIABLE, str(_fake_sdist(tmp_path, makefile)))
+    parts = lua52.prepare(tmp_path / "cache", tmp_path / "stage")
+    (library,) = parts["extra_objects"]
+    assert Path(library).is_file()
+    flags = (Path(library).parent / "flags").read_text().split()
+    assert "-DLUAJIT_ENABLE_LUA52COMPAT" in flags and "-fPIC" in flags
+    assert parts["include_dirs"] == [str(tmp_path / "stage"), str(Path(library).parent)]
+    monkeypatch.setenv(lua52.SDIST_VARIABLE, str(tmp_path / "gone.tar.gz"))   # cached: no sdist needed
+    assert lua52.prepare(tmp_path / "cache", tmp_path / "stage2")["extra_objects"] == [library]
+
+
+def test_a_failed_luajit_build_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv(lua52.SDIST_VARIABLE, str(_fake_sdist(tmp_path, "libluajit.a:\n\techo no compiler; exit 3\n")))
+    with pytest.raises(lua52.BuildFailed, match="building LuaJIT failed:\n.*no compiler"):
+        lua52.prepare(tmp_path / "cache", tmp_path / "stage")
+    assert not list((tmp_path / "cache").glob("lupa-*-lua52compat"))   # nothing half-built is kept
+
+
+def test_a_missing_named_sdist_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv(lua52.SDIST_VARIABLE, str(tmp_path / "nowhere.tar.gz"))
+    with pytest.raises(lua52.BuildFailed, match="LUABRIDGE_LUPA_SDIST=.*nowhere.tar.gz is not a file"):
+        lua52.lupa_sdist(tmp_path / "cache")
+
+
+@pytest.mark.slow
+def test_setup_falls_back_to_the_stock_lupa_when_the_build_cannot_run(tmp_path):
+    """No LuaJIT build (here: make fails) is a warning, not a failed install: the package builds
+    without luabridge._luajit21 and runs on lupa's own module."""
+    env = {**os.environ, lua52.SDIST_VARIABLE: str(_fake_sdist(tmp_path, "libluajit.a:\n\texit 2\n")),
+           "LUABRIDGE_LUA52_CACHE": str(tmp_path / "cache")}
+    work = tmp_path / "checkout"
+    (work / "luabridge").mkdir(parents=True)
+    for name in ("setup.py", "pyproject.toml", "README.md", "LICENSE"):
+        (work / name).write_bytes((ROOT / name).read_bytes())
+    (work / "luabridge" / "lua52.py").write_bytes((ROOT / "luabridge" / "lua52.py").read_bytes())
+    run = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=work, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "luabridge builds without luabridge._luajit21 (LuaJIT with LUA52COMPAT): building LuaJIT failed" in run.stderr
+    assert not list((work / "luabridge").glob("_luajit21*"))
 
 
 def test_status_exit_code_says_whether_the_flag_is_there(capsys):

@@ -1,5 +1,6 @@
 """Packaging: `python -m build` makes an sdist that carries the Lua sources and a wheel built from
-that sdist; each installs into a fresh venv where `require 'torch'` and the console script work.
+that sdist, holding luabridge's own LuaJIT module with LUA52COMPAT; each installs into a fresh venv
+where `require 'torch'`, the console script and the flag work.
 
 Slow (two builds and two fresh venvs, ~30 s once per session) but part of `make test`.
 """
@@ -65,7 +66,8 @@ def venv_python(request, dists, tmp_path_factory) -> Path:
     ok(run([sys.executable, "-m", "venv", "--without-pip", str(home / "v")], home))
     py = home / "v" / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--disable-pip-version-check"]
-    deps = [f"{name}=={metadata.version(name)}" for name in ("lupa", "numpy")]
+    # the releases installed here, without a local part (a lupa rebuilt as 2.8+lua52compat is 2.8)
+    deps = [f"{name}=={metadata.version(name).split('+')[0]}" for name in ("lupa", "numpy")]
     r = run([*pip, *deps], home)
     if r.returncode != 0:
         pytest.skip(f"cannot install {deps} into a fresh venv (no cache or index?): {r.stderr[-500:]}")
@@ -88,12 +90,16 @@ def test_sdist_holds_the_package_and_not_the_tests(dists):
 def test_wheel_ships_every_lua_file(dists):
     with zipfile.ZipFile(dists["wheel"]) as z:
         names = set(z.namelist())
+        wheel_info = z.read(next(n for n in names if n.endswith(".dist-info/WHEEL"))).decode()
     src = dists["src"]
     expected = ({"luabridge/" + name for name in source_files(src, "lua", "*.lua")}
                 | source_files(src, "luabridge", "*.py"))
     assert expected, "no Lua sources found in the checkout"
     assert expected <= names, sorted(expected - names)
     assert "luabridge/py.typed" in names
+    # luabridge's own LuaJIT module, built with LUA52COMPAT (setup.py): the wheel is this platform's
+    assert [n for n in names if n.startswith("luabridge/_luajit21.") and n.endswith(".so")], sorted(names)[:20]
+    assert "Root-Is-Purelib: false" in wheel_info
 
 
 def test_wheel_metadata(dists):
@@ -111,7 +117,8 @@ def test_wheel_metadata(dists):
     assert "Typing :: Typed" in classifiers
     assert not [c for c in classifiers if c.startswith("License ::")]
     runtime_deps = [d for d in meta.get_all("Requires-Dist") if "extra ==" not in d]
-    assert sorted(runtime_deps) == ["lupa>=2.2", "numpy>=1.24"]
+    assert sorted(runtime_deps) == ["lupa>=2.2", "numpy>=1.24",
+                                    "onednn-cpu-gomp>=2023.2; platform_system == \"Linux\" and platform_machine == \"x86_64\""]
 
 
 def test_require_torch_from_installed_package(venv_python, tmp_path):
@@ -140,6 +147,20 @@ def test_installed_console_script(venv_python, tmp_path):
     script = Path(venv_python).parent / "luabridge"
     r = ok(run([str(script), "th", "-e", "print(torch.FloatTensor(3):fill(2):narrow(1, 2, 2))"], tmp_path))
     assert r.stdout == " 2\n 2\n[torch.FloatTensor of size 2]\n\n"
+
+
+def test_installed_package_runs_the_lua52compat_luajit(venv_python, tmp_path):
+    """Installed from the wheel or built from the sdist, luabridge runs its own LuaJIT with
+    LUA52COMPAT: `#` of a table calls __len, a call's `(` may open a new line, pairs honours __pairs."""
+    script = Path(venv_python).parent / "luabridge"
+    code = ("local t = setmetatable({}, {__len = function() return 3 end,\n"
+            "  __pairs = function() return next, {k = 'v'}, nil end})\n"
+            "for k, v in pairs(t) do io.write(k, v, ' ') end\n"
+            "print\n(#t)")
+    r = ok(run([str(script), "th", "-e", code], tmp_path))
+    assert r.stdout == "kv 3\n"
+    r = ok(run([str(venv_python), "-c", "import luabridge; print(luabridge.LUA52COMPAT)"], tmp_path))
+    assert r.stdout == "True\n" and "LUA52COMPAT" not in r.stderr
 
 
 def test_installed_venv_cannot_see_the_checkout(venv_python, tmp_path):

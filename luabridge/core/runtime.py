@@ -72,7 +72,11 @@ def _has_lua52compat() -> bool:
 
 
 LUA52COMPAT: bool = _has_lua52compat()
-LUA52COMPAT_FIX = "python -m luabridge.lua52 build"
+# luabridge._luajit21 is built at install time (setup.py); without it the install lacked a C
+# compiler or make: reinstalling from the sdist where they are builds it
+LUA52COMPAT_FIX = ("reinstall luabridge where a C compiler and make are installed "
+                   "(pip install --force-reinstall --no-deps --no-binary luabridge luabridge), "
+                   "or in a checkout: python -m luabridge.lua52 build")
 
 
 def lua52compat_message(has_flag: bool) -> str | None:
