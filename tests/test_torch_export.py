@@ -11,6 +11,7 @@ naming it and its path.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import subprocess
@@ -412,3 +413,18 @@ def test_command_writes_the_files(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         export_main([str(model), str(tmp_path / "o"), "--input-size", "2xa"])
     assert "is not a size such as 1x3x32x32" in capsys.readouterr().err
+
+
+def test_luabridge_export_command_in_a_fresh_process(tmp_path) -> None:
+    """`luabridge export` through the command line's main, as the console script runs it."""
+    model = tmp_path / "net.t7"
+    luabridge.save(str(model), luabridge.eval("nn.Sequential():add(nn.Linear(3, 2)):add(nn.LogSoftMax())"))
+    code = "import sys\nfrom luabridge.th.cli import main\nsys.exit(main(sys.argv[1:]))"
+    onnx = importlib.util.find_spec("onnxscript") is not None   # torch.onnx.export needs it
+    r = subprocess.run([sys.executable, "-c", code, "export", str(model), str(tmp_path / "out"),
+                        "--onnx" if onnx else "--pt"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "model.onnx" if onnx else "model.pt", "model.py", "model.safetensors"]
+    r = subprocess.run([sys.executable, "-c", code, "--help"], capture_output=True, text=True, timeout=300)
+    assert "export MODEL.t7 OUTDIR" in r.stdout

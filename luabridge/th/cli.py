@@ -1,6 +1,7 @@
 """The `luabridge` command: `luabridge th [options] [FILE.lua [args...]]` runs Lua like Torch7's
 `th` (trepl); `luabridge info FILE.t7` prints what a Torch7 file holds (read in pure Python, no Lua
-runs); `luabridge convert MODEL.t7 OUT.pt` writes a Torch7 model as a native PyTorch module."""
+runs); `luabridge convert MODEL.t7 OUT.pt` writes a Torch7 model as a native PyTorch module;
+`luabridge export MODEL.t7 OUTDIR` writes it as PyTorch source and weights that need PyTorch alone."""
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,10 @@ commands:
         any other value; read in Python, without running Lua (see luabridge info -h)
   convert MODEL.t7 OUT.pt [--no-strict] [--format binary|ascii|b32|b64]
         convert a Torch7 nn model into a native PyTorch module, saved with torch.save;
-        needs PyTorch (see luabridge convert -h)
+        needs PyTorch, and luabridge to load it (see luabridge convert -h)
+  export MODEL.t7 OUTDIR [--onnx] [--pt2] [--pt] [--input-size 1x3x32x32]
+        write a Torch7 nn model as OUTDIR/model.py (plain torch.nn) and model.safetensors,
+        which need PyTorch alone; optionally ONNX and torch.export (see luabridge export -h)
 
 options:
   -h, --help   print this help
@@ -346,6 +350,15 @@ def convert(argv: Sequence[str]) -> int:
     return 0
 
 
+def export(argv: Sequence[str]) -> int:
+    """`luabridge export`: luabridge.torch.export's command (it needs PyTorch and safetensors)."""
+    try:
+        from ..torch.export import main as export_main
+    except ImportError as e:
+        return _failed("export", f"needs PyTorch and safetensors ({e}): pip install 'luabridge[export]'")
+    return export_main(argv)
+
+
 def _failed(command: str, message: str) -> int:
     """Says what was wrong, on one line, for `luabridge <command>`; the exit status."""
     print(f"luabridge {command}: {message}", file=sys.stderr)
@@ -367,5 +380,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return info(rest)
     if command == "convert":
         return convert(rest)
-    print(f"luabridge: unknown command {command!r} (try: th, info, convert; luabridge --help)", file=sys.stderr)
+    if command == "export":
+        return export(rest)
+    print(f"luabridge: unknown command {command!r} (try: th, info, convert, export; luabridge --help)",
+          file=sys.stderr)
     return 2

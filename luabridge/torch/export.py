@@ -227,6 +227,9 @@ def export(module_or_path: Any, outdir: str | os.PathLike, onnx: bool = False, p
     except ImportError as e:
         raise ImportError("export writes safetensors: pip install 'luabridge[export]' (or: pip install "
                           "safetensors)") from e
+    if onnx and (importlib.util.find_spec("onnxscript") is None or importlib.util.find_spec("onnx") is None):
+        raise ImportError("export: onnx=True needs the onnx and onnxscript packages (torch.onnx.export's): "
+                          "pip install 'luabridge[export]'")
     lua, description = _lua_model(module_or_path, format)
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
