@@ -463,7 +463,7 @@ def test_runtime_image_has_exactly_its_lock(runtime_image):
 
 def project_version() -> str:
     """luabridge's version, read from the one place it is written."""
-    text = (ROOT / "luabridge" / "__init__.py").read_text()
+    text = (ROOT / "luabridge" / "core" / "version.py").read_text()
     return re.search(r'^__version__ = "([^"]+)"', text, re.M).group(1)
 
 
