@@ -5,6 +5,8 @@
 -- file layout, version 3: the GPU assignments, then the fields) work on the CPU. Loaded by nn
 -- (legacy.lua): cunn defines it in torch7, but nn here must not require cunn (cunn requires nn).
 
+local check = require 'torch.core.check'
+
 local DataParallelTable, parent = torch.class('nn.DataParallelTable', 'nn.Container')
 DataParallelTable.__version = 3
 
@@ -38,18 +40,25 @@ function DataParallelTable:get(index) return self.modules[index] end
 function DataParallelTable:threads() return self end
 function DataParallelTable:syncParameters() end
 
+-- The module it runs (add gives it).
+local function inner(self, pass)
+  local m = self.modules[1]
+  if not m then check.error(('nn.DataParallelTable:%s: no module to run: call add(module, gpus) first'):format(pass)) end
+  return m
+end
+
 function DataParallelTable:updateOutput(input)
-  self.output = self.modules[1]:updateOutput(input)
+  self.output = inner(self, 'updateOutput'):updateOutput(input)
   return self.output
 end
 
 function DataParallelTable:updateGradInput(input, gradOutput)
-  self.gradInput = self.modules[1]:updateGradInput(input, gradOutput)
+  self.gradInput = inner(self, 'updateGradInput'):updateGradInput(input, gradOutput)
   return self.gradInput
 end
 
 function DataParallelTable:accGradParameters(input, gradOutput, scale)
-  self.modules[1]:accGradParameters(input, gradOutput, scale)
+  inner(self, 'accGradParameters'):accGradParameters(input, gradOutput, scale)
 end
 
 function DataParallelTable:write(file)
