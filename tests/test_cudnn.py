@@ -3,7 +3,7 @@ checkpoints hold, cudnn.convert both ways, the fused recurrent layers with cuDNN
 (checked against a float64 numpy implementation of the LSTM / GRU / RNN equations and finite
 differences), files with cudnn class names. (require without a device: test_helpers_pkgs.py.)
 
-cudnn's classes load as themselves only after require 'cudnn' (before, lua/nn/legacy.lua reads
+cudnn's classes load as themselves only after require 'cudnn' (before, lua/nn/util/legacy.lua reads
 the nn-like ones as nn classes), so everything here runs in one thread of its own whose runtime
 has cudnn loaded: the other test files' runtime stays without it.
 """

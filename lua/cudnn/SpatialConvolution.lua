@@ -7,7 +7,7 @@ local tuning = require 'cudnn.tuning'
 
 local SpatialConvolution, parent = torch.class('cudnn.SpatialConvolution', 'nn.SpatialConvolution')
 SpatialConvolution._deviceKernel = true
-SpatialConvolution.keepsGroups = true   -- read by the upgrade of lua/nn/legacy.lua
+SpatialConvolution.keepsGroups = true   -- read by the upgrade of lua/nn/util/legacy.lua
 tuning(SpatialConvolution)
 
 function SpatialConvolution:__init(nInputPlane, nOutputPlane, kW, kH, dW, dH, padW, padH, groups)

@@ -3,7 +3,7 @@
 -- layers) or its own (softmax modes, cross-entropy criterions, the fused recurrent layers of
 -- RNN.lua), on CUDA tensors or, with LUABRIDGE_CUDA_ON_CPU=1, on the CPU. Checkpoints that
 -- hold these classes load as them (after require 'cudnn'; before, the layers nn has read as
--- nn's, see lua/nn/legacy.lua). cudnn.convert swaps nn and cudnn layers both ways. The
+-- nn's, see lua/nn/util/legacy.lua). cudnn.convert swaps nn and cudnn layers both ways. The
 -- tuning settings (benchmark, fastest, workspace sizes) are kept and change nothing.
 local ok, err = pcall(require, 'cunn')
 if not ok then package.loaded.cudnn = nil; error(err, 0) end   -- no sentinel left (see cutorch)

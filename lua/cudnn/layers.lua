@@ -1,7 +1,7 @@
 -- The cudnn layers that compute as their nn namesakes: subclasses of them (so that a
 -- cudnn.SpatialMaxPooling is an nn.SpatialMaxPooling too), with cudnn.torch's constructors
 -- where they take more (in-place activations, padded volumetric average pooling). The
--- fields cudnn.torch's files hold beside nn's are read by nn's upgrades (lua/nn/legacy.lua).
+-- fields cudnn.torch's files hold beside nn's are read by nn's upgrades (lua/nn/util/legacy.lua).
 local check = require 'torch.core.check'
 local tuning = require 'cudnn.tuning'
 

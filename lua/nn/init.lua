@@ -7,7 +7,7 @@ for _, group in ipairs { 'framework', 'layers', 'convolution', 'tables', 'criter
   for _, name in ipairs(require('nn.classes.' .. group)) do require('nn.' .. name) end
 end
 require 'nn.StochasticGradient'   -- a trainer, not a module: in no class list
-require 'nn.legacy'
+require 'nn.util.legacy'
 -- torch/nn's init requires its THNN table first thing: custom layers call input.THNN.<op> directly
 -- (nn.THNN requires 'nn' itself: when it is the one loading nn, it is in package.loaded already)
 package.loaded.nn = nn

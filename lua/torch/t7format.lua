@@ -16,7 +16,7 @@ return {
 
   -- The packages of ours a reader requires when a file names a class that no loaded package
   -- defines, as it meets the name (a file is read once): by the full class name, else by the
-  -- name's prefix (before the first '.'). cudnn's classes are read as nn's (nn/legacy.lua);
+  -- name's prefix (before the first '.'). cudnn's classes are read as nn's (nn/util/legacy.lua);
   -- cudnn, cunn and ccn2 themselves need CUDA and are never required. A class no package
   -- provides stays an unknown class, as in torch7.
   classPackages = { ['nn.gModule'] = 'nngraph', ['nn.ModuleFromCriterion'] = 'nngraph' },
