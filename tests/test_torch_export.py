@@ -63,9 +63,9 @@ GRAPHS: list[tuple[str, str, Callable[[], Any]]] = [
       local inner = nn.gModule({x}, {nn.Tanh()(nn.Linear(3, 2)(x):annotate{name = 'class'})})
       return nn.Sequential():add(nn.Linear(4, 3)):add(inner):add(nn.Sigmoid())""",
      lambda: np.random.default_rng(4).standard_normal((5, 4))),
-    ("criterion node", """
+    ("criterion node", """   -- nn.Exp and nn.MSECriterion: two classes named Pointwise (one is renamed)
       local x, target = nn.Identity()(), nn.Identity()()
-      local loss = nn.MSECriterion()({nn.Tanh()(nn.Linear(3, 2)(x)), target})
+      local loss = nn.MSECriterion()({nn.Exp()(nn.Linear(3, 2)(x)), target})
       return nn.gModule({x, target}, {loss})""",
      lambda: [np.random.default_rng(5).standard_normal(s) for s in ((4, 3), (4, 2))]),
 ]

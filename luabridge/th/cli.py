@@ -295,7 +295,8 @@ CONVERT_EPILOG = """\
 The file holds the whole module (its classes, not only weights); load it with
   torch.load("OUT.pt", weights_only=False)
 in a Python that can import luabridge (the converted table layers and nngraph graphs are
-luabridge.torch classes). Needs PyTorch: pip install 'luabridge[torch]'."""
+luabridge.torch classes). Needs PyTorch: pip install 'luabridge[torch]'. For files that need
+PyTorch alone (model.py and model.safetensors, optionally ONNX): luabridge export."""
 
 
 def convert(argv: Sequence[str]) -> int:

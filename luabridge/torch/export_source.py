@@ -121,7 +121,8 @@ def _parse_module(module: str) -> dict[str, _Statement]:
             for alias in node.names:
                 name = alias.asname or alias.name.partition(".")[0]
                 line = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
-                out[name] = _Statement([name], line, set(), is_import=True)
+                if name not in out:   # `import torch` before `import torch.fx`: the first binds it
+                    out[name] = _Statement([name], line, set(), is_import=True)
             continue
         elif isinstance(node, ast.ImportFrom) and node.module != "__future__":
             if node.level:   # a module of luabridge: its definitions are copied in turn
@@ -489,7 +490,7 @@ class SourceWriter:
         else:
             model = self._model_class(root, ties)
         definitions = self.definitions
-        imports = self.imports | definitions.imports
+        imports = _merged(self.imports | definitions.imports)
         def order(line: str) -> tuple:
             return (line.split()[1], not line.startswith("import"), line)
         stdlib = sorted((i for i in imports if not i.split()[1].startswith("torch")), key=order)
@@ -547,6 +548,19 @@ class SourceWriter:
         if lines:
             lines.insert(0, "        # parameters the torch7 modules shared (clone('weight', 'bias', ...))")
         return lines
+
+
+def _merged(imports: set[str]) -> set[str]:
+    """`from m import a` and `from m import b` as `from m import a, b`."""
+    names: dict[str, list[str]] = {}
+    out = set()
+    for line in imports:
+        words = line.split()
+        if words[0] == "from":
+            names.setdefault(words[1], []).append(" ".join(words[3:]))
+        else:
+            out.add(line)
+    return out | {f"from {module} import {', '.join(sorted(set(n)))}" for module, n in names.items()}
 
 
 def _owner(module: str) -> str:
