@@ -802,6 +802,21 @@ def _lua_cycle_through(start: str, comp: set[str], edges) -> list[str]:
     return [start]
 
 
+def lua_torch_circles(files: dict[str, str]) -> list[str]:
+    """Module circles inside lua/torch/ (the tensor library, the op table, the devices): none, so
+    that each file there has a place below the ones that require it (blas.lua calls dnnl.lua,
+    never the other way round)."""
+    edges: dict[str, set[str]] = {}
+    for path, src in files.items():
+        if not path.startswith("torch/"):
+            continue
+        for r in _lua_scan(path, src)[0]:
+            target = lua_module_file(r.target, files)
+            if target and target != path and target.startswith("torch/"):
+                edges.setdefault(lua_module_of(path), set()).add(lua_module_of(target))
+    return ["module circle in lua/torch/: " + " <-> ".join(c) for c in _cycles(edges)]
+
+
 def lua_family_violations(files: dict[str, str]) -> list[str]:
     """backend.families: one file of each name in both device folders, loaded by both inits."""
     init = files.get("torch/backend/init.lua", "")
@@ -827,6 +842,16 @@ def test_lua_layers():
     and torch.core are the way below the front end); tensor fields are read under lua/torch/ only;
     no circle between packages (the devices counted apart)."""
     assert lua_layer_violations(lua_tree()) == []
+
+
+def test_no_module_circles_in_lua_torch():
+    assert lua_torch_circles(lua_tree()) == []
+
+
+def test_the_lua_torch_circle_rule_catches_one():
+    files = lua_tree()
+    files["torch/backend/cpu/dnnl.lua"] += "\nlocal blas = require 'torch.backend.cpu.blas'\n"
+    assert any("torch.backend.cpu.blas <-> torch.backend.cpu.dnnl" in v for v in lua_torch_circles(files))
 
 
 def test_lua_device_families():
