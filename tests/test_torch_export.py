@@ -279,7 +279,7 @@ def test_exported_model_matches_lua_without_luabridge(exported, case_id):
 def test_every_converter_is_exported() -> None:
     """The cases cover every class the converter knows (the converters' own case lists)."""
     named = " ".join(IDS)
-    assert sorted(name for name in CONVERTERS if name not in named
+    assert sorted(name for name in CONVERTERS if f"{name}(" not in named
                   and name not in ("nn.gModule", "nngraph.JustElement", "nngraph.JustTable",
                                    "nn.ModuleFromCriterion")) == []
 
@@ -393,6 +393,13 @@ def test_a_module_export_cannot_write_names_its_class_and_path(tmp_path) -> None
     with mock.patch.dict(CONVERTERS, {"nn.Tanh": lambda m, ctx: _Private()}):
         with pytest.raises(ExportError, match=r"^_Private at 2\.1 has no plain torch.nn counterpart"):
             export("nn.Sequential():add(nn.Linear(2, 2)):add(nn.Sequential():add(nn.Tanh()))", tmp_path)
+
+
+def test_a_missing_file_is_named_not_read_as_lua(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="export: no such file model.t7"):
+        export("model.t7", tmp_path)
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        export(tmp_path / "absent.t7", tmp_path)
 
 
 def test_not_a_module(tmp_path) -> None:

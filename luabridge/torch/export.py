@@ -50,6 +50,8 @@ def _lua_model(module_or_path: Any, format: str) -> tuple[LuaObject, str]:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"export: no such file {path}")
         value, source = load(path, format), f" from {os.path.basename(path)}"
+    elif isinstance(module_or_path, str) and _looks_like_a_path(module_or_path):
+        raise FileNotFoundError(f"export: no such file {module_or_path}")
     elif isinstance(module_or_path, str):   # a constructor string, as convert takes it
         require("nn")
         value, source = wrap(lua_eval(module_or_path)), ""
@@ -65,6 +67,12 @@ def _lua_model(module_or_path: Any, format: str) -> tuple[LuaObject, str]:
         raise TypeError(f"export expects an nn module (a .t7 file, a Lua module, its constructor string or a "
                         f"LuaModule); {where} a {what}")
     return value, f"The torch7 {value._typename()}{source}"
+
+
+def _looks_like_a_path(text: str) -> bool:
+    """A string meant as a file name rather than Lua (read as Lua it would say `attempt to index
+    global 'model'`): a .t7 name, or a path with a folder, without brackets."""
+    return "(" not in text and (text.endswith((".t7", ".th", ".net", ".model")) or os.sep in text)
 
 
 def _load_source(path: Path) -> Any:
