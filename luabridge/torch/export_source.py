@@ -244,6 +244,8 @@ class _Call:
         flat = self.head + ", ".join(_render(a, 0) for a in self.args) + self._close()
         if len(flat) + indent <= _WIDTH and "\n" not in flat:
             return flat
+        if len(self.args) == 1 and isinstance(self.args[0], _Call) and self.args[0].head in ("[", "(", "{"):
+            return self.head + self.args[0].render(indent) + self.close   # f([ ... ]): the list hugs the call
         inner = " " * (indent + 4)
         parts = [inner + _render(a, indent + 4) + ",\n" for a in self.args]
         return self.head + "\n" + "".join(parts) + " " * indent + self.close
