@@ -353,7 +353,7 @@ class SourceWriter:
         raise ExportError(_typename(owner), path, f"takes a tensor of {value.numel()} elements that is not one of its "
                                                   "weights or buffers, which export does not write into the source")
 
-    def class_ref(self, cls: type, module: torch.nn.Module, path: str) -> str:
+    def class_ref(self, cls: type, path: str) -> str:
         if cls.__module__.startswith("luabridge."):
             return self.definitions.of_class(cls)
         if getattr(torch.nn, cls.__name__, None) is cls:
@@ -400,7 +400,7 @@ class SourceWriter:
             if child is not None and not any(child is g for g in given) and name != "parametrizations":
                 raise ExportError(_typename(m), path, f"holds the module {name} ({_typename(child)}) that its "
                                                       "constructor was not given, which export cannot write")
-        return _Call(f"{self.class_ref(cls, m, path)}(", arguments)
+        return _Call(f"{self.class_ref(cls, path)}(", arguments)
 
     def _parametrized(self, m: torch.nn.Module, path: str, made: Any) -> Any:
         """torch's weight_norm around the module where the conversion applied it."""
