@@ -222,8 +222,8 @@ def test_top_level_help_describes_every_command():
     assert r.returncode == 0
     commands = [line.split()[0] for line in r.stdout.split("commands:")[1].split("options:")[0]
                 .splitlines() if line.startswith("  ") and not line.startswith("   ")]
-    assert commands == ["th", "info", "convert"]
-    for option in ("-e", "-l", "th -h", "info -h", "convert -h", "--version"):
+    assert commands == ["th", "info", "convert", "export"]
+    for option in ("-e", "-l", "th -h", "info -h", "convert -h", "export -h", "--version"):
         assert option in r.stdout
 
 
