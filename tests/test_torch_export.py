@@ -376,10 +376,25 @@ def test_onnx_runs_under_onnxruntime_as_lua(tmp_path, ctor, sizes) -> None:
 # ---- bad input
 
 def test_a_class_without_counterpart_names_itself_and_its_path(tmp_path) -> None:
+    luabridge.require("nn")
     luabridge.execute("if not nn.ExportUnknown then torch.class('nn.ExportUnknown', 'nn.Module') end")
     with pytest.raises(ConversionError, match=r"^nn\.ExportUnknown at 2\.1 has no PyTorch counterpart$"):
         export("nn.Sequential():add(nn.Linear(2, 2)):add(nn.Sequential():add(nn.ExportUnknown()))", tmp_path)
     assert not (tmp_path / "model.py").exists()
+
+
+def test_constructors_are_put_back_after_a_failed_export(tmp_path) -> None:
+    """export records constructor calls by wrapping __init__ meanwhile: afterwards every class has
+    its own again (an inherited one stays inherited), whatever went wrong."""
+    from luabridge.torch import layers
+    linear = torch.nn.Linear.__init__
+    assert "__init__" not in vars(layers.TemporalConvolution)   # Conv1d's
+    luabridge.require("nn")
+    luabridge.execute("if not nn.ExportUnknown then torch.class('nn.ExportUnknown', 'nn.Module') end")
+    with pytest.raises(ConversionError):
+        export("nn.Sequential():add(nn.Linear(2, 2)):add(nn.ExportUnknown())", tmp_path)
+    assert torch.nn.Linear.__init__ is linear and not hasattr(linear, "__wrapped__")
+    assert "__init__" not in vars(layers.TemporalConvolution)
 
 
 class _Private(torch.nn.Module):
