@@ -5,9 +5,7 @@ local backend = require 'torch.backend'
 local pointwise = require 'nn.util.pointwise'
 local CReLU, parent = torch.class('nn.CReLU', 'nn.Module')
 
-local positive = backend.cpu.kernel(2, 'local x = $2; $1 = x > 0 and x or 0')
-local negative = backend.cpu.kernel(2, 'local x = $2; $1 = x < 0 and -x or 0')
-local backward = backend.cpu.kernel(4, 'local x = $2; $1 = (x > 0 and $3 or 0) - (x < 0 and $4 or 0)')
+-- The passes are the op table's crelu_forward / crelu_backward (the nn_pointwise family).
 
 function CReLU:__init(nInputDims, inplace)
   parent.__init(self)
@@ -33,13 +31,7 @@ end
 function CReLU:updateOutput(input)
   local x, size = self:layout(input)
   local out = self.output:resize(x:size(1), 2, x:size(2))
-  if backend.of(x) == backend.cpu then
-    positive(out:select(2, 1), x)
-    negative(out:select(2, 2), x)
-  else   -- device tensors: max(x, 0) and -min(x, 0)
-    out:select(2, 1):cmax(x, 0)
-    out:select(2, 2):cmin(x, 0):mul(-1)
-  end
+  backend.of(x).crelu_forward(self, out, x)
   self.output:resize(size)
   return self.output
 end
@@ -50,13 +42,7 @@ function CReLU:updateGradInput(input, gradOutput)
   local g = gradOutput:contiguous():view(x:size(1), 2, x:size(2))
   self.gradInput:resizeAs(input)
   local gi = self.gradInput:view(x:size())
-  if backend.of(x) == backend.cpu then
-    backward(gi, x, g:select(2, 1), g:select(2, 2))
-  else   -- device tensors: g1 (x > 0) - g2 (-x > 0)
-    gi:cmul(g:select(2, 1), pointwise.mask(self, x, 0))
-    local negated = pointwise.scratch(self, '_part', x):mul(x, -1)
-    gi:addcmul(-1, g:select(2, 2), pointwise.mask(self, negated, 0))
-  end
+  backend.of(x).crelu_backward(self, gi, x, g:select(2, 1), g:select(2, 2))
   return self.gradInput
 end
 

@@ -1,7 +1,7 @@
 -- Negative log-likelihood of 1-based class indices: input holds log-probabilities, one row per
 -- sample (1-D: one sample); loss = -sum_i w[t_i] x[i][t_i], divided by sum_i w[t_i] when
 -- sizeAverage. Samples whose target is ignoreIndex count for nothing. The passes are ops of the
--- input's backend (class_nll_forward / class_nll_backward: nn/util/targets.lua on CPU,
+-- input's backend (class_nll_forward / class_nll_backward: backend/cpu/nn_loss.lua on CPU,
 -- backend/cuda/nn.lua on CUDA); a device target is checked through a host copy.
 local check = require 'torch.core.check'
 local backend = require 'torch.backend'

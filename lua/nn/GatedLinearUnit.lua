@@ -4,8 +4,8 @@ local backend = require 'torch.backend'
 local pointwise = require 'nn.util.pointwise'
 local GatedLinearUnit, parent = torch.class('nn.GatedLinearUnit', 'nn.Module')
 
--- d/db of a * sigmoid(b) times gradOutput, from s = sigmoid(b): gradOutput * a * s * (1 - s).
-local gateGrad = backend.cpu.kernel(4, 'local s = $4; $1 = $2 * $3 * s * (1 - s)')
+-- d/db of a * sigmoid(b) times gradOutput, from s = sigmoid(b): gradOutput * a * s * (1 - s),
+-- the op table's glu_gate_grad (nn_pointwise).
 
 function GatedLinearUnit:__init(dim)
   parent.__init(self)
@@ -37,11 +37,7 @@ function GatedLinearUnit:updateGradInput(input, gradOutput)
   self.gradInput:resizeAs(input)
   local ga, gb = self.gradInput:narrow(dim, 1, h), self.gradInput:narrow(dim, h + 1, h)
   ga:sigmoid(b)
-  if backend.of(input) == backend.cpu then
-    gateGrad(gb, gradOutput, a, ga)
-  else   -- the same as tensor ops: gradOutput a s (1 - s)
-    gb:copy(ga):mul(-1):add(1):cmul(ga):cmul(a):cmul(gradOutput)
-  end
+  backend.of(input).glu_gate_grad(self, gb, gradOutput, a, ga)
   ga:cmul(gradOutput)
   return self.gradInput
 end

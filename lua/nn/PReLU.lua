@@ -5,30 +5,7 @@ local backend = require 'torch.backend'
 local pointwise = require 'nn.util.pointwise'
 local PReLU, parent = torch.class('nn.PReLU', 'nn.Module')
 
-local forward = backend.cpu.kernel(3, '$1 = $2 > 0 and $2 or $3 * $2')
-local backward = backend.cpu.kernel(4, '$1 = $2 > 0 and $3 or $4 * $3')
-local slopeGrad = backend.cpu.kernel(3, '$1 = $2 > 0 and 0 or $2 * $3')
-
--- The same passes as tensor ops, for device (CUDA) tensors: max(x, 0) + w min(x, 0), the slope
--- w + mask (1 - w) with mask = (x > 0), and min(x, 0) gradOutput for the weight.
-local device = {
-  forward = function(self, out, x, w)
-    local below = torch.cmin(pointwise.scratch(self, '_part', x), x, 0):cmul(w)
-    out:cmax(x, 0):add(below)
-  end,
-  backward = function(self, gi, x, go, w)
-    local above = pointwise.mask(self, x, 0)
-    local slope = pointwise.scratch(self, '_part', x):copy(w):addcmul(-1, above, w):add(above)
-    gi:cmul(go, slope)
-  end,
-  slopeGrad = function(_, buf, x, go) torch.cmin(buf, x, 0):cmul(go) end,
-}
-local host = {
-  forward = function(_, ...) forward(...) end,
-  backward = function(_, ...) backward(...) end,
-  slopeGrad = function(_, ...) slopeGrad(...) end,
-}
-local function passes(t) return backend.of(t) == backend.cpu and host or device end
+-- The passes are the op table's prelu_forward, prelu_backward, prelu_slope_grad (nn_pointwise).
 
 function PReLU:__init(nOutputPlane)
   parent.__init(self)
@@ -61,7 +38,7 @@ end
 function PReLU:updateOutput(input)
   local x, w = self:views(input)
   self.output:resizeAs(input)
-  passes(x).forward(self, self.output:view(x:size()), x, w)
+  backend.of(x).prelu_forward(self, self.output:view(x:size()), x, w)
   return self.output
 end
 
@@ -69,7 +46,7 @@ function PReLU:updateGradInput(input, gradOutput)
   local x, w = self:views(input)
   check.sameElements('nn.PReLU', input, gradOutput)
   self.gradInput:resizeAs(input)
-  passes(x).backward(self, self.gradInput:view(x:size()), x, gradOutput:contiguous():view(x:size()), w)
+  backend.of(x).prelu_backward(self, self.gradInput:view(x:size()), x, gradOutput:contiguous():view(x:size()), w)
   return self.gradInput
 end
 
@@ -78,7 +55,7 @@ function PReLU:accGradParameters(input, gradOutput, scale)
   check.sameElements('nn.PReLU', input, gradOutput)
   self._buf = self._buf or input.new()
   self._buf:resize(x:size())
-  passes(x).slopeGrad(self, self._buf, x, gradOutput:contiguous():view(x:size()))
+  backend.of(x).prelu_slope_grad(self, self._buf, x, gradOutput:contiguous():view(x:size()))
   local perPlane = torch.sum(torch.sum(self._buf, 3), 1)
   self.gradWeight:add(scale or 1, perPlane:view(self.gradWeight:size()))
   return self.gradWeight

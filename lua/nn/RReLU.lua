@@ -6,9 +6,7 @@ local backend = require 'torch.backend'
 local pointwise = require 'nn.util.pointwise'
 local RReLU, parent = torch.class('nn.RReLU', 'nn.Module')
 
-local keepPositive = backend.cpu.kernel(2, '$1 = $2 > 0 and 1 or $1')        -- noise, input
-local leaky = backend.cpu.kernel(2, 'local x = $2; $1 = x > 0 and x or x * v1')
-local leakyGrad = backend.cpu.kernel(3, '$1 = $2 > 0 and $3 or $3 * v1')     -- gradInput, input, gradOutput
+-- The loops are the op table's rrelu_keep_positive, rrelu_leaky, rrelu_leaky_grad (nn_pointwise).
 
 function RReLU:__init(l, u, ip)
   parent.__init(self)
@@ -27,10 +25,10 @@ function RReLU:updateOutput(input)
   local out = self.inplace and input or self.output:resizeAs(input)
   if self.train then
     self.noise:resizeAs(input):uniform(self.lower, self.upper)
-    keepPositive(self.noise, input)
+    backend.of(input).rrelu_keep_positive(self.noise, input)
     out:cmul(input, self.noise)
   else
-    leaky(out, input, (self.lower + self.upper) / 2)
+    backend.of(input).rrelu_leaky(out, input, (self.lower + self.upper) / 2)
   end
   if self.inplace then self.output:set(input) end
   return self.output
@@ -42,7 +40,7 @@ function RReLU:updateGradInput(input, gradOutput)
   if self.train and self.upper - self.lower > 1e-6 then
     gi:cmul(gradOutput, self.noise)
   else
-    leakyGrad(gi, input, gradOutput, (self.lower + self.upper) / 2)
+    backend.of(input).rrelu_leaky_grad(gi, input, gradOutput, (self.lower + self.upper) / 2)
   end
   if self.inplace then self.gradInput:set(gradOutput) end
   return self.gradInput

@@ -6,15 +6,7 @@ local loss = require 'nn.util.loss'
 local targets = require 'nn.util.targets'
 local backend = require 'torch.backend'
 local SpatialClassNLLCriterion, parent = torch.class('nn.SpatialClassNLLCriterion', 'nn.Criterion')
-SpatialClassNLLCriterion._deviceKernel = true   -- device input: ClassNLLCriterion's ops on the pixels
-
--- Device input as (N*H*W) x C rows of log-probabilities, and the target as their classes.
-local function pixelRows(self, input, target)
-  self._rows = self._rows or input.new()
-  local n, c, h, w = input:size(1), input:size(2), input:size(3), input:size(4)
-  self._rows:resize(n, h, w, c):copy(input:permute(1, 3, 4, 2))
-  return self._rows:view(n * h * w, c), target:contiguous():view(n * h * w)
-end
+SpatialClassNLLCriterion._deviceKernel = true   -- device input: ClassNLLCriterion's ops on the pixels (nn_loss)
 
 function SpatialClassNLLCriterion:__init(weights, sizeAverage)
   parent.__init(self)
@@ -55,52 +47,13 @@ local function validate(self, input, target)
   end
 end
 
--- One pass over the pixels: returns -sum w[t] x[t] and sum w[t]; with grad (sized as input
--- and zeroed), writes -w[t] at each pixel's target class.
-local function pass(self, input, target, grad)
-  local n, h, w = target:size(1), target:size(2), target:size(3)
-  local ptr = backend.cpu.ptr
-  local tp, ts1, ts2, ts3 = ptr(target), target:stride(1), target:stride(2), target:stride(3)
-  local xp, xs1, xs2, xs3, xs4 = ptr(input), input:stride(1), input:stride(2), input:stride(3), input:stride(4)
-  local gp = grad and ptr(grad)
-  local gs1, gs2, gs3, gs4 = grad and grad:stride(1), grad and grad:stride(2), grad and grad:stride(3),
-    grad and grad:stride(4)
-  local sum, total = 0, 0
-  for b = 0, n - 1 do
-    for y = 0, h - 1 do
-      for x = 0, w - 1 do
-        local c = math.floor(tonumber(tp[b * ts1 + y * ts2 + x * ts3]))
-        local wc = targets.classWeight(self.weights, c)
-        total = total + wc
-        sum = sum - tonumber(xp[b * xs1 + (c - 1) * xs2 + y * xs3 + x * xs4]) * wc
-        if gp then gp[b * gs1 + (c - 1) * gs2 + y * gs3 + x * gs4] = -wc end
-      end
-    end
-  end
-  return sum, total
-end
-
 function SpatialClassNLLCriterion:updateOutput(input, target)
   validate(self, input, target)
-  if backend.of(input) ~= backend.cpu then
-    local rows, t = pixelRows(self, input, target)
-    return targets.finish(self, backend.of(input).class_nll_forward(rows, t, self.weights, -1))
-  end
-  return targets.finish(self, pass(self, input, target))
+  return targets.finish(self, backend.of(input).spatial_class_nll_forward(self, input, target, self.weights))
 end
 
 function SpatialClassNLLCriterion:updateGradInput(input, target)
   validate(self, input, target)
-  if backend.of(input) ~= backend.cpu then   -- the rows' gradient, permuted back
-    local rows, t = pixelRows(self, input, target)
-    backend.of(input).class_nll_backward(rows, t, self.weights, -1, self.sizeAverage)
-    local n, c, h, w = input:size(1), input:size(2), input:size(3), input:size(4)
-    return self.gradInput:resizeAs(input):copy(rows:view(n, h, w, c):permute(1, 4, 2, 3))
-  end
-  self.gradInput:resizeAs(input):zero()
-  local _, total = pass(self, input, target, self.gradInput)
-  -- as torch7: no gradient unless the total weight is positive
-  if not (total > 0) then return self.gradInput:zero() end
-  if self.sizeAverage then self.gradInput:div(total) end
+  backend.of(input).spatial_class_nll_backward(self, self.gradInput, input, target, self.weights, self.sizeAverage)
   return self.gradInput
 end

@@ -7,12 +7,12 @@ local extremum = {}
 
 -- An empty index tensor on t's device (max/min/gather take indices of the data's kind).
 function extremum.indexTensor(t)
-  return backend.of(t) == backend.cpu and torch.LongTensor() or torch.CudaLongTensor()
+  return torch.getmetatable(backend.typeName(t, 'Long')).new()
 end
 
 -- self[field] as an index tensor on t's device: kept when it already is one, else made anew.
 function extremum.indices(self, field, t)
-  local wanted = backend.of(t) == backend.cpu and 'torch.LongTensor' or 'torch.CudaLongTensor'
+  local wanted = backend.typeName(t, 'Long')
   if torch.type(self[field]) ~= wanted then self[field] = extremum.indexTensor(t) end
   return self[field]
 end

@@ -1,6 +1,6 @@
 -- Elementwise criterions: loss = sum_i f(x_i, y_i [, w_i]) (divided by the element count when
--- sizeAverage) and gradInput_i = norm * f'(x_i, y_i [, w_i]), each compiled once by the CPU
--- backend's kernel builder.
+-- sizeAverage) and gradInput_i = norm * f'(x_i, y_i [, w_i]), each compiled once, by every device
+-- that compiles loops (the op table's nn_loop), into ops of the op table (backend.define).
 -- Bodies name the input element X, the target element Y, the weight W, the gradInput element G,
 -- the running sum S (a double, whatever the element type), the norm N and the criterion's margin M.
 --   spec.loss:   statements adding f to S, e.g. 'local z = X - Y; S = S + z * z'
@@ -8,9 +8,9 @@
 --   spec.weighted: the criterion's weights (1-D, one per column of a 2-D target) enter as W
 --   spec.check(self, input, target): an extra check, run before any computing
 --   spec.target(self, input, target): the target as a tensor (for criterions taking numbers)
---   spec.op: for a criterion with device passes, the op-table name: the passes call
+--   spec.op: for a criterion with device passes of its own op-table name: the passes call
 --     backend.of(input).<op>_loss(input, y, w, margin) -> the sum, and
---     <op>_grad(gradInput, input, y, w, norm, margin); the kernels here are the CPU ops
+--     <op>_grad(gradInput, input, y, w, norm, margin); the loops here are the CPU ops
 --   spec.device: the same passes as tensor ops, for device (CUDA) input: device.terms(self, r,
 --     x, y, tmp, margin) fills r with each element's f (unweighted), device.grad(self, g, x, y,
 --     tmp, margin) g with each f' (before the norm and weights); tmp is a scratch of x's size
@@ -38,7 +38,7 @@ end
 -- The loops of these criterions read host memory: CUDA tensors get an error, not a crash
 -- (unless the criterion's own class sets _deviceKernel: it has a device path).
 function loss.checkHost(self, t)
-  if backend.of(t) ~= backend.cpu and not rawget(getmetatable(self), '_deviceKernel') then
+  if not backend.onHost(t) and not rawget(getmetatable(self), '_deviceKernel') then
     check.error(('%s: %s is not supported yet (CPU tensors only)'):format(torch.type(self), t:type()))
   end
 end
@@ -104,40 +104,59 @@ function loss.define(cls, spec)
   local lossNames = { S = 'v1[0]', X = '$1', Y = '$2', W = '$3', M = 'v2' }
   local gradNames = { G = '$1', X = '$2', Y = '$3', W = '$4', N = 'v1', M = 'v2' }
   local function weightless(body) return (body:gsub('%f[%w_]W%f[^%w_]', '1')) end
-  local kernel = backend.cpu.kernel
-  local lossK = kernel(2, substitute(weightless(spec.loss), lossNames))
-  local gradK = kernel(3, substitute(weightless(spec.grad), gradNames))
-  local lossWK = spec.weighted and kernel(3, substitute(spec.loss, lossNames))
-  local gradWK = spec.weighted and kernel(4, substitute(spec.grad, gradNames))
 
-  local function lossSum(input, y, w, margin)
-    acc[0] = 0
-    if w then lossWK(input, y, w, acc, margin) else lossK(input, y, acc, margin) end
-    return acc[0]
+  -- The loss sum and the gradient as loops built by a device that compiles them (ops.nn_loop),
+  -- with the CPU ops' arguments; nil, nil on a device that does not.
+  local function loops(ops)
+    local lossK = ops.nn_loop(2, substitute(weightless(spec.loss), lossNames))
+    if not lossK then return nil, nil end
+    local gradK = ops.nn_loop(3, substitute(weightless(spec.grad), gradNames))
+    local lossWK = spec.weighted and ops.nn_loop(3, substitute(spec.loss, lossNames))
+    local gradWK = spec.weighted and ops.nn_loop(4, substitute(spec.grad, gradNames))
+    local function lossSum(input, y, w, margin)
+      acc[0] = 0
+      if w then lossWK(input, y, w, acc, margin) else lossK(input, y, acc, margin) end
+      return acc[0]
+    end
+    local function grad(gradInput, input, y, w, norm, margin)
+      if w then gradWK(gradInput, input, y, w, norm, margin) else gradK(gradInput, input, y, norm, margin) end
+    end
+    return lossSum, grad
   end
-  local function grad(gradInput, input, y, w, norm, margin)
-    if w then gradWK(gradInput, input, y, w, norm, margin) else gradK(gradInput, input, y, norm, margin) end
-  end
-  local deviceLoss, deviceGrad
-  if spec.device then
-    cls._deviceKernel = true
-    deviceLoss, deviceGrad = devicePasses(spec.device)
-  end
+
+  -- The passes are ops of every device: spec.op's (<op>_loss(input, y, w, margin) -> the sum,
+  -- <op>_grad(gradInput, input, y, w, norm, margin)), or <Criterion>_loss / _grad taking the
+  -- criterion first, whose device passes are spec.device's tensor ops.
+  local lossSum, grad
   if spec.op then
     local lossName, gradName = spec.op .. '_loss', spec.op .. '_grad'
-    backend.register('cpu', { [lossName] = lossSum, [gradName] = grad })
-    lossSum = function(input, ...) return backend.of(input)[lossName](input, ...) end
-    grad = function(gradInput, ...) return backend.of(gradInput)[gradName](gradInput, ...) end
+    backend.define(lossName, function(ops) return (loops(ops)) end)
+    backend.define(gradName, function(ops) return select(2, loops(ops)) end)
+    lossSum = function(_, input, ...) return backend.of(input)[lossName](input, ...) end
+    grad = function(_, gradInput, ...) return backend.of(gradInput)[gradName](gradInput, ...) end
+  else
+    local prefix = rawget(cls, '__typename'):gsub('^nn%.', '')
+    local lossName, gradName = prefix .. '_loss', prefix .. '_grad'
+    local deviceLoss, deviceGrad
+    if spec.device then
+      cls._deviceKernel = true
+      deviceLoss, deviceGrad = devicePasses(spec.device)
+    end
+    backend.define(lossName, function(ops)
+      local l = loops(ops)
+      return l and function(_, ...) return l(...) end or deviceLoss
+    end)
+    backend.define(gradName, function(ops)
+      local _, g = loops(ops)
+      return g and function(_, ...) return g(...) end or deviceGrad
+    end)
+    lossSum = function(m, input, ...) return backend.of(input)[lossName](m, input, ...) end
+    grad = function(m, gradInput, ...) return backend.of(gradInput)[gradName](m, gradInput, ...) end
   end
 
   function cls:updateOutput(input, target)
     local y, w = prepare(self, spec, input, target)
-    local sum
-    if deviceLoss and backend.of(input) ~= backend.cpu then
-      sum = deviceLoss(self, input, y, w, self.margin)
-    else
-      sum = lossSum(input, y, w, self.margin)
-    end
+    local sum = lossSum(self, input, y, w, self.margin)
     if self.sizeAverage then sum = sum / input:nElement() end
     self.output = sum
     return sum
@@ -147,11 +166,7 @@ function loss.define(cls, spec)
     local y, w = prepare(self, spec, input, target)
     local norm = self.sizeAverage and 1 / input:nElement() or 1
     self.gradInput:resizeAs(input)
-    if deviceGrad and backend.of(input) ~= backend.cpu then
-      deviceGrad(self, self.gradInput, input, y, w, norm, self.margin)
-    else
-      grad(self.gradInput, input, y, w, norm, self.margin)
-    end
+    grad(self, self.gradInput, input, y, w, norm, self.margin)
     return self.gradInput
   end
 end

@@ -27,7 +27,7 @@ function shape.input(self, input, sdims, planes)
     fail(self, 'expected %dD (planes x %s) or %dD (batch x planes x %s) input, got %dD input of size %s',
       sdims + 1, layouts[sdims], sdims + 2, layouts[sdims], nd, sizestr(input))
   end
-  if backend.of(input) ~= backend.cpu and not rawget(getmetatable(self), '_deviceKernel') then
+  if not backend.onHost(input) and not rawget(getmetatable(self), '_deviceKernel') then
     fail(self, 'CUDA tensors are not supported (input is a %s)', torch.typename(input))
   end
   if not floating[torch.typename(input)] then

@@ -65,66 +65,22 @@ function softmax.backward(m, gradInput, input, gradOutput, output, sign)
 end
 
 ------------------------------------------------------------------------------------------------
--- Rows of contiguous 1-D / 2-D Float and Double tensors: direct loops over the memory, exp as
--- the CPU backend's unary op over the whole block (numpy's SIMD loop).
+-- Rows of contiguous 1-D / 2-D Float and Double tensors: the op table's loops
+-- (log_softmax_rows_forward / _backward, nn_pointwise), false where they do not apply.
 
-local cpu = backend.cpu
-local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
-
--- Row count and length of t when every tensor in `others` and t are contiguous CPU Float / Double
--- of t's type, 1-D or 2-D; else nil. (Types by name and metatable: t:type() is a tail call,
--- and many in one trace abort it.)
-local function rows(t, others)
-  if not floating[torch.typename(t)] or t:dim() > 2 or not cpu.isContiguous(t) then return nil end
-  local mt = getmetatable(t)
-  for _, x in ipairs(others) do
-    if getmetatable(x) ~= mt or not cpu.isContiguous(x) then return nil end
-  end
-  if t:dim() == 1 then return 1, t:size(1) end
-  return t:size(1), t:size(2)
-end
-
--- y = x - max(x) - log(sum(exp(x - max(x)))) per row; false where rows() does not apply.
+-- y = x - max(x) - log(sum(exp(x - max(x)))) per row; false where the rows' loop does not apply.
 local function logForwardRows(m, output, input)
   output:resizeAs(input)
   if not (m._buf and getmetatable(m._buf) == getmetatable(input)) then m._buf = input.new() end
-  local buf = m._buf:resizeAs(input)
-  local n, c = rows(input, { output, buf })
-  if not n then return false end
-  if n * c == 0 then return true end
-  local x, y, e = cpu.ptr(input), cpu.ptr(output), cpu.ptr(buf)
-  for i = 0, n * c - 1, c do
-    local mx = -math.huge
-    for j = i, i + c - 1 do mx = math.max(mx, x[j]) end
-    for j = i, i + c - 1 do y[j] = x[j] - mx end
-  end
-  cpu.unary('exp', buf, output)
-  for i = 0, n * c - 1, c do
-    local s = 0
-    for j = i, i + c - 1 do s = s + e[j] end
-    local ls = math.log(s)
-    for j = i, i + c - 1 do y[j] = y[j] - ls end
-  end
-  return true
+  return backend.of(input).log_softmax_rows_forward(output, input, m._buf:resizeAs(input))
 end
 
 -- gradInput = gradOutput - exp(y) * sum(gradOutput) per row (exp(y) in m._buf: gradInput may
--- be gradOutput); false where rows() does not apply.
+-- be gradOutput); false where the rows' loop does not apply.
 local function logBackwardRows(m, gradInput, gradOutput, output)
   gradInput:resizeAs(output)
   if not (m._buf and getmetatable(m._buf) == getmetatable(output)) then m._buf = output.new() end
-  local buf = m._buf:resizeAs(output)
-  local n, c = rows(output, { gradInput, gradOutput, buf })
-  if not n then return false end
-  if n * c == 0 then return true end
-  local g, gi, e = cpu.ptr(gradOutput), cpu.ptr(gradInput), cpu.ptr(buf)
-  cpu.unary('exp', buf, output)
-  for i = 0, n * c - 1, c do
-    local s = 0
-    for j = i, i + c - 1 do s = s + g[j] end
-    for j = i, i + c - 1 do gi[j] = g[j] - e[j] * s end
-  end
-  return true
+  return backend.of(output).log_softmax_rows_backward(gradInput, gradOutput, output, m._buf:resizeAs(output))
 end
 
 ------------------------------------------------------------------------------------------------

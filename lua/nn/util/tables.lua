@@ -2,7 +2,6 @@
 local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local loss = require 'nn.util.loss'
-local pointwise = require 'nn.util.pointwise'
 
 local tables = {}
 
@@ -103,20 +102,8 @@ end
 -- elementwise extremum of the input tensors; each element's gradient goes to the first input
 -- holding the extremum. `indexField` names the tensor of winning input indices.
 function tables.extremum(cls, compare, indexField)
-  local update = backend.cpu.kernel(3, ('if $3 %s $1 then $1 = $3; $2 = v1 end'):format(compare))
-  local route = backend.cpu.kernel(3, '$1 = $2 == v1 and $3 or 0')
+  -- the passes are the op table's (nn_pointwise): table_extremum_update, table_extremum_route
   cls._deviceKernel = true
-  -- the same on device tensors as tensor ops: take = (x beats output), output += take (x -
-  -- output), index += take (i - index); gradInput = (index == i) gradOutput
-  local beats = compare == '>' and 'gt' or 'lt'
-  local function deviceUpdate(self, output, index, x, i)
-    local take = pointwise.scratch(self, '_take', x)
-    take[beats](take, x, output)
-    local step = pointwise.scratch(self, '_step', x):add(x, -1, output)
-    output:addcmul(take, step)
-    index:addcmul(take, step:fill(i):add(-1, index))
-  end
-  local function onDevice(t) return backend.of(t) ~= backend.cpu end
 
   function cls:updateOutput(input)
     tables.tensors(self, input)
@@ -126,8 +113,7 @@ function tables.extremum(cls, compare, indexField)
     self.output:resizeAs(input[1]):copy(input[1])
     for i = 2, #input do
       tables.sameType(self, self.output, input[i])
-      if onDevice(index) then deviceUpdate(self, self.output, index, input[i], i)
-      else update(self.output, index, input[i], i) end
+      backend.of(index).table_extremum_update(self, compare, self.output, index, input[i], i)
     end
     return self.output
   end
@@ -139,8 +125,7 @@ function tables.extremum(cls, compare, indexField)
     for i = 1, #input do
       self.gradInput[i] = self.gradInput[i] or input[i].new()
       local gi = self.gradInput[i]:resizeAs(input[i])
-      if onDevice(gi) then gi:eq(self[indexField], i):cmul(gradOutput)
-      else route(gi, self[indexField], gradOutput, i) end
+      backend.of(gi).table_extremum_route(gi, self[indexField], gradOutput, i)
     end
     tables.trim(self.gradInput, #input)
     return self.gradInput

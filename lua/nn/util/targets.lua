@@ -1,11 +1,14 @@
 -- Class-index targets (1-based) of the classification criterions: a number or a tensor of any
--- type, read element by element through its pointer.
+-- type, read element by element through its pointer. The passes of ClassNLLCriterion and
+-- SpatialClassNLLCriterion are the op table's (the nn_loss family).
 local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local loss = require 'nn.util.loss'
 
 local targets = {}
-local ptr = backend.cpu.ptr
+
+-- The pointer to t's first element (a host tensor: the criterions check that first).
+local function ptr(t) return backend.of(t).ptr(t) end
 
 -- target as a tensor: a number goes into a 1-element buffer kept in self._targetNumber.
 function targets.tensor(self, target)
@@ -74,51 +77,9 @@ end
 
 -- The target tensor t where the CPU can read it (a host copy of a device tensor), for checks.
 function targets.host(t)
-  if backend.of(t) == backend.cpu then return t end
+  if backend.onHost(t) then return t end
   return t:double()
 end
-
--- The sum of the class weights of the samples not ignored (t's first count targets).
-local function totalWeight(t, count, weights, ignore)
-  local total = 0
-  for i = 0, count - 1 do
-    local c = targets.at(t, i)
-    if c ~= ignore then total = total + targets.classWeight(weights, c) end
-  end
-  return total
-end
-
--- ClassNLLCriterion's passes on CPU tensors (the op table's class_nll_forward and
--- class_nll_backward; backend/cuda/nn.lua has the CUDA ones). input: one sample (1-D) or a row
--- per sample; t: its checked class indices (1-based); weights: one per class, or nil.
--- Returns -sum_i w[t_i] x[i][t_i] over the samples not ignored, and the total weight.
-local function classNLLForward(input, t, weights, ignore)
-  local count = input:dim() == 1 and 1 or input:size(1)
-  local p, si, sc = targets.rows(input)
-  local sum = 0
-  for i = 0, count - 1 do
-    local c = targets.at(t, i)
-    if c ~= ignore then sum = sum - tonumber(p[i * si + (c - 1) * sc]) * targets.classWeight(weights, c) end
-  end
-  return sum, totalWeight(t, count, weights, ignore)
-end
-
--- gradInput (sized as input) = -w[t_i] at each sample's target, over the total weight when
--- sizeAverage; zero elsewhere, and everywhere unless the total weight is positive (torch7).
-local function classNLLBackward(gradInput, t, weights, ignore, sizeAverage)
-  gradInput:zero()
-  local count = gradInput:dim() == 1 and 1 or gradInput:size(1)
-  local total = totalWeight(t, count, weights, ignore)
-  if not (total > 0) then return end
-  local norm = sizeAverage and total or 1
-  local p, si, sc = targets.rows(gradInput)
-  for i = 0, count - 1 do
-    local c = targets.at(t, i)
-    if c ~= ignore then p[i * si + (c - 1) * sc] = -targets.classWeight(weights, c) / norm end
-  end
-end
-
-backend.register('cpu', { class_nll_forward = classNLLForward, class_nll_backward = classNLLBackward })
 
 -- Sets a class criterion's loss from the weighted sum and the total weight (averaged over the
 -- total weight with sizeAverage); returns the loss and the total weight, as torch7.
