@@ -4,7 +4,7 @@ local check = require 'torch.core.check'
 local lrn = require 'nn.util.lrn'
 local shape = require 'nn.util.shape'
 local SpatialCrossMapLRN, parent = torch.class('nn.SpatialCrossMapLRN', 'nn.Module')
-SpatialCrossMapLRN._deviceKernel = true   -- lrn.lua's device passes
+SpatialCrossMapLRN._deviceKernel = true   -- device tensors: the CUDA lrn ops
 
 function SpatialCrossMapLRN:__init(size, alpha, beta, k)
   parent.__init(self)

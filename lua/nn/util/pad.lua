@@ -1,12 +1,11 @@
 -- Spatial and volumetric padding (zero, reflection, replication; negative padding crops) of
 -- planes x (T x) H x W input: each output frame, row and column reads one input frame, row and
 -- column, given by index maps built per call (-1: a zero). The backward pass adds each
--- gradient back where it was read. CPU tensors run the op pad_planes (backend/cpu/nn_pad.lua),
--- device tensors plane maps.
+-- gradient back where it was read: the op pad_planes of the tensors' backend
+-- (backend/cpu/nn_pad.lua, backend/cuda/nn_pad.lua: plane maps).
 local ffi = require 'ffi'
 local backend = require 'torch.backend'
 local shape = require 'nn.util.shape'
-local planemaps = require 'nn.util.planemaps'
 
 local pad = {}
 
@@ -60,20 +59,9 @@ local function geometry(self, input, mode)
   return { P = B * C, I = I, O = O, pads = full, sizes = sizes, sd = sd }
 end
 
--- On device tensors: one gather matrix per padded dim (planemaps.lua).
-local function deviceRun(mode, inp, out, g, backward, sd)
-  local I, O, p, matrices = g.I, g.O, g.pads, {}
-  for k = 4 - sd, 3 do
-    matrices[#matrices + 1] = planemaps.gather(O[k], I[k], function(o) return sources[mode](o - p[k][1], I[k]) end)
-  end
-  if backward then planemaps.run(inp, out, true, unpack(matrices))
-  else planemaps.run(out, inp, false, unpack(matrices)) end
-end
-
 local function run(mode, inp, out, g, backward)
-  if backend.of(inp) ~= backend.cpu then return deviceRun(mode, inp, out, g, backward, g.sd) end
   local I, O, p = g.I, g.O, g.pads
-  backend.cpu.pad_planes(inp, out, g.P, I[1], I[2], I[3], O[1], O[2], O[3],
+  backend.of(inp).pad_planes(inp, out, g.P, I[1], I[2], I[3], O[1], O[2], O[3],
     indexMap(mode, I[1], p[1][1], O[1]), indexMap(mode, I[2], p[2][1], O[2]),
     indexMap(mode, I[3], p[3][1], O[3]), backward)
 end
@@ -82,7 +70,7 @@ end
 -- pad_b; the missing ones = the first), the passes and the printing (`labels`) on a class.
 function pad.install(cls, mode, names, labels)
   local parent = nn.Module
-  cls._deviceKernel = true   -- device tensors: deviceRun
+  cls._deviceKernel = true   -- device tensors: the CUDA pad_planes
   names = names or { 'pad_l', 'pad_r', 'pad_t', 'pad_b' }
   labels = labels or { 'l', 'r', 't', 'b' }
   function cls:__init(first, ...)
@@ -108,7 +96,6 @@ function pad.install(cls, mode, names, labels)
     shape.gradOutput(self, gradOutput, g.sizes)
     gradOutput = gradOutput:contiguous()
     self.gradInput:resizeAs(input)
-    if backend.of(input) == backend.cpu then self.gradInput:zero() end
     run(mode, self.gradInput, gradOutput, g, true)
     return self.gradInput
   end

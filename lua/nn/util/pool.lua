@@ -5,7 +5,6 @@ local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local sizesOf, dtypeOf = require('torch.core.apply').sizes, require('torch.core.dtype').of
 local shape = require 'nn.util.shape'
-local planemaps = require 'nn.util.planemaps'
 local extremum = require 'nn.util.extremum'
 
 local pool = {}
@@ -51,24 +50,21 @@ end
 -- Adaptive max ('max') or average ('avg') pooling of input to the module's W x H planes.
 function pool.adaptiveForward(self, input, mode)
   shape.positive(self, 'output sizes', self.W, self.H)
-  local batch, B, C, s = shape.input(self, input, 2)
+  local batch, B, C = shape.input(self, input, 2)
   input = input:contiguous()
   self.output:resize(batch and { B, C, self.H, self.W } or { C, self.H, self.W })
   local ops = backend.of(input)
   if mode == 'max' then
     extremum.indices(self, 'indices', input):resize(self.output:size())
     ops.adaptive_max_forward(self.output, self.indices, input, self.H, self.W)
-  elseif ops == backend.cpu then
+  else
     ops.adaptive_avg_forward(self.output, input, self.H, self.W)
-  else   -- averages on a device: one matrix per dim (planemaps.lua)
-    planemaps.run(self.output, input, false, planemaps.adaptiveAverage(self.H, s[1]),
-      planemaps.adaptiveAverage(self.W, s[2]))
   end
   return self.output
 end
 
 function pool.adaptiveBackward(self, input, gradOutput, mode)
-  local batch, B, C, s = shape.input(self, input, 2)
+  local batch, B, C = shape.input(self, input, 2)
   shape.gradOutput(self, gradOutput, batch and { B, C, self.H, self.W } or { C, self.H, self.W })
   gradOutput = gradOutput:contiguous()
   self.gradInput:resizeAs(input)
@@ -76,11 +72,8 @@ function pool.adaptiveBackward(self, input, gradOutput, mode)
   local ops = backend.of(input)
   if mode == 'max' then
     ops.adaptive_max_backward(gi, gradOutput, self.indices)
-  elseif ops == backend.cpu then
-    ops.adaptive_avg_backward(gi, gradOutput, self.H, self.W)
   else
-    planemaps.run(gi, gradOutput, true, planemaps.adaptiveAverage(self.H, s[1]),
-      planemaps.adaptiveAverage(self.W, s[2]))
+    ops.adaptive_avg_backward(gi, gradOutput, self.H, self.W)
   end
   return self.gradInput
 end

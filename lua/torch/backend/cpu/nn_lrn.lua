@@ -1,5 +1,5 @@
--- The CPU ops of SpatialCrossMapLRN (lrn_forward, lrn_backward; the device passes are tensor ops,
--- nn/util/lrn.lua): local response normalization across channels of contiguous B x C x N data:
+-- The CPU ops of SpatialCrossMapLRN (lrn_forward, lrn_backward; the CUDA ones, tensor ops and
+-- plane maps: backend/cuda/nn_lrn.lua): local response normalization across channels of contiguous B x C x N data:
 -- scale[c] = k + alpha/size * sum of x[c']^2 over the channels c' in [c - pre, c + post]
 -- (pre = floor((size-1)/2), post = size-1-pre), output = x * scale^-beta.
 local backend = require 'torch.backend'

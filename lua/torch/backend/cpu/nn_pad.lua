@@ -1,5 +1,5 @@
 -- The CPU op pad_planes of the padding modules (zero, reflection, replication; negative padding
--- crops; their front end and device passes: nn/util/pad.lua): each output frame, row and column
+-- crops; their front end: nn/util/pad.lua; the CUDA op: backend/cuda/nn_pad.lua): each output frame, row and column
 -- of planes x (T x) H x W input reads one input frame, row and column, given by index maps
 -- (-1: a zero); the backward pass adds each gradient back where it was read.
 local backend = require 'torch.backend'
@@ -34,9 +34,10 @@ end]]
 local loops = loopsFor.perType('pad', loop)
 
 -- inp, out contiguous (P x T x H x W, P x oT x oH x oW); frames, rows, cols: int32 index maps of
--- oT, oH, oW entries; backward: inp (zeroed) += out read back through the maps
+-- oT, oH, oW entries; backward: inp = out read back through the maps (added up)
 backend.register('cpu', {
   pad_planes = function(inp, out, P, T, H, W, oT, oH, oW, frames, rows, cols, backward)
+    if backward then inp:zero() end
     loops[torch.typename(inp)](ptr(inp), ptr(out), P, T, H, W, oT, oH, oW, frames, rows, cols, backward)
   end,
 })

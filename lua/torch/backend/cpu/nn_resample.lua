@@ -1,5 +1,5 @@
--- The CPU op resample (SpatialUpSamplingNearest, nnx's SpatialReSampling ...; the device passes are
--- plane maps, nn/util/resample.lua): upsampling of P planes of H x W to oH x oW, nearest
+-- The CPU op resample (SpatialUpSamplingNearest, nnx's SpatialReSampling ...; the CUDA one, plane
+-- maps: backend/cuda/nn_resample.lua): upsampling of P planes of H x W to oH x oW, nearest
 -- neighbour (integer scale) and bilinear with the corners aligned (output y reads input
 -- y * (H-1)/(oH-1)), forward and backward.
 local backend = require 'torch.backend'

@@ -83,7 +83,7 @@ function ops.linear_acc_grad(gradWeight, gradBias, input, gradOutput, ones, scal
   if gradBias then gemm(gradBias, 1, gradBias, scale, gradOutputT, ones) end
 end
 
--- out = x with its trailing dims mapped by host matrices (nn/util/planemaps.lua builds them)
+-- out = x with its trailing dims mapped by host matrices (planemaps.lua builds them)
 function ops.plane_maps(out, x, backward, ...) call('plane_maps', out, x, backward, ...) end
 
 backend.register('cuda', ops)

@@ -4,6 +4,7 @@
 local backend = require 'torch.backend'
 local check = require 'torch.core.check'
 local call = require('torch.backend.cuda.core').call
+local planemaps = require 'torch.backend.cuda.planemaps'
 
 -- The output size and window geometry of a 2D pooling (nn/util/pool.lua's geometry); the
 -- array module has no volumetric pooling.
@@ -33,8 +34,23 @@ backend.register('cuda', {
   adaptive_max_backward = function(gradInput, gradOutput, indices)
     call('max_pool_backward', gradInput, gradOutput, indices)
   end,
+  -- adaptive averages: one matrix per spatial dim (planemaps.lua) over the input's last two
+  adaptive_avg_forward = function(output, input, oH, oW)
+    local d = input:dim()
+    planemaps.run(output, input, false, planemaps.adaptiveAverage(oH, input:size(d - 1)),
+      planemaps.adaptiveAverage(oW, input:size(d)))
+  end,
+  adaptive_avg_backward = function(gradInput, gradOutput, oH, oW)
+    local d = gradInput:dim()
+    planemaps.run(gradInput, gradOutput, true, planemaps.adaptiveAverage(oH, gradInput:size(d - 1)),
+      planemaps.adaptiveAverage(oW, gradInput:size(d)))
+  end,
   pool_avg_backward = function(g, gradInput, gradOutput, countPad, divide)
     local oH, oW, kH, kW, dH, dW, padH, padW = poolWindows(g)
     call('avg_pool_backward', gradInput, gradOutput, oH, oW, countPad, divide, kH, kW, dH, dW, padH, padW, 1, 1)
   end,
 })
+
+-- CPU only (the modules check for host tensors first: max unpooling, SpatialSubSampling; the
+-- CPU ops: backend/cpu/nn_pool.lua and planes.lua)
+backend.lacks('cuda', { 'max_unpool', 'plane_map', 'plane_acc_sum', 'plane_fill' })

@@ -1,8 +1,9 @@
--- Device passes of the layers whose output is a linear map of each input plane, one matrix per
--- spatial dim (padding, nearest and bilinear upsampling, adaptive average pooling): the output
--- is the input with its last dims each multiplied by an O x I matrix (the backward pass: by the
--- transposes), built here on the CPU from the layer's rule and run by the op plane_maps of the
--- tensors' backend (backend/cuda/nn.lua) in one call.
+-- The CUDA passes of the layers whose output is a linear map of each input plane, one matrix per
+-- spatial dim (padding, nearest and bilinear upsampling, adaptive average pooling, the channel
+-- windows of LRN): the output is the input with its last dims each multiplied by an O x I matrix
+-- (the backward pass: by the transposes), built here in host memory from the layer's rule and
+-- run by the op plane_maps (backend/cuda/nn.lua) in one call. The ops using them:
+-- backend/cuda/nn_pad.lua, nn_resample.lua, nn_pool.lua, nn_lrn.lua.
 local backend = require 'torch.backend'
 
 local planemaps = {}
@@ -24,7 +25,7 @@ end
 -- out = x mapped by the matrices (one per trailing dim, in order); backward: out is the input's
 -- gradient and x the output's.
 function planemaps.run(out, x, backward, ...)
-  backend.of(x).plane_maps(out, x, backward, ...)
+  backend.cuda.plane_maps(out, x, backward, ...)
 end
 
 -- The rules. An index map source(o) -> input index or -1 (a zero): padding.
