@@ -75,7 +75,7 @@ function CosineEmbeddingCriterion:updateGradInput(input, y)
   local coef = (self._coef or x1.new()):resize(n, 1)
   self._coef = coef
   local scale = self.sizeAverage and 1 / n or 1
-  local cp = backend.cpu.ptr(coef)
+  local cp = backend.of(coef).ptr(coef)
   for i = 0, n - 1 do
     local l, f = pairLoss(at(labels, i), at(cos, i), self.margin)
     -- as torch7's, a pair of zero loss gets no gradient

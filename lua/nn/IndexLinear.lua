@@ -8,7 +8,7 @@
 -- and updateParameters applies them (with sparse weight decay) to the touched rows only.
 -- torch7's max-normalize mode (normalize = true) is not supported.
 local check = require 'torch.core.check'
-local cpu = require('torch.backend').cpu   -- sparse_add_product, sparse_add_outer: CPU ops
+local backend = require 'torch.backend'   -- sparse_add_product, sparse_add_outer (nn_sparse)
 local IndexLinear, parent = torch.class('nn.IndexLinear', 'nn.Module')
 
 function IndexLinear:__init(inputSize, outputSize, doGradInput, keysOffset, weight, bias, normalize)
@@ -107,7 +107,7 @@ function IndexLinear:updateOutput(input)
   self.noBatch = noBatch
   local outDim = self.outputSize
   self.output:resize(nb, outDim):copy(self.bias:view(1, outDim):expand(nb, outDim))
-  cpu.sparse_add_product(self._coo, self.weight:t(), self.output)
+  backend.of(self.output).sparse_add_product(self._coo, self.weight:t(), self.output)
   if noBatch then self.output = self.output:view(outDim) end
   return self.output
 end
@@ -136,7 +136,7 @@ end
 function IndexLinear:accUpdateGradParameters(input, gradOutput, lr)
   local nb = self:_coords(input)
   local go = batchGrad(self, nb, gradOutput)
-  cpu.sparse_add_outer(self._coo, go, self.weight:t(), -(lr or 1))
+  backend.of(self.weight).sparse_add_outer(self._coo, go, self.weight:t(), -(lr or 1))
   self.bias:add(-(lr or 1), go:sum(1):view(self.outputSize))
 end
 
@@ -172,7 +172,7 @@ function IndexLinear:updateParameters(lr)
       local factor = counts:mul(math.log(1 - self.weightDecay)):exp()  -- (1 - decay)^count
       self.weight:cmul(factor:view(self.inputSize, 1):expandAs(self.weight))
     end
-    cpu.sparse_add_outer(step.coo, step.grad, self.weight:t(), -lr * step.scale)
+    backend.of(self.weight).sparse_add_outer(step.coo, step.grad, self.weight:t(), -lr * step.scale)
   end
 end
 

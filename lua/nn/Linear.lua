@@ -59,9 +59,10 @@ end
 local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true,
                    ['torch.CudaTensor'] = true, ['torch.CudaDoubleTensor'] = true }
 
--- The table's structure readers serve tensors of every device (sizes and strides only); the
+-- torch.core's structure readers serve tensors of every device (sizes and strides only); the
 -- methods t:nElement() and t:isContiguous() are tail calls, which abort traces when many.
-local numel, isContiguous = backend.cpu.numel, backend.cpu.isContiguous
+local structure = require 'torch.core.apply'
+local numel, isContiguous = structure.numel, structure.isContiguous
 
 local function whole(t, n) return n > 0 and numel(t) == n and isContiguous(t) end
 

@@ -2,7 +2,7 @@
 -- a table of such samples, or (legacy form) a batch x nnz x 2 tensor. gradInput (when doGradInput)
 -- is dense, laid out in the same (index, value) form over every input index.
 local check = require 'torch.core.check'
-local cpu = require('torch.backend').cpu   -- sparse_add_product, sparse_add_outer: CPU ops
+local backend = require 'torch.backend'   -- sparse_add_product, sparse_add_outer (nn_sparse)
 local SparseLinear, parent = torch.class('nn.SparseLinear', 'nn.Module')
 
 -- How many gradients were accumulated since the last zeroing: with exactly one, updates and
@@ -92,7 +92,7 @@ function SparseLinear:updateOutput(input)
     return self.output
   end
   self.output:resize(nb, outDim):copy(self.bias:view(1, outDim):expand(nb, outDim))
-  cpu.sparse_add_product(self._coo, self.weight, self.output)
+  backend.of(self.output).sparse_add_product(self._coo, self.weight, self.output)
   if not batchMode then self.output = self.output:view(outDim) end
   return self.output
 end
@@ -133,7 +133,7 @@ function SparseLinear:accGradParameters(input, gradOutput, scale)
   elseif self.sparseUpdate == ONE_LAST_INPUT then
     self.sparseUpdate = ACC_MULTIPLE_TIMES
   end
-  cpu.sparse_add_outer(self._coo, go, self.gradWeight, scale)
+  backend.of(self.gradWeight).sparse_add_outer(self._coo, go, self.gradWeight, scale)
   self.gradBias:add(scale, go:sum(1):view(self.weight:size(1)))
   if (self.weightDecay or 0) ~= 0 then self.gradWeight:add(self.weightDecay, self.weight) end
 end

@@ -5,7 +5,7 @@
 -- VolumetricFractionalMaxPooling derives from this class; the pooled dimensions are listed in
 -- `dims` (in input order), `sampleOf` giving each one's slot in a plane's random samples.
 local check = require 'torch.core.check'
-local cpu = require('torch.backend').cpu   -- fractional_max_forward / _backward: CPU ops
+local backend = require 'torch.backend'   -- fractional_max_forward / _backward (nn_fractional)
 local Pooling, parent = torch.class('nn.SpatialFractionalMaxPooling', 'nn.Module')
 
 Pooling.dims = { 'H', 'W' }
@@ -102,7 +102,7 @@ function Pooling:updateOutput(input)
   self.indices = self.indices or torch.LongTensor()
   self.indices:resize(P, outC[1], outC[2], outC[3])
   self.output:resize(P, outC[1], outC[2], outC[3])
-  cpu.fractional_max_forward(x, self.output, self.indices, samples, slots, outC, pool)
+  backend.of(x).fractional_max_forward(x, self.output, self.indices, samples, slots, outC, pool)
   local shape = input:size()
   for i = 1, #self.dims do shape[input:dim() - #self.dims + i] = outSize[i] end
   self.output = self.output:view(shape)
@@ -121,7 +121,7 @@ function Pooling:updateGradInput(input, gradOutput)
   end
   local batch, planes = self:_geometry(input)
   self.gradInput:resize(input:size()):zero()
-  cpu.fractional_max_backward(self.gradInput:view(batch * planes, -1), gradOutput:contiguous(), self.indices)
+  backend.of(self.gradInput).fractional_max_backward(self.gradInput:view(batch * planes, -1), gradOutput:contiguous(), self.indices)
   return self.gradInput
 end
 

@@ -35,7 +35,7 @@ end
 function TemporalSubSampling:updateOutput(input)
   local nIF, nOF = self:_check(input)
   self.output:resize(nOF, self.inputFrameSize)
-  backend.cpu.temporal_subsample('forward', input:contiguous(), self.output, self.weight, self.bias, nIF, nOF,
+  backend.of(input).temporal_subsample('forward', input:contiguous(), self.output, self.weight, self.bias, nIF, nOF,
     self.inputFrameSize, self.kW, self.dW)
   return self.output
 end
@@ -45,7 +45,7 @@ function TemporalSubSampling:updateGradInput(input, gradOutput)
   shape.gradOutput(self, gradOutput, { nOF, self.inputFrameSize })
   self.gradInput:resizeAs(input)
   self.gradInput:zero()
-  backend.cpu.temporal_subsample('backward', self.gradInput, gradOutput:contiguous(), self.weight, nil, nIF, nOF,
+  backend.of(input).temporal_subsample('backward', self.gradInput, gradOutput:contiguous(), self.weight, nil, nIF, nOF,
     self.inputFrameSize, self.kW, self.dW)
   return self.gradInput
 end
@@ -53,6 +53,6 @@ end
 function TemporalSubSampling:accGradParameters(input, gradOutput, scale)
   local nIF, nOF = self:_check(input)
   shape.gradOutput(self, gradOutput, { nOF, self.inputFrameSize })
-  backend.cpu.temporal_subsample('acc', input:contiguous(), gradOutput:contiguous(), self.gradWeight, self.gradBias,
+  backend.of(input).temporal_subsample('acc', input:contiguous(), gradOutput:contiguous(), self.gradWeight, self.gradBias,
     nIF, nOF, self.inputFrameSize, self.kW, self.dW, scale)
 end

@@ -2,7 +2,7 @@
 --
 -- A factory runs once per executor build and captures the planned buffers (and for tiny ones
 -- their element pointers), so a run costs little: straight-line code for tiny tensors (no loop
--- to trace, no call), else one call of the CPU backend's op (torch.backend: the tensor library's
+-- to trace, no call), else one call of the operands' op table (torch.backend: the tensor library's
 -- own elementwise path, numpy's SIMD loops or LuaJIT kernels; gemm for matrix products).
 -- Generated code is cached by its text, so every node of one kind and size shares one prototype
 -- (LuaJIT traces a run loop over such closures as one). Operands on a device or not contiguous
@@ -18,12 +18,15 @@ K.UNROLL = 8           -- elements of an elementwise op
 K.REDUCE_UNROLL = 16   -- elements of a full reduction
 K.MATMUL_UNROLL = 64   -- multiply-adds of a matrix product
 
-local cpu = backend.cpu
-local isContiguous, numel, ptr = cpu.isContiguous, cpu.numel, cpu.ptr
+local structure = require 'torch.core.apply'
+local isContiguous, numel = structure.isContiguous, structure.numel
 
--- Whether generated loops and the CPU ops may address t directly.
+-- The pointer to the first element of a direct operand (host memory), from its op table.
+local function ptr(t) return backend.of(t).ptr(t) end
+
+-- Whether generated loops and the ops may address t directly (host memory, contiguous).
 local function direct(t)
-  return backend.of(t) == cpu and t:storage() ~= nil and isContiguous(t)
+  return backend.onHost(t) and t:storage() ~= nil and isContiguous(t)
 end
 
 local function noop() end
@@ -129,20 +132,20 @@ end
 -- The closure running the ops form of op over direct operands; a broadcast input is read as
 -- a number (an element already) on every run.
 local function opsClosure(op, y, xs, v, n)
-  local run, a, b = op[2], xs[1], xs[2]
+  local run, a, b, ops = op[2], xs[1], xs[2], backend.of(y)
   v = asElement(y, v)
   local pa = a and numel(a) == 1 and n > 1 and ptr(a)
   local pb = b and numel(b) == 1 and n > 1 and ptr(b)
   if pa and (pb or not b) then
     -- nothing but numbers in: y takes the first, then the op runs on y in place
     return function()
-      cpu.fill(y, tonumber(pa[0]))
-      run(cpu, y, y, pb and tonumber(pb[0]) or nil, v)
+      ops.fill(y, tonumber(pa[0]))
+      run(ops, y, y, pb and tonumber(pb[0]) or nil, v)
     end
   end
-  if pa then return function() run(cpu, y, tonumber(pa[0]), b, v) end end
-  if pb then return function() run(cpu, y, a, tonumber(pb[0]), v) end end
-  return function() run(cpu, y, a, b, v) end
+  if pa then return function() run(ops, y, tonumber(pa[0]), b, v) end end
+  if pb then return function() run(ops, y, a, tonumber(pb[0]), v) end end
+  return function() run(ops, y, a, b, v) end
 end
 
 -- The closure computing y = op(xs[1], xs[2], v) (op: a name of EWISE).
@@ -455,7 +458,8 @@ function K.matmul(c, a, b, ta, tb)
   if m * n * k <= K.MATMUL_UNROLL then
     return compile(gemmSource(m, n, k, ta, tb), 'graph matmul')(ptr(c), ptr(a), ptr(b))
   end
-  return function() cpu.gemm(c, 0, c, 1, a_, b_) end
+  local ops = backend.of(c)
+  return function() ops.gemm(c, 0, c, 1, a_, b_) end
 end
 
 -- The gradients ga, gb of c = op(a) op(b) (ta, tb: a, b transposed) from gc.

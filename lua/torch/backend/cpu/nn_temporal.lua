@@ -53,8 +53,48 @@ function temporal.subsample(mode, x, o, w, b, nIF, nOF, F, kW, dW, scale)
     nIF, nOF, F, kW, dW, scale or 1)
 end
 
--- CPU only: a device tensor reaching them gets the loop's error (TemporalConvolution runs the
--- CUDA ops temporal_conv_* of backend/cuda/nn_temporal.lua on device tensors)
-backend.register('cpu', { temporal_add_frames = temporal.addFrames, temporal_subsample = temporal.subsample })
+-- nn.TemporalConvolution on batches (x B x nIF x F contiguous, out and gradOutput B x nOF x O,
+-- the weight O x kW*F), as the CUDA ops of backend/cuda/nn_temporal.lua: each window of kW frames
+-- is kW*F contiguous elements, so the windows are a strided view of x multiplied by the weight in
+-- one GEMM per sequence.
+
+-- the windows of x (B x nIF x F, contiguous) as a B x nOF x K view
+local function windows(x, nOF, K, dW)
+  local B, nIF, F = x:size(1), x:size(2), x:size(3)
+  return x.new():set(x:storage(), x:storageOffset(), torch.LongStorage { B, nOF, K },
+    torch.LongStorage { nIF * F, dW * F, 1 })
+end
+
+function temporal.convForward(out, x, weight, bias, kW, dW)
+  local B, nOF, O, K = out:size(1), out:size(2), out:size(3), x:size(3) * kW
+  backend.cpu.plane_fill(out, bias, B * nOF, O, 1)
+  local w = weight:contiguous():view(1, O, K):expand(B, O, K):transpose(2, 3)
+  out:baddbmm(1, out, 1, windows(x, nOF, K, dW), w)
+end
+
+-- gi (B x nIF x F, contiguous) = the windows' gradients (a buffer per element type) added at
+-- their frames
+local windowGrads = {}
+function temporal.convGradInput(gi, g, weight, kW, dW)
+  local B, nIF, F = gi:size(1), gi:size(2), gi:size(3)
+  local nOF, O, K = g:size(2), g:size(3), F * kW
+  local buf = windowGrads[torch.typename(g)] or g.new()
+  windowGrads[torch.typename(g)] = buf
+  buf:resize(B, nOF, K):bmm(g, weight:contiguous():view(1, O, K):expand(B, O, K))
+  gi:zero()
+  temporal.addFrames(buf, gi, B, nIF, nOF, F, K, dW)
+end
+
+-- gradWeight (contiguous: the module checks) += scale g^T windows; gradBias += scale sum g
+function temporal.convAccGrad(gradWeight, gradBias, x, g, scale, kW, dW)
+  local B, nOF, O = g:size(1), g:size(2), g:size(3)
+  gradWeight:addbmm(scale, g:transpose(2, 3), windows(x, nOF, x:size(3) * kW, dW))
+  backend.cpu.plane_acc_sum(gradBias, g, B * nOF, O, 1, scale)
+end
+
+backend.register('cpu', { temporal_add_frames = temporal.addFrames, temporal_subsample = temporal.subsample,
+                          temporal_conv_forward = temporal.convForward,
+                          temporal_conv_grad_input = temporal.convGradInput,
+                          temporal_conv_acc_grad = temporal.convAccGrad })
 
 return temporal

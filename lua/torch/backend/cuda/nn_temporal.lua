@@ -1,7 +1,8 @@
--- The CUDA op table's temporal passes (the CPU ones: backend/cpu/nn_temporal.lua, whose loops
--- TemporalConvolution's CPU path and TemporalSubSampling use): marshallers to the array module's
+-- The CUDA op table's temporal passes (the CPU ones: backend/cpu/nn_temporal.lua, the same
+-- names): marshallers to the array module's
 -- code in luabridge's CUDA nn provider. Operands arrive checked, results sized.
 local backend = require 'torch.backend'
+local check = require 'torch.core.check'
 local call = require('torch.backend.cuda.core').call
 
 local ops = {}
@@ -18,6 +19,12 @@ end
 
 function ops.temporal_conv_acc_grad(gradWeight, gradBias, input, gradOutput, scale, kW, dW)
   call('temporal_conv_acc_grad', gradWeight, gradBias, input, gradOutput, scale, kW, dW)
+end
+
+-- nn.TemporalSubSampling is CPU only: the words of the CPU loop (backend/cpu/nn_temporal.lua)
+-- that a device tensor used to reach, naming its type
+function ops.temporal_subsample(_, x)
+  check.error(('temporal subsampling: %s is not supported (a CPU loop)'):format(torch.typename(x)))
 end
 
 backend.register('cuda', ops)
