@@ -8,7 +8,7 @@ local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.core.check'
 local dtype = require 'torch.core.dtype'
-local cpu = require('torch.backend').cpu   -- numpy's loops (ufunc_loop, ufunc_reduce)
+local host = require('torch.backend').host   -- numpy's loops (ufunc_loop, ufunc_reduce)
 local format = require 'torch.t7format'   -- limits, type codes, class names: shared with luabridge.t7.reader
 local band = require('bit').band
 require 'torch.class'
@@ -248,10 +248,10 @@ local function canonicalizeNaNs(k, p, n)
   local c = nanKinds[k.name]
   if not c or n == 0 then return end
   -- numpy's SIMD maximum lets a NaN win: the element loop runs only when there is one
-  local loop = n > 1 and cpu.ufunc_loop('maximum', c.sig)
+  local loop = n > 1 and host.ufunc_loop('maximum', c.sig)
   if loop then
     ffi.copy(c.acc, p, k.size)
-    cpu.ufunc_reduce(loop, n, p, k.size, c.acc)
+    host.ufunc_reduce(loop, n, p, k.size, c.acc)
     if not fixNaNs(c, ffi.cast(c.ptr, c.acc), 1) then return end
   end
   fixNaNs(c, ffi.cast(c.ptr, p), n)

@@ -11,7 +11,7 @@ local torch = require 'torch.env'
 local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local apply = require 'torch.core.apply'
-local mt = backend.cpu.mt19937   -- the CPU generator's streams (backend/cpu/random.lua)
+local mt = backend.host.mt19937   -- the CPU generator's streams (backend/cpu/random.lua)
 
 local floor = math.floor
 local isTensor, isContiguous, numel = torch.isTensor, apply.isContiguous, apply.numel

@@ -1,7 +1,7 @@
 -- Process-wide knobs torch7 scripts set: BLAS threads and heap tracking.
 local torch = require 'torch.env'
 local check = require 'torch.core.check'
-local cpu = require('torch.backend').cpu
+local host = require('torch.backend').host
 local memory = require 'torch.core.memory'
 
 -- The threads luabridge's CPU work may use (default: the cores this process may run on). The
@@ -10,11 +10,11 @@ function torch.setnumthreads(n)
   if type(n) ~= 'number' or n < 1 or n ~= math.floor(n) then
     check.error('setnumthreads: expected a positive integer, got ' .. tostring(n))
   end
-  cpu.set_threads(n)
+  host.set_threads(n)
 end
 
 function torch.getnumthreads()
-  return cpu.threads()
+  return host.threads()
 end
 
 -- With tracking on (the default), the collector runs after every 64 MiB of new tensor memory,
@@ -27,7 +27,7 @@ torch._heaptracking = memory.tracking
 
 -- The machine's online CPUs (torch7: omp_get_num_procs).
 function torch.getnumcores()
-  return cpu.cpus()
+  return host.cpus()
 end
 
 -- Whether a Lua file (io.stdin, io.stdout, io.stderr) is a terminal, as torch7's isatty: the

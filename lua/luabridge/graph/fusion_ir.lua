@@ -6,8 +6,13 @@
 -- never on the sizes, so one compiled prototype serves every group and shape alike.
 require 'torch'
 local ffi = require 'ffi'
-local cpu = require('torch.backend').cpu
-local isContiguous, numel, ptr = cpu.isContiguous, cpu.numel, cpu.ptr
+local backend = require 'torch.backend'
+local structure = require 'torch.core.apply'
+local host = backend.host   -- numpy's loops over host memory (ufunc_loop, ufunc_unary, ufunc_binary)
+local isContiguous, numel = structure.isContiguous, structure.numel
+
+-- The pointer to the first element of an operand in host memory, from its op table.
+local function ptr(t) return backend.of(t).ptr(t) end
 
 local M = {}
 
@@ -111,7 +116,7 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
   end
   local function loopOf(name, nargs)
     local sig = TYPE_CHAR[ctype]:rep(nargs) .. '->' .. TYPE_CHAR[ctype]
-    local l = cpu.ufunc_loop(name, sig)
+    local l = host.ufunc_loop(name, sig)
     if not l then return nil end
     loops[#loops + 1] = l
     return 'L[' .. #loops .. ']'
@@ -206,8 +211,8 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
   end
   return ([[
 local ffi = require 'ffi'
-local cpu = require('torch.backend').cpu
-local unary, binary = cpu.ufunc_unary, cpu.ufunc_binary
+local host = require('torch.backend').host
+local unary, binary = host.ufunc_unary, host.ufunc_binary
 local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
 return function(n, ct, L, P)
   local S = ffi.sizeof(ct)
