@@ -917,3 +917,180 @@ def test_lua_families_caught():
     files = lua_tree()
     files["torch/backend/cpu/init.lua"] = "require 'torch.backend.cpu.pointwise'\nrequire 'torch.backend.cpu.reduce'"
     assert any("cpu/init.lua does not load" in v for v in lua_family_violations(files))
+
+
+# ---- the front end never names a device ----
+#
+# Outside lua/torch/backend/ no Lua file reaches a device's op table by name: not
+# `backend.cpu` / `backend.cuda` (through any local bound to require 'torch.backend', or
+# require('torch.backend').cpu), nor `backend['cpu']`, nor registers ops on a device by name
+# (`backend.register('cpu', ...)`, `backend.lacks`); code generated from strings counts too.
+# Every pass goes through the op table of its tensor's device, `backend.of(t).<op>(...)`;
+# host-wide services that no tensor picks (the generators' streams, the BLAS threads, numpy's
+# loops over host memory) are `backend.host`.
+
+DEVICE_NAMES = ("cpu", "cuda")
+_NAMED_IN_STRING = re.compile(r"\bbackend\s*\.\s*(cpu|cuda)\b|torch\.backend['\"]\s*\)\s*\.\s*(cpu|cuda)\b"
+                              r"|\bbackend\s*\[\s*['\"](cpu|cuda)['\"]\s*\]")
+
+
+def _backend_aliases(toks) -> set[str]:
+    """The locals bound to require 'torch.backend' (and `backend`, the usual name)."""
+    names = {"backend"}
+    for k, (kind, text, _) in enumerate(toks):
+        if kind == "name" and text == "require" and k >= 2 and toks[k - 1][1] == "=" and toks[k - 2][0] == "name":
+            rest = toks[k + 1:k + 4]
+            target = rest[0][1] if rest and rest[0][0] == "string" else \
+                rest[1][1] if len(rest) >= 3 and rest[0][1] == "(" and rest[2][1] == ")" else None
+            after = toks[k + (2 if rest and rest[0][0] == "string" else 4)] if len(toks) > k + 4 else None
+            if target == "torch.backend" and not (after and after[1] in (".", "[", ":")):
+                names.add(toks[k - 2][1])
+    return names
+
+
+def lua_device_name_violations(files: dict[str, str]) -> list[str]:
+    bad = []
+    for path, src in files.items():
+        if path.startswith("torch/backend/"):
+            continue
+        toks = list(_lua_tokens(src))
+        aliases = _backend_aliases(toks)
+        for k, (kind, text, line) in enumerate(toks):
+            nxt = toks[k + 1:k + 4]
+            named = None
+            if kind == "name" and text in aliases and (k == 0 or toks[k - 1][1] != "."):
+                if len(nxt) >= 2 and nxt[0][1] == "." and nxt[1][0] == "name" and nxt[1][1] in DEVICE_NAMES:
+                    named = f"{text}.{nxt[1][1]}"
+                elif len(nxt) >= 2 and nxt[0][1] == "[" and nxt[1][0] == "string" and nxt[1][1] in DEVICE_NAMES:
+                    named = f"{text}['{nxt[1][1]}']"
+            elif kind == "string" and text == "torch.backend" and len(nxt) >= 3 and nxt[0][1] == ")" \
+                    and nxt[1][1] == "." and nxt[2][1] in DEVICE_NAMES:
+                named = f"require('torch.backend').{nxt[2][1]}"
+            elif kind == "name" and text in ("register", "lacks") and k > 0 and toks[k - 1][1] == "." \
+                    and len(nxt) >= 2 and nxt[0][1] == "(" and nxt[1][0] == "string" and nxt[1][1] in DEVICE_NAMES:
+                named = f"{text}('{nxt[1][1]}', ...)"
+            elif kind == "string":
+                m = _NAMED_IN_STRING.search(text)
+                if m:
+                    named = m.group(0) + " (in generated code)"
+            if named:
+                bad.append(f"lua/{path}:{line}: names a device ({named}) outside lua/torch/backend/: "
+                           "call backend.of(t).<op>, the op of the tensor's device")
+    return bad
+
+
+def test_the_front_end_never_names_a_device():
+    assert lua_device_name_violations(lua_tree()) == []
+
+
+@pytest.mark.parametrize("path, source", [
+    ("nn/Fake.lua", "local backend = require 'torch.backend'\nlocal loop = backend.cpu.kernel(2, '$1 = $2')"),
+    ("nn/util/fake.lua", "local b = require('torch.backend')\nreturn function(x) return b.of(x) == b.cuda end"),
+    ("nnx/Fake.lua", "local cpu = require('torch.backend').cpu"),
+    ("luabridge/graph/fake.lua", "local backend = require 'torch.backend'\nlocal t = backend['cpu']"),
+    ("nn/Fake.lua", "local backend = require 'torch.backend'\nbackend.register('cpu', { my_op = print })"),
+    ("luabridge/graph/fake.lua", "return [[\nlocal unary = require('torch.backend').cpu.ufunc_unary\n]]"),
+    ("torch/fake.lua", "local backend = require 'torch.backend'\nlocal mt = backend.cuda.call"),
+])
+def test_the_device_name_rule_catches_one(path, source):
+    files = lua_tree()
+    files[path] = source
+    found = lua_device_name_violations(files)
+    assert any(v.startswith(f"lua/{path}:") for v in found), found
+
+
+@pytest.mark.parametrize("path, source", [
+    ("nn/Fake.lua", "local backend = require 'torch.backend'\nreturn function(x) return backend.of(x).fill(x, 0) end"),
+    ("nn/Fake.lua", "-- backend.cpu in a comment\nlocal s = 'backend/cpu/nn_pad.lua'"),
+    ("cutorch/fake.lua", "local cuda = require('torch.backend').load('cuda')"),
+    ("torch/backend/cpu/fake.lua", "local backend = require 'torch.backend'\nbackend.register('cpu', {})"),
+])
+def test_the_device_name_rule_allows(path, source):
+    files = lua_tree()
+    files[path] = source
+    assert not [v for v in lua_device_name_violations(files) if v.startswith(f"lua/{path}:")]
+
+
+# ---- every op the front end calls exists on both devices ----
+#
+# Read statically: `backend.of(...).name(` and `backend.of(...)['name']`, and `ops.name` where
+# `local ops = backend.of(...)`, in every Lua file outside lua/torch/backend/; then looked up in
+# both op tables of a runtime with torch, nn and nnx loaded (the CUDA table loads with numpy
+# standing in for the array module). An op a device cannot run exists there too, raising the
+# error of an op it lacks or the module's own words (backend.lacks).
+
+def lua_op_calls(files: dict[str, str]) -> dict[str, list[str]]:
+    """op name -> the places (lua/path:line) that call it through backend.of(...)."""
+    calls: dict[str, list[str]] = {}
+    for path, src in files.items():
+        if path.startswith("torch/backend/"):
+            continue
+        toks = list(_lua_tokens(src))
+        aliases = _backend_aliases(toks)
+        tables: set[str] = set()
+        for k, (kind, text, line) in enumerate(toks):
+            if not (kind == "name" and text in aliases and k + 3 < len(toks) and toks[k + 1][1] == "."
+                    and toks[k + 2][1] == "of" and toks[k + 3][1] == "("):
+                if kind == "name" and text in tables and (k == 0 or toks[k - 1][1] not in (".", ":")) \
+                        and k + 2 < len(toks) and toks[k + 1][1] == "." and toks[k + 2][0] == "name":
+                    calls.setdefault(toks[k + 2][1], []).append(f"lua/{path}:{line}")
+                continue
+            depth, j = 0, k + 3
+            while j < len(toks):
+                if toks[j][1] == "(":
+                    depth += 1
+                elif toks[j][1] == ")":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            after = toks[j + 1:j + 4]
+            if len(after) >= 2 and after[0][1] == "." and after[1][0] == "name":
+                calls.setdefault(after[1][1], []).append(f"lua/{path}:{line}")
+            elif len(after) >= 3 and after[0][1] == "[" and after[1][0] == "string" and after[2][1] == "]":
+                calls.setdefault(after[1][1], []).append(f"lua/{path}:{line}")
+            elif k >= 3 and toks[k - 1][1] == "=" and toks[k - 2][0] == "name" and toks[k - 3][1] == "local":
+                tables.add(toks[k - 2][1])
+    return calls
+
+
+def test_the_op_call_reader_sees_calls():
+    src = ("local backend = require 'torch.backend'\n"
+           "local function f(x, y) backend.of(x:view(2, -1)).crelu_forward(y, x) end\n"
+           "local g = backend.of(y)['made_up']\n"
+           "local ops = backend.of(x)\nops.adaptive_avg_forward(x)\nlocal n = ops:size()\n")
+    calls = lua_op_calls({"nn/Fake.lua": src})
+    assert set(calls) == {"crelu_forward", "made_up", "adaptive_avg_forward"}, calls
+
+
+def _ops_on_both_devices(names: list[str]) -> dict[str, list[str]]:
+    """The names (of those given) that a device's op table lacks, with the devices."""
+    import luabridge
+    got = luabridge.eval("""(function(names)
+      require 'torch'; require 'nn'; require 'nnx'
+      local backend, out = require 'torch.backend', {}
+      for name in names:gmatch('%S+') do
+        for _, device in ipairs { 'cpu', 'cuda' } do
+          if rawget(backend[device], name) == nil then out[#out + 1] = device .. ' ' .. name end
+        end
+      end
+      return table.concat(out, ',')
+    end)""")(" ".join(names))
+    missing: dict[str, list[str]] = {}
+    for row in filter(None, str(got).split(",")):
+        device, name = row.split(" ")
+        missing.setdefault(name, []).append(device)
+    return missing
+
+
+def test_every_op_the_front_end_calls_exists_on_both_devices():
+    calls = lua_op_calls(lua_tree())
+    assert len(calls) > 40
+    missing = _ops_on_both_devices(sorted(calls))
+    assert not missing, "\n".join(f"{name} missing on {', '.join(devs)}: called at {', '.join(calls[name][:3])}"
+                                  for name, devs in sorted(missing.items()))
+
+
+def test_the_both_devices_check_sees_a_missing_op():
+    missing = _ops_on_both_devices(["fill", "no_such_op_anywhere"])
+    assert missing == {"no_such_op_anywhere": ["cpu", "cuda"]}
