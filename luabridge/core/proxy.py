@@ -8,10 +8,17 @@ as namespaces. Values cross as follows (unwrap: Python -> Lua, wrap: Lua -> Pyth
   Lua functions -> Function proxies   numbers, strings, booleans, nil as lupa converts them
   DLPack producers (PyTorch tensors, CuPy and JAX arrays) and objects with __array_interface__
   -> tensors sharing the memory (no library is imported for them)
+
+Shown in a notebook or at a prompt: a tensor past PRINT_OPTIONS["threshold"] elements is
+summarised as numpy summarises (its first and last `edgeitems` along each dimension), with
+torch7's footer; an image-shaped tensor (1 or 3 x H x W) is also a picture (`_repr_png_`); a
+module prints its tree as torch7 does; dir() of a proxy lists the object's fields and methods.
 """
 from __future__ import annotations
 
+import struct
 import threading
+import zlib
 from typing import Any
 
 import numpy as np
@@ -22,6 +29,57 @@ from .runtime import bridge, foreign_objects_named
 from .runtime import luajit21 as lupa
 
 _raised = threading.local()  # the exception a Python callback raised into Lua, per thread
+# How a tensor's repr is laid out: up to `threshold` elements in full (torch7's print), past it
+# summarised with the first and last `edgeitems` of each dimension (numpy's rule); see set_printoptions.
+PRINT_OPTIONS = {"threshold": 1000, "edgeitems": 3, "precision": 4}
+# The sizes `_repr_png_` takes for a picture: channels x height x width, each side at least MIN_SIDE.
+IMAGE_CHANNELS, MIN_SIDE = (1, 3), 8
+
+
+def set_printoptions(threshold: int | None = None, edgeitems: int | None = None,
+                     precision: int | None = None) -> dict:
+    """Sets how tensors are shown (PRINT_OPTIONS); returns the options now in force."""
+    for name, value in (("threshold", threshold), ("edgeitems", edgeitems), ("precision", precision)):
+        if value is not None:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"set_printoptions: {name} must be an integer >= 0, got {value!r}")
+            PRINT_OPTIONS[name] = value
+    return dict(PRINT_OPTIONS)
+
+
+def png_bytes(pixels: np.ndarray) -> bytes:
+    """A PNG file of 8-bit pixels: height x width (grey) or height x width x 1, 3 or 4 channels."""
+    a = np.ascontiguousarray(pixels, dtype=np.uint8)
+    if a.ndim == 3 and a.shape[2] == 1:
+        a = a[:, :, 0]
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (3, 4)) or 0 in a.shape:
+        raise ValueError(f"png_bytes: expected height x width [x 1, 3 or 4] pixels, got shape {a.shape}")
+    height, width = a.shape[:2]
+    colour = 0 if a.ndim == 2 else 2 if a.shape[2] == 3 else 6   # grey, RGB, RGBA
+    rows = a.reshape(height, -1)
+    raw = b"".join(b"\x00" + rows[i].tobytes() for i in range(height))   # filter 0 on each row
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+
+
+def image_pixels(a: np.ndarray) -> np.ndarray:
+    """A channels x height x width (or height x width) image as 8-bit height x width x channels
+    pixels: bytes as they are; other types as torch7's images, 0..1, scaled to 0..255 (a range
+    outside 0..1 is stretched from its minimum to its maximum, as image.display does)."""
+    a = np.asarray(a)
+    if a.ndim == 3:
+        a = np.moveaxis(a, 0, -1)
+    if a.dtype == np.uint8:
+        return np.ascontiguousarray(a)
+    f = np.nan_to_num(a.astype(np.float64))
+    low, high = (float(f.min()), float(f.max())) if f.size else (0.0, 1.0)
+    if low < 0 or high > 1:
+        f = (f - low) / (high - low) if high > low else np.zeros_like(f)
+    return np.rint(f * 255).astype(np.uint8)
 
 
 def lua_kind(obj: Any) -> str:
@@ -242,6 +300,13 @@ class LuaObject:
         with foreign_objects_named:
             return str(bridge().lua.globals().torch.type(self._lua))
 
+    def __dir__(self) -> list[str]:
+        """The object's fields and methods (its own and its classes'), then the proxy's own."""
+        b = bridge()
+        with foreign_objects_named:
+            names = b.call(b.module("luabridge.core.proxy").names, self._lua)
+        return sorted(set(names.values()) | {n for n in dir(type(self)) if not n.startswith("_")})
+
     def __call__(self, *args: Any) -> Any:
         """The object's __call__ (a module: forward, and backward given a gradOutput)."""
         return call(self._lua, *args)
@@ -280,6 +345,25 @@ class Tensor(LuaObject):
 
     def numpy(self) -> np.ndarray:
         return interop.to_numpy(self._lua)
+
+    def __repr__(self) -> str:
+        """torch7's print up to PRINT_OPTIONS' threshold; past it numpy's summary, torch7's footer."""
+        a = interop.to_host(self._lua)
+        if a.size <= PRINT_OPTIONS["threshold"]:
+            return super().__repr__()
+        body = np.array2string(a, threshold=0, edgeitems=PRINT_OPTIONS["edgeitems"],
+                               precision=PRINT_OPTIONS["precision"], max_line_width=100)
+        return f"{body}\n[{self._typename()} of size {'x'.join(map(str, a.shape))}]"
+
+    __str__ = __repr__
+
+    def _repr_png_(self) -> bytes | None:
+        """A picture of an image-shaped tensor (1 or 3 x H x W, sides of MIN_SIDE or more), else
+        None (IPython then shows the text)."""
+        shape = self.shape
+        if len(shape) != 3 or shape[0] not in IMAGE_CHANNELS or min(shape[1:]) < MIN_SIDE:
+            return None
+        return png_bytes(image_pixels(interop.to_host(self._lua)))
 
     @property
     def __array_interface__(self) -> dict:

@@ -102,15 +102,9 @@ local keywords = { 'and', 'break', 'do', 'else', 'elseif', 'end', 'false', 'for'
                    'while' }
 local maxChain = 20   -- metatables followed, against loops
 
--- Where a value's missing fields come from: its metatable's __index table, or the metatable
--- itself when __index is a function (torch classes keep their methods in the metatable).
-local function fieldSource(x)
-   local mt = getmetatable(x)
-   if type(mt) ~= 'table' then return nil end
-   local index = rawget(mt, '__index')
-   if type(index) == 'table' then return index end
-   if index ~= nil then return mt end
-end
+-- Where a value's missing fields come from (its metatable's __index table, or the metatable
+-- itself): the walk dir() of a proxy makes too.
+local fieldSource = require('luabridge.core.proxy').fieldSource
 
 -- A field read without running metamethods.
 local function peek(x, name)
