@@ -15,7 +15,13 @@ the main thread NUDGE until its handler has raised.
 
 The handler is installed whatever SIGINT's disposition was inherited: a job started with SIGINT
 ignored (nohup, a shell's background job, some CI runners) still stops on Ctrl-C, as LuaJIT's
-interpreter sets its handler around every chunk it runs (luajit.c's docall)."""
+interpreter sets its handler around every chunk it runs (luajit.c's docall).
+
+Scoped (`Interrupter(b, scoped=True)`, the Jupyter kernel and the %%lua magic): the wakeup fd and
+the SIGINT handler are put in place by each `with interrupter:` and the caller's put back after
+it (a kernel ignores SIGINT between cells); the handler then also raises KeyboardInterrupt, as
+Python's own does, for Lua that is inside a Python callback; a Ctrl-C between runs does nothing,
+and a second one while the hook waits never quits the process (the notebook restarts a kernel)."""
 from __future__ import annotations
 
 import ctypes
@@ -40,7 +46,7 @@ class Interrupter:
     """`with interrupter:` around each Lua run makes Ctrl-C stop that run; between runs (at the
     prompt) Ctrl-C is Python's KeyboardInterrupt."""
 
-    def __init__(self, b: Bridge) -> None:
+    def __init__(self, b: Bridge, scoped: bool = False) -> None:
         lua_side = b.call(b.lua.globals().require, "luabridge.th.interrupt")
         lib = ctypes.CDLL(luajit21.__file__)
         self._sethook = lib.lua_sethook
@@ -58,16 +64,23 @@ class Interrupter:
         self._main = threading.get_ident()
         self._nudging = False   # a Ctrl-C between runs waits for its KeyboardInterrupt
         self._answered = threading.Event()
+        self._scoped = scoped
+        self._saved: list[tuple[Any, int]] = []   # scoped: what each `with` replaced, to put back
         read_end, write_end = os.pipe()
         os.set_blocking(write_end, False)
-        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
-        signal.signal(signal.SIGINT, self._on_sigint)
-        signal.signal(NUDGE, self._on_nudge)
+        self._write_end = write_end
+        if not scoped:
+            signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+            signal.signal(signal.SIGINT, self._on_sigint)
+            signal.signal(NUDGE, self._on_nudge)
         threading.Thread(target=self._watch, args=(read_end,), daemon=True,
                          name="luabridge th Ctrl-C").start()
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        """Nothing: the watcher, woken by the same signal, stops the Lua run or nudges."""
+        """Nothing: the watcher, woken by the same signal, stops the Lua run or nudges. Scoped, also
+        Python's KeyboardInterrupt (it comes when Lua calls Python, or when the run returns)."""
+        if self._scoped:
+            raise KeyboardInterrupt
 
     def _on_nudge(self, signum: int, frame: FrameType | None) -> None:
         if self._nudging:  # a copy sent after the first was answered does nothing
@@ -78,7 +91,7 @@ class Interrupter:
     def _watch(self, read_end: int) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, NUDGE})   # for the main thread
         while True:
-            if signal.SIGINT in os.read(read_end, 64) and not self.interrupt():
+            if signal.SIGINT in os.read(read_end, 64) and not self.interrupt() and not self._scoped:
                 self._nudge()
 
     def _nudge(self) -> None:
@@ -97,6 +110,8 @@ class Interrupter:
         with self._lock:
             if not self._running:
                 return False
+            if self._armed and self._scoped:   # the hook still waits: a kernel is restarted, not killed
+                return True
             if self._armed:
                 sys.stderr.write("\ninterrupted twice: quitting\n")
                 sys.stderr.flush()
@@ -111,12 +126,31 @@ class Interrupter:
         self._sethook(self._state, None, 0, 0)
 
     def __enter__(self) -> None:
+        if self._scoped:
+            self._install()
         with self._lock:
             self._armed = False
             self._running = True
 
     def __exit__(self, kind: Any, error: Any, tb: TracebackType | None) -> None:
         with self._lock:
+            if self._scoped and len(self._saved) > 1:   # an inner run (Lua -> Python -> Lua) ends
+                self._saved.pop()
+                return
             self._running = False
             if self._armed:  # the run may have ended before the hook fired: none may stay for the next
                 self._disarm()
+        if self._scoped:
+            handler, fd = self._saved.pop()
+            if handler is not None:
+                signal.signal(signal.SIGINT, handler)
+                signal.set_wakeup_fd(fd)
+
+    def _install(self) -> None:
+        """Scoped: this run's handler and wakeup fd, the caller's kept for __exit__ (nothing
+        installed off the main thread, where Python allows no handler: its runs stay as they were)."""
+        if self._saved or threading.get_ident() != threading.main_thread().ident:
+            self._saved.append((None, -1))
+            return
+        handler = signal.signal(signal.SIGINT, self._on_sigint)
+        self._saved.append((handler, signal.set_wakeup_fd(self._write_end, warn_on_full_buffer=False)))

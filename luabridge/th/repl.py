@@ -67,6 +67,43 @@ def _is_incomplete(error: str) -> bool:
     return error.endswith("'<eof>'")
 
 
+def complete(b: Bridge, text: str) -> list[str]:
+    """The completions of `text` (a name or a path: 'torch.Ten', 't:si') in b's globals, as the
+    prompt's Tab gives them (the Jupyter kernel's too); none when looking them up fails."""
+    try:
+        found = b.call(b.module("luabridge.th.repl").complete, text)
+    except LuaError:
+        return []
+    return [found[i] for i in range(1, len(found) + 1)]
+
+
+def load_chunk(b: Bridge, code: str, chunkname: str = "=stdin") -> tuple[Any, str]:
+    """The compiled chunk, or None and the parser's message."""
+    result = b.lua.globals().loadstring(code, chunkname)
+    if isinstance(result, tuple):
+        return None, str(result[1])
+    return result, ""
+
+
+def compile_chunk(b: Bridge, chunk: str, chunkname: str = "=stdin") -> tuple[Any, bool, str]:
+    """(function, print its results?, the parser's message when the function is None): an
+    expression list first (its values are shown), else statements; a chunk ending in ';' or
+    starting with 'print' shows nothing."""
+    quiet = chunk.rstrip().endswith(";") or chunk.lstrip().startswith("print")
+    # as an expression list first: select passes the values on, and keeps the expression's
+    # calls out of tail position so that their errors still name the chunk's line
+    expression, _ = load_chunk(b, f"return select(1, {chunk}\n)", chunkname)
+    if expression is not None and not quiet:
+        return expression, True, ""
+    statement, error = load_chunk(b, chunk, chunkname)
+    return statement, False, error
+
+
+def is_unfinished(b: Bridge, chunk: str, error: str) -> bool:
+    """Whether a chunk that does not compile only lacks its end (more lines would finish it)."""
+    return _is_incomplete(error) or _is_incomplete(load_chunk(b, "return " + chunk)[1])
+
+
 class Prompt:
     def __init__(self, b: Bridge, interrupter: Interrupter) -> None:
         self.b = b
@@ -102,11 +139,7 @@ class Prompt:
 
     def _complete(self, text: str, state: int) -> str | None:
         if state == 0:
-            try:
-                found = self.b.call(self.lua_repl.complete, text)
-                self._matches = [found[i] for i in range(1, len(found) + 1)]
-            except LuaError:
-                self._matches = []
+            self._matches = complete(self.b, text)
         return self._matches[state] if state < len(self._matches) else None
 
     def _flush(self) -> None:
@@ -142,26 +175,11 @@ class Prompt:
 
     # evaluation --------------------------------------------------------------------------------
 
-    def _load(self, code: str) -> tuple[Any, str]:
-        """The compiled chunk, or None and the parser's message."""
-        result = self.g.loadstring(code, "=stdin")
-        if isinstance(result, tuple):
-            return None, str(result[1])
-        return result, ""
-
     def _compile(self, chunk: str) -> tuple[Any, bool, str]:
-        """(function, print its results?, the parser's message when the function is None)."""
-        quiet = chunk.rstrip().endswith(";") or chunk.lstrip().startswith("print")
-        # as an expression list first: select passes the values on, and keeps the expression's
-        # calls out of tail position so that their errors still name stdin's line
-        expression, _ = self._load(f"return select(1, {chunk}\n)")
-        if expression is not None and not quiet:
-            return expression, True, ""
-        statement, error = self._load(chunk)
-        return statement, False, error
+        return compile_chunk(self.b, chunk)
 
     def _unfinished(self, chunk: str, error: str) -> bool:
-        return _is_incomplete(error) or _is_incomplete(self._load("return " + chunk)[1])
+        return is_unfinished(self.b, chunk, error)
 
     def _run(self, chunk: str) -> None:
         fn, show, error = self._compile(chunk)
