@@ -141,6 +141,15 @@ def test_mirror_export_requires_models_and_falls(tmp_path, monkeypatch):
     assert not rp.run_program(rises, mirror, 1.0).ok
 
 
+def test_a_loss_falls_by_its_first_and_last_quarters():
+    # AdaIN's 10 printed losses of one run: noisy, last above first, but falling over the run
+    adain = [7.59e-4, 7.86e-4, 8.26e-4, 7.9e-4, 7.7e-4, 7.8e-4, 7.6e-4, 8.03e-4, 7.23e-4, 7.68e-4]
+    assert rp.fell(adain) and not adain[-1] < adain[0]
+    assert rp.fell([2.0, 1.0]) and not rp.fell([1.0, 2.0]) and not rp.fell([1.0, 1.0])
+    assert not rp.fell([1.0]) and not rp.fell([])
+    assert not rp.fell([1.0, 0.5, 0.6, 0.7, 0.9, 1.2, 1.1, 1.3])   # dips, then climbs back above
+
+
 def test_missing_require_is_grouped_and_explained(tmp_path, monkeypatch):
     monkeypatch.setattr(rp, "CACHE", tmp_path / "cache")
     mirror = make_mirror(tmp_path)
