@@ -2,6 +2,7 @@
 and expected output, in a scratch copy, with libraries from other repositories on LUA_PATH."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -198,6 +199,12 @@ def test_log_then_report_from_it(tmp_path, monkeypatch, capsys):
     assert rp.main([str(mirror), "--manifest", str(manifest), "--from-log", str(log), "--markdown"]) == 0
     out = capsys.readouterr().out
     assert "models: 1 of 1 passed" in out and "| requires | 1 | 2 | 2 (100.0%) | 0 (0) | 100.0% |" in out
+    # a rerun appended to the log replaces the run's earlier record
+    records = log.read_text().splitlines()
+    failed = json.loads(records[-1]) | {"ok": False, "detail": "boom"}
+    log.write_text("\n".join([*records[:-1], json.dumps(failed), records[-1]]) + "\n")
+    assert rp.main([str(mirror), "--manifest", str(manifest), "--from-log", str(log)]) == 0
+    assert "models: 1 of 1 passed" in capsys.readouterr().out
 
 
 def test_libraries_hold_modules_named_as_paths():

@@ -567,7 +567,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print the README table at the end")
     ap.add_argument("--inventory", action="store_true", help="list the repositories by kind, run nothing")
     ap.add_argument("--log", type=Path, help="append each result to this file as a JSON line, as it comes")
-    ap.add_argument("--from-log", type=Path, help="print the report (and --markdown) of a --log file, run nothing")
+    ap.add_argument("--from-log", type=Path, help="print the report (and --markdown) of a --log file, run nothing "
+                    "(a run logged twice counts once, as its later record)")
     ap.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every time limit")
     a = ap.parse_args(argv)
     corpus = load_manifest(a.manifest)
@@ -575,8 +576,10 @@ def main(argv: list[str] | None = None) -> int:
         print(inventory(corpus))
         return 0
     if a.from_log:
-        logged = [explain(Result(**json.loads(line)), corpus)
-                  for line in a.from_log.read_text().splitlines() if line.strip()]
+        # a later record of the same run (a rerun appended to the log) replaces the earlier one
+        records = [json.loads(line) for line in a.from_log.read_text().splitlines() if line.strip()]
+        latest = {(r["depth"], r["repo"], r["name"]): r for r in records}
+        logged = [explain(Result(**r), corpus) for r in latest.values()]
         report(logged)
         if a.markdown:
             print(markdown(logged, corpus))
