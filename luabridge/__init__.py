@@ -35,6 +35,13 @@ __all__ = [
 ]
 
 
+def load_ipython_extension(ipython) -> None:  # noqa: ANN001 - IPython's shell
+    """`%load_ext luabridge`: the %lua and %%lua magics (luabridge/jupyter/magics.py)."""
+    from .jupyter import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __getattr__(name: str):
     """luabridge.nn, luabridge.optim and luabridge.t7, imported on first use."""
     if name in ("nn", "optim", "t7"):

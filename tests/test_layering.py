@@ -48,11 +48,13 @@ RANKS = {
     "luabridge.torch": 5,       # the front ends: the PyTorch bridge,
     "luabridge.tinyflow": 5,    # the tinyflow API,
     "luabridge.ray": 5,         # Ray,
-    "luabridge.th": 6,          # and the command line
+    "luabridge.th": 6,          # and the command line,
+    "luabridge.jupyter": 7,     # and the notebooks (the %%lua magic, the Lua kernel): th's completion and Ctrl-C
 }
 # The public face: the package init (what `import luabridge` gives), the public modules beside
-# it (luabridge.nn, .optim, .cuda) and `python -m luabridge`. They stand above every layer.
-FACE = {"luabridge", "luabridge.nn", "luabridge.optim", "luabridge.cuda", "luabridge.__main__"}
+# it (luabridge.nn, .optim, .cuda), `python -m luabridge` and `python -m luabridge.kernel` (the
+# Jupyter kernel's documented name). They stand above every layer.
+FACE = {"luabridge", "luabridge.nn", "luabridge.optim", "luabridge.cuda", "luabridge.__main__", "luabridge.kernel"}
 # Tools beside the package: lua52 builds the LuaJIT extension (setup.py loads it by path); it
 # may read the runtime, nothing else.
 TOOLS = {"luabridge.lua52": {"luabridge.core.runtime"}}

@@ -19,9 +19,10 @@ interpreter sets its handler around every chunk it runs (luajit.c's docall).
 
 Scoped (`Interrupter(b, scoped=True)`, the Jupyter kernel and the %%lua magic): the wakeup fd and
 the SIGINT handler are put in place by each `with interrupter:` and the caller's put back after
-it (a kernel ignores SIGINT between cells); the handler then also raises KeyboardInterrupt, as
-Python's own does, for Lua that is inside a Python callback; a Ctrl-C between runs does nothing,
-and a second one while the hook waits never quits the process (the notebook restarts a kernel)."""
+it (a kernel ignores SIGINT between cells); a Ctrl-C between runs does nothing. (A handler that
+also raised KeyboardInterrupt in a Python callback would race the hook, which can then fire in
+Lua's error handler: one way to stop, the hook, at any point of the run.)
+A second one while the hook waits quits, as in th (a notebook then restarts the kernel)."""
 from __future__ import annotations
 
 import ctypes
@@ -77,10 +78,7 @@ class Interrupter:
                          name="luabridge th Ctrl-C").start()
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        """Nothing: the watcher, woken by the same signal, stops the Lua run or nudges. Scoped, also
-        Python's KeyboardInterrupt (it comes when Lua calls Python, or when the run returns)."""
-        if self._scoped:
-            raise KeyboardInterrupt
+        """Nothing: the watcher, woken by the same signal, stops the Lua run or nudges."""
 
     def _on_nudge(self, signum: int, frame: FrameType | None) -> None:
         if self._nudging:  # a copy sent after the first was answered does nothing
@@ -110,8 +108,6 @@ class Interrupter:
         with self._lock:
             if not self._running:
                 return False
-            if self._armed and self._scoped:   # the hook still waits: a kernel is restarted, not killed
-                return True
             if self._armed:
                 sys.stderr.write("\ninterrupted twice: quitting\n")
                 sys.stderr.flush()
