@@ -102,6 +102,7 @@ def test_dir_of_a_proxy_lists_fields_and_methods():
 # ---- the magic, in-process IPython ----
 
 def test_magic_options_are_parsed():
+    _needs_jupyter()
     from luabridge.jupyter.magics import parse
 
     assert parse("-i a,b -o c") == (["a", "b"], ["c"], "")
@@ -167,6 +168,8 @@ def test_magic_in_the_python_kernel(tmp_path):
         "%lua torch.zeros(100, 100)",
         "%lua nn = require 'nn'; m = nn.Linear(2, 3)",
         "import luabridge\nm = luabridge.wrap(luabridge.eval('m'))\nprint('forward' in dir(m), 'weight' in dir(m))",
+        "luabridge.eval('m')",
+        "luabridge.execute('return torch.zeros(3, 8, 8)')",
     ], "python3", tmp_path)
     assert text_of(out[1]) == "sum\t30\n30"
     assert text_of(out[2]) == "100.0 Tensor [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]\n"
@@ -180,6 +183,9 @@ def test_magic_in_the_python_kernel(tmp_path):
     assert "..." in summary and summary.endswith("[torch.DoubleTensor of size 100x100]") and len(summary) < 1000
     assert text_of(out[8]) == ""
     assert text_of(out[9]) == "True True\n"
+    assert text_of(out[10]) == "nn.Linear(2 -> 3)"   # a raw Lua value shows as its proxy
+    (black,) = pngs_of(out[11])
+    assert black.shape == (8, 8, 3) and not black.any()
 
 
 def test_lua_kernel_outputs(tmp_path, lua_kernel):

@@ -18,7 +18,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.display import display
 
 from ..core.errors import LuaError
-from ..core.proxy import unwrap, wrap
+from ..core.proxy import Tensor, unwrap, wrap
 from ..core.runtime import bridge
 from ..th.interrupt import Interrupter
 from . import display as lua_display
@@ -91,5 +91,21 @@ class LuaMagics(Magics):
         return results[0] if count == 1 else results
 
 
+def _lua_value_text(value: Any, printer: Any, cycle: bool) -> None:
+    printer.text(repr(wrap(value)))
+
+
+def _lua_value_png(value: Any) -> bytes | None:
+    shown = wrap(value)
+    return shown._repr_png_() if isinstance(shown, Tensor) else None
+
+
 def load(ipython: Any) -> None:
+    """The magics, and raw Lua values (what luabridge.execute and eval return) shown as their
+    proxies show: a tensor as torch7 prints it (summarised past the threshold, a picture when
+    image-shaped), a module as its tree, a table as a list or dict, never `<Lua userdata at 0x...>`."""
     ipython.register_magics(LuaMagics)
+    lua_type = type(bridge().lua.globals()).__mro__[-2]   # lupa's base class of Lua tables, functions, userdata
+    formatters = ipython.display_formatter.formatters
+    formatters["text/plain"].for_type(lua_type, _lua_value_text)
+    formatters["image/png"].for_type(lua_type, _lua_value_png)
