@@ -6,6 +6,7 @@ generous deadlines (a loaded 2-core machine), never sleeps."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 import sys
@@ -232,11 +233,21 @@ def test_lua_kernel_outputs(tmp_path, lua_kernel):
     assert text_of(out[11]) == "2" and out[12] == []
 
 
-def test_lua_kernel_completes_as_th(lua_kernel):
+@contextlib.contextmanager
+def running_kernel(name: str, **options):
+    """A started kernel (its manager and client), shut down after."""
     from jupyter_client.manager import start_new_kernel
 
-    km, kc = start_new_kernel(kernel_name=lua_kernel, startup_timeout=DEADLINE)
+    km, kc = start_new_kernel(kernel_name=name, startup_timeout=DEADLINE, **options)
     try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_lua_kernel_completes_as_th(lua_kernel):
+    with running_kernel(lua_kernel) as (km, kc):
         kc.execute_interactive("t = torch.ones(2)", timeout=DEADLINE)
 
         def complete(code):
@@ -248,9 +259,6 @@ def test_lua_kernel_completes_as_th(lua_kernel):
         r = complete("x = t:si")
         assert {"t:size(", "t:sin("} <= set(r["matches"]) and r["cursor_start"] == 4
         assert complete("nothing_here")["matches"] == []
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 BUSY = {   # each says 'running' from inside its loop, which never ends by itself
@@ -284,35 +292,23 @@ def result_of(kc, code: str) -> str:
 
 @pytest.mark.parametrize("busy", sorted(BUSY))
 def test_interrupting_the_lua_kernel(lua_kernel, busy):
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name=lua_kernel, startup_timeout=DEADLINE)
-    try:
+    with running_kernel(lua_kernel) as (km, kc):
         for _ in range(2):   # and again: the kernel goes on
             reply = interrupt_when_running(kc, km, BUSY[busy])
             assert (reply["status"], reply["ename"]) == ("error", "KeyboardInterrupt"), reply
             assert reply["evalue"].endswith("interrupted!")
             assert result_of(kc, "torch.mm(torch.ones(2, 3), torch.ones(3, 2)):sum()") == "12"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_interrupting_the_magic(tmp_path):
     _needs_jupyter()
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=DEADLINE, cwd=str(tmp_path))
-    try:
+    with running_kernel("python3", cwd=str(tmp_path)) as (km, kc):
         kc.execute_interactive("%load_ext luabridge", timeout=DEADLINE)
         for code in ("%%lua\n" + BUSY["lua"], "%%lua\n" + BUSY["lua-alloc"]):
             reply = interrupt_when_running(kc, km, code)
             assert (reply["status"], reply["ename"]) == ("error", "KeyboardInterrupt"), reply
             assert result_of(kc, "%lua torch.ones(3):sum()") == "3"
             assert result_of(kc, "1 + 1") == "2"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_the_quickstart_notebook_runs(tmp_path):
