@@ -158,6 +158,7 @@ def pngs_of(outputs) -> list[np.ndarray]:
 
 def test_magic_in_the_python_kernel(tmp_path):
     _needs_jupyter()
+    pytest.importorskip("torch", reason="PyTorch is not installed (a PyTorch tensor is handed to Lua)")
     out = run_notebook([
         "%load_ext luabridge\nimport numpy as np\na = np.arange(6.0).reshape(2, 3)",
         "%%lua -i a -o c\nc = a * 2\na[1][1] = 100       -- the numpy array itself (shared)\nprint('sum', c:sum())\nc:sum()",
@@ -171,6 +172,9 @@ def test_magic_in_the_python_kernel(tmp_path):
         "import luabridge\nm = luabridge.wrap(luabridge.eval('m'))\nprint('forward' in dir(m), 'weight' in dir(m))",
         "luabridge.eval('m')",
         "luabridge.execute('return torch.zeros(3, 8, 8)')",
+        "import torch\nt = torch.zeros(2, 3, dtype=torch.float64)[:, 1]   # a strided view",
+        "%%lua -i t\nt:fill(7)\nt:stride(1)",
+        "print(t.tolist())",
     ], "python3", tmp_path)
     assert text_of(out[1]) == "sum\t30\n30"
     assert text_of(out[2]) == "100.0 Tensor [[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]]\n"
@@ -187,6 +191,8 @@ def test_magic_in_the_python_kernel(tmp_path):
     assert text_of(out[10]) == "nn.Linear(2 -> 3)"   # a raw Lua value shows as its proxy
     (black,) = pngs_of(out[11])
     assert black.shape == (8, 8, 3) and not black.any()
+    assert text_of(out[13]) == "3"                    # PyTorch's tensor itself, its strides kept
+    assert text_of(out[14]) == "[7.0, 7.0]\n"
 
 
 def test_lua_kernel_outputs(tmp_path, lua_kernel):
@@ -313,6 +319,7 @@ def test_interrupting_the_magic(tmp_path):
 
 def test_the_quickstart_notebook_runs(tmp_path):
     _needs_jupyter()
+    pytest.importorskip("torch", reason="PyTorch is not installed (the quick start's tasks 2 and 3)")
     import nbformat
     from nbclient import NotebookClient
 
