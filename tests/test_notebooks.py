@@ -17,7 +17,6 @@ import pytest
 
 import luabridge
 from luabridge.core import proxy
-from luabridge.core.runtime import bridge
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE = 300   # seconds for a cell, a kernel start or a reply: only a broken kernel takes that long
