@@ -37,25 +37,38 @@ def load_lua52():
 class BuildLuaJIT(build_ext):
     def run(self) -> None:
         lua52 = load_lua52()
-        cache = Path(os.environ.get("LUABRIDGE_LUA52_CACHE") or lua52.default_cache_dir())
         try:
-            from Cython.Build import cythonize
-            from Cython.Compiler.Errors import CompileError as CythonError
-            parts = lua52.prepare(cache, Path(self.build_temp).resolve() / "lua52")
-            (extension,) = self.extensions   # the placeholder below, finalized by build_ext
-            extension.include_dirs = parts["include_dirs"]
-            extension.extra_objects = parts["extra_objects"]
-            extension.libraries = ["m", "dl"]
-            extension.define_macros = [("CYTHON_CLINE_IN_TRACEBACK", "0")]
-            extension.sources = [parts["pyx"]]
-            (translated,) = cythonize([extension], include_path=parts["include_dirs"][:1], quiet=True)
-            extension.sources = translated.sources
+            self.translate(lua52)
             super().run()
-        except (ImportError, lua52.BuildFailed, CythonError, CCompilerError, CompileError, LinkError) as e:
+        except (lua52.BuildFailed, CCompilerError, CompileError, LinkError) as e:
+            if os.environ.get(lua52.REQUIRED_VARIABLE):   # `python -m luabridge.lua52 build` asked for it
+                raise
             print(f"warning: luabridge builds without {lua52.EXTENSION} (LuaJIT with LUA52COMPAT): {e}\n"
                   "warning: it will run on the stock lupa, which lacks what Torch7's LuaJIT had",
                   file=sys.stderr)
             self.extensions = []
+
+    def translate(self, lua52) -> None:
+        """LuaJIT built (or cached) with the flag, then lupa's Cython source translated to C as
+        luabridge._luajit21: the placeholder extension below gets its sources and objects."""
+        cache = Path(os.environ.get("LUABRIDGE_LUA52_CACHE") or lua52.default_cache_dir())
+        parts = lua52.prepare(cache, Path(self.build_temp).resolve() / "lua52")
+        try:
+            from Cython.Build import cythonize
+            from Cython.Compiler.Errors import CompileError as CythonError
+        except ImportError as e:
+            raise lua52.BuildFailed(f"Cython is not installed ({e}); it is a build requirement") from None
+        (extension,) = self.extensions   # the placeholder below, finalized by build_ext
+        extension.include_dirs = parts["include_dirs"]
+        extension.extra_objects = parts["extra_objects"]
+        extension.libraries = ["m", "dl"]
+        extension.define_macros = [("CYTHON_CLINE_IN_TRACEBACK", "0")]
+        extension.sources = [parts["pyx"]]
+        try:
+            (translated,) = cythonize([extension], include_path=parts["include_dirs"][:1], quiet=True)
+        except CythonError as e:
+            raise lua52.BuildFailed(f"Cython could not translate {parts['pyx']}: {e}") from None
+        extension.sources = translated.sources
 
 
 setup(cmdclass={"build_py": BuildWithLua, "build_ext": BuildLuaJIT},

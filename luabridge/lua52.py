@@ -32,6 +32,7 @@ FLAG = "-DLUAJIT_ENABLE_LUA52COMPAT"
 LUPA_RELEASE = "2.8"        # the lupa whose Cython source and bundled LuaJIT are compiled
 EXTENSION = "luabridge._luajit21"
 SDIST_VARIABLE = "LUABRIDGE_LUPA_SDIST"
+REQUIRED_VARIABLE = "LUABRIDGE_LUA52_REQUIRED"   # set: a failed build fails setup.py instead of falling back
 
 
 class BuildFailed(Exception):
@@ -141,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("luabridge.lua52: build runs in a checkout; reinstall luabridge from its sdist instead",
                   file=sys.stderr)
             return 1
-        return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=checkout).returncode
+        return subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=checkout,
+                              env={**os.environ, REQUIRED_VARIABLE: "1"}).returncode
     from .core.runtime import LUA52COMPAT, luajit21
     print(f"{luajit21.__name__} ({luajit21.__file__}): LUA52COMPAT {'on' if LUA52COMPAT else 'off'}")
     return 0 if LUA52COMPAT else 1

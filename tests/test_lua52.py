@@ -216,7 +216,7 @@ def test_prepare_builds_luajit_once_with_the_flag(tmp_path, monkeypatch):
 
 def test_a_failed_luajit_build_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv(lua52.SDIST_VARIABLE, str(_fake_sdist(tmp_path, "libluajit.a:\n\techo no compiler; exit 3\n")))
-    with pytest.raises(lua52.BuildFailed, match="building LuaJIT failed:\n.*no compiler"):
+    with pytest.raises(lua52.BuildFailed, match="(?s)building LuaJIT failed:\n.*no compiler"):
         lua52.prepare(tmp_path / "cache", tmp_path / "stage")
     assert not list((tmp_path / "cache").glob("lupa-*-lua52compat"))   # nothing half-built is kept
 
@@ -243,6 +243,10 @@ def test_setup_falls_back_to_the_stock_lupa_when_the_build_cannot_run(tmp_path):
     assert run.returncode == 0, run.stderr
     assert "luabridge builds without luabridge._luajit21 (LuaJIT with LUA52COMPAT): building LuaJIT failed" in run.stderr
     assert not list((work / "luabridge").glob("_luajit21*"))
+    # asked for explicitly (python -m luabridge.lua52 build), the same failure fails the build
+    required = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=work,
+                              env={**env, lua52.REQUIRED_VARIABLE: "1"}, capture_output=True, text=True, timeout=120)
+    assert required.returncode != 0 and "building LuaJIT failed" in required.stderr
 
 
 def test_status_exit_code_says_whether_the_flag_is_there(capsys):
