@@ -411,7 +411,7 @@ def test_a_module_export_cannot_write_names_its_class_and_path(tmp_path) -> None
 
 
 def test_a_missing_file_is_named_not_read_as_lua(tmp_path) -> None:
-    with pytest.raises(FileNotFoundError, match="export: no such file model.t7"):
+    with pytest.raises(FileNotFoundError, match="export: no such file 'model.t7', and as Lua code: "):
         export("model.t7", tmp_path)
     with pytest.raises(FileNotFoundError, match="no such file"):
         export(tmp_path / "absent.t7", tmp_path)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
@@ -22,9 +23,9 @@ import numpy as np
 import torch
 
 from ..core.proxy import LuaObject, to_numpy, wrap
-from ..core.runtime import bridge, require
-from ..core.runtime import eval as lua_eval
+from ..core.runtime import bridge
 from ..core.runtime import luajit21 as lupa
+from .given import module_value
 from .module import LuaModule
 
 _REQUIRED = object()   # a reader's default: the field must be there
@@ -329,16 +330,16 @@ def _share_parameters(module: LuaObject, out: torch.nn.Module, seen: dict[tuple,
             setattr(out, name, first)
 
 
-def _lua_module(module: LuaObject | LuaModule | str) -> LuaObject:
+def _lua_module(module: LuaObject | LuaModule | str | os.PathLike) -> LuaObject:
     if isinstance(module, LuaModule):
         return module.lua
-    if isinstance(module, str):
-        require("nn")
-        module = wrap(lua_eval(module))
+    if isinstance(module, (str, os.PathLike)):
+        module = module_value(module, "convert")[0]
     elif lupa.lua_type(module) == "table":   # a raw Lua table, as luabridge.execute returns it
         module = wrap(module)
     if not isinstance(module, LuaObject) or module._lua["updateOutput"] is None:
-        raise TypeError(f"convert expects a Lua module, its constructor string or a LuaModule, got {module!r}")
+        raise TypeError(f"convert expects a Lua module, its constructor string, a .t7 file holding one or a LuaModule, "
+                        f"got {module!r}")
     return module
 
 
@@ -369,9 +370,10 @@ def recursion_room(levels: int) -> Iterator[None]:
             sys.setrecursionlimit(old)
 
 
-def convert(module: LuaObject | LuaModule | str, strict: bool = True) -> torch.nn.Module:
+def convert(module: LuaObject | LuaModule | str | os.PathLike, strict: bool = True) -> torch.nn.Module:
     """A native PyTorch module tree for a Lua module (a proxy, a constructor string such as
-    ``"nn.Linear(4, 3)"``, or a `LuaModule`), its weights copied. A module with no PyTorch
+    ``"nn.Linear(4, 3)"``, a .t7 file holding one (a `pathlib.Path` or an existing file's name),
+    or a `LuaModule`), its weights copied. A module with no PyTorch
     counterpart raises `ConversionError` naming its class and path, or with ``strict=False`` stays
     a `LuaModule` (over the same Lua module, not a copy). A malformed module (a field of the
     wrong type or shape, a gap in its children, a cycle) is a ConversionError in either mode,

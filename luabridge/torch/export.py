@@ -28,12 +28,11 @@ import torch
 
 from ..core.errors import LuaError
 from ..core.proxy import LuaObject, wrap
-from ..core.runtime import bridge, require
-from ..core.runtime import eval as lua_eval
+from ..core.runtime import bridge
 from ..t7 import FORMATS
-from ..t7.load import load
 from .convert import ConversionError, convert, recursion_room, tree_size
 from .export_source import ExportError, recording, write_source
+from .given import module_value
 from .module import LuaModule
 
 Input = Any   # a tensor, or a (nested) list of them: what the model takes
@@ -45,20 +44,12 @@ ONNX_TOL = dict(rtol=1e-5, atol=1e-5)
 
 def _lua_model(module_or_path: Any, format: str) -> tuple[LuaObject, str]:
     """The Lua module to export and how model.py names it."""
-    if isinstance(module_or_path, os.PathLike) or (isinstance(module_or_path, str) and os.path.isfile(module_or_path)):
-        path = os.fspath(module_or_path)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"export: no such file {path}")
-        value, source = load(path, format), f" from {os.path.basename(path)}"
-    elif isinstance(module_or_path, str) and _looks_like_a_path(module_or_path):
-        raise FileNotFoundError(f"export: no such file {module_or_path}")
-    elif isinstance(module_or_path, str):   # a constructor string, as convert takes it
-        require("nn")
-        value, source = wrap(lua_eval(module_or_path)), ""
-    elif isinstance(module_or_path, LuaModule):
-        value, source = module_or_path.lua, ""
+    if isinstance(module_or_path, LuaModule):
+        value, path = module_or_path.lua, None
     else:
-        value, source = wrap(module_or_path), ""
+        value, path = module_value(module_or_path, "export", format)
+        value = value if path is not None or isinstance(value, LuaObject) else wrap(value)
+    source = f" from {os.path.basename(path)}" if path is not None else ""
     lua_torch = bridge().lua.globals().torch
     if not (isinstance(value, LuaObject) and (lua_torch.isTypeOf(value._lua, "nn.Module")
                                               or lua_torch.isTypeOf(value._lua, "nn.Criterion"))):
@@ -67,12 +58,6 @@ def _lua_model(module_or_path: Any, format: str) -> tuple[LuaObject, str]:
         raise TypeError(f"export expects an nn module (a .t7 file, a Lua module, its constructor string or a "
                         f"LuaModule); {where} a {what}")
     return value, f"The torch7 {value._typename()}{source}"
-
-
-def _looks_like_a_path(text: str) -> bool:
-    """A string meant as a file name rather than Lua (read as Lua it would say `attempt to index
-    global 'model'`): a .t7 name, or a path with a folder, without brackets."""
-    return "(" not in text and (text.endswith((".t7", ".th", ".net", ".model")) or os.sep in text)
 
 
 def _load_source(path: Path) -> Any:

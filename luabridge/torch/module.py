@@ -9,16 +9,17 @@ tensor needing a gradient) runs without an autograd.Function.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import torch
 
 from ..core.proxy import LuaObject, to_numpy, wrap
 from ..core.runtime import STRING_ENCODING, bridge, require
-from ..core.runtime import eval as lua_eval
 from ..model.tree import collect
 from ..t7.load import read_t7
 from .crossing import Lent, Spec, Staging, Views, flatten, table_args, type_name, unflatten
+from .given import module_value
 
 
 class _LuaFunction(torch.autograd.Function):
@@ -80,18 +81,17 @@ class _Calls:
 
 
 class LuaModule(torch.nn.Module):
-    """A Lua nn module (a proxy, or a constructor such as ``"nn.Linear(4, 3)"``) as a
-    torch.nn.Module: forward takes and returns torch tensors (nested lists for Lua tables) and
+    """A Lua nn module (a proxy, a constructor such as ``"nn.Linear(4, 3)"``, or a .t7 file: a
+    `pathlib.Path` or the name of an existing file) as a torch.nn.Module: forward takes and returns torch tensors (nested lists for Lua tables) and
     takes part in autograd; its Parameters and buffers share memory with the Lua tensors, named
     after the module tree (``"1.weight"``, ``"2.running_mean"``)."""
 
-    def __init__(self, module: LuaObject | str) -> None:
+    def __init__(self, module: LuaObject | str | os.PathLike) -> None:
         super().__init__()
-        if isinstance(module, str):
-            require("nn")
-            module = wrap(lua_eval(module))
+        module, _ = module_value(module, "LuaModule")
         if not isinstance(module, LuaObject) or module._lua["updateGradInput"] is None:
-            raise TypeError(f"LuaModule expects a Lua nn module or its constructor string, got {module!r}")
+            raise TypeError(f"LuaModule expects a Lua nn module or its constructor string (or a .t7 file holding "
+                            f"one), got {module!r}")
         b = bridge()
         self.lua = module
         self._bridge = b
