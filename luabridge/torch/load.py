@@ -45,8 +45,10 @@ class _Converter:
     """Turns Lua values into PyTorch ones, each Lua table, tensor or object once (memo keyed by
     torch.pointer), so shared references and cycles carry over."""
 
-    def __init__(self, file: str) -> None:
+    def __init__(self, file: str, list_heuristic: bool = True, int_heuristic: bool = True,
+                 unknown_classes: bool = False) -> None:
         self.file = file
+        self.list_heuristic, self.int_heuristic, self.unknown_classes = list_heuristic, int_heuristic, unknown_classes
         b = bridge()
         self.g = b.lua.globals()
         self.memo: dict[int, Any] = {}
@@ -60,7 +62,10 @@ class _Converter:
     def value(self, x: Any) -> Any:
         kind = lua_kind(x)
         if kind == "other":
-            return wrap(x)   # numbers, strings, booleans, nil; functions (functions='load')
+            value = wrap(x)   # numbers, strings, booleans, nil; functions (functions='load')
+            if not self.int_heuristic and type(value) is int:
+                return float(value)   # Lua's numbers are doubles: exact
+            return value
         key = self.g.torch.pointer(x)
         if key not in self.memo:
             self.memo[key] = self.fresh(x, kind, key)
@@ -81,13 +86,20 @@ class _Converter:
             kind = "table"   # once tds is loaded its containers are userdata: read them as tables
         entries = self.entries(x)
         n = len(entries)
-        if kind == "table" and n and all(type(k) is int and 1 <= k <= n for k, _ in entries):
+        listy = self.list_heuristic or typename == "tds.Vec"
+        if kind == "table" and listy and n and all(type(k) is int and 1 <= k <= n for k, _ in entries):
             out: Any = [None] * n
             self.memo[key] = out
             for k, v in entries:
                 out[k - 1] = self.value(v)
             return out
-        out = TorchObject(typename) if kind == "object" else {}
+        if kind == "table" and typename is None and self.unknown_classes and isinstance(x["__typename"], str):
+            # a class read as a table (unknownClasses='table'): a TorchObject, as PyTorch 0.4 gave it
+            typename, kind, version = x["__typename"], "object", x["__version"] or 0
+            entries = [(k, v) for k, v in entries if k not in ("__typename", "__version")]
+        else:
+            version = 0
+        out = TorchObject(typename, version) if kind == "object" else {}
         self.memo[key] = out
         fields = out.fields if kind == "object" else out
         for k, v in entries:
@@ -114,10 +126,30 @@ class _Converter:
             return LuaModule(wrap(x))
 
 
-def load_lua(path: str | os.PathLike, format: str = "binary", **options: str) -> Any:
+LONG_FORMATS = {4: "b32", 8: "b64"}   # PyTorch 0.4's long_size: the bytes of a `long` in the file
+
+
+def load_lua(path: str | os.PathLike, format: str = "binary", *, list_heuristic: bool = True,
+             int_heuristic: bool = True, unknown_classes: bool = False, long_size: int | None = None,
+             **options: str) -> Any:
     """The object a Torch7 file holds, as PyTorch values (see the module's doc): tensors as torch
     tensors sharing the loaded memory, nn modules as `LuaModule`s, tables as lists or dicts.
     `format` and `options` go to `luabridge.load` (``unknownClasses='table'``,
     ``functions='skip'`` or ``'load'``); its errors (LuaError naming the file) pass through. A
-    module containing itself is a ConversionError."""
-    return _Converter(os.fspath(path)).value(load_value(path, format, **options))
+    module containing itself is a ConversionError.
+
+    PyTorch 0.4's keywords (its T7Reader's) mean what they meant there: ``list_heuristic=False``
+    reads every table as a dict (tds.Vec stays a list); ``int_heuristic=False`` reads numbers
+    as floats (else whole ones are ints); ``unknown_classes=True`` reads a class that no package
+    defines as a `TorchObject` of its fields (else it is an error); ``long_size`` (4 or 8) is
+    the size of a `long` in the file, as format 'b32' or 'b64' (None: this machine's, 8)."""
+    if long_size is not None:
+        if long_size not in LONG_FORMATS:
+            raise ValueError(f"load_lua: long_size must be None, 4 or 8, not {long_size!r}")
+        if format not in ("binary", LONG_FORMATS[long_size]):
+            raise ValueError(f"load_lua: long_size={long_size} reads the binary format, which format={format!r} is not")
+        format = LONG_FORMATS[long_size]
+    if unknown_classes:
+        options.setdefault("unknownClasses", "table")
+    converter = _Converter(os.fspath(path), list_heuristic, int_heuristic, unknown_classes)
+    return converter.value(load_value(path, format, **options))
