@@ -1,4 +1,5 @@
-"""Every code block of the README runs by itself, as a reader would run it: each ```python block in
+"""Every code block of the README and of the docs site (docs/**/*.md) runs by itself, as a reader
+would run it: each ```python block in
 a fresh Python process, each ```lua block through `luabridge th`, each ```sh block in bash (with
 this venv's `luabridge` and `python` first on PATH), each in an empty directory of its own.
 
@@ -23,7 +24,9 @@ import pytest
 
 from processes import run_in_own_group
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").rglob("*.md"))   # the mkdocs site's pages (tests/test_docs.py builds it)
 FENCE = re.compile(r"```(\w*)\s*$")
 NORUN = re.compile(r"<!--\s*norun:\s*(.*?)\s*-->")
 NEEDS = re.compile(r"<!--\s*needs:\s*([\w.]+)\s*-->")
@@ -45,14 +48,16 @@ class Block:
     section: str     # the heading above it
     norun: str | None
     needs: str | None = None   # a module the block imports that may be missing
+    doc: str = "README.md"     # the file it is in, relative to the project root
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.lang}-{re.sub(r'[^A-Za-z0-9]+', '_', self.section).strip('_')}"
+        where = "" if self.doc == "README.md" else re.sub(r"[^A-Za-z0-9]+", "_", self.doc[:-3]) + "-"
+        return f"{where}L{self.line}-{self.lang}-{re.sub(r'[^A-Za-z0-9]+', '_', self.section).strip('_')}"
 
 
-def readme_blocks(text: str) -> list[Block]:
-    """The README's fenced blocks in a language it runs, each with the heading above it and the
+def readme_blocks(text: str, doc: str = "README.md") -> list[Block]:
+    """A Markdown file's fenced blocks in a language it runs, each with the heading above it and the
     `norun` reason or the `needs` module written on the last non-blank line before its fence, if any."""
     lines = text.splitlines(keepends=True)
     found, section, i = [], "top", 0
@@ -68,12 +73,16 @@ def readme_blocks(text: str) -> list[Block]:
             above = next((line.strip() for line in reversed(lines[:i]) if line.strip()), "")
             norun, needs = NORUN.fullmatch(above), NEEDS.fullmatch(above)
             found.append(Block(fence.group(1), "".join(lines[i + 1:end]), i + 1, section,
-                               norun.group(1) if norun else None, needs.group(1) if needs else None))
+                               norun.group(1) if norun else None, needs.group(1) if needs else None, doc))
         i = end + 1
     return found
 
 
-BLOCKS = readme_blocks(README.read_text())
+def doc_name(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+BLOCKS = [b for path in [README, *DOCS] for b in readme_blocks(path.read_text(), doc_name(path))]
 
 
 def missing(module: str | None) -> bool:
@@ -92,39 +101,49 @@ def run_block(block: Block, folder: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, Future]:
-    """Every runnable block, started at once in a pool of a few processes at a time."""
+def outcomes(request, tmp_path_factory) -> dict[str, Future]:
+    """Every runnable block this session selected (`-k` picks some), started at once in a pool of
+    a few processes at a time."""
+    chosen = {item.callspec.params["block"].id for item in request.session.items
+              if "block" in getattr(getattr(item, "callspec", None), "params", {})}
     workers = max(1, min(4, os.cpu_count() or 1))
     with ThreadPoolExecutor(workers) as pool:
         yield {b.id: pool.submit(run_block, b, tmp_path_factory.mktemp(b.id))
-               for b in BLOCKS if not b.norun and not missing(b.needs)}
+               for b in BLOCKS if b.id in chosen and not b.norun and not missing(b.needs)}
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_block_runs_by_itself(block: Block, outcomes):
     if block.norun:
-        pytest.skip(f"README line {block.line}: norun: {block.norun}")
+        pytest.skip(f"{block.doc} line {block.line}: norun: {block.norun}")
     if missing(block.needs):
-        pytest.skip(f"README line {block.line}: needs {block.needs}, which is not installed (pip install {block.needs})")
+        pytest.skip(f"{block.doc} line {block.line}: needs {block.needs}, which is not installed (pip install {block.needs})")
     r = outcomes[block.id].result()
     assert r.returncode == 0, (
-        f"README.md line {block.line} ({block.lang} block in '{block.section}') exited with {r.returncode}:\n"
+        f"{block.doc} line {block.line} ({block.lang} block in '{block.section}') exited with {r.returncode}:\n"
         f"{block.code}\n--- stdout ---\n{r.stdout[-3000:]}\n--- stderr ---\n{r.stderr[-3000:]}")
 
 
 def test_blocks_are_found():
-    """Guards the parser: the README has runnable blocks of each kind, every norun gives a reason,
-    and no block hides from the runners under another language name (```py, ```bash)."""
+    """Guards the parser: the README and the docs have runnable blocks of each kind (the README's
+    quick start among them), every norun gives a reason, and no block hides from the runners under
+    another language name (```py, ```bash)."""
+    assert len(DOCS) >= 10, DOCS
     langs = [b.lang for b in BLOCKS if not b.norun]
     assert langs.count("python") >= 5 and "lua" in langs, langs
+    readme = [b.lang for b in BLOCKS if b.doc == "README.md" and not b.norun]
+    assert "python" in readme and "sh" in readme, readme
     assert all(b.norun is None or b.norun for b in BLOCKS)
-    other = {m.group(1) for line in README.read_text().splitlines() if (m := FENCE.match(line))} - set(RUNNERS)
-    assert other <= {""}, f"README blocks tagged {sorted(other)}: use python, lua or sh, or no language for output"
+    for path in [README, *DOCS]:
+        other = {m.group(1) for line in path.read_text().splitlines() if (m := FENCE.match(line))} - set(RUNNERS)
+        assert other <= {""}, (f"{doc_name(path)}: blocks tagged {sorted(other)}: use python, lua or sh, "
+                               "or no language for output")
 
 
 def test_parser_reads_fences_and_norun():
     text = ("# A\n```python\nprint(1)\n```\n\n## B\n<!-- norun: needs a GPU -->\n```sh\nnvidia-smi\n```\n"
             "```\noutput\n```\n```lua\nprint(2)\n```\n<!-- needs: torch -->\n```python\nimport torch\n```\n")
+    assert readme_blocks(text, "docs/x.md")[0] == Block("python", "print(1)\n", 2, "A", None, None, "docs/x.md")
     assert readme_blocks(text) == [
         Block("python", "print(1)\n", 2, "A", None),
         Block("sh", "nvidia-smi\n", 8, "B", "needs a GPU"),
