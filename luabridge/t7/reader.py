@@ -442,7 +442,7 @@ class _Reader:
             raise _Bad(f"{self.where()} is a Lua function ({kind}): luabridge.t7 does not run code from files; "
                        f"pass functions='skip' to read it as None, or rebuild the function in code after loading; "
                        f"{how}", start, located=True)
-        value = LuaFunction(kind) if self.functions == "mark" else None
+        value = LuaFunction(kind, n) if self.functions == "mark" else None
         if index is not None:
             self.memo[index] = value
         self.labels[-1] = UPVALUES

@@ -68,15 +68,18 @@ class TorchObject:
 
 class LuaFunction:
     """A Lua function read with functions='mark': what its bytecode is (`kind`: "LuaJIT 2.1
-    bytecode", ...); the bytecode is neither kept nor loaded."""
+    bytecode", ...) and its `size` in bytes (None when not told); the bytecode is neither kept
+    nor loaded."""
 
-    __slots__ = ("kind",)
+    __slots__ = ("kind", "size")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, size: Optional[int] = None) -> None:
         self.kind = kind
+        self.size = size
 
     def __repr__(self) -> str:
-        return f"<Lua function ({self.kind}), not loaded>"
+        size = "" if self.size is None else f", {self.size:,} bytes"
+        return f"<Lua function ({self.kind}{size}), not loaded>"
 
 
 class Key:

@@ -22,11 +22,12 @@ from .interrupt import Interrupter
 from .repl import PRELOADED, Prompt, preload
 
 TH_USAGE = f"""\
-usage: luabridge th [options] [script.lua [arguments]]
+usage: luabridge th [options] [script.lua | - [arguments]]
 
 Runs Lua Torch7 code as Torch7's th does: {', '.join(PRELOADED)} are loaded, print lays out
 tables, and without a script or statement a prompt opens (line editing, history, Tab completion).
-The script sees its arguments as arg[1..n], and its own path as arg[0].
+The script sees its arguments as arg[1..n], and its own path as arg[0]. A script named -
+is read from standard input (as `lua -` reads it; arg[0] is "-").
 
 options:
   -l NAME            load library NAME first (require), e.g. -l nn; may repeat
@@ -128,7 +129,9 @@ def th(argv: Sequence[str]) -> int:
                 except LuaError as e:  # as trepl: say so and go on
                     print(f"could not load {value}, skipping", file=sys.stderr)
                     print(e, file=sys.stderr)  # the message, then the traceback
-            if o.script:
+            if o.script == "-":   # as `lua -`: the script is standard input, its arguments `...` too
+                b.call(b.load(sys.stdin.read(), "=stdin"), *o.args)
+            elif o.script:
                 b.call(g.dofile, o.script)
     except LuaError as e:
         g.io.stdout.flush(g.io.stdout)
@@ -237,7 +240,9 @@ def _brief(value: Any) -> str:
             return f"list of {len(value)}: {text if len(text) <= 60 else text[:56] + ' ...]'}"
         return f"list of {len(value)}"
     if isinstance(value, Key):
-        return f"<key {_brief(value.value)}>"
+        return f"<key: {_brief(value.value)}>"
+    if value is None or isinstance(value, bool):
+        return {None: "nil", True: "true", False: "false"}[value]
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -255,7 +260,7 @@ def _value_lines(value: Any, indent: str, tally: _Tally, seen: set[int], depth: 
     items = value.items() if not isinstance(value, list) else enumerate(value, 1)
     for key, item in itertools.islice(items, _LIST_LIMIT):
         sub = _value_lines(item, indent + "    ", tally, seen, depth + 1)
-        lines.append(f"{indent}  {key}: {sub[0].lstrip()}")
+        lines.append(f"{indent}  {_brief(key) if isinstance(key, Key) else key}: {sub[0].lstrip()}")
         lines += sub[1:]
     size = len(value.fields if isinstance(value, TorchObject) else value)
     if size > _LIST_LIMIT:
