@@ -23,11 +23,12 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..core.dtypes import DTYPES
+from ..core.errors import LuaError
 from ..core.interop import to_numpy
 from ..core.proxy import LuaObject, lua_kind, unwrap
 from ..core.runtime import Bridge, bridge
 from ..core.runtime import luajit21 as lupa
-from ..t7.format import FORMATS
+from ..t7.format import FORMATS, HEAD_BYTES, describe
 from ..t7.load import read_t7
 from .tree import Entry, collect
 
@@ -106,12 +107,18 @@ class Model:
         """The module a .t7 file (a path, read now) or its bytes hold; it is loaded on first
         use. options as luabridge.load's: Lua functions in the file are refused unless
         ``functions='load'`` (trusted files only: loading runs their code) or ``'skip'``;
-        source and files: Lua defining the custom classes the file names (see from_lua)."""
+        source and files: Lua defining the custom classes the file names (see from_lua). Bytes
+        that do not begin as a .t7 file in `format` (text, an empty file, a PyTorch .pt, ...) are
+        refused here, with the .t7 reader's error (a LuaError saying what they look like)."""
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-            data = bytes(path_or_bytes)
+            data, where = bytes(path_or_bytes), ""
         else:
             with open(path_or_bytes, "rb") as f:
                 data = f.read()
+            where = f"{os.fspath(path_or_bytes)}: "
+        looks = format in FORMATS and describe(data[:HEAD_BYTES], format == "ascii")   # (else Model says)
+        if looks:
+            raise LuaError(f"Model.from_t7: {where}not a .t7 file: it looks like {looks}")
         return cls(data, format, options, source, files)
 
     from_bytes = from_t7
