@@ -48,7 +48,7 @@ fi
 
 if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L > /dev/null 2>&1; then
   say "device_check: no CUDA device found (nvidia-smi is missing or lists no GPU); nothing to check."
-  say "Run this on a machine with an NVIDIA GPU and its driver (see the README, 'CUDA tensors')."
+  say "Run this on a machine with an NVIDIA GPU and its driver (see docs/cuda.md)."
   exit 2
 fi
 say "device: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -n 1)"

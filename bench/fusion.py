@@ -9,7 +9,7 @@ scalar LuaJIT math) and "mixed" (4 of each). Each at every size through the exec
 ("cpu": one numpy SIMD loop per op), fused ("cpu fusion": the group's form as the pass chose it,
 "loop" or "blocked"), numpy (the same 8 ufunc calls, out= into preallocated arrays), PyTorch eager
 (out= into one preallocated tensor) and, with --compile, torch.compile (its first compile took
-about 100 s on the 2-core machine of the README's table, so it is opt-in), at the default
+about 100 s on the 2-core machine of docs/performance.md's table, so it is opt-in), at the default
 thread count and at 1 thread (torch.set_num_threads; numpy and the executor are single-threaded).
 Figures are the best of several runs, in ms; ratio columns are unfused / fused and x / fused
 (above 1: fused is faster).

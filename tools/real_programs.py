@@ -487,7 +487,7 @@ def report(results: list[Result], out: Any = None) -> None:
 
 
 def markdown(results: list[Result], corpus: Corpus) -> str:
-    """The README's table (one row per depth) and its failures by cause, largest group first."""
+    """The docs' table (docs/conformance.md) (one row per depth) and its failures by cause, largest group first."""
     rows = ["| depth | repositories | runs | passed | failed (explained) | passed of those not explained |",
             "|---|---|---|---|---|---|"]
     groups: dict[tuple[str, str], list[Result]] = defaultdict(list)
@@ -564,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="these models and programs only (names)")
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="runs at once")
     ap.add_argument("--quick", action="store_true", help="a sample: one model in 10, one program in 10")
-    ap.add_argument("--markdown", action="store_true", help="print the README table at the end")
+    ap.add_argument("--markdown", action="store_true", help="print the table of docs/conformance.md at the end")
     ap.add_argument("--inventory", action="store_true", help="list the repositories by kind, run nothing")
     ap.add_argument("--log", type=Path, help="append each result to this file as a JSON line, as it comes")
     ap.add_argument("--from-log", type=Path, help="print the report (and --markdown) of a --log file, run nothing "

@@ -105,7 +105,7 @@ function File:isReferenced() return not self._force end
 local optionValues = { unknownClasses = { error = true, table = true },
                        functions = { error = true, skip = true, load = true },
                        classLoader = { ['function'] = true } }   -- (by type)
--- readOptions(t): how readObject treats unknown classes and Lua functions (see README), and
+-- readOptions(t): how readObject treats unknown classes and Lua functions (see docs/t7.md), and
 -- classLoader: a function(name) the reader calls on meeting a class that no loaded package or
 -- package of ours defines (code that may define it: the reader then looks for it again).
 function File:readOptions(options)

@@ -12,7 +12,7 @@
 -- small ones stay on one thread; and no more threads than the machine has free CPUs (one
 -- pread of /proc/loadavg's count of runnable threads, only for calls large enough to split):
 -- OpenBLAS's threads wait on each other many times per product, so a split product stalls
--- whenever one of them is descheduled. LAPACK gets blas.threads. README.md (Performance, Threads)
+-- whenever one of them is descheduled. LAPACK gets blas.threads. docs/performance.md (Threads)
 -- has the measurements (bench/gemm_threads.py).
 local ffi = require 'ffi'
 local memory = require 'torch.core.memory'
@@ -24,7 +24,7 @@ local blas = {}
 
 -- The work each thread of a call gets at least: multiply-adds for gemm, matrix elements for gemv
 -- and ger, vector elements for dot and axpy. Measured on 2 idle cores (float32): 2 threads pay
--- for gemm from about 10M multiply-adds (README.md, Threads), for gemv from 1M elements (138 ->
+-- for gemm from about 10M multiply-adds (docs/performance.md, Threads), for gemv from 1M elements (138 ->
 -- 63 us at 1024^2; even at 512^2), never for dot (even from 1M to 16M elements).
 blas.minWork = { gemm = 4e6, gemv = 5e5, vector = math.huge }
 
