@@ -46,10 +46,10 @@ commands:
   info FILE.t7 [--format binary|ascii|b32|b64]
         print what a Torch7 file holds: a model's modules and parameters, or an outline of
         any other value; read in Python, without running Lua (see luabridge info -h)
-  convert MODEL.t7 OUT.pt [--no-strict] [--format binary|ascii|b32|b64]
+  convert MODEL.t7 OUT.pt [--no-strict] [--progress] [--format binary|ascii|b32|b64]
         convert a Torch7 nn model into a native PyTorch module, saved with torch.save;
         needs PyTorch, and luabridge to load it (see luabridge convert -h)
-  export MODEL.t7 OUTDIR [--onnx] [--pt2] [--pt] [--input-size 1x3x32x32]
+  export MODEL.t7 OUTDIR [--onnx] [--pt2] [--pt] [--progress] [--input-size 1x3x32x32]
         write a Torch7 nn model as OUTDIR/model.py (plain torch.nn) and model.safetensors,
         which need PyTorch alone; optionally ONNX and torch.export (see luabridge export -h)
 
@@ -315,17 +315,20 @@ def convert(argv: Sequence[str]) -> int:
                    help="keep a module with no PyTorch counterpart as a luabridge.torch.LuaModule instead of "
                         "failing (it still runs Lua: loading the file needs luabridge and that module's classes)")
     p.add_argument("--format", default="binary", choices=t7.FORMATS)
+    try:
+        import torch
+
+        from ..torch.convert import (ConversionError, add_progress_option, command_progress, convert as to_torch,
+                                     recursion_room, tree_size)
+    except ImportError as e:
+        p.parse_args(argv)
+        return _failed("convert", f"needs PyTorch ({e}): pip install 'luabridge[torch]'")
+    add_progress_option(p)
     a = p.parse_args(argv)
 
     def fail(message: str) -> int:
         return _failed("convert", message)
 
-    try:
-        import torch
-
-        from ..torch.convert import ConversionError, convert as to_torch, recursion_room, tree_size
-    except ImportError as e:
-        return fail(f"needs PyTorch ({e}): pip install 'luabridge[torch]'")
     from ..t7.load import load
     from ..core.proxy import LuaObject
 
@@ -339,12 +342,16 @@ def convert(argv: Sequence[str]) -> int:
     if not (isinstance(model, LuaObject) and bridge().lua.globals().torch.isTypeOf(model._lua, "nn.Module")):
         what = model._typename() if isinstance(model, LuaObject) else type(model).__name__
         return fail(f"{a.model} holds a {what}, not an nn module")
+    progress = command_progress(a.progress, "luabridge convert")
     try:
         levels = tree_size(model)
-        module = to_torch(model, strict=not a.no_strict)
+        module = to_torch(model, strict=not a.no_strict, progress=progress)
     except ConversionError as e:
         hint = "" if e.malformed else " (--no-strict keeps such modules as LuaModules)"
         return fail(f"{a.model}: {e}{hint}")
+    finally:
+        if progress is not None:
+            progress.close()
     with recursion_room(levels):   # pickling and PyTorch's module walks recurse once per level
         try:
             with t7.replacing(a.out) as f:

@@ -13,6 +13,7 @@ before any use of this module.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import math
 import os
@@ -67,16 +68,21 @@ def converter(*names: str) -> Callable[[Converter], Converter]:
     return register
 
 
+# A conversion's progress: called with (modules converted, modules in the tree) after each one.
+Progress = Callable[[int, int], None]
+
+
 class _Shared:
     """What one conversion has made so far, so that what the Lua tree shares stays shared: a Lua
     module met twice becomes one PyTorch module, a Lua tensor held by two modules (clone('weight',
     'bias')) one Parameter. `active`: the modules being converted (those above the current one),
     by pointer, with their paths: meeting one again is a cycle."""
 
-    def __init__(self) -> None:
+    def __init__(self, progress: Progress | None = None, total: int = 0) -> None:
         self.modules: dict[int, torch.nn.Module] = {}
         self.parameters: dict[tuple, torch.nn.Parameter] = {}
         self.active: dict[int, str] = {}
+        self.progress, self.total = progress, total   # told (done, total) after each module converted
 
 
 def describe(value: Any) -> str:
@@ -298,6 +304,9 @@ def _convert(module: LuaObject, ctx: Context) -> torch.nn.Module:
             ctx.shared.modules[key] = _convert_new(module, ctx)
         finally:
             del ctx.shared.active[key]
+        if ctx.shared.progress is not None:
+            done = len(ctx.shared.modules)
+            ctx.shared.progress(done, max(done, ctx.shared.total))
     return ctx.shared.modules[key]
 
 
@@ -370,14 +379,67 @@ def recursion_room(levels: int) -> Iterator[None]:
             sys.setrecursionlimit(old)
 
 
-def convert(module: LuaObject | LuaModule | str | os.PathLike, strict: bool = True) -> torch.nn.Module:
+def convert(module: LuaObject | LuaModule | str | os.PathLike, strict: bool = True,
+            progress: Progress | None = None) -> torch.nn.Module:
     """A native PyTorch module tree for a Lua module (a proxy, a constructor string such as
     ``"nn.Linear(4, 3)"``, a .t7 file holding one (a `pathlib.Path` or an existing file's name),
     or a `LuaModule`), its weights copied. A module with no PyTorch
     counterpart raises `ConversionError` naming its class and path, or with ``strict=False`` stays
     a `LuaModule` (over the same Lua module, not a copy). A malformed module (a field of the
     wrong type or shape, a gap in its children, a cycle) is a ConversionError in either mode,
-    naming its class, path and field. Any depth of nesting converts."""
+    naming its class, path and field. Any depth of nesting converts. `progress`, when given, is
+    called as progress(done, total) after each module is converted (total: the tree's modules;
+    `ConversionProgress` prints it)."""
     lua_module = _lua_module(module)
-    with recursion_room(tree_size(lua_module)):
-        return _convert(lua_module, Context("", strict))
+    total = tree_size(lua_module)
+    with recursion_room(total):
+        return _convert(lua_module, Context("", strict, _Shared(progress, total)))
+
+
+class ConversionProgress:
+    """A `convert` progress that writes to `stream`: a line each time another `every` percent of
+    the modules is converted ("LABEL: 40% (400 of 1,000 modules)"), on one line rewritten in
+    place (carriage returns) when stream is a terminal; nothing for trees of fewer than
+    `min_total` modules. `close()` ends a line left open."""
+
+    def __init__(self, stream: Any, label: str, every: float = 10.0, min_total: int = 1) -> None:
+        self.stream, self.label, self.every, self.min_total = stream, label, every, min_total
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.shown, self.open = -1.0, False
+
+    def __call__(self, done: int, total: int) -> None:
+        if total < self.min_total:
+            return
+        step = (100.0 * done / total) // self.every * self.every
+        if step <= self.shown:
+            return
+        self.shown = step
+        text = f"{self.label}: {step:.0f}% ({done:,} of {total:,} modules)"
+        self.stream.write(f"\r{text}" if self.tty else f"{text}\n")
+        self.open = self.tty
+        if self.open and done >= total:
+            self.close()
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.open = False
+
+
+def add_progress_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="say on stderr how far the conversion is, every 10%% of the modules (default: when "
+                        f"stdout is a terminal and the model has {LONG_CONVERSION} modules or more)")
+
+
+LONG_CONVERSION = 50   # modules: a tree that takes long enough to convert for progress on a terminal
+
+
+def command_progress(asked: bool | None, label: str) -> ConversionProgress | None:
+    """The progress a command shows (--progress / --no-progress, else on a terminal for long
+    conversions), written to stderr so that stdout stays the command's result."""
+    if asked is False or (asked is None and not sys.stdout.isatty()):
+        return None
+    return ConversionProgress(sys.stderr, label, min_total=1 if asked else LONG_CONVERSION)

@@ -30,7 +30,8 @@ from ..core.errors import LuaError
 from ..core.proxy import LuaObject, wrap
 from ..core.runtime import bridge
 from ..t7 import FORMATS
-from .convert import ConversionError, convert, recursion_room, tree_size
+from .convert import (ConversionError, Progress, add_progress_option, command_progress, convert, recursion_room,
+                      tree_size)
 from .export_source import ExportError, recording, write_source
 from .given import module_value
 from .module import LuaModule
@@ -199,7 +200,7 @@ def _write_onnx(model: torch.nn.Module, x: Input, path: Path) -> bool:
 
 def export(module_or_path: Any, outdir: str | os.PathLike, onnx: bool = False, pt2: bool = False,
            pt: bool = False, input_size: Any = None, example: Input | None = None,
-           format: str = "binary") -> dict[str, Path]:
+           format: str = "binary", progress: Progress | None = None) -> dict[str, Path]:
     """Writes a Torch7 model (a .t7 path, a Lua module, its constructor string or a LuaModule)
     into `outdir` (made if missing) as files that need PyTorch alone: model.py (`class Model`,
     plain torch.nn; torch7 layers torch.nn lacks as small classes; nngraph graphs as forward code)
@@ -212,6 +213,7 @@ def export(module_or_path: Any, outdir: str | os.PathLike, onnx: bool = False, p
     checked with onnxruntime where it is installed. pt2 and ONNX trace the model on `example`, or
     on random values of `input_size` (e.g. (1, 3, 32, 32); a list of sizes for a table input),
     or, without either, on one sample where the first layer tells its size (Linear, LookupTable).
+    `progress`: as convert's, told (done, total) as the modules convert.
     Returns the paths written, by kind ("source", "weights", "pt", "pt2", "onnx"). A module
     without a PyTorch counterpart raises ConversionError (naming its class and path), one that
     cannot be written as source ExportError (the same)."""
@@ -228,7 +230,7 @@ def export(module_or_path: Any, outdir: str | os.PathLike, onnx: bool = False, p
     out.mkdir(parents=True, exist_ok=True)
     with recursion_room(tree_size(lua)):
         with recording() as calls:
-            converted = convert(lua)
+            converted = convert(lua, progress=progress)
         source = write_source(converted, calls, description)
         del calls
         written = {"source": out / "model.py"}
@@ -321,12 +323,19 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--input-size", type=_size, action="append", metavar="SIZE",
                    help="the input --onnx and --pt2 trace with, e.g. 1x3x32x32; repeat it for a table input")
     p.add_argument("--format", default="binary", choices=FORMATS)
+    add_progress_option(p)
     a = p.parse_args(argv)
     if not os.path.isfile(a.model):
         return _failed(f"{a.model}: no such file")
     sizes = None if a.input_size is None else a.input_size[0] if len(a.input_size) == 1 else a.input_size
+    progress = command_progress(a.progress, "luabridge export")
     try:
-        written = export(a.model, a.outdir, onnx=a.onnx, pt2=a.pt2, pt=a.pt, input_size=sizes, format=a.format)
+        try:
+            written = export(a.model, a.outdir, onnx=a.onnx, pt2=a.pt2, pt=a.pt, input_size=sizes, format=a.format,
+                             progress=progress)
+        finally:
+            if progress is not None:
+                progress.close()
     except LuaError as e:
         return _failed(e.message)
     except ConversionError as e:
