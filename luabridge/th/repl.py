@@ -248,7 +248,7 @@ class Prompt:
                 if stripped.startswith("?"):
                     self._remember(line)
                     topic = stripped[1:].strip()
-                    print(HELP if not topic else f"no documentation here for {topic}: see the README")
+                    print(HELP if not topic else f"no documentation here for {topic}: see the docs (docs/ in a checkout)")
                     continue
                 chunk = self._read_chunk(stripped[1:] if stripped.startswith("=") else line)
                 self._remember(chunk)
