@@ -49,6 +49,8 @@ from luabridge.t7.writer import _root as t7_root
 from pathlib import Path
 from typing import Any, Callable
 
+import fuzz_progress  # beside this file (on the path: this file's folder, or tests/ under pytest)
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "t7"
 CASE_SECONDS = 2.0  # a reader taking longer on one case fails it
@@ -871,6 +873,7 @@ class Settings:
     hang_s: float = 10.0  # silence before a worker is killed
     strict: bool = False  # unclear errors (Lua runtime errors in the reader) fail too
     keep: int = 10  # failures of one kind and message pattern printed and saved
+    progress: bool = False  # say how far the run is on stderr (fuzz_progress)
 
 
 class Runner:
@@ -881,6 +884,7 @@ class Runner:
         readers = ("lua", "python") if settings.which == "both" else (settings.which,)
         self.summary = Summary(jobs=settings.jobs, readers=readers)
         self.kinds: dict = {}  # (reader, kind, message pattern) -> failures seen
+        self.progress: fuzz_progress.FuzzProgress | None = None
         self.dir = tempfile.TemporaryDirectory(prefix="fuzz_t7_")  # removed with this object
         self.tmp = Path(self.dir.name)
         self.corpus_file = self.tmp / "corpus.pickle"
@@ -896,6 +900,8 @@ class Runner:
         queue.reverse()
         selector = selectors.DefaultSelector()
         workers: dict[int, Worker] = {}
+        if self.settings.progress:
+            self.progress = fuzz_progress.FuzzProgress("fuzz_t7", cases)
         try:
             while queue or workers:
                 while queue and len(workers) < self.settings.jobs:
@@ -914,9 +920,13 @@ class Runner:
                     if rest:
                         queue.append(rest)
                 self.watch(workers.values())
+                if self.progress is not None:
+                    self.progress.update(self.summary.cases, len(self.summary.failures))
         finally:
             for w in workers.values():
                 w.proc.kill()
+            if self.progress is not None:
+                self.progress.close()
         self.summary.seconds = time.monotonic() - start
         return self.summary
 
@@ -1016,6 +1026,8 @@ class Runner:
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
         if self.kinds[kind] > self.settings.keep:
             return  # enough of this kind printed and saved
+        if self.progress is not None:
+            self.progress.close()   # (a progress line rewritten in place ends before the report)
         print(f"FAIL seed {self.seed} case {info['case']} [{info['reader']} {info['kind']}] "
               f"{info['message'][:300]}\n     from {case.seed.name} ({case.format}), {'; '.join(case.steps)}",
               flush=True)
@@ -1112,6 +1124,7 @@ def main(argv: list[str] | None = None) -> int:
                    "(a saved failure: with the format and options in its .json)")
     p.add_argument("--format", default="binary", choices=FORMATS, help="with --file")
     p.add_argument("--minimize", action="store_true", help="with --file or --case: shrink it, keeping the failure")
+    fuzz_progress.add_option(p)
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--last", type=int, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -1125,7 +1138,8 @@ def main(argv: list[str] | None = None) -> int:
             case = minimize(case, a.readers, a.strict)
             print(f"minimized to {len(case.data)} bytes: {case.data.hex()}")
         return 0 if replay(case, a.readers, a.strict) else 1
-    settings = Settings(a.readers, a.jobs, a.chunk, a.failures, a.memory_mb, a.hang_s, a.strict, a.keep)
+    settings = Settings(a.readers, a.jobs, a.chunk, a.failures, a.memory_mb, a.hang_s, a.strict, a.keep,
+                        fuzz_progress.wanted(a.progress))
     summary = Runner(corpus, a.seed, settings).run(a.first, a.cases)
     print(summary.report())
     if summary.failures:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import signal
 import subprocess
@@ -23,6 +24,8 @@ import sys
 import tempfile
 import threading
 from typing import IO, Callable, Iterator
+
+import fuzz_progress  # beside this file (on the path: this file's folder, or tests/ under pytest)
 
 # A case that used this much CPU time, or ten times as long by the clock, is a hang. CPU time,
 # unlike the clock, does not grow with the machine's load (filling 2 GiB takes a second of it).
@@ -281,10 +284,12 @@ def feed(pipe: IO[str], lines: list[str]) -> None:
 
 
 def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | None = None,
-              packages: str = "torch", child: str = CHILD) -> Iterator[tuple[int, str, str]]:
+              packages: str = "torch", child: str = CHILD,
+              on_case: Callable[[], None] | None = None) -> Iterator[tuple[int, str, str]]:
     """(case, failure, message) for each failing case of a chunk, one child process for all;
     make(seed, case) gives a case's Lua source (make_case here), packages what to require,
-    child the program that runs the cases (CHILD here; another fuzzer's takes the same argv)."""
+    child the program that runs the cases (CHILD here; another fuzzer's takes the same argv);
+    on_case() is called as each case ends (before its failure, if any, is yielded)."""
     make = make or make_case
     pending = list(cases)
     while pending:
@@ -304,6 +309,8 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
                 started = rec[0]
                 continue
             done.add(rec[0])
+            if on_case is not None:
+                on_case()
             failure = classify(rec[1], rec[2])
             if failure:
                 yield rec[0], failure, rec[2]
@@ -317,15 +324,31 @@ def run_chunk(seed: int, cases: list[int], make: Callable[[int, int], str] | Non
             return
         culprit = started if started in rest else rest[0]
         kind = "hang" if rc in (-signal.SIGALRM, -signal.SIGPROF) else "crash"
+        if on_case is not None:
+            on_case()
         yield culprit, kind, f"exit {rc}: {stderr}"
         pending = [c for c in rest if c != culprit]
 
 
 def fuzz(seed: int, n: int, chunk: int = 500, make: Callable[[int, int], str] | None = None,
-         packages: str = "torch", child: str = CHILD) -> list[tuple[int, str, str]]:
-    failures = []
-    for first in range(0, n, chunk):
-        failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk))), make, packages, child))
+         packages: str = "torch", child: str = CHILD,
+         progress: fuzz_progress.FuzzProgress | None = None) -> list[tuple[int, str, str]]:
+    failures: list[tuple[int, str, str]] = []
+    done = 0
+
+    def on_case() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress.update(done, len(failures))
+
+    try:
+        for first in range(0, n, chunk):
+            failures.extend(run_chunk(seed, list(range(first, min(n, first + chunk))), make, packages, child,
+                                      on_case))
+    finally:
+        if progress is not None:
+            progress.close()
     return failures
 
 
@@ -337,6 +360,7 @@ def main(make: Callable[[int, int], str] | None = None, packages: str = "torch",
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--case", type=int)
     ap.add_argument("--chunk", type=int, default=500)
+    fuzz_progress.add_option(ap)
     a = ap.parse_args()
     if a.case is not None:
         print(make(a.seed, a.case))
@@ -345,7 +369,9 @@ def main(make: Callable[[int, int], str] | None = None, packages: str = "torch",
             return 1
         print("passed")
         return 0
-    failures = fuzz(a.seed, a.cases, a.chunk, make, packages, child)
+    label = os.path.basename(sys.argv[0]).removesuffix(".py") or "fuzz"
+    progress = fuzz_progress.FuzzProgress(label, a.cases) if fuzz_progress.wanted(a.progress) else None
+    failures = fuzz(a.seed, a.cases, a.chunk, make, packages, child, progress)
     for c, failure, message in failures:
         print(f"seed {a.seed} case {c}: {failure}: {message[:300]}")
     print(f"{a.cases - len(failures)} passed, {len(failures)} failed")
