@@ -82,3 +82,17 @@ def test_info_describes_plain_values(capsys, tmp_path) -> None:
     lines = _info(capsys, tmp_path, "{[torch.zeros(4)] = 'k'}")
     assert lines == ["  table of 1 entries", "    <key: array float64 4>: 'k'"]
     assert not any(re.search(r"0x[0-9a-f]+|None", line) for line in lines)
+
+
+def test_convert_and_export_name_a_folder_they_cannot_write_into(tmp_path, capsys) -> None:
+    luabridge.require("nn")
+    model = tmp_path / "m.t7"
+    luabridge.save(model, luabridge.eval("nn.Linear(2, 2)"))
+    assert main(["convert", str(model), str(tmp_path / "no" / "out.pt")]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"luabridge convert: {tmp_path / 'no' / 'out.pt'}: no such folder {tmp_path / 'no'}\n")
+    assert main(["export", str(model), str(model / "sub")]) == 1   # a file where the folder must be
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", f"luabridge export: {model / 'sub'}: cannot make the folder (Not a directory)\n")
+    assert main(["export", str(model), str(tmp_path / "new" / "deeper")]) == 0   # a missing one is made
+    assert (tmp_path / "new" / "deeper" / "model.py").is_file()

@@ -227,7 +227,10 @@ def export(module_or_path: Any, outdir: str | os.PathLike, onnx: bool = False, p
                           "pip install 'luabridge[export]'")
     lua, description = _lua_model(module_or_path, format)
     out = Path(outdir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:   # a file where a folder must be, no permission: named, not a bare errno
+        raise OSError(e.errno, f"cannot make the folder ({e.strerror})", str(out)) from None
     with recursion_room(tree_size(lua)):
         with recording() as calls:
             converted = convert(lua, progress=progress)
