@@ -9,6 +9,8 @@ import sys
 import time
 from typing import IO
 
+from luabridge.core.progress import ProgressLine
+
 
 def add_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -23,9 +25,8 @@ class FuzzProgress:
     def __init__(self, label: str, total: int, stream: IO[str] | None = None, every: float = 5.0,
                  clock=time.monotonic) -> None:
         self.label, self.total, self.every, self.clock = label, max(total, 1), every, clock
-        self.stream = sys.stderr if stream is None else stream
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.start, self.shown, self.open = clock(), -1.0, False
+        self.line = ProgressLine(sys.stderr if stream is None else stream)
+        self.start, self.shown = clock(), -1.0
 
     def update(self, done: int, failed: int) -> None:
         """done: the cases finished so far, failed: the failures among them."""
@@ -37,12 +38,7 @@ class FuzzProgress:
         left = f", about {seconds * (self.total - done) / done:.0f} s left" if 0 < done < self.total else ""
         text = (f"{self.label}: {done:,} of {self.total:,} cases ({step:.0f}%), {failed:,} failed, "
                 f"{seconds:.0f} s{left}")
-        self.stream.write(f"\r{text}\033[K" if self.tty else f"{text}\n")
-        self.open = self.tty
-        self.stream.flush()
+        self.line.show(text, last=done >= self.total)
 
     def close(self) -> None:
-        if self.open:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.open = False
+        self.line.close()

@@ -62,16 +62,17 @@ def test_on_a_terminal_one_line_rewritten() -> None:
     for done in range(1, 9):
         p(done, 8)
     text = stream.getvalue()
-    assert text.count("\n") == 1 and text.endswith("conv: 100% (8 of 8 modules)\n")
-    assert [s for s in text.split("\r") if s] == [f"conv: {pct}% ({d} of 8 modules)" for pct, d in
-                                                 [(0, 1), (25, 2), (50, 4), (75, 6)]] + ["conv: 100% (8 of 8 modules)\n"]
+    assert text.count("\n") == 1 and text.endswith("conv: 100% (8 of 8 modules)\033[K\n")
+    assert [s for s in text.split("\r") if s] == [f"conv: {pct}% ({d} of 8 modules)\033[K" for pct, d in
+                                                 [(0, 1), (25, 2), (50, 4), (75, 6)]] + ["conv: 100% (8 of 8 modules)\033[K\n"]
 
 
 def test_small_trees_say_nothing_unless_asked(monkeypatch) -> None:
-    p = ConversionProgress(io.StringIO(), "conv", min_total=50)
+    stream = io.StringIO()
+    p = ConversionProgress(stream, "conv", min_total=50)
     for done in range(1, 11):
         p(done, 10)
-    assert p.stream.getvalue() == ""
+    assert stream.getvalue() == ""
     monkeypatch.setattr(sys, "stdout", _Terminal())
     assert command_progress(None, "x").min_total == 50     # on a terminal: long conversions only
     assert command_progress(True, "x").min_total == 1      # asked: always

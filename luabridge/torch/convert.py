@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 import torch
 
+from ..core.progress import ProgressLine
 from ..core.proxy import LuaObject, to_numpy, wrap
 from ..core.runtime import bridge
 from ..core.runtime import luajit21 as lupa
@@ -403,9 +404,8 @@ class ConversionProgress:
     `min_total` modules. `close()` ends a line left open."""
 
     def __init__(self, stream: Any, label: str, every: float = 10.0, min_total: int = 1) -> None:
-        self.stream, self.label, self.every, self.min_total = stream, label, every, min_total
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self.shown, self.open = -1.0, False
+        self.line, self.label, self.every, self.min_total = ProgressLine(stream), label, every, min_total
+        self.shown = -1.0
 
     def __call__(self, done: int, total: int) -> None:
         if total < self.min_total:
@@ -414,18 +414,10 @@ class ConversionProgress:
         if step <= self.shown:
             return
         self.shown = step
-        text = f"{self.label}: {step:.0f}% ({done:,} of {total:,} modules)"
-        self.stream.write(f"\r{text}" if self.tty else f"{text}\n")
-        self.open = self.tty
-        if self.open and done >= total:
-            self.close()
-        self.stream.flush()
+        self.line.show(f"{self.label}: {step:.0f}% ({done:,} of {total:,} modules)", last=done >= total)
 
     def close(self) -> None:
-        if self.open:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.open = False
+        self.line.close()
 
 
 def add_progress_option(p: argparse.ArgumentParser) -> None:
