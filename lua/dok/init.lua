@@ -13,7 +13,7 @@ function dok.error(message, domain)
 end
 
 function dok.help(symbol)
-  print('dok.help: the documentation browser is not part of luabridge; see the package's docs (docs/ in a checkout)')
+  print('dok.help: the documentation browser is not part of luabridge; see the package documentation (docs/ in a checkout)')
 end
 
 return dok
