@@ -77,7 +77,7 @@ def test_products_that_stay_on_openblas(case: str) -> None:
     elif case == "small":
         size = 16
     else:
-        size, threads = 512, 2   # 512^3 multiply-adds: two threads by blas.minWork.gemm
+        size, threads = 512, 2   # 512^3 multiply-adds: two threads by blas.gemmLeast
     a, b = operand(rng, size, size, "c", dtype), operand(rng, size, size, "c", dtype)
     c0 = rng.standard_normal((size, size)).astype(dtype)
     want = c0.astype(np.float64) + alpha * (a.astype(np.float64) @ b.astype(np.float64))

@@ -123,10 +123,56 @@ def test_each_call_asks_the_rule_with_its_size(lua):
       local ok, err = pcall(function() torch.mm(a, b); torch.mv(a, x); torch.ger(x, y) end)
       blas.threadsFor = rule
       assert(ok, err)
-      return seen, blas.minWork.gemm, blas.minWork.gemv
+      return seen, blas.minWork.gemmDouble, blas.minWork.gemv
     end""")
+    # float64 arrays: a DoubleTensor product asks with the Double gemm's least per thread
     seen, gemm, gemv = asked(np.ones((5, 7)), np.ones((7, 3)), np.ones(7), np.ones(4))
     assert [tuple(seen[i].values()) for i in (1, 2, 3)] == [(5 * 3 * 7, gemm), (5 * 7, gemv), (7 * 4, gemv)]
+
+
+def test_gemm_least_per_thread_by_type_and_shape(lua):
+    """blas.gemmLeast: Double products split from minWork.gemmDouble per thread, Float ones from
+    minWork.gemm, except Linear's gradWeight form (row-major a^T . b, BLAS's ta false and tb true)
+    with k <= minWork.shortK, from minWork.gemmShortK (bench/gemm_threads.py measured where a second
+    thread pays: Double from about 1M multiply-adds, Float from 8M, that Float form from 1M)."""
+    least = lua_fn("""function(m, n, k, ta, tb, dtype)
+      local blas = require 'torch.backend.cpu.blas'
+      local rule, seen = blas.threadsFor, {}
+      blas.threadsFor = function(work, least) seen[#seen + 1] = least; return 1 end
+      local T = torch[dtype]
+      local a = ta and T(k, m):fill(1):t() or T(m, k):fill(1)
+      local b = tb and T(n, k):fill(1):t() or T(k, n):fill(1)
+      local ok, err = pcall(torch.mm, a, b)
+      blas.threadsFor = rule
+      assert(ok, err)
+      return seen[#seen], blas.minWork
+    end""")
+    _, work = least(2, 2, 2, False, False, "FloatTensor")
+    assert work["gemmDouble"] < work["gemm"] and work["gemmShortK"] < work["gemm"] and work["shortK"] == 64
+    for dtype in ("FloatTensor", "DoubleTensor"):
+        for ta in (False, True):
+            for tb in (False, True):
+                for k in (50, 64, 65, 128):
+                    got, _ = least(512, 128, k, ta, tb, dtype)
+                    if dtype == "DoubleTensor":
+                        want = work["gemmDouble"]
+                    elif ta and not tb and k <= 64:   # row-major a^T . b: gradWeight = gradOutput^T . input
+                        want = work["gemmShortK"]
+                    else:
+                        want = work["gemm"]
+                    assert got == want, (dtype, ta, tb, k)
+    # the LSTM's gradWeight (512x128 over a batch of 50, 3.3M multiply-adds) gets 2 threads when 2 are allowed and free
+    rule = lua_fn("""function(work, least)
+      local blas = require 'torch.backend.cpu.blas'
+      local saved, watch = blas.threads, blas.watchLoad
+      blas.threads, blas.watchLoad = 2, false
+      local n = blas.threadsFor(work, least)
+      blas.threads, blas.watchLoad = saved, watch
+      return n
+    end""")
+    assert rule(512 * 128 * 50, work["gemmShortK"]) == 2
+    assert rule(50 * 512 * 128, work["gemm"]) == 1
+    assert rule(50 * 512 * 128, work["gemmDouble"]) == 2
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads thread signal masks from Linux's /proc")

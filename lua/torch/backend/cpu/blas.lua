@@ -8,8 +8,8 @@
 --
 -- Threads: blas.threads is torch.setnumthreads' count (default: the cores this process may use).
 -- Each call sets OpenBLAS's thread count first (a C store, about 2 ns), then puts the setting
--- back: a product gets one more thread per blas.minWork multiply-adds, up to blas.threads, so
--- small ones stay on one thread; and no more threads than the machine has free CPUs (one
+-- back: a product gets one more thread per blas.minWork units (gemm: blas.gemmLeast), up to
+-- blas.threads, so small ones stay on one thread; and no more threads than the machine has free CPUs (one
 -- pread of /proc/loadavg's count of runnable threads, only for calls large enough to split):
 -- OpenBLAS's threads wait on each other many times per product, so a split product stalls
 -- whenever one of them is descheduled. LAPACK gets blas.threads. docs/performance.md (Threads)
@@ -23,10 +23,23 @@ local floor = math.floor
 local blas = {}
 
 -- The work each thread of a call gets at least: multiply-adds for gemm, matrix elements for gemv
--- and ger, vector elements for dot and axpy. Measured on 2 idle cores (float32): 2 threads pay
--- for gemm from about 10M multiply-adds (docs/performance.md, Threads), for gemv from 1M elements (138 ->
--- 63 us at 1024^2; even at 512^2), never for dot (even from 1M to 16M elements).
-blas.minWork = { gemm = 4e6, gemv = 5e5, vector = math.huge }
+-- and ger, vector elements for dot and axpy. Measured on 2 idle cores, best of 5 (bench/gemm_threads.py,
+-- docs/performance.md, Threads): 2 threads pay for Double gemm from about 1M multiply-adds
+-- (0.52M to 1.06M by shape; the LSTM's 50x128x512 products 0.57x to 0.75x at 3.3M); for Float
+-- gemm, whose single thread is oneDNN's matmul, from about 8M (below, 2 OpenBLAS threads lose to
+-- it: the LSTM's forward 45 -> 49 us), except where BLAS sees an n x k . (m x k)^T product
+-- (ta false, tb true: row-major a^T . b, Linear's gradWeight) with k <= 64, from 1M (0.67x to
+-- 0.92x from 1M to 4M: the LSTM's 512x128x50 gradWeight 46 -> 33 us). gemv pays from 1M elements
+-- (138 -> 63 us at 1024^2; even at 512^2), dot never (even from 1M to 16M elements).
+blas.minWork = { gemm = 4e6, gemmDouble = 5e5, gemmShortK = 5e5, shortK = 64, gemv = 5e5, vector = math.huge }
+
+-- The least multiply-adds per thread for a gemm of this type, transposes and k (as blas.gemm gets them).
+function blas.gemmLeast(dt, ta, tb, k)
+  local minWork = blas.minWork
+  if dt.name == 'Double' then return minWork.gemmDouble end
+  if not ta and tb and k <= minWork.shortK then return minWork.gemmShortK end
+  return minWork.gemm
+end
 
 -- Float products of at least this many multiply-adds that stay on one thread run on oneDNN's
 -- matmul (torch.backend.cpu.dnnl) when it is loaded: measured on one core, 0.77x OpenBLAS's
@@ -196,14 +209,14 @@ local function ffiBlas(fn)
 
   local dnnl   -- torch.backend.cpu.dnnl, required at the first product it may run (it requires this module)
   function blas.gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-    local work = m * n * k
+    local work, least = m * n * k, blas.gemmLeast(dt, ta, tb, k)
     if dt.name == 'Float' and alpha == 1 and work >= blas.dnnlGemmWork
-        and blas.threadsFor(work, minWork.gemm) == 1 then
+        and blas.threadsFor(work, least) == 1 then
       dnnl = dnnl or require 'torch.backend.cpu.dnnl'
       if dnnl.enabled and dnnl.sgemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, 1) then return end
     end
     local f = dt.name == 'Double' and dgemm or sgemm
-    local used = size(work, minWork.gemm)
+    local used = size(work, least)
     f(ColMajor, ta and Trans or NoTrans, tb and Trans or NoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
     restore(used)
   end
