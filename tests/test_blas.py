@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import luabridge
-from helpers import LAYOUTS, N, T, assert_lua_error, call, draw, layout, lua_fn, method, tol
+from helpers import LAYOUTS, N, T, assert_lua_error, call, draw, in_fresh_thread, layout, lua_fn, method, tol
 
 FLOATS = [np.float64, np.float32]
 TYPES = FLOATS + [np.int32, np.int64]
@@ -229,40 +229,30 @@ def test_failed_call_leaves_result_unchanged(lua):
 def test_numpy_fallback(monkeypatch):
     """Without the library (LUABRIDGE_BLAS=numpy) the products run as numpy calls; no LAPACK."""
     monkeypatch.setenv("LUABRIDGE_BLAS", "numpy")
-    results: dict = {}
 
-    def work():
-        try:
-            luabridge.require("torch")
-            backend = luabridge.require("torch.backend.cpu.blas")
-            results["library"] = backend.library
-            rng = np.random.default_rng(5)
-            for dtype in FLOATS:
-                a, b, m = draw(rng, (5, 4), dtype), draw(rng, (4, 3), dtype), draw(rng, (5, 3), dtype)
-                x, y = draw(rng, 4, dtype), draw(rng, 5, dtype)
-                checks = [
-                    (call("mm", T(np.asfortranarray(a)), T(b)), a @ b),
-                    (call("addmm", 0.5, T(m), 2, T(a), T(layout(b, "strided"))), 0.5 * m + 2 * (a @ b)),
-                    (call("addmv", 2, T(y), -1, T(a), T(x[::-1].copy()[::-1])), 2 * y - a @ x),
-                    (call("addr", 2, T(a), 3, T(y), T(x)), 2 * a + 3 * np.outer(y, x)),
-                ]
-                for got, ref in checks:
-                    np.testing.assert_allclose(N(got), ref, **tol(dtype))
-                assert call("dot", T(x), T(x)) == pytest.approx(float(x.astype(np.float64) @ x), rel=1e-5)
-            try:
-                call("gesv", T(np.eye(2)), T(np.eye(2)))
-            except luabridge.LuaError as e:
-                results["lapack"] = str(e)
-        except BaseException as e:  # noqa: BLE001 - reported in the main thread
-            results["error"] = e
+    def work() -> tuple[object, str]:   # in a fresh thread: a runtime that reads the variable
+        luabridge.require("torch")
+        library = luabridge.require("torch.backend.cpu.blas").library
+        rng = np.random.default_rng(5)
+        for dtype in FLOATS:
+            a, b, m = draw(rng, (5, 4), dtype), draw(rng, (4, 3), dtype), draw(rng, (5, 3), dtype)
+            x, y = draw(rng, 4, dtype), draw(rng, 5, dtype)
+            checks = [
+                (call("mm", T(np.asfortranarray(a)), T(b)), a @ b),
+                (call("addmm", 0.5, T(m), 2, T(a), T(layout(b, "strided"))), 0.5 * m + 2 * (a @ b)),
+                (call("addmv", 2, T(y), -1, T(a), T(x[::-1].copy()[::-1])), 2 * y - a @ x),
+                (call("addr", 2, T(a), 3, T(y), T(x)), 2 * a + 3 * np.outer(y, x)),
+            ]
+            for got, ref in checks:
+                np.testing.assert_allclose(N(got), ref, **tol(dtype))
+            assert call("dot", T(x), T(x)) == pytest.approx(float(x.astype(np.float64) @ x), rel=1e-5)
+        with pytest.raises(luabridge.LuaError) as refused:
+            call("gesv", T(np.eye(2)), T(np.eye(2)))
+        return library, str(refused.value)
 
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join()
-    if "error" in results:
-        raise results["error"]
-    assert results["library"] is None
-    assert "LAPACK is not available" in results["lapack"]
+    library, lapack = in_fresh_thread(work)
+    assert library is None
+    assert "LAPACK is not available" in lapack
 
 
 def test_library_found(lua):
