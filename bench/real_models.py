@@ -30,8 +30,9 @@ the contended time over the idle one.
 The serial table (issue 25): for each count above 1, the step's serial fraction (the share of its
 one-thread work that ran on one thread) from thread CPU time (bench/machine.py serial_fraction:
 the workers' CPU time is the wall time in parallel regions; threads that spin while waiting count
-as working) and from the wall times alone (Karp-Flatt), and the speed-up over one thread that
-Amdahl's law allows on 8 and 16 cores with the CPU-time fraction. On a machine shared with other work, --priority (as root)
+as working, so it is a lower bound: PyTorch's OpenMP workers spin and read near 0) and from the
+wall times alone (Karp-Flatt), and the speed-up over one thread that Amdahl's law allows on 8 and
+16 cores with the Karp-Flatt fraction. On a machine shared with other work, --priority (as root)
 runs the bench and its hog ahead of that work, so that "idle" means the bench alone.
 """
 from __future__ import annotations
@@ -453,15 +454,21 @@ def table_rows(row: Row, results: dict[int, Result], peaks: dict[int, float]) ->
 def serial_rows(row: Row, results: dict[int, Result]) -> Iterator[str]:
     """The serial fraction of each multi-thread count: from thread CPU time and (against the
     first count, when that is 1 thread) Karp-Flatt's from wall times; Amdahl's speed-up over one
-    thread that the CPU-time fraction allows on 8 and 16 cores."""
+    thread on 8 and 16 cores from Karp-Flatt's (clamped to 0..1), since spinning workers make
+    the CPU-time figure a lower bound (PyTorch's OpenMP workers spin: its CPU-time fraction reads
+    near 0 whatever the step does); from the CPU-time one only when no 1-thread run was made."""
     counts = sorted(results)
     base = results[counts[0]]
     for n in counts[1:]:
         r = results[n]
-        flatt = (f"{karp_flatt(base.ours.best, r.ours.best, n):.2f} | {karp_flatt(base.theirs.best, r.theirs.best, n):.2f}"
-                 if counts[0] == 1 else "- | -")
-        projected = [" / ".join(f"{amdahl_speedup(t.serial, k):.1f}x" for k in (8, 16)) for t in (r.ours, r.theirs)]
-        yield (f"| {row.label} | {row.batch} | {n} | {r.ours.serial:.2f} | {r.theirs.serial:.2f} | {flatt} | "
+        if counts[0] == 1:
+            flatt = [karp_flatt(b.best, t.best, n) for b, t in ((base.ours, r.ours), (base.theirs, r.theirs))]
+            shown = " | ".join(f"{f:.2f}" for f in flatt)
+            serial = [min(max(f, 0.0), 1.0) for f in flatt]
+        else:
+            shown, serial = "- | -", [r.ours.serial, r.theirs.serial]
+        projected = [" / ".join(f"{amdahl_speedup(f, k):.1f}x" for k in (8, 16)) for f in serial]
+        yield (f"| {row.label} | {row.batch} | {n} | {r.ours.serial:.2f} | {r.theirs.serial:.2f} | {shown} | "
                f"{projected[0]} | {projected[1]} |")
 
 
@@ -500,7 +507,8 @@ def main() -> None:
         print("\n".join(table_rows(row, results[row.key], peaks)), flush=True)
     if len(counts) > 1:
         print("\nserial fraction of a step (the share of its one-thread work that ran on one thread), from thread "
-              "CPU time and from wall times (Karp-Flatt), and the speed-up over one thread Amdahl's law then allows")
+              "CPU time (a lower bound: waiting workers that spin count as working) and from wall times "
+              "(Karp-Flatt), and the speed-up over one thread Amdahl's law allows with the Karp-Flatt fraction")
         print(SERIAL_HEADER)
         for row in rows:
             print("\n".join(serial_rows(row, results[row.key])), flush=True)
