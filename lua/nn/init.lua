@@ -8,6 +8,7 @@ for _, group in ipairs { 'framework', 'layers', 'convolution', 'tables', 'criter
 end
 require 'nn.StochasticGradient'   -- a trainer, not a module: in no class list
 require 'nn.util.legacy'
+nn.plans = require 'nn.util.plans'
 -- torch/nn's init requires its THNN table first thing: custom layers call input.THNN.<op> directly
 -- (nn.THNN requires 'nn' itself: when it is the one loading nn, it is in package.loaded already)
 package.loaded.nn = nn
