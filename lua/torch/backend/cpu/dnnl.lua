@@ -142,6 +142,8 @@ local function load()
   check(lib.dnnl_engine_create(e, 1, 0), 'engine_create')
   check(lib.dnnl_stream_create(s, e[0], 1), 'stream_create')
   engine, stream = e[0], s[0]
+  -- the library, engine and stream, for the files declaring more of its API (dnnl_plan.lua)
+  dnnl.lib, dnnl.engine, dnnl.stream = lib, engine, stream
   dnnl.available, dnnl.enabled = true, not os.getenv('LUABRIDGE_NO_DNNL')
 end
 load()
