@@ -176,6 +176,14 @@ end
 
 function torch.parentOf(mt) return parents[mt] end
 
+-- Makes `standin` (a metatable another module sets on an instance of class mt for a while: nn's
+-- whole-model plans, lua/nn/util/plans.lua) answer torch.isTypeOf as mt does: its parents are mt's.
+function torch._standin(standin, mt)
+  assert(rawget(standin, '__typename') == rawget(mt, '__typename'), 'torch._standin: another class')
+  parents[standin] = parents[mt]
+  return standin
+end
+
 -- True when obj's class is typeSpec or derives from it (typeSpec: a name, a Lua pattern on
 -- names as in torch7, or a constructor).
 function torch.isTypeOf(obj, typeSpec)
