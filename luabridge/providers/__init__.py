@@ -11,12 +11,12 @@ from ..core.runtime import declare_callbacks, provide_callbacks
 from . import buffers, display, gnuplot, graphicsmagick, hdf5, lfs, matio, threads
 from .callbacks import CALLBACKS
 from .image import codecs, ops
-from .torch_cpu import linalg, ufuncs
+from .torch_cpu import blocked, linalg, ufuncs
 from .torch_cuda import arrays
 from .torch_cuda import nn  # noqa: F401  (registers the nn modules' device passes as CUDA ops)
 from .torch_cuda import fuse  # noqa: F401  (gives the CUDA device its fused kernels, for the graph)
 
 declare_callbacks(CALLBACKS)
-for _module in (ufuncs, linalg, arrays, lfs, hdf5, codecs, ops, graphicsmagick, matio, gnuplot, threads, display,
+for _module in (ufuncs, blocked, linalg, arrays, lfs, hdf5, codecs, ops, graphicsmagick, matio, gnuplot, threads, display,
                 buffers):
     provide_callbacks(_module.callbacks)

@@ -21,6 +21,10 @@ CALLBACKS: dict[str, str] = {
     "copy_storage": "copies a CPU storage into another of any element type",
     # torch_cpu/ufuncs.py (torch: backend/cpu/ufunc.lua)
     "ufunc_loop": "the address of numpy's inner SIMD loop for a ufunc and signature, or nil",
+    # torch_cpu/blocked.py (torch: backend/cpu/pointwise.lua, backend/cpu/random.lua)
+    "blocked_compile": "compiles an elementwise program over named tensors and scalars: its id (nil: path off)",
+    "blocked_run": "runs a compiled program over contiguous CPU tensors in cache-sized blocks on n threads",
+    "blocked_bernoulli": "fills a contiguous Float/Double tensor with a 0/1 mask, threaded, from a seed",
     # torch_cpu/linalg.py (torch: backend/cpu/blas.lua)
     "blas_library": "the OpenBLAS/LAPACK library numpy links: path, symbol prefix/suffix, int bits, lapack",
     "blas_threads": "the BLAS thread count for a product of a given size (free CPUs, setnumthreads)",
