@@ -15,8 +15,23 @@ local dnnl = require 'torch.backend.cpu.dnnl'
 local blas = require 'torch.backend.cpu.blas'
 local apply = require 'torch.backend.cpu.apply'
 
+-- the oneDNN functions declared here (dnnl.lua declares the core API)
+ffi.cdef [[
+dnnl_status_t dnnl_pooling_backward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int alg_kind, const dnnl_memory_desc_t diff_src,
+  const dnnl_memory_desc_t diff_dst, const dnnl_dims_t strides, const dnnl_dims_t kernel,
+  const dnnl_dims_t dilation, const dnnl_dims_t padding_l, const dnnl_dims_t padding_r,
+  const dnnl_primitive_desc_t hint_fwd_pd, const dnnl_primitive_attr_t attr);
+]]
+-- dnnl_types.h's average pooling kinds
+local POOLING_AVG_INCLUDE_PADDING, POOLING_AVG_EXCLUDE_PADDING = 0x2ff, 0x3ff
+
 local convdnnl = {}
 local ptr = apply.ptr
+
+-- Whether average pooling runs here (true by default; false keeps it on nn_pool.lua's loops):
+-- bench/conv_passes.lua compares both.
+convdnnl.pooling = { average = true }
 local ARG = dnnl.ARG
 local MAX_PLANS = 64
 
@@ -167,15 +182,28 @@ function convdnnl.accGrad(d, input, gradOutput, gradWeight, gradBias, scale)
 end
 
 ------------------------------------------------------------------------------------------------
--- 2D max pooling forward (nn/util/pool.lua's geometry g): oneDNN's output, and torch7's indices
--- from its workspace, which holds each window's arg-max tap (i * kW + j, in the output's
--- layout): index = the window's first input offset + the tap's offset + 1. Windows keep their
--- first maximum, as torch7's loops do.
+-- 2D pooling (nn/util/pool.lua's geometry g) of Float data.
+-- Max pooling forward: oneDNN's output, and torch7's indices from its workspace, which holds
+-- each window's arg-max tap (i * kW + j, in the output's layout): index = the window's first
+-- input offset + the tap's offset + 1. Windows keep their first maximum, as torch7's loops do.
+-- Its backward stays with nn_pool.lua's scatter loops, which read the indices (as torch7's):
+-- oneDNN's, from a workspace kept per indices tensor and checked against a copy of them, was
+-- slower on every shape measured (docs/performance.md: LeNet's first pooling 1.6 -> 2.7 ms on
+-- one thread, 1.6 -> 2.0 on two; ResNet's 3.3 -> 5.4 and 3.6).
+
+local function poolFwdPd(d, alg, prop)
+  return dnnl.pd('dnnl_pooling_forward_primitive_desc_create', 'pooling', prop or dnnl.FORWARD_TRAINING,
+    alg, dnnl.md(d.src), dnnl.md(d.dst), d.strides, d.kernel, d.dilates, d.padL, d.padR, nil)
+end
+
+local function poolBwdPd(d, alg)
+  local fwd = poolFwdPd(d, alg)
+  return fwd and dnnl.pd('dnnl_pooling_backward_primitive_desc_create', 'pooling backward', alg,
+    dnnl.md(d.src), dnnl.md(d.dst), d.strides, d.kernel, d.dilates, d.padL, d.padR, fwd, nil)
+end
 
 makers.maxPool = function(d)
-  local pd = dnnl.pd('dnnl_pooling_forward_primitive_desc_create', 'max pooling',
-    dnnl.FORWARD_TRAINING, dnnl.POOLING_MAX, dnnl.md(d.src), dnnl.md(d.dst), d.strides, d.kernel,
-    d.dilates, d.padL, d.padR, nil)
+  local pd = poolFwdPd(d, dnnl.POOLING_MAX)
   if not pd then return nil end
   local plan = dnnl.plan(pd, { { arg = ARG.SRC, sizes = d.src }, { arg = ARG.DST, sizes = d.dst, out = true },
     { arg = ARG.WORKSPACE, out = true } })
@@ -186,17 +214,36 @@ makers.maxPool = function(d)
   return plan
 end
 
+makers.avgPool = function(d)
+  local pd = poolFwdPd(d, d.alg, dnnl.FORWARD_INFERENCE)
+  return pd and dnnl.plan(pd, { { arg = ARG.SRC, sizes = d.src }, { arg = ARG.DST, sizes = d.dst, out = true } })
+end
+
+makers.avgPoolBackward = function(d)
+  local pd = poolBwdPd(d, d.alg)
+  return pd and dnnl.plan(pd, { { arg = ARG.DIFF_DST, sizes = d.dst }, { arg = ARG.DIFF_SRC, sizes = d.src, out = true } })
+end
+
+-- g's oneDNN description (cached in g), nil where oneDNN does not serve it (not Float, not 2D);
+-- padR: the padding after the last window (0 where it leaves rows unread), and whether any
+-- window reaches past the padding (ceil mode)
 local function poolDescription(g, dt)
   local I, O, p = g.I, g.O, g.p
   if not (dnnl.available and dnnl.enabled) or dt.name ~= 'Float' or I[1] ~= 1 or p.k[1] ~= 1 then return nil end
+  if g.dnnlPool ~= nil then return g.dnnlPool or nil end
   local k, st, pad, dil = p.k, p.d, p.pad, p.dil
-  local padR = {}
-  for i = 2, 3 do padR[i - 1] = math.max(0, (O[i] - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - I[i] - pad[i]) end
-  return { key = table.concat({ g.B, g.C, I[2], I[3], O[2], O[3], k[2], k[3], st[2], st[3], pad[2], pad[3],
+  local padR, past = {}, false
+  for i = 2, 3 do
+    padR[i - 1] = math.max(0, (O[i] - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - I[i] - pad[i])
+    past = past or padR[i - 1] > pad[i]
+  end
+  g.dnnlPool = { key = table.concat({ g.B, g.C, I[2], I[3], O[2], O[3], k[2], k[3], st[2], st[3], pad[2], pad[3],
       dil[2], dil[3] }, ' '),
     src = { g.B, g.C, I[2], I[3] }, dst = { g.B, g.C, O[2], O[3] }, strides = dnnl.dims { st[2], st[3] },
     kernel = dnnl.dims { k[2], k[3] }, dilates = dnnl.dims { dil[2] - 1, dil[3] - 1 },
-    padL = dnnl.dims { pad[2], pad[3] }, padR = dnnl.dims(padR) }
+    padL = dnnl.dims { pad[2], pad[3] }, padR = dnnl.dims(padR), past = past,
+    dilated = dil[2] > 1 or dil[3] > 1 }
+  return g.dnnlPool
 end
 
 -- the 1-based plane offsets of the P planes' windows' arg-max taps; a window whose maximum
@@ -231,6 +278,38 @@ function convdnnl.maxPool(g, output, indices, input)
   if not plan then return false end
   dnnl.run(plan, ptr(input), ptr(output), plan.taps)
   indicesOf(ptr(indices), plan.taps, ptr(output), ptr(input), g)
+  return true
+end
+
+-- Average pooling: torch7's divisor is oneDNN's exclude-padding one without countPad, and its
+-- include-padding one (the kernel's size) while no window reaches past the padding; windows
+-- that do (ceil mode), dilation and divide = false stay with the loops.
+local function avgDescription(g, dt, countPad, divide)
+  local d = divide and convdnnl.pooling.average and poolDescription(g, dt)
+  if not d or d.dilated or countPad and d.past then return nil end
+  d.alg = countPad and POOLING_AVG_INCLUDE_PADDING or POOLING_AVG_EXCLUDE_PADDING
+  d.avgKey = d.key .. (countPad and ' include' or ' exclude')
+  return d
+end
+
+local function avgPlan(pass, d)
+  return planFor(pass, { key = d.avgKey, src = d.src, dst = d.dst, strides = d.strides, kernel = d.kernel,
+    dilates = d.dilates, padL = d.padL, padR = d.padR, alg = d.alg })
+end
+
+function convdnnl.avgPool(g, output, input, countPad, divide)
+  local d = avgDescription(g, input._dt, countPad, divide)
+  local plan = d and avgPlan('avgPool', d)
+  if not plan then return false end
+  dnnl.run(plan, ptr(input), ptr(output))
+  return true
+end
+
+function convdnnl.avgPoolBackward(g, gradInput, gradOutput, countPad, divide)
+  local d = avgDescription(g, gradInput._dt, countPad, divide)
+  local plan = d and avgPlan('avgPoolBackward', d)
+  if not plan then return false end
+  dnnl.run(plan, ptr(gradOutput), ptr(gradInput))
   return true
 end
 

@@ -156,34 +156,47 @@ end
 -- e: the module's cache entry, g: its geometry (SpatialConvolution:_geometry); operands
 -- contiguous and checked, results sized.
 --
--- oneDNN's kernels take input channels 16 at a time: on fewer than conv.dnnlChannels.oneThread
--- the im2col passes are faster on one thread (LeNet's layers: 10.7 ms against 14.5 for the
--- forward of 20 -> 50 at batch 256), and its gradInput pass on fewer than
--- conv.dnnlChannels.gradInput is slower on any count (a 1-channel image: 4.9 ms against 35).
-conv.dnnlChannels = { oneThread = 32, gradInput = 16 }
+-- oneDNN's kernels take channels 16 at a time (input channels from 16 on; below, its first-layer
+-- kernels read the plain image): the share of their work that is not padding, `fill`, decides
+-- where convolutions of fewer than conv.dnnlChannels.oneThread input channels run (measured on
+-- 2 idle cores, best of 5, ms at 1 thread / 2 threads, im2col -> oneDNN; docs/performance.md):
+-- - fill >= 0.9 (ResNet's and VGG's first layers, 16 -> 32): oneDNN on any count (ResNet's 3 ->
+--   64 7x7 at batch 8: forward 33.0 -> 13.0, weight gradient 32.3 -> 16.6 on one thread);
+-- - else on one thread im2col (LeNet's 20 -> 50, fill 0.49: forward 9.1 against 11.2), on two
+--   oneDNN (6.0 against 9.1);
+-- - gradInput on fewer than conv.dnnlChannels.gradInput channels stays with im2col on any
+--   count (a 3-channel image: 3.6 ms against 10.8, 34.6 against 66.4 for ResNet's first layer).
+conv.dnnlChannels = { oneThread = 32, gradInput = 16, fill = 0.9 }
 
-local function onednn(g, gradInput)
+local function ceil16(n) return 16 * math.ceil(n / 16) end
+
+-- the oneDNN description of g for `pass` ('forward', 'gradInput', 'accGrad'), or nil where
+-- im2col runs it
+local function onednn(g, pass)
   local d = convdnnl.of(g, g.dt)
-  if not d or g.C >= conv.dnnlChannels.oneThread then return d end
-  if gradInput and g.C < conv.dnnlChannels.gradInput or convdnnl.threads() < 2 then return nil end
-  return d
+  local rule = conv.dnnlChannels
+  if not d or g.C >= rule.oneThread then return d end
+  if pass == 'gradInput' and g.C < rule.gradInput then return nil end
+  local fill = (g.C < 16 and 1 or g.C / ceil16(g.C)) * g.O / ceil16(g.O)
+  if fill >= rule.fill and (pass ~= 'gradInput' or g.C % 16 == 0) then return d end
+  return convdnnl.threads() >= 2 and d or nil
 end
 
 backend.register('cpu', {
   spatial_conv_forward = function(e, g, output, input, weight, bias)
-    local d = onednn(g)
+    local d = onednn(g, 'forward')
     if not (d and convdnnl.forward(d, input, weight, bias, output)) then
       conv.forward(e, g, input, weight, bias, output)
     end
   end,
   spatial_conv_grad_input = function(e, g, gradInput, gradOutput, weight)
-    local d = onednn(g, true)
+    local d = onednn(g, 'gradInput')
     if not (d and convdnnl.backward(d, weight, gradOutput, gradInput)) then
       conv.backward(e, g, weight, gradOutput, gradInput)
     end
   end,
   spatial_conv_acc_grad = function(e, g, gradWeight, gradBias, input, gradOutput, scale)
-    local d = onednn(g)
+    local d = onednn(g, 'accGrad')
     if not (d and convdnnl.accGrad(d, input, gradOutput, gradWeight, gradBias, scale)) then
       conv.accGrad(e, g, input, gradOutput, gradWeight, gradBias, scale)
     end

@@ -322,7 +322,9 @@ end
 
 -- The op table's pooling passes on the CPU (the CUDA ones: backend/cuda/nn_pool.lua), over
 -- the P planes of nn/util/pool.lua's geometry g; operands contiguous and checked, results
--- sized. 2D max pooling of Float data runs on oneDNN where it is installed (dnnl_nn.lua).
+-- sized. 2D max and average pooling of Float data run on oneDNN where it is installed
+-- (dnnl_nn.lua), on all threads; max pooling's backward stays here (faster than oneDNN's on
+-- every shape measured, see dnnl_nn.lua).
 backend.register('cpu', {
   pool_max_forward = function(g, output, indices, input)
     if convdnnl.maxPool(g, output, indices, input) then return end
@@ -348,9 +350,11 @@ backend.register('cpu', {
     end
   end,
   pool_avg_forward = function(g, output, input, countPad, divide)
+    if convdnnl.avgPool(g, output, input, countPad, divide) then return end
     run(loops.avgForward[input._dt], input, output, nil, g, countPad, divide)
   end,
   pool_avg_backward = function(g, gradInput, gradOutput, countPad, divide)
+    if convdnnl.avgPoolBackward(g, gradInput, gradOutput, countPad, divide) then return end
     unfold.zero(gradInput)
     run(loops.avgBackward[gradInput._dt], gradInput, gradOutput, nil, g, countPad, divide)
   end,

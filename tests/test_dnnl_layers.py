@@ -1,0 +1,210 @@
+"""The conv-net passes that run on oneDNN (backend/cpu/dnnl_nn.lua) against the kernels that run
+without it (dnnl.enabled false) and PyTorch's functional ops: max pooling (output, torch7's
+indices, and a backward that follows the indices, changed or not),
+average pooling (count_include_pad, ceil_mode), and convolutions of few channels, whose path the
+thread count picks (nn_conv.lua's rule); at 1 and 2 threads, odd sizes, padding, stride,
+dilation, batch 1, non-contiguous input; and finite differences on a small case."""
+import numpy as np
+import pytest
+
+from helpers import N, lua_fn
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+available = lua_fn("function() return require('torch.backend.cpu.dnnl').available end")
+PATHS = ["loops", pytest.param("onednn", marks=pytest.mark.skipif(
+    not available(), reason="oneDNN is not installed (pip install 'luabridge[onednn]')"))]
+
+# Runs module `make` (a Lua expression of nn) on x (transposed in dims 3, 4 first when `strided`:
+# a non-contiguous input) with oneDNN on or off, on `threads` threads (watchLoad off), in
+# training or evaluation: output, indices (or false), gradInput; and, when `touch`, the
+# gradInput after the indices of the first window were moved to its second tap.
+run = lua_fn("""function(path, threads, make, x, go, strided, train, touch)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local blas = require 'torch.backend.cpu.blas'
+  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
+  dnnl.enabled, blas.watchLoad = path == 'onednn', false
+  torch.setnumthreads(threads)
+  local ok, r = pcall(function()
+    local m = loadstring('return ' .. make)():float()
+    if not train then m:evaluate() end
+    local input = strided and x:transpose(3, 4) or x
+    local out = m:forward(input):clone()
+    local ix = m.indices and m.indices:clone() or false
+    local gi = m:backward(input, go):clone()
+    local moved = false
+    if touch then
+      m.indices:view(-1)[1] = m.indices:view(-1)[1] + 1
+      moved = m:backward(input, go):clone()
+    end
+    return { out, ix, gi, moved }
+  end)
+  dnnl.enabled, blas.watchLoad = was, watch
+  torch.setnumthreads(before)
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+# (module, constructor, input shape, torch op and its arguments)
+MAX_CASES = [
+    ("nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)", (2, 5, 13, 11), dict(kernel_size=3, stride=2, padding=1)),
+    ("nn.SpatialMaxPooling(2, 2, 2, 2)", (1, 3, 9, 9), dict(kernel_size=2, stride=2)),
+    ("nn.SpatialMaxPooling(2, 2, 2, 2):ceil()", (2, 3, 7, 9), dict(kernel_size=2, stride=2, ceil_mode=True)),
+    ("nn.SpatialMaxPooling(3, 2, 2, 1, 1, 0):ceil()", (3, 2, 8, 6),
+     dict(kernel_size=(2, 3), stride=(1, 2), padding=(0, 1), ceil_mode=True)),
+    ("nn.SpatialDilatedMaxPooling(3, 3, 1, 2, 1, 1, 2, 2)", (1, 2, 11, 9),
+     dict(kernel_size=3, stride=(2, 1), padding=1, dilation=2)),
+]
+
+
+def torch_max(x, go, args):
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    out, idx = F.max_pool2d(t, return_indices=True, **args)
+    out.backward(torch.tensor(go, dtype=torch.float64))
+    return out.detach().numpy(), idx.numpy() + 1, t.grad.numpy()
+
+
+def draw(shape, seed, ties=False):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if ties:   # rounded values after a ReLU: ties inside windows
+        x = np.maximum(np.round(x * 2), 0)
+    return x.astype(np.float32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("make, shape, args", MAX_CASES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_max_pool_against_pytorch(make, shape, args, path, threads, strided):
+    x = draw(shape, sum(shape))
+    xs = x.transpose(0, 1, 3, 2) if strided else x   # what the module sees
+    go = draw(F.max_pool2d(torch.tensor(xs), **args).shape, 7)
+    want_out, want_idx, want_gi = torch_max(xs, go, args)
+    out, idx, gi, _ = run(path, threads, make, np.ascontiguousarray(x), go, strided, True, False)
+    np.testing.assert_array_equal(N(out), want_out)
+    np.testing.assert_array_equal(N(idx), want_idx)
+    np.testing.assert_allclose(N(gi), want_gi, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("train", [True, False])
+def test_max_pool_backward_reads_the_indices(path, train):
+    """With ties, in training and evaluation; then with an index moved by hand: the gradient
+    follows the indices, as torch7's."""
+    make, shape = "nn.SpatialMaxPooling(2, 2, 2, 2)", (2, 3, 8, 6)
+    x = draw(shape, 3, ties=True)
+    go = draw((2, 3, 4, 3), 4)
+    out, idx, gi, moved = run(path, 2, make, x, go, False, train, True)
+    ref = {}
+    for name, ix in (("gi", N(idx)), ("moved", N(idx))):
+        if name == "moved":
+            ix.reshape(-1)[0] += 1
+        g = np.zeros((2, 3, 48))
+        for b in range(2):
+            for c in range(3):
+                np.add.at(g[b, c], ix[b, c].ravel() - 1, go[b, c].ravel())
+        ref[name] = g.reshape(shape)
+    np.testing.assert_allclose(N(gi), ref["gi"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(N(moved), ref["moved"], rtol=1e-6, atol=1e-6)
+
+
+AVG_CASES = [
+    ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)", (2, 4, 11, 9), dict(kernel_size=3, stride=2, padding=1)),
+    ("nn.SpatialAveragePooling(7, 7, 1, 1)", (1, 6, 7, 7), dict(kernel_size=7, stride=1)),   # ResNet's
+    ("nn.SpatialAveragePooling(3, 2, 2, 1, 1, 0):setCountExcludePad()", (2, 3, 7, 8),
+     dict(kernel_size=(2, 3), stride=(1, 2), padding=(0, 1), count_include_pad=False)),
+    ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):ceil()", (2, 3, 10, 8),
+     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1):ceil():setCountExcludePad()", (1, 3, 10, 9),
+     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("make, shape, args", AVG_CASES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_avg_pool_against_pytorch(make, shape, args, path, threads, strided):
+    x = draw(shape, sum(shape) + 1)
+    xs = x.transpose(0, 1, 3, 2) if strided else x
+    t = torch.tensor(xs, dtype=torch.float64, requires_grad=True)
+    out = F.avg_pool2d(t, **args)
+    go = draw(out.shape, 9)
+    out.backward(torch.tensor(go, dtype=torch.float64))
+    got_out, _, got_gi, _ = run(path, threads, make, np.ascontiguousarray(x), go, strided, True, False)
+    np.testing.assert_allclose(N(got_out), out.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(N(got_gi), t.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_pool_finite_differences():
+    """oneDNN's average and max pooling gradients against central differences of sum(out * go)
+    (float32 forward passes; max pooling on distinct values, away from ties)."""
+    fwd = lua_fn("""function(make, x)
+      require 'nn'
+      return loadstring('return ' .. make)():float():forward(x):clone()
+    end""")
+    for make in ("nn.SpatialAveragePooling(3, 3, 2, 2, 1, 1)", "nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)"):
+        x = (np.random.default_rng(5).permutation(2 * 2 * 5 * 5).reshape(2, 2, 5, 5) / 10).astype(np.float32)
+        go = draw((2, 2, 3, 3), 6)
+        _, _, gi, _ = run("onednn" if available() else "loops", 2, make, x, go, False, True, False)
+        num = np.zeros(x.shape)
+        eps = 1e-2
+        for i in np.ndindex(x.shape):
+            up, down = x.copy(), x.copy()
+            up[i] += eps
+            down[i] -= eps
+            num[i] = ((N(fwd(make, up)) - N(fwd(make, down))) * go).sum() / (2 * eps)
+        np.testing.assert_allclose(N(gi), num, rtol=1e-3, atol=1e-3, err_msg=make)
+
+
+# Convolutions of few input channels: the path (im2col or oneDNN) depends on the channel counts
+# and the thread count (nn_conv.lua's rule): every choice against PyTorch's conv2d.
+conv_run = lua_fn("""function(path, threads, nIn, nOut, k, s, p, l, x, w, b, go)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local blas = require 'torch.backend.cpu.blas'
+  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
+  dnnl.enabled, blas.watchLoad = path == 'onednn', false
+  torch.setnumthreads(threads)
+  local ok, r = pcall(function()
+    local m = nn.SpatialDilatedConvolution(nIn, nOut, k, k, s, s, p, p, l, l):float()
+    m.weight:copy(w); m.bias:copy(b); m:zeroGradParameters()
+    local out = m:forward(x):clone()
+    local gi = m:backward(x, go):clone()
+    return { out, gi, m.gradWeight, m.gradBias }
+  end)
+  dnnl.enabled, blas.watchLoad = was, watch
+  torch.setnumthreads(before)
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+CONV_CASES = [  # nIn, nOut, k, stride, pad, dilation, input shape
+    (1, 20, 5, 1, 0, 1, (3, 1, 14, 13)),      # LeNet's first layer: im2col on 1 thread, gradInput on any
+    (20, 50, 5, 1, 0, 1, (2, 20, 12, 11)),    # LeNet's second: im2col on 1 thread, oneDNN on 2
+    (3, 64, 7, 2, 3, 1, (1, 3, 21, 19)),      # ResNet's first: oneDNN but for gradInput
+    (16, 32, 3, 1, 1, 2, (2, 16, 9, 10)),     # dilated, 16 channels: oneDNN
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_few_channel_conv_against_pytorch(case, path, threads):
+    nIn, nOut, k, s, p, dil, shape = case
+    rng = np.random.default_rng(nIn + nOut)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((nOut, nIn, k, k)) / np.sqrt(nIn * k * k)).astype(np.float32)
+    b = rng.standard_normal(nOut).astype(np.float32)
+    t, tw, tb = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    out = F.conv2d(t, tw, tb, stride=s, padding=p, dilation=dil)
+    go = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(torch.tensor(go, dtype=torch.float64))
+    got = conv_run(path, threads, nIn, nOut, k, s, p, dil, x, w, b, go)
+    for name, g, want in zip(("output", "gradInput", "gradWeight", "gradBias"), got,
+                             (out.detach(), t.grad, tw.grad, tb.grad)):
+        want = want.numpy()
+        np.testing.assert_allclose(N(g), want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()), err_msg=name)
