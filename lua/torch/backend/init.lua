@@ -126,7 +126,7 @@ end
 backend.families = {
   'pointwise', 'reduce', 'products', 'index', 'sort', 'join', 'random', 'lapack', 'construct', 'conv',
   'nn', 'nn_conv', 'nn_pool', 'nn_batchnorm', 'nn_temporal', 'nn_pad', 'nn_resample', 'nn_lrn',
-  'nn_fractional', 'nn_sparse', 'nn_pointwise', 'nn_loss', 'nn_plan',
+  'nn_fractional', 'nn_sparse', 'nn_pointwise', 'nn_loss', 'nn_plan', 'nn_chain',
 }
 
 -- Loads a device's op families (backend/<device>/init.lua) once; returns what its init.lua
