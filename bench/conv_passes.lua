@@ -60,7 +60,10 @@ local function walk(m)
 end
 walk(model)
 for i, m in ipairs(leaves) do
-  for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
+  -- a module with its own backward (batch normalization) is timed there
+  local passes = m.backward ~= nn.Module.backward and { 'updateOutput', 'backward' }
+    or { 'updateOutput', 'updateGradInput', 'accGradParameters' }
+  for _, pass in ipairs(passes) do
     local f = m[pass]
     local key = ('%02d %s %s'):format(i, torch.type(m):gsub('^nn%.', ''), pass)
     order[#order + 1] = key
