@@ -17,6 +17,8 @@ backend.register('cuda', {
   end,
   unary = op('unary'), binary = op('binary'), add = op('add'), addcmul = op('addcmul'),
   addcdiv = op('addcdiv'), clamp = op('clamp'), lerp = op('lerp'),
+  -- torch.elementwise's blocked programs are the CPU's: CUDA declines, the caller runs its ops
+  elementwise = function() return false end,
 })
 
 -- The front-end methods, for the CUDA types (torch.<name> is the front end's for both devices).
