@@ -17,14 +17,27 @@ function Dropout:__init(p, v1, inplace, stochasticInference)
   self.noise = torch.Tensor()
 end
 
+-- Large inputs take one pass for the noise (threaded, see lua/torch/backend/cpu/random.lua for
+-- its stream) and one for output = input * noise (torch.elementwise), rather than four.
+local SCALE = 'n = n / q; y = x * n'
+local SCALED = 'y = x * n'
+
 function Dropout:updateOutput(input)
+  if self.p > 0 and (self.train or self.stochastic_inference) then
+    local keep = 1 - self.p
+    self.noise:resizeAs(input):bernoulli(keep)
+    if self.inplace then self.output:set(input) else self.output:resizeAs(input) end
+    local tensors = { n = self.noise, x = input, y = self.output }
+    if self.v2 and torch.elementwise(SCALE, tensors, { q = keep }) then return self.output end
+    if not self.v2 and torch.elementwise(SCALED, tensors) then return self.output end
+    if not self.inplace then self.output:copy(input) end
+    if self.v2 then self.noise:div(keep) end
+    self.output:cmul(self.noise)
+    return self.output
+  end
   if self.inplace then self.output:set(input) else self.output:resizeAs(input):copy(input) end
   if self.p > 0 then
-    if self.train or self.stochastic_inference then
-      self.noise:resizeAs(input):bernoulli(1 - self.p)
-      if self.v2 then self.noise:div(1 - self.p) end
-      self.output:cmul(self.noise)
-    elseif not self.v2 then
+    if not self.v2 then
       self.output:mul(1 - self.p)
     end
   end
@@ -35,7 +48,12 @@ function Dropout:updateGradInput(input, gradOutput)
   if self.inplace then
     self.gradInput:set(gradOutput)
   else
-    self.gradInput:resizeAs(gradOutput):copy(gradOutput)
+    self.gradInput:resizeAs(gradOutput)
+    if self.p > 0 and self.train
+        and torch.elementwise(SCALED, { n = self.noise, x = gradOutput, y = self.gradInput }) then
+      return self.gradInput
+    end
+    self.gradInput:copy(gradOutput)
   end
   if self.p > 0 then
     if self.train then

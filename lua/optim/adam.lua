@@ -12,18 +12,23 @@ function optim.adam(opfunc, x, config, state)
   local epsilon = config.epsilon or 1e-8
 
   local fx, dfdx = optim._evaluate('adam', opfunc, x)
-  optim._weightDecay(config, x, dfdx)
 
   state.t = state.t or 0
   local m = optim._buffer(state, 'm', x, dfdx, 0)
   local v = optim._buffer(state, 'v', x, dfdx, 0)
-  local denom = optim._buffer(state, 'denom', x, dfdx, 0)
   local clr = lr / (1 + state.t * lrd)
   state.t = state.t + 1
+  local stepSize = clr * math.sqrt(1 - beta2 ^ state.t) / (1 - beta1 ^ state.t)
+  if optim._fused(config, 'm = m*b1 + c1*g; v = v*b2 + c2*g*g; x = x + s*m/(sqrt(v) + eps)',
+                  { x = x, g = dfdx, m = m, v = v },
+                  { b1 = beta1, c1 = 1 - beta1, b2 = beta2, c2 = 1 - beta2, s = -stepSize, eps = epsilon }) then
+    return x, { fx }
+  end
+  optim._weightDecay(config, x, dfdx)
+  local denom = optim._buffer(state, 'denom', x, dfdx, 0)
   m:mul(beta1):add(1 - beta1, dfdx)
   v:mul(beta2):addcmul(1 - beta2, dfdx, dfdx)
   denom:copy(v):sqrt():add(epsilon)
-  local stepSize = clr * math.sqrt(1 - beta2 ^ state.t) / (1 - beta1 ^ state.t)
   x:addcdiv(-stepSize, m, denom)
   return x, { fx }
 end

@@ -10,11 +10,16 @@ function optim.adamax(opfunc, x, config, state)
   local epsilon = config.epsilon or 1e-38
 
   local fx, dfdx = optim._evaluate('adamax', opfunc, x)
-  optim._weightDecay(config, x, dfdx)
 
   state.t = (state.t or 0) + 1
   local m = optim._buffer(state, 'm', x, dfdx, 0)
   local u = optim._buffer(state, 'u', x, dfdx, 0)
+  if optim._fused(config, 'm = m*b1 + c1*g; u = maximum(u*b2, abs(g) + eps); x = x + s*m/u',
+                  { x = x, g = dfdx, m = m, u = u },
+                  { b1 = beta1, c1 = 1 - beta1, b2 = beta2, eps = epsilon, s = -lr / (1 - beta1 ^ state.t) }) then
+    return x, { fx }
+  end
+  optim._weightDecay(config, x, dfdx)
   if not state.max then
     local sz = dfdx:size():totable()
     table.insert(sz, 1, 2)

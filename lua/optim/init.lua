@@ -36,6 +36,22 @@ function optim._weightDecay(config, x, dfdx)
   if wd ~= 0 then dfdx:add(wd, x) end
 end
 
+-- One step of an algorithm as a single elementwise program over the flattened tensors
+-- (torch.elementwise: one threaded pass over memory instead of one per tensor op), with the
+-- weight decay (config.weightDecay, on g and x) put first when it is set. True when it ran; false
+-- when the tensors do not qualify (small, strided, CUDA, ...): the algorithm then runs its tensor
+-- ops, the same formulas op by op. The program writes every tensor that the ops write but the
+-- scratch buffers (adam's denom, rmsprop's tmp, adagrad's and adadelta's paramStd, adamax's max),
+-- which it does not need.
+function optim._fused(config, program, tensors, scalars)
+  local wd = config.weightDecay or 0
+  if wd ~= 0 then
+    program = 'g = g + wd*x; ' .. program
+    scalars.wd = wd
+  end
+  return torch.elementwise(program, tensors, scalars)
+end
+
 for _, name in ipairs { 'sgd', 'asgd', 'nag', 'adagrad', 'adadelta', 'rmsprop', 'rprop', 'adam',
                         'adamax', 'cg', 'polyinterp', 'lswolfe', 'lbfgs', 'fista', 'cmaes', 'de',
                         'checkgrad', 'ConfusionMatrix', 'Logger' } do

@@ -9,9 +9,13 @@ function optim.rmsprop(opfunc, x, config, state)
   local epsilon = config.epsilon or 1e-8
 
   local fx, dfdx = optim._evaluate('rmsprop', opfunc, x)
-  optim._weightDecay(config, x, dfdx)
 
   local m = optim._buffer(state, 'm', x, dfdx, config.initialMean or 0)
+  if optim._fused(config, 'm = m*a + c*g*g; x = x + s*g/(sqrt(m) + eps)', { x = x, g = dfdx, m = m },
+                  { a = alpha, c = 1 - alpha, s = -lr, eps = epsilon }) then
+    return x, { fx }
+  end
+  optim._weightDecay(config, x, dfdx)
   local tmp = optim._buffer(state, 'tmp', x, dfdx)
   m:mul(alpha):addcmul(1 - alpha, dfdx, dfdx)
   tmp:sqrt(m):add(epsilon)

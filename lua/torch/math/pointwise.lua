@@ -285,6 +285,33 @@ for _, name in ipairs { 'addcmul', 'addcdiv' } do
 end
 
 ------------------------------------------------------------------------------------------------
+-- torch.elementwise(program, tensors, scalars): a luabridge extension (not torch7's) that runs
+-- a program of elementwise assignments in one threaded, blocked pass where its tensors allow,
+--   torch.elementwise('m = b1*m + c1*g; x = x - s*m', { m = m, g = g, x = x }, { b1 = .9, ... })
+-- Names are tensors (the assigned ones are written) and numbers (cast to the tensors' type);
+-- + - * / and sqrt, abs, exp, log, maximum, minimum; statements run in order, element by
+-- element, so each reads what the ones before it wrote. It returns true when it ran, false when
+-- the tensors do not qualify (not CPU, not all contiguous Float or Double of one type and size,
+-- below the size where it pays, partly overlapping) and nothing was written: the caller then
+-- runs the same steps as tensor ops (optim's updates do).
+
+function torch.elementwise(program, tensors, scalars)
+  if type(program) ~= 'string' or type(tensors) ~= 'table' or (scalars ~= nil and type(scalars) ~= 'table') then
+    check.error('torch.elementwise: expected (program string, table of tensors[, table of numbers])')
+  end
+  local first
+  for name, t in pairs(tensors) do
+    if not isTensor(t) then check.error(('torch.elementwise: %s is not a tensor'):format(tostring(name))) end
+    first = first or t
+  end
+  for name, v in pairs(scalars or {}) do
+    if type(v) ~= 'number' then check.error(('torch.elementwise: %s is not a number'):format(tostring(name))) end
+  end
+  if not first then return false end
+  return backend.of(first).elementwise(program, tensors, scalars or {})
+end
+
+------------------------------------------------------------------------------------------------
 -- pow: r = a ^ v, or (tpow) r = v ^ a
 
 P.define('pow', function(r, a, b, extra)

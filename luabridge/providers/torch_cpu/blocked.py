@@ -71,7 +71,7 @@ class Program:
         self.temps = 0
         self._free: list[int] = []
         try:
-            tree = ast.parse(source.replace(";", "\n"), mode="exec")
+            tree = ast.parse("\n".join(part.strip() for part in source.split(";")), mode="exec")
         except SyntaxError as e:
             raise ProgramError(f"elementwise program {source!r}: {e.msg}") from None
         for stmt in tree.body:

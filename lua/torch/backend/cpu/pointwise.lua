@@ -593,9 +593,156 @@ end
 local lerpKernel = kernels(3, 'local x = $2; $1 = x + v1 * ($3 - x)')
 local function lerp(r, a, b, w) lerpKernel[a._dt.id](r, a, b, w) end
 
+------------------------------------------------------------------------------------------------
+-- threaded, blocked programs (luabridge/providers/torch_cpu/blocked.py)
+
+-- Large contiguous Float / Double operands run elementwise programs in Python: numpy's SIMD
+-- loops over cache-sized blocks, on the threads blas.threadsFor gives (torch.setnumthreads, never
+-- more than the CPUs free). A program of several ops ('x = x - s*m/(sqrt(v) + eps)', optim's
+-- steps through torch.elementwise) reads and writes each tensor once rather than once per op,
+-- which pays on one thread; a single op (add, mul, div, their tensor forms, sqrt) goes there only
+-- when it gets two threads or more (on one, numpy's loop called from here is as fast and costs
+-- no Python call), addcmul and addcdiv (LuaJIT kernels here) from one thread.
+-- blocked.enabled = false (or LUABRIDGE_BLOCKED=0 in the environment) keeps every op on the
+-- passes above; the tests compare both.
+local blocked = {
+  enabled = os.getenv('LUABRIDGE_BLOCKED') ~= '0',
+  -- the least elements of a program (a Python call and the views cost about 10 us: measured
+  -- with bench/blocked.py, 2-core AMD EPYC, best of 5)
+  from = { Float = 65536, Double = 32768 },
+  -- the least elements per thread
+  least = { Float = 131072, Double = 65536 },
+  runs = 0,   -- programs run here so far (the tests' witness)
+}
+local py = memory.py
+
+-- Whether `names` are exactly the keys of table t.
+local function namesOf(t, names)
+  local k = 0
+  for _ in pairs(t) do k = k + 1 end
+  if k ~= #names then return false end
+  for i = 1, k do if t[names[i]] == nil then return false end end
+  return true
+end
+
+-- programs by source (and by source and names where one source came with other names):
+-- { id, tensors = sorted names, scalars = sorted names, args = reused }, false where the path
+-- is off
+local programs = {}
+local function programOf(source, tensors, scalars)
+  local p = programs[source]
+  if p and not (namesOf(tensors, p.tensors) and namesOf(scalars, p.scalars)) then p = nil end
+  if p == nil then
+    local tn, sn = {}, {}
+    for k in pairs(tensors) do tn[#tn + 1] = tostring(k) end
+    for k in pairs(scalars) do sn[#sn + 1] = tostring(k) end
+    table.sort(tn)
+    table.sort(sn)
+    local tnames, snames = table.concat(tn, ','), table.concat(sn, ',')
+    local key = programs[source] == nil and source or (source .. '|' .. tnames .. '|' .. snames)
+    p = programs[key]
+    if p == nil then
+      local id = py.blocked_compile and py.blocked_compile(source, tnames, snames)
+      p = id and { id = id, tensors = tn, scalars = sn, args = {} } or false
+      programs[key] = p
+    end
+  end
+  return p
+end
+
+-- Whether the n-element run at address pa (element size s) is the one at pb or apart from it.
+local function sameOrApart(pa, pb, n, s) return pa == pb or pa + n * s <= pb or pb + n * s <= pa end
+
+-- Runs program `source` over tensors (name -> tensor) and scalars (name -> number) when they
+-- qualify: every tensor contiguous, aligned, of one Float or Double type and n elements (at
+-- least blocked.from), each pair the same memory or apart; `threaded`: only on 2+ threads.
+-- Returns whether it ran (else nothing was touched).
+local function runBlocked(source, tensors, scalars, threaded)
+  if not blocked.enabled then return false end
+  local p = programOf(source, tensors, scalars)
+  if not p then return false end
+  local names, args = p.tensors, p.args
+  local dt = tensors[names[1]]._dt
+  local from = blocked.from[dt.name]
+  if not from then return false end
+  local n = numel(tensors[names[1]])
+  if n < from then return false end
+  local size = dt.size
+  for i = 1, #names do
+    local t = tensors[names[i]]
+    if t._dt ~= dt or not isContiguous(t) or numel(t) ~= n then return false end
+    local pt = address(t)
+    if pt % size ~= 0 then return false end
+    for j = 1, i - 1 do
+      if not sameOrApart(pt, args[4 + j], n, size) then return false end
+    end
+    args[4 + i] = pt
+  end
+  local threads = blas.threadsFor(n, blocked.least[dt.name])
+  if threaded and threads < 2 then return false end
+  args[1], args[2], args[3], args[4] = p.id, dt.name, n, threads
+  local k = 4 + #names
+  for i, name in ipairs(p.scalars) do args[k + i] = scalars[name] end
+  py.blocked_run(unpack(args, 1, k + #p.scalars))
+  blocked.runs = blocked.runs + 1
+  return true
+end
+blocked.run = runBlocked
+
+-- The single ops' programs, over tensors r, a, b, c and the number v (a tensor may be another's
+-- very memory: each element is read before its own is written).
+local NONE = {}
+local function ops(r, a, b, c) return { r = r, a = a, b = b, c = c } end
+local function value(v) return { v = v } end
+
+local blockedBinary = {
+  add = { number = 'r = a + v', tensor = 'r = a + b' },
+  mul = { number = 'r = a * v', tensor = 'r = a * b' },
+  div = { number = 'r = a / v', tensor = 'r = a / b' },
+}
+
+local function binaryBlocked(name, r, a, b)
+  local forms = blockedBinary[name]
+  if forms then
+    if type(b) == 'number' then
+      if runBlocked(forms.number, ops(r, a), value(b), true) then return end
+    elseif runBlocked(forms.tensor, ops(r, a, b), NONE, true) then return end
+  end
+  binary(name, r, a, b)
+end
+
+local function unaryBlocked(name, r, a)
+  if name == 'sqrt' and runBlocked('r = sqrt(a)', ops(r, a), NONE, true) then return end
+  unary(name, r, a)
+end
+
+local function addBlocked(r, a, v, b)
+  if not r._dt.integer then
+    if not b then
+      if runBlocked('r = a + v', ops(r, a), value(v), true) then return end
+    elseif runBlocked(v == 1 and 'r = a + b' or 'r = a + v*b', ops(r, a, b), value(v), true) then
+      return
+    end
+  end
+  add(r, a, v, b)
+end
+
+-- r = a + v * b * c (/ c), on one thread too (the kernels above are LuaJIT's). torch7 copies a
+-- into r first, so a b or c that is r (r not a) reads a's values there: those stay above.
+local function addcBlocked(text, run)
+  local fallback = addcOp(run)
+  return function(r, a, v, b, c)
+    if (r == a or (b ~= r and c ~= r)) and runBlocked(text, ops(r, a, b, c), value(v), false) then return end
+    fallback(r, a, v, b, c)
+  end
+end
+
 backend.register('cpu', {
-  fill = fill, copy = copy, unary = unary, binary = binary, add = add,
-  addcmul = addcOp(addc.addcmul), addcdiv = addcOp(addc.addcdiv), clamp = clamp, lerp = lerp,
+  fill = fill, copy = copy, unary = unaryBlocked, binary = binaryBlocked, add = addBlocked,
+  addcmul = addcBlocked('r = a + v*b*c', addc.addcmul), addcdiv = addcBlocked('r = a + v*b/c', addc.addcdiv),
+  clamp = clamp, lerp = lerp,
+  -- elementwise(source, tensors, scalars): torch.elementwise's op (true when it ran)
+  elementwise = function(src, tensors, scalars) return runBlocked(src, tensors, scalars, false) end,
 })
 
-return { numpyFrom = numpyFrom }
+return { numpyFrom = numpyFrom, blocked = blocked }

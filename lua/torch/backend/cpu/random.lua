@@ -137,12 +137,44 @@ for name, draw in pairs(DRAWS) do LOOPS[name] = compileLoop(draw, 'p[i] = draw(g
 local bernoulliByElement = compileLoop(bernoulli, 'p[i] = draw(g, q[i])')
 local randomLoop = compileLoop(ranged, 'p[i] = draw(g, a, b)')
 
+-- Large Bernoulli masks (Dropout's: x:bernoulli(p) with a number p on a contiguous Float or
+-- Double tensor of at least masks.from elements) are drawn in Python on the threads
+-- blas.threadsFor gives (luabridge/providers/torch_cpu/blocked.py): numpy's PCG64 streams, one
+-- per chunk of 65536 elements, chunk i seeded with SeedSequence(s, spawn_key=(i,)) where s is ONE
+-- 32-bit draw of the torch generator. The mask is deterministic under torch.manualSeed and the
+-- same on any thread count, but it is not torch7's stream (element i is 1 when numpy's uniform
+-- draw u_i < p; torch7 draws u_i from MT19937, 1 when u_i <= p), and the generator advances by
+-- one draw rather than n. Smaller or strided tensors keep torch7's stream bit for bit;
+-- masks.enabled = false (or LUABRIDGE_BLOCKED=0) keeps it for every tensor.
+local memory = require 'torch.core.memory'
+local blas = require 'torch.backend.cpu.blas'
+local masks = {
+  enabled = os.getenv('LUABRIDGE_BLOCKED') ~= '0',
+  -- the least elements (one chunk: numpy's draws take a quarter of the Lua loop's time there,
+  -- bench/blocked.py) and the least per thread
+  from = 65536, least = 65536,
+}
+local intptr = ffi.typeof('intptr_t')
+local function threadedMask(r, p, g)
+  local py = memory.py
+  if not (masks.enabled and py.blocked_bernoulli) or r._dt.integer or r._dt.half or not isContiguous(r) then
+    return false
+  end
+  local n = r:nElement()
+  local size = r._dt.size
+  local addr = tonumber(ffi.cast(intptr, r._st._ptr)) + r._off * size
+  if n < masks.from or addr % size ~= 0 then return false end
+  local seed = random32(g)
+  return py.blocked_bernoulli(r._dt.name, addr, n, p, seed, blas.threadsFor(n, masks.least))
+end
+
 require('torch.backend').register('cpu', {
   -- r filled by generator g with draws of distribution name (parameters p1, p2): for random,
   -- integers in [p1, p2] (a 32-bit draw reduced); for bernoulli, p1 may be a tensor of one
   -- probability per element
   random = function(name, r, p1, p2, g)
     if name == 'random' then return fill(r, randomLoop, g, p2 - p1 + 1, p1) end
+    if name == 'bernoulli' and type(p1) == 'number' and threadedMask(r, p1, g) then return r end
     if name == 'bernoulli' and torch.isTensor(p1) then
       local probs = p1:double():contiguous()
       return fill(r, bernoulliByElement, g, nil, nil, probs._st and probs._st._ptr + probs._off)
@@ -155,7 +187,7 @@ require('torch.backend').register('cpu', {
 -- torch.uniform, ...): the CPU generator's state and draws, reached through the op table.
 local mt19937 = {
   N = N, TWO32 = TWO32, stateType = stateType, seed = seedState, random32 = random32,
-  uniform01 = uniform01, ranged = ranged, draws = DRAWS,
+  uniform01 = uniform01, ranged = ranged, draws = DRAWS, masks = masks,
 }
 require('torch.backend').register('cpu', { mt19937 = mt19937 })
 return mt19937
