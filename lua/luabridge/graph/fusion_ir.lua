@@ -8,7 +8,8 @@ require 'torch'
 local ffi = require 'ffi'
 local backend = require 'torch.backend'
 local structure = require 'torch.core.apply'
-local host = backend.host   -- numpy's loops over host memory (ufunc_loop, ufunc_unary, ufunc_binary)
+local host = backend.host   -- numpy's loops over host memory (ufunc_loop)
+local team = require 'luabridge.graph.fusion_threads'   -- the worker threads of large groups
 local isContiguous, numel = structure.isContiguous, structure.numel
 
 -- The pointer to the first element of an operand in host memory, from its op table.
@@ -97,13 +98,18 @@ local UFUNC = {
   sigmoid = { { 'negative', 1 }, { 'exp', 'dst' }, { 'add', 'dst', 'one' }, { 'reciprocal', 'dst' } },
 }
 local TYPE_CHAR = { float = 'f', double = 'd' }
+-- The cost of one pass over a block, per element, in units of a cheap SIMD loop (add, mul, ...):
+-- numpy's exp, log, tanh and power cost about 3, a Lua loop about 8 (bench/fusion.py's chains).
+local COST = { exp = 3, log = 3, tanh = 3, power = 3, lua = 8 }
 
 -- The blocked source of a group: per block of `block` elements, each distinct sub-expression is
 -- one call of numpy's SIMD loop (or a short Lua loop) into a block buffer that stays in cache;
--- the roots write the outputs. One pass over memory, SIMD inside the block.
+-- the roots write the outputs. One pass over memory, SIMD inside the block. Returns the source
+-- (its factory(n, ctype, loops, pointers) gives kernel(lo, hi), which computes elements
+-- lo .. hi - 1, lo a multiple of `block`), the loops it takes and its cost per element (COST).
 local function blockedSource(exprs, nin, scalar, ctype, block)
   local head, body, loops, consts, memo = {}, {}, {}, {}, {}
-  local ntemp = 0
+  local ntemp, cost = 0, 0
   -- an operand: { pointer, byte step, element i of it in Lua }
   local function const(x)
     local key = literal(x)
@@ -124,6 +130,7 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
   local function luaLoop(fn, args, dst)
     local text = FN[fn]:gsub('%$(%d)', function(k) return args[tonumber(k)][3] end)
     body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(dst[3], text)
+    cost = cost + COST.lua
   end
   local function ufuncSteps(fn, args, dst)
     local steps, calls = UFUNC[fn], {}
@@ -142,6 +149,7 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
                                                    table.concat(parts, ', '), dst[1])
     end
     for _, c in ipairs(calls) do body[#body + 1] = c end
+    for _, st in ipairs(steps) do cost = cost + (COST[st[1]] or 1) end
     return true
   end
   -- structural keys; uses[key]: operand slots reading that sub-expression (its block buffer is
@@ -207,39 +215,70 @@ local function blockedSource(exprs, nin, scalar, ctype, block)
   for j = 1, #exprs do
     local out = { ('(py%d + off)'):format(j), 'S', ('py%d[off + i]'):format(j) }
     local got = emit(exprs[j], out)
-    if got ~= out then body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(out[3], got[3]) end
+    if got ~= out then
+      body[#body + 1] = ('for i = 0, m - 1 do %s = %s end'):format(out[3], got[3])
+      cost = cost + 1
+    end
   end
   return ([[
 local ffi = require 'ffi'
-local host = require('torch.backend').host
-local unary, binary = host.ufunc_unary, host.ufunc_binary
 local abs, exp, log, sqrt, tanh = math.abs, math.exp, math.log, math.sqrt, math.tanh
+local charp = ffi.typeof('char *')
+local A, D, St = ffi.new('char *[3]'), ffi.new('intptr_t[1]'), ffi.new('intptr_t[3]')
+local function unary(l, m, pa, sa, py, sy)
+  A[0], A[1], D[0], St[0], St[1] = ffi.cast(charp, pa), ffi.cast(charp, py), m, sa, sy
+  l.fn(A, D, St, l.data)
+end
+local function binary(l, m, pa, sa, pb, sb, py, sy)
+  A[0], A[1], A[2], D[0] = ffi.cast(charp, pa), ffi.cast(charp, pb), ffi.cast(charp, py), m
+  St[0], St[1], St[2] = sa, sb, sy
+  l.fn(A, D, St, l.data)
+end
 return function(n, ct, L, P)
   local S = ffi.sizeof(ct)
   local buf = ffi.new(ct .. '[?]', %d)
   local C = ffi.new(ct .. '[?]', %d, { %s })
-  return function()
+  return function(lo, hi)
     %s
-    for off = 0, n - 1, %d do
-      local m = n - off
+    for off = lo, hi - 1, %d do
+      local m = hi - off
       if m > %d then m = %d end
       %s
     end
   end
 end]]):format(math.max(1, ntemp) * block, math.max(1, #consts), table.concat(consts, ', '),
               table.concat(pointers(nin, #exprs, scalar, head), '\n    '), block, block, block,
-              table.concat(body, '\n      ')), loops
+              table.concat(body, '\n      ')), loops, cost
 end
 
-local compiled = {}
--- The factory a source text returns, compiled once per text.
-local function factory(src)
-  local f = compiled[src]
-  if not f then
-    f = assert(loadstring(src, '=fused group'))()
-    compiled[src] = f
+local factory = team.factory
+
+-- The thread count for `work` units, at least `least` a thread: the BLAS calls' rule
+-- (torch.setnumthreads, never more than the free CPUs) where the host lends it, else
+-- torch.setnumthreads' count alone.
+local threadsFor
+local function hostThreadsFor()
+  local ok, f = pcall(function() return host.threads_for end)
+  if ok and f then return f end
+  return function(work, least)
+    local n = math.min(host.threads(), host.cpus())
+    if n <= 1 or work < 2 * least then return 1 end
+    return math.max(1, math.min(n, math.floor(work / least)))
   end
-  return f
+end
+
+-- The step running a blocked kernel(lo, hi) over its n elements: on one thread, or split over
+-- the fusion threads (fusion_threads.lua) when its work (elements x cost per element) is worth
+-- it and the thread rule gives more than one.
+local function threaded(kernel, src, n, ctype, ptrs, loops, block, cost)
+  local work = n * cost * (ctype == 'double' and 2 or 1)   -- half as many doubles per SIMD op
+  if work < 2 * M.THREAD_LEAST then return function() kernel(0, n) end end
+  threadsFor = threadsFor or hostThreadsFor()
+  local d, keep = team.describe(src, n, ctype, ptrs, loops)
+  return function()
+    local t = team.enabled and threadsFor(work, M.THREAD_LEAST) or 1
+    if t > 1 then team.run(d, kernel, n, t, block, keep) else kernel(0, n) end
+  end
 end
 
 -- The closure computing ys[j] = exprs[j](xs) elementwise; inputs of one element broadcast.
@@ -269,8 +308,8 @@ function M.closure(exprs, xs, ys, blocked)
   local ctype = tostring(ffi.typeof(ptrs[#ptrs])):match('ctype<(%a+) ?%*>')
   if blocked and TYPE_CHAR[ctype] then
     local block = n >= M.LARGE and M.LARGE_BLOCK or M.BLOCK
-    local src, loops = blockedSource(exprs, #xs, scalar, ctype, block)
-    loop = factory(src)(n, ctype, loops, ptrs)
+    local src, loops, cost = blockedSource(exprs, #xs, scalar, ctype, block)
+    loop = threaded(factory(src)(n, ctype, loops, ptrs), src, n, ctype, ptrs, loops, block, cost)
   else
     loop = factory(source(exprs, #xs, scalar))(n, ptrs)
   end
@@ -285,5 +324,10 @@ end
 -- Elements per block of the blocked form (bench/fusion.py): small blocks keep groups of ~1e4
 -- elements as fast as unfused; from M.LARGE elements on, larger blocks halve the calls per op.
 M.BLOCK, M.LARGE_BLOCK, M.LARGE = 1024, 4096, 1000000
+-- The least work (elements x cost per element) each thread of a blocked group gets, about 40 us
+-- (a cheap pass costs ~0.1 ns per float32 element): a group runs on one thread below twice this.
+-- Waking a worker and sharing chunks costs a few us when a CPU is free (bench/fusion.py: the
+-- 8-op chains gain on 2 threads from ~3e4 elements when the bench runs ahead of other work).
+M.THREAD_LEAST = 400000
 M.source, M.blockedSource = source, blockedSource
 return M

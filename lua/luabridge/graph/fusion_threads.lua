@@ -1,0 +1,209 @@
+-- The worker threads of the fused CPU groups (luabridge/graph/fusion_threads.py): a large
+-- group's blocked kernel (fusion_ir.lua) runs over chunks of its elements on several threads.
+--
+-- A team is memory outside every Lua runtime (malloc'd, kept for the process): a pthread mutex,
+-- two conditions and the job (the kernel's description, its chunks, the next one to take, how
+-- many run). Its workers are threads.Thread runtimes of their own that wait on the condition,
+-- take chunks under the mutex and run them; the calling thread takes chunks too and returns
+-- once every chunk has run, so a late or busy worker costs speed only (the caller runs what it
+-- did not take), never a wait for a thread that has not started. A worker compiles a kernel
+-- from its description (source text, sizes, the operands' and numpy loops' addresses) once and
+-- keeps it by the kernel's serial number. Blocking holds no lock of Python's (lupa releases the
+-- GIL while Lua runs), and these modules load no torch: a worker's runtime needs ffi alone.
+local ffi = require 'ffi'
+
+ffi.cdef [[
+typedef void (*luabridge_fusion_loop)(char **args, const intptr_t *dims, const intptr_t *steps, void *data);
+typedef struct {
+  int64_t serial, n;
+  const char *src;
+  int64_t srclen;
+  int32_t ctype, nptr, nloop, pad;
+  void **ptr, **fn, **data;
+} luabridge_fusion_kernel;
+typedef struct {
+  uint8_t mutex[64], wake[64], done[64];
+  int64_t generation, stop, want, next, chunks, chunk, n, busy, failed, runs, helped;
+  luabridge_fusion_kernel *kernel;
+  char message[240];
+} luabridge_fusion_team;
+void *luabridge_fusion_malloc(size_t n) __asm__("malloc");
+int luabridge_fusion_mutex_init(void *m, const void *attr) __asm__("pthread_mutex_init");
+int luabridge_fusion_lock(void *m) __asm__("pthread_mutex_lock");
+int luabridge_fusion_unlock(void *m) __asm__("pthread_mutex_unlock");
+int luabridge_fusion_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
+int luabridge_fusion_wait(void *c, void *m) __asm__("pthread_cond_wait");
+int luabridge_fusion_signal(void *c) __asm__("pthread_cond_signal");
+int luabridge_fusion_broadcast(void *c) __asm__("pthread_cond_broadcast");
+int luabridge_fusion_getpid(void) __asm__("getpid");
+]]
+local C = ffi.C
+local lock, unlock, wait = C.luabridge_fusion_lock, C.luabridge_fusion_unlock, C.luabridge_fusion_wait
+
+local M = {}
+
+-- Whether large groups run on several threads (LUABRIDGE_FUSION_THREADS=0: never; tests turn it
+-- off to compare both paths).
+M.enabled = os.getenv('LUABRIDGE_FUSION_THREADS') ~= '0'
+-- M.enabled, set first to `on` unless on is nil (luabridge/graph/fusion_threads.py's threaded).
+function M.threaded(on)
+  if on ~= nil then M.enabled = on end
+  return M.enabled
+end
+-- Chunks per thread of a job (more: a thread that falls behind holds up less of it).
+M.CHUNKS_PER_THREAD = 4
+-- Kernels a worker keeps compiled (past this it drops them all and compiles again on demand).
+M.KEEP = 64
+
+local CTYPES = { [0] = 'float', [1] = 'double', float = 0, double = 1 }
+
+local compiled = {}
+-- The factory a generated source text returns, compiled once per text in this runtime.
+function M.factory(src)
+  local f = compiled[src]
+  if not f then
+    f = assert(loadstring(src, '=fused group'))()
+    compiled[src] = f
+  end
+  return f
+end
+
+-- The kernel function(lo, hi) a description stands for, compiled in this runtime.
+local function kernelOf(d)
+  local ct = CTYPES[d.ctype]
+  local P, L = {}, {}
+  for k = 1, d.nptr do P[k] = ffi.cast(ct .. ' *', d.ptr[k - 1]) end
+  for k = 1, d.nloop do L[k] = { fn = ffi.cast('luabridge_fusion_loop', d.fn[k - 1]), data = d.data[k - 1] } end
+  return M.factory(ffi.string(d.src, d.srclen))(tonumber(d.n), ct, L, P)
+end
+
+-- Takes chunks of the team's job and runs them (the mutex held on entry and on return);
+-- `worker`: counted as a worker's (M.runs).
+local function runChunks(team, kernel, worker)
+  while team.next < team.chunks do
+    local c = team.next
+    team.next = c + 1
+    team.busy = team.busy + 1
+    unlock(team.mutex)
+    local lo = c * team.chunk
+    local hi = lo + team.chunk
+    if hi > team.n then hi = team.n end
+    local ok, err = pcall(kernel, tonumber(lo), tonumber(hi))
+    lock(team.mutex)
+    if worker then team.helped = team.helped + 1 end
+    if not ok and team.failed == 0 then
+      team.failed = 1
+      ffi.copy(team.message, tostring(err):sub(1, 239))
+    end
+    team.busy = team.busy - 1
+  end
+  if team.busy == 0 then C.luabridge_fusion_broadcast(team.done) end
+end
+
+-- A worker's life (its own thread and runtime): jobs until the team stops.
+function M.work(address, index)
+  local team = ffi.cast('luabridge_fusion_team *', address)
+  local kernels, kept, seen = {}, 0, 0
+  lock(team.mutex)
+  while team.stop == 0 do
+    if team.generation == seen then
+      wait(team.wake, team.mutex)
+    else
+      seen = team.generation
+      if index < team.want and team.next < team.chunks then
+        local d = team.kernel
+        local serial = tonumber(d.serial)
+        local kernel = kernels[serial]
+        if not kernel then
+          -- d lives while the job runs, and the job cannot end while this worker holds the
+          -- mutex and has not looked: compile under it (once per kernel)
+          if kept >= M.KEEP then kernels, kept = {}, 0 end
+          local ok, got = pcall(kernelOf, d)
+          kernel = ok and got or function() error(got, 0) end
+          kernels[serial], kept = kernel, kept + 1
+        end
+        runChunks(team, kernel, true)
+      end
+    end
+  end
+  unlock(team.mutex)
+end
+
+local team, workers, pid, serials = nil, {}, nil, 0
+
+local function newTeam()
+  local t = ffi.cast('luabridge_fusion_team *', C.luabridge_fusion_malloc(ffi.sizeof('luabridge_fusion_team')))
+  assert(t ~= nil, 'fused group threads: out of memory')
+  ffi.fill(t, ffi.sizeof('luabridge_fusion_team'))
+  assert(C.luabridge_fusion_mutex_init(t.mutex, nil) == 0 and C.luabridge_fusion_cond_init(t.wake, nil) == 0
+         and C.luabridge_fusion_cond_init(t.done, nil) == 0, 'fused group threads: pthread init failed')
+  return t
+end
+
+-- This runtime's team with at least n workers (started here; a new team after a fork, whose
+-- child has none of the parent's threads).
+local function teamOf(n)
+  local now = C.luabridge_fusion_getpid()
+  if pid ~= now then team, workers, pid = newTeam(), {}, now end
+  if #workers < n then
+    local Thread = require 'threads.Thread'
+    local address = tonumber(ffi.cast('uintptr_t', team))
+    for i = #workers + 1, n do
+      workers[i] = Thread(("require('luabridge.graph.fusion_threads').work(%.0f, %d)"):format(address, i))
+    end
+  end
+  return team
+end
+
+-- A description of kernel(lo, hi) for the workers, from what the caller compiled it from:
+-- src (the factory's text), n, ctype ('float' or 'double'), P (the operands' pointers) and L
+-- (numpy's loops, { fn, data }). `keep` holds the memory it points into; keep it with it.
+function M.describe(src, n, ctype, P, L)
+  serials = serials + 1
+  local d = ffi.new('luabridge_fusion_kernel')
+  local ptr, fn, data = ffi.new('void *[?]', #P + 1), ffi.new('void *[?]', #L + 1), ffi.new('void *[?]', #L + 1)
+  for k, p in ipairs(P) do ptr[k - 1] = p end
+  for k, l in ipairs(L) do fn[k - 1], data[k - 1] = ffi.cast('void *', l.fn), l.data end
+  d.serial, d.n, d.src, d.srclen = serials, n, src, #src
+  d.ctype, d.nptr, d.nloop, d.ptr, d.fn, d.data = CTYPES[ctype], #P, #L, ptr, fn, data
+  return d, { src, ptr, fn, data }
+end
+
+-- Runs kernel(lo, hi) over [0, n) in chunks (multiples of `align` elements) on `threads`
+-- threads: this one and threads - 1 workers, which run the kernel d describes.
+function M.run(d, kernel, n, threads, align)
+  local t = teamOf(threads - 1)
+  local per = math.ceil(n / (threads * M.CHUNKS_PER_THREAD) / align) * align
+  lock(t.mutex)
+  t.kernel, t.n, t.chunk, t.chunks = d, n, per, math.ceil(n / per)
+  t.next, t.busy, t.failed, t.want = 0, 0, 0, threads
+  t.generation = t.generation + 1
+  t.runs = t.runs + 1
+  C.luabridge_fusion_broadcast(t.wake)
+  runChunks(t, kernel)
+  while t.busy > 0 do wait(t.done, t.mutex) end
+  t.kernel = nil
+  local message = t.failed ~= 0 and ffi.string(t.message)
+  unlock(t.mutex)
+  if message then error('fused group (worker thread): ' .. message, 0) end
+end
+
+-- Stops this runtime's workers and waits for them (a later job starts new ones).
+function M.stop()
+  if not team or pid ~= C.luabridge_fusion_getpid() then return end
+  lock(team.mutex)
+  team.stop = 1
+  C.luabridge_fusion_broadcast(team.wake)
+  unlock(team.mutex)
+  for _, w in ipairs(workers) do w:free() end
+  team, workers, pid = nil, {}, nil
+end
+
+-- The jobs this runtime has split over threads, and the chunks its workers ran (tests check
+-- that the threaded path ran, and that the workers took part).
+function M.runs()
+  if not team then return 0, 0 end
+  return tonumber(team.runs), tonumber(team.helped)
+end
+
+return M
