@@ -156,34 +156,50 @@ def _temps(dtype: np.dtype, count: int, block: int) -> list[np.ndarray]:
     return have
 
 
+def _plan(prog: Program, dtype: np.dtype, scalars: list[Any]) -> tuple[list, list[Any]]:
+    """prog's steps over one list of slots, [tensor blocks..., temporaries..., scalars...,
+    literals...]: (ufunc or None for a copy, argument slots, output slot), and the fixed slots."""
+    k, m = len(prog.tensors), prog.temps
+    fixed = list(scalars)
+    literals: dict[float, int] = {}
+
+    def slot(op: Operand) -> int:
+        kind, i = op
+        if kind == "t":
+            return i
+        if kind == "m":
+            return k + i
+        if kind == "s":
+            return k + m + i
+        if i not in literals:
+            literals[i] = k + m + len(fixed)
+            fixed.append(dtype.type(i))
+        return literals[i]
+
+    steps = [(fn, tuple(slot(a) for a in args), slot(out)) for fn, args, out in prog.steps]
+    return steps, fixed
+
+
 def _run_range(prog: Program, arrays: list[np.ndarray], scalars: list[Any], lo: int, hi: int,
                block: int) -> None:
     """The program over elements lo .. hi - 1, block by block."""
     dtype = arrays[0].dtype
-    temps = _temps(dtype, prog.temps, block)
-    steps = prog.steps
+    temps = _temps(dtype, prog.temps, block)[:prog.temps]
+    steps, fixed = _plan(prog, dtype, scalars)
+    copyto = np.copyto
     for start in range(lo, hi, block):
         stop = min(start + block, hi)
         k = stop - start
-        blocks = [a[start:stop] for a in arrays]
-        tmp = [t[:k] for t in temps[:prog.temps]]
-
-        def get(op: Operand) -> Any:
-            kind, i = op
-            if kind == "t":
-                return blocks[i]
-            if kind == "m":
-                return tmp[i]
-            if kind == "s":
-                return scalars[i]
-            return dtype.type(i)
-
+        slots = [a[start:stop] for a in arrays]
+        slots += temps if k == block else [t[:k] for t in temps]
+        slots += fixed
         for fn, args, out in steps:
-            target = get(out)
             if fn is None:
-                np.copyto(target, get(args[0]))
+                copyto(slots[out], slots[args[0]])
+            elif len(args) == 2:
+                fn(slots[args[0]], slots[args[1]], slots[out])
             else:
-                fn(*[get(a) for a in args], out=target)
+                fn(slots[args[0]], slots[out])
 
 
 _pool: Optional[ThreadPoolExecutor] = None
