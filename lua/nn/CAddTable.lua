@@ -13,11 +13,11 @@ function CAddTable:updateOutput(input)
   tables.tensors(self, input)
   tables.sameElements(self, input)
   if self.inplace then
+    tables.chain('add', input[1], input[1], input, 1)
     self.output:set(input[1])
   else
-    self.output:resizeAs(input[1]):copy(input[1])
+    tables.chain('add', self.output:resizeAs(input[1]), input[1], input, 1)
   end
-  for i = 2, #input do self.output:add(input[i]) end
   return self.output
 end
 
@@ -29,7 +29,7 @@ function CAddTable:updateGradInput(input, gradOutput)
     if self.inplace then
       self.gradInput[i]:set(gradOutput)
     else
-      self.gradInput[i]:resizeAs(input[i]):copy(gradOutput)
+      tables.copy(self.gradInput[i]:resizeAs(input[i]), gradOutput)
     end
   end
   tables.trim(self.gradInput, #input)

@@ -10,8 +10,7 @@ end
 function CMulTable:updateOutput(input)
   tables.tensors(self, input)
   tables.sameElements(self, input)
-  self.output:resizeAs(input[1]):copy(input[1])
-  for i = 2, #input do self.output:cmul(input[i]) end
+  tables.chain('mul', self.output:resizeAs(input[1]), input[1], input, 1)
   return self.output
 end
 
@@ -22,10 +21,7 @@ function CMulTable:updateGradInput(input, gradOutput)
   tables.gradOutputLike(self, gradOutput, input[1])
   for i = 1, #input do
     self.gradInput[i] = self.gradInput[i] or input[1].new()
-    self.gradInput[i]:resizeAs(input[i]):copy(gradOutput)
-    for j = 1, #input do
-      if j ~= i then self.gradInput[i]:cmul(input[j]) end
-    end
+    tables.chain('mul', self.gradInput[i]:resizeAs(input[i]), gradOutput, input, i)
   end
   tables.trim(self.gradInput, #input)
   return self.gradInput

@@ -20,6 +20,12 @@ pointwise.define(HardTanh, {
     gradInput:cmul(gradOutput, pointwise.mask(m, input, lo, hi))
   end,
   params = function(self) return self.min_val, self.max_val end,
+  -- oneDNN's clip_v2: min(max(x, lo), hi), and gradOutput where lo < x < hi, else 0 gradOutput
+  -- (in place, the output is strictly inside exactly where the input is)
+  eltwise = {
+    forward = function(_, lo, hi) return 'clip_v2', lo, hi end,
+    backward = function(_, lo, hi) return 'clip_v2', lo, hi end,
+  },
 })
 
 function HardTanh:clearState()

@@ -15,6 +15,12 @@ pointwise.define(LeakyReLU, {
   forward = 'local x = $2; $1 = x > 0 and x or x * v1',
   backward = '$1 = $2 > 0 and $3 or $3 * v1',
   params = function(self) return self.negval end,
+  -- oneDNN's relu with slope negval: x > 0 ? x : negval x; gradOutput where x > 0, else
+  -- negval gradOutput (in place, negval >= 0 and the output has the input's sign)
+  eltwise = {
+    forward = function(_, negval) return 'relu', negval end,
+    backward = function(_, negval) return 'relu', negval end,
+  },
   -- max(x, 0) + negval * min(x, 0); the slope 1 where x > 0, else negval
   deviceForward = function(m, output, input, negval)
     local below = torch.cmin(pointwise.scratch(m, '_part', input), input, 0)

@@ -6,4 +6,5 @@ pointwise.define(Sigmoid, {
   forwardOp = function(_, output, input) output:sigmoid(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y) * y',
   op = 'sigmoid',
+  eltwise = { forward = 'logistic', backward = 'logistic_dst' },
 })

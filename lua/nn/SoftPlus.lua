@@ -14,6 +14,14 @@ pointwise.define(SoftPlus, {
   forward = 'local x = $2; $1 = x * v1 > v2 and x or math.log(1 + math.exp(x * v1)) / v1',
   backward = 'local by = $4 * v1; $1 = by > v2 and $3 or $3 * (1 - math.exp(-by))',
   params = function(self) return self.beta, self.threshold end,
+  -- The gradient as oneDNN's soft_relu has it, sigmoid(beta x) gradOutput from the input: the
+  -- same floats where beta y > threshold >= 20 (the two differ by less than exp(-20) there).
+  -- Not the forward pass: oneDNN's soft_relu is off by up to 3e-6 where beta x < -28, below 0.
+  eltwise = {
+    backward = function(m, beta, threshold)
+      if beta > 0 and threshold >= 20 and not m.inplace then return 'soft_relu', beta end
+    end,
+  },
   -- log1p(exp(beta x)) / beta, and x itself where beta x > threshold
   deviceForward = function(m, output, input, beta, threshold)
     local above = pointwise.mask(m, input, threshold / beta)

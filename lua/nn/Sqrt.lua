@@ -12,6 +12,8 @@ pointwise.define(Sqrt, {
   forward = '$1 = math.sqrt($2 + v1)',
   backward = 'local y = $4; $1 = y == 0 and 0 or 0.5 * $3 / y',
   params = function(self) return self.eps end,
+  -- oneDNN's sqrt where eps is 0; its gradient gradOutput / 2y is not 0 where y is 0: none
+  eltwise = { forward = function(_, eps) if eps == 0 then return 'sqrt' end end },
   deviceForward = function(_, output, input, eps) output:add(input, eps):sqrt() end,
   -- 0.5 * gradOutput / y, and 0 where y is 0 (there 1 / (2y + 1 - 1) * 0: no 0 * inf)
   deviceBackward = function(m, gradInput, _, gradOutput, output)

@@ -6,4 +6,5 @@ pointwise.define(Tanh, {
   forwardOp = function(_, output, input) output:tanh(input) end,
   backward = 'local y = $4; $1 = $3 * (1 - y * y)',
   op = 'tanh',
+  eltwise = { forward = 'tanh', backward = 'tanh_dst' },
 })

@@ -28,6 +28,12 @@ pointwise.define(Threshold, {
   backwardOp = function(_, gradInput, input, gradOutput, _, th)
     backend.of(input).threshold_backward(gradInput, input, gradOutput, th)
   end,
+  -- oneDNN's relu where the module is a ReLU (x > 0 ? x : 0; the gradient gradOutput where
+  -- x > 0, else 0 gradOutput); the backward pass for any val at threshold 0
+  eltwise = {
+    forward = function(_, th, val) if th == 0 and val == 0 then return 'relu' end end,
+    backward = function(_, th) if th == 0 then return 'relu' end end,
+  },
   params = function(self)
     self:validateParameters()
     return self.threshold, self.val

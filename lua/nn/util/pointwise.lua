@@ -11,6 +11,11 @@
 --   op: with a backward body, the op-table name of the backward pass: <op>_backward(gradInput,
 --     input, gradOutput, output, ...), the body's loop on the CPU (backend/cuda/nn.lua has the
 --     CUDA ones).
+--   eltwise = { forward = f, backward = g }: the oneDNN eltwise kind that computes a pass
+--     exactly as above (the op table's nn_eltwise_forward / _backward, which run it on all
+--     threads where it pays and otherwise decline): f(m, ...) and g(m, ...) (... the params)
+--     give (alg, alpha, beta) or nil where the parameters have no such kind; a string is an
+--     alg without parameters. An alg named *_dst reads the output in the backward pass.
 -- define makes each body an op of every device (backend.define): <Module>_forward and
 -- <Module>_backward, the body's loop where the device compiles loops (the op table's nn_loop),
 -- else the device pass; a device with neither raises this file's error for the module.
@@ -75,10 +80,31 @@ local function defineOp(name, loop, devicePass)
   return function(m, r, ...) backend.of(r)[name](m, r, ...) end
 end
 
+-- The oneDNN passes of spec.eltwise's kinds: each returns whether it ran (false: the module's
+-- own pass runs).
+local function constant(alg) return function() return alg end end
+local function eltwisePasses(name, kinds)
+  local f, g = kinds and kinds.forward, kinds and kinds.backward
+  if type(f) == 'string' then f = constant(f) end
+  if type(g) == 'string' then g = constant(g) end
+  local forward = f and function(m, output, input, ...)
+    local alg, alpha, beta = f(m, ...)
+    return alg ~= nil and backend.of(input).nn_eltwise_forward(name, alg, alpha or 0, beta or 0, output, input)
+  end
+  local backward = g and function(m, gradInput, input, gradOutput, output, ...)
+    local alg, alpha, beta = g(m, ...)
+    if alg == nil then return false end
+    local data = alg:sub(-4) == '_dst' and output or input
+    return backend.of(input).nn_eltwise_backward(name, alg, alpha or 0, beta or 0, gradInput, gradOutput, data)
+  end
+  return forward or function() return false end, backward or function() return false end
+end
+
 function pointwise.define(cls, spec)
   local params = spec.params or none
   local forward, backward = spec.forwardOp, spec.backwardOp
   local prefix = rawget(cls, '__typename'):gsub('^nn%.', '')
+  local dnnlForward, dnnlBackward = eltwisePasses(prefix, spec.eltwise)
   if not forward then
     forward = defineOp(prefix .. '_forward', function(ops) return ops.nn_loop(2, spec.forward) end,
                        spec.deviceForward)
@@ -98,13 +124,11 @@ function pointwise.define(cls, spec)
 
   function cls:updateOutput(input)
     pointwise.checkInput(self, input, deviceOk)
-    if self.inplace then
-      forward(self, input, input, params(self))
-      self.output:set(input)
-    else
-      self.output:resizeAs(input)
-      forward(self, self.output, input, params(self))
-    end
+    local output = input
+    if not self.inplace then output = self.output:resizeAs(input) end
+    local p1, p2, p3 = params(self)
+    if not dnnlForward(self, output, input, p1, p2, p3) then forward(self, output, input, p1, p2, p3) end
+    if self.inplace then self.output:set(input) end
     return self.output
   end
 
@@ -113,12 +137,15 @@ function pointwise.define(cls, spec)
     if self.inplace then
       -- gradOutput becomes gradInput: it must have the input's type before it is written
       check.sameType(torch.type(self), input, gradOutput)
-      backward(self, gradOutput, input, gradOutput, input, params(self))  -- input holds the output
-      self.gradInput:set(gradOutput)
-    else
-      self.gradInput:resizeAs(input)
-      backward(self, self.gradInput, input, gradOutput, self.output, params(self))
     end
+    -- in place, input holds the output and gradOutput becomes gradInput
+    local gradInput, output = gradOutput, input
+    if not self.inplace then gradInput, output = self.gradInput:resizeAs(input), self.output end
+    local p1, p2, p3 = params(self)
+    if not dnnlBackward(self, gradInput, input, gradOutput, output, p1, p2, p3) then
+      backward(self, gradInput, input, gradOutput, output, p1, p2, p3)
+    end
+    if self.inplace then self.gradInput:set(gradOutput) end
     return self.gradInput
   end
 end

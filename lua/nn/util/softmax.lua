@@ -107,12 +107,42 @@ function softmax.logBackward(m, gradInput, input, gradOutput, output)
 end
 
 -- Installs the module methods on cls: 'soft' (sign -1 for SoftMin) or 'log'.
+-- oneDNN's softmax / log-softmax along the class dim (the op table's nn_softmax_forward /
+-- _backward: contiguous Float on the host, where its measured limits say it pays); false where
+-- it declines, and then the passes above run.
+local function dnnlForward(m, kind, output, input)
+  -- not log-softmax's: oneDNN's log of the sum is off by up to 3.5e-6, and a class whose
+  -- probability is near 1 can come out above 0
+  if kind == 'log' or not torch.isTensor(input) then return false end
+  softmax.dim(m, input)
+  output:resizeAs(input)
+  return backend.of(input).nn_softmax_forward(kind, output, input)
+end
+
+local function dnnlBackward(m, kind, gradInput, input, gradOutput, output)
+  checkGradOutput(m, input, gradOutput)
+  if not output:isSameSizeAs(input) then return false end
+  gradInput:resizeAs(output)
+  return backend.of(output).nn_softmax_backward(kind, gradInput, gradOutput, output)
+end
+
 function softmax.define(cls, kind, sign)
   local fwd = kind == 'log' and softmax.logForward or softmax.forward
   local bwd = kind == 'log' and softmax.logBackward or softmax.backward
-  function cls:updateOutput(input) return fwd(self, self.output, input, sign) end
-  function cls:updateGradInput(input, gradOutput)
-    return bwd(self, self.gradInput, input, gradOutput, self.output, sign)
+  if sign then   -- SoftMin: softmax(-x), by the tensor ops
+    function cls:updateOutput(input) return fwd(self, self.output, input, sign) end
+    function cls:updateGradInput(input, gradOutput)
+      return bwd(self, self.gradInput, input, gradOutput, self.output, sign)
+    end
+  else
+    function cls:updateOutput(input)
+      if dnnlForward(self, kind, self.output, input) then return self.output end
+      return fwd(self, self.output, input)
+    end
+    function cls:updateGradInput(input, gradOutput)
+      if dnnlBackward(self, kind, self.gradInput, input, gradOutput, self.output) then return self.gradInput end
+      return bwd(self, self.gradInput, input, gradOutput, self.output)
+    end
   end
   function cls:clearState()
     return nn.Module.clearState(self, '_max', '_idx', '_sum', '_buf')

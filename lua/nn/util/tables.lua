@@ -73,6 +73,31 @@ function tables.pairRows(module, input)
   return x1, x2
 end
 
+-- out = first op t[1] op t[2] ... over the tensors of t but t[skip] (op: kind 'add' or 'mul'),
+-- in that order; out may be first. Each step is the op table's nn_binary (oneDNN on all
+-- threads, where it pays: it declines otherwise) or the tensor method.
+local method = { add = 'add', mul = 'cmul' }
+function tables.chain(kind, out, first, t, skip)
+  local from = first
+  for j = 1, #t do
+    if j ~= skip then
+      if not backend.of(out).nn_binary(kind, out, from, t[j]) then
+        if from ~= out then out:copy(from) end
+        out[method[kind]](out, t[j])
+      end
+      from = out
+    end
+  end
+  if from ~= out then out:copy(from) end
+  return out
+end
+
+-- out:copy(x) (as many elements), by the op table's nn_copy where it pays (oneDNN on all threads).
+function tables.copy(out, x)
+  if not backend.of(out).nn_copy(out, x) then out:copy(x) end
+  return out
+end
+
 -- Drops gradInput entries past n (a smaller input table than last time).
 function tables.trim(gradInput, n)
   for i = #gradInput, n + 1, -1 do gradInput[i] = nil end

@@ -4,8 +4,10 @@
 -- backend/cuda/nn_pointwise.lua has the same names: tensor ops.
 local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
+local eltwise = require 'torch.backend.cpu.dnnl_eltwise'
 
 local kernel, ptr = apply.kernel, apply.ptr
+local isContiguous, numel = apply.isContiguous, apply.numel
 
 local ops = {}
 
@@ -117,6 +119,86 @@ function ops.log_softmax_rows_backward(gradInput, gradOutput, output, buf)
     for j = i, i + c - 1 do gi[j] = g[j] - e[j] * s end
   end
   return true
+end
+
+------------------------------------------------------------------------------------------------
+-- oneDNN's passes (torch.backend.cpu.dnnl_eltwise) for the modules' contiguous Float operands,
+-- on all the threads torch.setnumthreads allows, where the pass's measured limits say they pay
+-- (dnnl_eltwise.threads). Each returns false (nothing done) otherwise: the module runs its own
+-- loop or tensor ops then, as it does for Double, without oneDNN or with dnnl.enabled false.
+
+-- The element count of t where t, a, b and c are contiguous Float tensors of as many elements
+-- (a, b, c may be nil); else nil.
+local function floats(t, a, b, c)
+  local dt = t._dt
+  if dt.name ~= 'Float' or not isContiguous(t) then return nil end
+  local n = numel(t)
+  for _, x in ipairs { a, b, c } do
+    if x._dt ~= dt or not isContiguous(x) or numel(x) ~= n then return nil end
+  end
+  return n
+end
+
+-- output = f(input), f the eltwise kind alg (dnnl_eltwise.ALG) with parameters alpha, beta, for
+-- the module named `name` (whose own pass is what oneDNN's must beat: dnnl_eltwise.limits).
+function ops.nn_eltwise_forward(name, alg, alpha, beta, output, input)
+  local n = floats(output, input)
+  local threads = n and eltwise.threads('ef', name, n)
+  return threads ~= nil and eltwise.forward(alg, alpha, beta, n, threads, ptr(output), ptr(input))
+end
+
+-- gradInput = f'(data) gradOutput; data is the forward's input, or its output for the kinds
+-- named *_dst. gradInput may be gradOutput.
+function ops.nn_eltwise_backward(name, alg, alpha, beta, gradInput, gradOutput, data)
+  local n = floats(gradInput, gradOutput, data)
+  local threads = n and eltwise.threads('eb', name, n)
+  return threads ~= nil and eltwise.backward(alg, alpha, beta, n, threads, ptr(gradInput),
+    ptr(gradOutput), ptr(data))
+end
+
+-- torch7's softmax dims as a x b x c blocks along b (dnnl_eltwise.softmaxForward's): classes;
+-- batch x classes; classes x h x w; batch x classes x h x w.
+local function block(t)
+  local sz, d = t._sz, #t._sz
+  if d == 1 then return 0, sz[1], 0 end
+  if d == 2 then return sz[1], sz[2], 0 end
+  if d == 3 then return 0, sz[1], sz[2] * sz[3] end
+  if d == 4 then return sz[1], sz[2], sz[3] * sz[4] end
+end
+
+-- output = softmax (kind 'soft') or log-softmax ('log') of input along torch7's class dim;
+-- output sized as input.
+function ops.nn_softmax_forward(kind, output, input)
+  local n = floats(output, input)
+  local threads = n and eltwise.threads('sf', kind, n)
+  if not threads then return false end
+  local a, b, c = block(input)
+  return b ~= nil and eltwise.softmaxForward(kind, a, b, c, threads, ptr(output), ptr(input))
+end
+
+-- gradInput from gradOutput and the forward's output (gradInput may be gradOutput).
+function ops.nn_softmax_backward(kind, gradInput, gradOutput, output)
+  local n = floats(gradInput, gradOutput, output)
+  local threads = n and eltwise.threads('sb', kind, n)
+  if not threads then return false end
+  local a, b, c = block(output)
+  return b ~= nil and eltwise.softmaxBackward(kind, a, b, c, threads, ptr(gradInput),
+    ptr(gradOutput), ptr(output))
+end
+
+-- out = x + y or x * y (kind 'add', 'mul') elementwise over as many elements (out may be x).
+function ops.nn_binary(kind, out, x, y)
+  local n = floats(out, x, y)
+  local threads = n and eltwise.threads('bin', kind, n)
+  return threads ~= nil and eltwise.binary(kind, n, threads, ptr(out), ptr(x), ptr(y))
+end
+
+-- out = x, as many elements (nn.CAddTable's gradients): oneDNN's linear kind, 1 x + (-0), which
+-- gives every float back as it is (-0 and NaN too).
+function ops.nn_copy(out, x)
+  local n = floats(out, x)
+  local threads = n and eltwise.threads('bin', 'copy', n)
+  return threads ~= nil and eltwise.forward('linear', 1, -0.0, n, threads, ptr(out), ptr(x))
 end
 
 backend.register('cpu', ops)

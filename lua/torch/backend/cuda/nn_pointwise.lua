@@ -59,6 +59,15 @@ function ops.table_extremum_route(gi, index, gradOutput, i) gi:eq(index, i):cmul
 function ops.log_softmax_rows_forward() return false end
 function ops.log_softmax_rows_backward() return false end
 
+-- oneDNN's passes (the CPU table's nn_eltwise_*, nn_softmax_*, nn_binary) are host passes: the
+-- modules' tensor ops run instead.
+function ops.nn_eltwise_forward() return false end
+function ops.nn_eltwise_backward() return false end
+function ops.nn_softmax_forward() return false end
+function ops.nn_softmax_backward() return false end
+function ops.nn_binary() return false end
+function ops.nn_copy() return false end
+
 backend.register('cuda', ops)
 
 -- nn.RReLU is CPU only (the module says so first); ptr, the element pointer of host memory, is

@@ -1,0 +1,221 @@
+-- oneDNN's elementwise, softmax and binary primitives (torch.backend.cpu.dnnl) on the callers'
+-- contiguous Float memory, for nn's activation modules, SoftMax / LogSoftMax / SpatialSoftMax
+-- and CAddTable / CMulTable (backend/cpu/nn_pointwise.lua picks when): a primitive runs on
+-- all the threads torch.setnumthreads allows, where the caller's own loops run on one.
+--
+-- A plan (the primitive and its memory objects, run on the caller's pointers) is made once per
+-- kind, size and thread count; at most MAX_PLANS are kept (all are dropped at the next one).
+local ffi = require 'ffi'
+local dnnl = require 'torch.backend.cpu.dnnl'
+local blas = require 'torch.backend.cpu.blas'
+
+local eltwise = {}
+local ARG = dnnl.ARG
+local MAX_PLANS = 64
+
+ffi.cdef [[
+dnnl_status_t dnnl_eltwise_forward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int prop_kind, int alg_kind, const dnnl_memory_desc_t src,
+  const dnnl_memory_desc_t dst, float alpha, float beta, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_eltwise_backward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int alg_kind, const dnnl_memory_desc_t diff_src,
+  const dnnl_memory_desc_t diff_dst, const dnnl_memory_desc_t data, float alpha, float beta,
+  const dnnl_primitive_desc_t hint_fwd_pd, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_softmax_forward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int prop_kind, int alg_kind, const dnnl_memory_desc_t src,
+  const dnnl_memory_desc_t dst, int axis, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_softmax_backward_primitive_desc_create(dnnl_primitive_desc_t *pd,
+  dnnl_engine_t engine, int alg_kind, const dnnl_memory_desc_t diff_src,
+  const dnnl_memory_desc_t diff_dst, const dnnl_memory_desc_t dst, int axis,
+  const dnnl_primitive_desc_t hint_fwd_pd, const dnnl_primitive_attr_t attr);
+dnnl_status_t dnnl_binary_primitive_desc_create(dnnl_primitive_desc_t *pd, dnnl_engine_t engine,
+  int alg_kind, const dnnl_memory_desc_t src0, const dnnl_memory_desc_t src1,
+  const dnnl_memory_desc_t dst, const dnnl_primitive_attr_t attr);
+]]
+
+-- dnnl_types.h's (v3.2) algorithm kinds. A name ending in _dst: the backward pass reads the
+-- forward's output (dst) rather than its input.
+eltwise.ALG = {
+  relu = 0x20, tanh = 0x21, elu = 0x22, square = 0x23, abs = 0x24, sqrt = 0x25, linear = 0x26,
+  soft_relu = 0x27, logistic = 0x29, exp = 0x2a, log = 0x2d, clip_v2 = 0x2f,
+  relu_dst = 0x100, tanh_dst = 0x101, elu_dst = 0x102, sqrt_dst = 0x103, logistic_dst = 0x104,
+  exp_dst = 0x105, clip_v2_dst = 0x106,
+}
+local SOFTMAX = { soft = 0x30000, log = 0x30001 }
+local BINARY = { add = 0x1fff0, mul = 0x1fff1 }
+local ARG_SRC_1 = 2
+
+local plans, count = {}, 0
+eltwise.runs = 0   -- passes run on oneDNN (tests)
+
+-- The plan keyed by (kind, a, b, c, d, threads), made by makers[kind](a, b, c, d) on `threads`
+-- threads the first time (false: oneDNN refused it). Nested tables, not a key string: nothing
+-- is made per call.
+local makers = {}
+local function planFor(kind, a, b, c, d, threads)
+  local t = plans[kind]
+  if not t then t = {}; plans[kind] = t end
+  local t1 = t[a]; if not t1 then t1 = {}; t[a] = t1 end
+  local t2 = t1[b]; if not t2 then t2 = {}; t1[b] = t2 end
+  local t3 = t2[c]; if not t3 then t3 = {}; t2[c] = t3 end
+  local t4 = t3[d]; if not t4 then t4 = {}; t3[d] = t4 end
+  local p = t4[threads]
+  if p == nil then
+    if count >= MAX_PLANS then
+      plans, count = {}, 0
+      return planFor(kind, a, b, c, d, threads)
+    end
+    dnnl.setThreads(threads)
+    p = makers[kind](a, b, c, d) or false
+    if p then p.threads = threads end
+    t4[threads], count = p, count + 1
+  end
+  return p
+end
+
+local function eltwiseForwardPd(alg, md, alpha, beta)
+  return dnnl.pd('dnnl_eltwise_forward_primitive_desc_create', 'eltwise forward',
+    dnnl.FORWARD_TRAINING, eltwise.ALG[alg], md, md, alpha, beta, nil)
+end
+
+-- dst = f(src) over n elements
+function makers.ef(alg, alpha, beta, n)
+  local pd = eltwiseForwardPd(alg, dnnl.md { n }, alpha, beta)
+  return pd and dnnl.plan(pd, { { arg = ARG.SRC, sizes = { n } }, { arg = ARG.DST, sizes = { n }, out = true } })
+end
+
+-- diffSrc = f'(data) diffDst over n elements (data: src, or dst for the _dst kinds)
+function makers.eb(alg, alpha, beta, n)
+  local md = dnnl.md { n }
+  local hint = eltwiseForwardPd(alg, md, alpha, beta)
+  local pd = hint and dnnl.pd('dnnl_eltwise_backward_primitive_desc_create', 'eltwise backward',
+    eltwise.ALG[alg], md, md, md, alpha, beta, hint, nil)
+  local data = alg:find('_dst$') and ARG.DST or ARG.SRC
+  return pd and dnnl.plan(pd, { { arg = data, sizes = { n } }, { arg = ARG.DIFF_DST, sizes = { n } },
+    { arg = ARG.DIFF_SRC, sizes = { n }, out = true } })
+end
+
+-- The plain sizes a x b x c (a 0: no such dim, c 0 too) and the axis of b (0-based)
+local function softmaxShape(a, b, c)
+  local dims = a > 0 and { a, b } or { b }
+  local axis = #dims - 1
+  if c > 0 then dims[#dims + 1] = c end
+  return dims, axis
+end
+
+local function softmaxForwardPd(kind, md, axis)
+  return dnnl.pd('dnnl_softmax_forward_primitive_desc_create', 'softmax forward',
+    dnnl.FORWARD_TRAINING, SOFTMAX[kind], md, md, axis, nil)
+end
+
+function makers.sf(kind, a, b, c)
+  local dims, axis = softmaxShape(a, b, c)
+  local pd = softmaxForwardPd(kind, dnnl.md(dims), axis)
+  return pd and dnnl.plan(pd, { { arg = ARG.SRC, sizes = dims }, { arg = ARG.DST, sizes = dims, out = true } })
+end
+
+function makers.sb(kind, a, b, c)
+  local dims, axis = softmaxShape(a, b, c)
+  local md = dnnl.md(dims)
+  local hint = softmaxForwardPd(kind, md, axis)
+  local pd = hint and dnnl.pd('dnnl_softmax_backward_primitive_desc_create', 'softmax backward',
+    SOFTMAX[kind], md, md, md, axis, hint, nil)
+  return pd and dnnl.plan(pd, { { arg = ARG.DST, sizes = dims }, { arg = ARG.DIFF_DST, sizes = dims },
+    { arg = ARG.DIFF_SRC, sizes = dims, out = true } })
+end
+
+function makers.bin(kind, n)
+  local md = dnnl.md { n }
+  local pd = dnnl.pd('dnnl_binary_primitive_desc_create', 'binary', BINARY[kind], md, md, md, nil)
+  return pd and dnnl.plan(pd, { { arg = ARG.SRC, sizes = { n } }, { arg = ARG_SRC_1, sizes = { n } },
+    { arg = ARG.DST, sizes = { n }, out = true } })
+end
+
+-- dst = f(src) over n elements (alg: a key of eltwise.ALG; alpha, beta its parameters); false
+-- where oneDNN refuses it.
+function eltwise.forward(alg, alpha, beta, n, threads, dst, src)
+  local p = planFor('ef', alg, alpha, beta, n, threads)
+  if not p then return false end
+  dnnl.run(p, src, dst)
+  eltwise.runs = eltwise.runs + 1
+  return true
+end
+
+-- diffSrc = f'(data) diffDst over n elements, data the forward's input (its output for the
+-- _dst kinds). diffSrc may be diffDst.
+function eltwise.backward(alg, alpha, beta, n, threads, diffSrc, diffDst, data)
+  local p = planFor('eb', alg, alpha, beta, n, threads)
+  if not p then return false end
+  dnnl.run(p, data, diffDst, diffSrc)
+  eltwise.runs = eltwise.runs + 1
+  return true
+end
+
+-- Softmax ('soft') or log-softmax ('log') of the plain a x b x c block along b (a = 0 or
+-- c = 0: no such dim).
+function eltwise.softmaxForward(kind, a, b, c, threads, dst, src)
+  local p = planFor('sf', kind, a, b, c, threads)
+  if not p then return false end
+  dnnl.run(p, src, dst)
+  eltwise.runs = eltwise.runs + 1
+  return true
+end
+
+-- Its gradient from the forward's output dst and diffDst (diffSrc may be diffDst).
+function eltwise.softmaxBackward(kind, a, b, c, threads, diffSrc, diffDst, dst)
+  local p = planFor('sb', kind, a, b, c, threads)
+  if not p then return false end
+  dnnl.run(p, dst, diffDst, diffSrc)
+  eltwise.runs = eltwise.runs + 1
+  return true
+end
+
+-- dst = x + y or x * y (kind 'add' or 'mul') over n elements; dst may be x.
+function eltwise.binary(kind, n, threads, dst, x, y)
+  local p = planFor('bin', kind, n, 0, 0, threads)
+  if not p then return false end
+  dnnl.run(p, x, y, dst)
+  eltwise.runs = eltwise.runs + 1
+  return true
+end
+
+-- When oneDNN runs a pass, by group ('ef' / 'eb': the eltwise kinds' forward and backward,
+-- 'sf' / 'sb': softmax's, 'soft' and 'log'; 'bin': 'add', 'mul', 'copy') and name: `one`, the element
+-- count from which oneDNN on one thread beats the caller's own loop (math.huge: never, where
+-- that is numpy's SIMD loop), and `least`, the elements per thread from which a second thread
+-- pays against the faster one-thread path. Measured by bench/eltwise_threads.py
+-- (docs/performance.md has the numbers).
+local DEFAULT = { one = math.huge, least = math.huge }
+local never = math.huge
+local function limit(one, least) return { one = one, least = least or 32768 } end
+eltwise.limits = {
+  ef = { Threshold = limit(never), LeakyReLU = limit(512), ELU = limit(256), Tanh = limit(never, 65536),
+    Sigmoid = limit(4096), SoftPlus = limit(256), Abs = limit(never), Square = limit(2048),
+    Sqrt = limit(1024), Exp = limit(16384), Log = limit(never, 65536), HardTanh = limit(1024) },
+  eb = { Threshold = limit(4096), LeakyReLU = limit(512), ELU = limit(512), Tanh = limit(2048),
+    Sigmoid = limit(4096), SoftPlus = limit(512), Abs = limit(512), Square = limit(2048),
+    Exp = limit(4096), Log = limit(2048), HardTanh = limit(512) },
+  sf = { soft = limit(4096) },
+  sb = { soft = limit(4096), log = limit(4096) },
+  bin = { add = limit(1024), mul = limit(1024), copy = limit(never) },
+}
+
+-- Tests and benches: a thread count that every pass runs on whatever its size (nil: the
+-- limits decide).
+eltwise.forceThreads = nil
+
+-- The thread count oneDNN runs a pass on for n elements, or nil where the caller's loop runs
+-- it (oneDNN absent or switched off, or n below the pass's limits).
+function eltwise.threads(group, name, n)
+  if not (dnnl.available and dnnl.enabled) or n == 0 then return nil end
+  if eltwise.forceThreads then return eltwise.forceThreads end
+  local limit = eltwise.limits[group][name] or DEFAULT
+  local threads = blas.threadsFor(n, limit.least)
+  if threads == 1 and n < limit.one then return nil end
+  return threads
+end
+
+-- How many plans are kept (tests).
+function eltwise.planCount() return count end
+
+return eltwise
