@@ -197,9 +197,9 @@ def _run_range(prog: Program, arrays: list[np.ndarray], scalars: list[Any], lo: 
             if fn is None:
                 copyto(slots[out], slots[args[0]])
             elif len(args) == 2:
-                fn(slots[args[0]], slots[args[1]], slots[out])
+                fn(slots[args[0]], slots[args[1]], out=slots[out])
             else:
-                fn(slots[args[0]], slots[out])
+                fn(slots[args[0]], out=slots[out])
 
 
 _pool: Optional[ThreadPoolExecutor] = None
