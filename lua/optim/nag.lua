@@ -20,7 +20,7 @@ function optim.nag(opfunc, x, config, state)
   local clr = lr / (1 + state.evalCounter * lrd)
   if state.dfdx and not lrs
       and optim._fused(config, 'x = x + s*g; d = d*mom + s*g', { x = x, g = dfdx, d = state.dfdx },
-                       { s = -clr, mom = mom }) then
+                       { s = -clr, mom = mom }, true) then
     state.evalCounter = state.evalCounter + 1
     return x, { fx }
   end

@@ -26,7 +26,7 @@ function optim.sgd(opfunc, x, config, state)
       tensors.d = state.dfdx
       program = config.nesterov and 'd = d*mom + c*g; g = g + mom*d; x = x + s*g' or 'd = d*mom + c*g; x = x + s*d'
     end
-    if optim._fused(config, program, tensors, { s = -clr, mom = mom, c = 1 - damp }) then
+    if optim._fused(config, program, tensors, { s = -clr, mom = mom, c = 1 - damp }, true) then
       state.evalCounter = state.evalCounter + 1
       return x, { fx }
     end

@@ -293,9 +293,10 @@ end
 -- element, so each reads what the ones before it wrote. It returns true when it ran, false when
 -- the tensors do not qualify (not CPU, not all contiguous Float or Double of one type and size,
 -- below the size where it pays, partly overlapping) and nothing was written: the caller then
--- runs the same steps as tensor ops (optim's updates do).
+-- runs the same steps as tensor ops (optim's updates do). `threaded` true: only where it gets two
+-- threads or more (for programs that one BLAS or numpy pass per op runs as fast on one thread).
 
-function torch.elementwise(program, tensors, scalars)
+function torch.elementwise(program, tensors, scalars, threaded)
   if type(program) ~= 'string' or type(tensors) ~= 'table' or (scalars ~= nil and type(scalars) ~= 'table') then
     check.error('torch.elementwise: expected (program string, table of tensors[, table of numbers])')
   end
@@ -308,7 +309,7 @@ function torch.elementwise(program, tensors, scalars)
     if type(v) ~= 'number' then check.error(('torch.elementwise: %s is not a number'):format(tostring(name))) end
   end
   if not first then return false end
-  return backend.of(first).elementwise(program, tensors, scalars or {})
+  return backend.of(first).elementwise(program, tensors, scalars or {}, threaded == true)
 end
 
 ------------------------------------------------------------------------------------------------

@@ -741,8 +741,8 @@ backend.register('cpu', {
   fill = fill, copy = copy, unary = unaryBlocked, binary = binaryBlocked, add = addBlocked,
   addcmul = addcBlocked('r = a + v*b*c', addc.addcmul), addcdiv = addcBlocked('r = a + v*b/c', addc.addcdiv),
   clamp = clamp, lerp = lerp,
-  -- elementwise(source, tensors, scalars): torch.elementwise's op (true when it ran)
-  elementwise = function(src, tensors, scalars) return runBlocked(src, tensors, scalars, false) end,
+  -- elementwise(source, tensors, scalars, threaded): torch.elementwise's op (true when it ran)
+  elementwise = runBlocked,
 })
 
 return { numpyFrom = numpyFrom, blocked = blocked }
