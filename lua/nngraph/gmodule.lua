@@ -2,6 +2,7 @@
 -- first) and backwardnodes (outputs first) are the topological orders of the graph; each node's
 -- data holds the inputs it received in the last forward and the gradients in the last backward.
 local utils = require 'nngraph.utils'
+local plan = require 'nngraph.plan'
 local clearTable = require 'table.clear'
 
 local gModule, parent = torch.class('nn.gModule', 'nn.Container')
@@ -173,8 +174,15 @@ function gModule:runForwardFunction(func, input)
   for i, x in ipairs(input) do inData.input[i] = x end
 
   -- every node's inputs are all written again below (every node depends on the inputs), so
-  -- those of the last call need no clearing
-  self:_eachNode(self.forwardnodes, forwardStep, func, wiring(self).users)
+  -- those of the last call need no clearing. A plan (nngraph/plan.lua) runs the same steps
+  -- but for its chains' nodes, which one fused kernel runs.
+  local P = func == 'updateOutput' and plan.forwardPlan(self, inData.input)
+  if P and P.fsteps then
+    plan.forward(self, P, forwardStep, wiring(self).users)
+  else
+    self:_eachNode(self.forwardnodes, forwardStep, func, wiring(self).users)
+    if func == 'updateOutput' and not P then plan.afterForward(self, inData.input) end
+  end
   local out = self.outnode.data.input
   self.output = #self.outnode.children == 1 and out[1] or out
   return self.output
@@ -248,20 +256,26 @@ end
 function gModule:updateGradInput(input, gradOutput)
   checkGradOutput(self, gradOutput)
   local w = wiring(self)
-  for _, data in ipairs(w.backward) do   -- the lists of the last call stay until now
-    local list = data.gradOutput
-    if list then clearTable(list) else data.gradOutput = {} end
+  local P = plan.backwardPlan(self)
+  if P then
+    plan.backward(self, P, gradOutput, backwardStep, w.inputs)
+  else
+    for _, data in ipairs(w.backward) do   -- the lists of the last call stay until now
+      local list = data.gradOutput
+      if list then clearTable(list) else data.gradOutput = {} end
+    end
+    self.outnode.data.gradOutput[1] = gradOutput
+    self:_eachNode(self.backwardnodes, backwardStep, w.inputs)
+    plan.afterBackward(self)
   end
-  self.outnode.data.gradOutput[1] = gradOutput
-
-  self:_eachNode(self.backwardnodes, backwardStep, w.inputs)
   self.gradInput = self.innode.data.gradOutput[1]
   return self.gradInput
 end
 
 function gModule:accGradParameters(input, gradOutput, scale)
   checkGradOutput(self, gradOutput)
-  self:_eachNode(self.backwardnodes, accStep, scale)
+  local P = plan.backwardPlan(self)
+  if P then plan.acc(self, P, accStep, scale) else self:_eachNode(self.backwardnodes, accStep, scale) end
 end
 
 -- Forgets the inputs and gradients kept in the nodes.
@@ -273,6 +287,7 @@ function gModule:_clearNodes()
 end
 
 function gModule:clearState(...)
+  plan.drop(self)
   self:_clearNodes()
   return parent.clearState(self, ...)
 end
@@ -281,6 +296,7 @@ end
 -- shared between nodes, modules and self.output stays shared).
 function gModule:type(typeName, tensorCache)
   if not typeName then return self._type end
+  plan.drop(self)
   tensorCache = tensorCache or {}
   for _, node in ipairs(self.forwardnodes) do
     for _, field in ipairs { 'input', 'gradOutput', 'gradOutputBuffer' } do
@@ -292,6 +308,7 @@ end
 
 -- Replaces modules (self included) by fn(module), in the nodes too.
 function gModule:replace(fn)
+  plan.drop(self)
   local out = fn(self)
   local position = {}
   for i, m in ipairs(self.modules) do position[m] = i end

@@ -1,24 +1,26 @@
 -- Fused elementwise chains (issue 25's whole-model plans): a chain of elementwise modules
--- (an LSTM's gates: Sigmoid, Tanh, CMulTable, CAddTable, ...) compiled once into one Lua
--- function that runs every pass of the chain as numpy's SIMD loops on the tensors' memory, with
--- no module call, check or allocation on the way. lua/nngraph/plan.lua describes a chain as a
+-- (an LSTM's gates: Sigmoid, Tanh, CMulTable, CAddTable, ...) compiled once into a table of
+-- numpy's SIMD loop calls (and memcpy) on the tensors' memory, run by one small loop with no
+-- module call, check or allocation on the way. lua/nngraph/plan.lua describes a chain as a
 -- program over slots (tensors); this file compiles it for the layouts the slots have now:
 --
 --   chain_compile(prog, T) -> run(T) or nil (nil: a slot or op this compiler does not take)
---     prog = { nslots = S, ops = { {name, out, a, b, c}, ... } }, T[1..S] the slot tensors;
---     run(T) checks every slot against the layout it was compiled for (type, sizes, strides,
+--     prog = { nslots = S, ops = { {name, out, a, b}, ... } }, T[1..S] the slot tensors;
+--     run(T) checks every slot against the layout it was compiled for (Float, sizes, strides,
 --     the storage holding the elements) and returns false, touching nothing, on any
 --     difference; else runs the ops in order and returns true.
 --
 -- Ops (out, a, b slots; c a number):
 --   copy(out, a)  add(out, a, b)  sub(out, a, b)  mul(out, a, b)  addc(out, a, c)  mulc(out, a, c)
---   sigmoid(out, a): 1 / (1 + exp(-a)) as the Tensor method's numpy loops    tanh(out, a)
+--   sigmoid(out, a): 1 / (1 + exp(-a)) in the Tensor method's four numpy loops    tanh(out, a)
 --   sigmoid_bwd(out, g, y): g * (1 - y) * y    tanh_bwd(out, g, y): g * (1 - y * y)
 --   zero(out)
--- Every operand of an op has the op's element count; a slot is contiguous or rows of
--- contiguous elements at a row stride (a narrowed or selected gate); an op whose strided
--- operands disagree on the row length is not compiled. An op's output may be one of its
--- inputs only where noted by the planner (a sum into its first operand).
+-- (the backward forms round after each float32 step, where the modules' LuaJIT loops compute
+-- in double and round once: they agree to float32 rounding). Every operand of an op has the
+-- op's element count; a slot is contiguous or rows of contiguous elements at a row stride (a
+-- narrowed or selected gate), walked row by row; an op whose strided operands disagree on the
+-- row length is not compiled. Ops run in the given order, each reading its operands as it
+-- runs, as the modules would (an output may be a later op's input).
 local ffi = require 'ffi'
 local backend = require 'torch.backend'
 local object = require 'torch.core.object'
@@ -101,6 +103,27 @@ local function walkCols(ls, n)
   return cols or n
 end
 
+-- A compiled chain is a table of loop calls (cdata, so that the runner's loop over it compiles
+-- to machine code with no allocation): each names its operands by slot (0: the constants) and
+-- byte offset from the slot's first element.
+ffi.cdef [[
+typedef struct {
+  int32_t kind;                 /* 1: unary loop, 2: binary loop, 3: memcpy, 4: zero fill */
+  int32_t a, b, c;              /* slots of the operands (c the output) */
+  intptr_t ao, bo, co;          /* byte offsets from each slot's first element */
+  intptr_t sa, sb, sc;          /* byte steps (0: a constant) */
+  intptr_t n;                   /* elements (bytes for 3 and 4) */
+  luabridge_ufunc_loop fn;
+  void *data;
+} luabridge_chain_call;
+]]
+local charp = ffi.typeof('char *')
+local callsType = ffi.typeof('luabridge_chain_call[?]')
+local basesType = ffi.typeof('char *[?]')
+local args = ffi.new('char *[3]')
+local dims = ffi.new('intptr_t[1]')
+local steps = ffi.new('intptr_t[3]')
+
 local function compile(prog, T)
   local L = floatLoops()
   if not L then return nil end
@@ -110,62 +133,53 @@ local function compile(prog, T)
     lays[s] = snapshotLayout(T[s])
     if not lays[s] then return nil end
   end
-  local consts = {}
-  local src = { 'local fields, F, L, C, charp, U, B = ...', 'return function(T)' }
-  local function emit(s, ...) src[#src + 1] = select('#', ...) > 0 and s:format(...) or s end
-  -- the slot checks and pointers
-  for s = 1, S do
-    local l = lays[s]
-    emit('local f%d = fields[T[%d]]; if not f%d or f%d._dt ~= F then return false end', s, s, s, s)
-    emit('local st%d, z%d, r%d = f%d._st, f%d._sz, f%d._str', s, s, s, s, s, s)
-    local conds = { ('not st%d'):format(s), ('#z%d ~= %d'):format(s, #l.sz) }
-    for d = 1, #l.sz do
-      conds[#conds + 1] = ('z%d[%d] ~= %d or r%d[%d] ~= %d'):format(s, d, l.sz[d], s, d, l.str[d])
-    end
-    emit('if %s then return false end', table.concat(conds, ' or '))
-    emit('local o%d = f%d._off; if o%d < 0 or st%d._n < o%d + %d then return false end', s, s, s, s, s, l.extent)
-    emit('local p%d = charp(st%d._ptr + o%d)', s, s, s)
-  end
+  local consts, calls = {}, {}
   local function const(v)
     consts[#consts + 1] = v
-    return ('C + %d'):format(4 * (#consts - 1))
+    return { const = 4 * (#consts - 1) }
   end
-  -- one loop call over the operands (slots or constant pointers with step 0)
+  local function add(c) calls[#calls + 1] = c end
+  -- one loop over the operands (slots, or constants at step 0), by rows where one is strided
   local function call(loopName, operands, n)
     local ls = {}
     for _, o in ipairs(operands) do if type(o) == 'number' then ls[#ls + 1] = lays[o] end end
     local cols = walkCols(ls, n)
     if not cols then return false end
-    local rows = n / cols
-    local function ptr(o, r)
-      if type(o) ~= 'number' then return o end
-      local l = lays[o]
-      if rows == 1 then return 'p' .. o end
-      local rs = l.rows == 1 and cols or l.rowStride
-      return ('p%d + %s * %d'):format(o, r, 4 * rs)
+    local l = L[loopName]
+    for r = 0, n / cols - 1 do
+      local c = { kind = #operands - 1, n = cols, fn = l.fn, data = l.data }
+      for j, o in ipairs(operands) do
+        local slotKey, offKey, stepKey = ({ 'a', 'b', 'c' })[j], ({ 'ao', 'bo', 'co' })[j], ({ 'sa', 'sb', 'sc' })[j]
+        if #operands == 2 and j == 2 then slotKey, offKey, stepKey = 'c', 'co', 'sc' end
+        if type(o) == 'number' then
+          local lo = lays[o]
+          c[slotKey], c[offKey], c[stepKey] = o, 4 * r * (lo.rows == 1 and cols or lo.rowStride), 4
+        else
+          c[slotKey], c[offKey], c[stepKey] = 0, o.const, 0
+        end
+      end
+      add(c)
     end
-    local function step(o) return type(o) == 'number' and 4 or 0 end
-    local fn = #operands == 2 and 'U' or 'B'
-    local r = rows == 1 and '0' or 'i'
-    local argsList = {}
-    for _, o in ipairs(operands) do
-      argsList[#argsList + 1] = ptr(o, r)
-      argsList[#argsList + 1] = step(o)
-    end
-    local line = ('%s(L.%s, %d, %s)'):format(fn, loopName, cols, table.concat(argsList, ', '))
-    if rows == 1 then emit(line) else emit('for i = 0, %d do %s end', rows - 1, line) end
     return true
+  end
+  local function rowsOf(la, lo, n)
+    local cols = walkCols(la and { la, lo } or { lo }, n)
+    return cols
   end
   for _, op in ipairs(prog.ops) do
     local name, out, a, b = op[1], op[2], op[3], op[4]
     local n = lays[out].n
     local ok = true
-    if name == 'copy' then
-      ok = call('add', { a, const(0), out }, n)   -- a + 0: a copy on any layout (-0 stays -0)
-    elseif name == 'zero' then
-      local l = lays[out]
-      if l.rows == 1 then emit('ffi.fill(p%d, %d, 0)', out, 4 * n)
-      else emit('for i = 0, %d do ffi.fill(p%d + i * %d, %d, 0) end', l.rows - 1, out, 4 * l.rowStride, 4 * l.cols) end
+    if name == 'copy' or name == 'zero' then   -- memcpy / memset, by rows where strided
+      local la, lo = name == 'copy' and lays[a] or nil, lays[out]
+      if la and la.n ~= n then return nil end
+      local cols = rowsOf(la, lo, n)
+      if not cols then return nil end
+      for r = 0, n / cols - 1 do
+        add({ kind = name == 'copy' and 3 or 4, n = 4 * cols,
+              a = la and a or 0, ao = la and 4 * r * (la.rows == 1 and cols or la.rowStride) or 0,
+              c = out, co = 4 * r * (lo.rows == 1 and cols or lo.rowStride) })
+      end
     elseif binaryOf[name] == true then   -- sigmoid_bwd / tanh_bwd: out = g * f(y)
       local g, y = a, b
       if out == g or out == y then return nil end
@@ -192,23 +206,57 @@ local function compile(prog, T)
     end
     if not ok then return nil end
   end
-  emit('return true')
-  emit('end')
+  local N = #calls
+  local E = callsType(math.max(N, 1))
+  for i, c in ipairs(calls) do
+    local e = E[i - 1]
+    e.kind, e.a, e.b, e.c = c.kind, c.a or 0, c.b or 0, c.c or 0
+    e.ao, e.bo, e.co = c.ao or 0, c.bo or 0, c.co or 0
+    e.sa, e.sb, e.sc, e.n = c.sa or 0, c.sb or 0, c.sc or 0, c.n
+    if c.fn then e.fn, e.data = c.fn, c.data end
+  end
   local cbuf = ffi.new('float[?]', math.max(#consts, 1), consts)
-  local charp = ffi.typeof('char *')
-  local build = assert(load(table.concat(src, '\n'), '=nn_chain', 't', { ffi = ffi }))
-  local run = build(fields, Float, L, ffi.cast(charp, cbuf), function(p) return ffi.cast(charp, p) end,
-    ufunc.unary, ufunc.binary)
-  return run, cbuf
-end
-
-local function chainCompile(prog, T)
-  local run, cbuf = compile(prog, T)
-  if not run then return nil end
+  local B = basesType(S + 1)
+  B[0] = ffi.cast(charp, cbuf)
+  local ez, er, ext = {}, {}, {}
+  for s = 1, S do ez[s], er[s], ext[s] = lays[s].sz, lays[s].str, lays[s].extent end
+  local copy, fill = ffi.copy, ffi.fill
   return function(t)
-    local _ = cbuf   -- the constants stay alive with the runner
-    return run(t)
+    local _ = cbuf   -- the constants live as long as the runner
+    for s = 1, S do
+      local f = fields[t[s]]
+      if not f or f._dt ~= Float then return false end
+      local st, z, r, wz, wr = f._st, f._sz, f._str, ez[s], er[s]
+      local nd = #wz
+      if not st or #z ~= nd then return false end
+      for d = 1, nd do
+        if z[d] ~= wz[d] or r[d] ~= wr[d] then return false end
+      end
+      local o = f._off
+      if o < 0 or st._n < o + ext[s] then return false end
+      B[s] = ffi.cast(charp, st._ptr + o)
+    end
+    for i = 0, N - 1 do
+      local e = E[i]
+      local kind = e.kind
+      if kind == 2 then
+        args[0], args[1], args[2] = B[e.a] + e.ao, B[e.b] + e.bo, B[e.c] + e.co
+        dims[0], steps[0], steps[1], steps[2] = e.n, e.sa, e.sb, e.sc
+        e.fn(args, dims, steps, e.data)
+      elseif kind == 1 then
+        args[0], args[1] = B[e.a] + e.ao, B[e.c] + e.co
+        dims[0], steps[0], steps[1] = e.n, e.sa, e.sc
+        e.fn(args, dims, steps, e.data)
+      elseif kind == 3 then
+        copy(B[e.c] + e.co, B[e.a] + e.ao, e.n)
+      else
+        fill(B[e.c] + e.co, e.n, 0)
+      end
+    end
+    return true
   end
 end
+
+local function chainCompile(prog, T) return compile(prog, T) end
 
 backend.register('cpu', { chain_compile = chainCompile })

@@ -1,0 +1,665 @@
+-- Plans for nn.gModule (issue 25): a gModule plans itself after a forward (and a backward) run
+-- layer by layer, for the inputs' types and sizes and the modules' fields it saw, and runs the
+-- plan while nothing it depends on changes. Device-neutral: the fused kernels are the op
+-- table's chain_compile (backend/<device>/nn_chain.lua).
+--
+-- A plan is the graph's topological orders compiled once into flat lists of steps: a node's
+-- step (its module called as before, its output handed to its users' inputs), or a chain's.
+-- A chain is a connected set of elementwise nodes (Sigmoid, Tanh, CAddTable, CMulTable,
+-- CSubTable, MulConstant, AddConstant) and of the views between them (Reshape, SplitTable and
+-- nngraph's split nodes, Identity): one fused kernel runs its forward, one its backward, and
+-- they still write every module's output and gradInput, as the modules would have. The tensors
+-- inside a chain stay those the layer-by-layer run left (views included), so the nodes' inputs
+-- and gradients inside it need no per-call work; only the chain's inputs from outside (a
+-- Linear's output, the graph's inputs) and the gradients reaching it from outside are read per
+-- call. The kernel checks every tensor's type, sizes, strides and storage per call and
+-- declines when one differs: the chain's nodes then run one by one and the plan is dropped.
+-- A plan is dropped when nn.plans.enabled is false, a chain module's fields (its output,
+-- gradInput, train, constants, ...) or any node's module change, or an input's type or size
+-- changes; gModule:type, clearState, replace and read drop it too.
+local backend = require 'torch.backend'
+local plans = require 'nn.util.plans'
+local utils = require 'nngraph.utils'
+
+local plan = {}
+
+local current = setmetatable({}, { __mode = 'k' })   -- gModule -> its plan
+
+function plan.drop(gm) current[gm] = nil end
+
+-- gm's plan (for tests and inspection): nil, or a table with fchains (the fused chains, each
+-- with its members' node data) and, once gm has run a backward, bsteps.
+function plan.of(gm) return current[gm] end
+
+-- What a node is to a chain: 'compute' (an elementwise module), 'view' (its output views its
+-- input), or nil.
+local computeKinds = {
+  ['nn.CAddTable'] = function(m, n) return not m.inplace and n >= 2 end,
+  ['nn.CMulTable'] = function(_, n) return n == 2 end,
+  ['nn.CSubTable'] = function(_, n) return n == 2 end,
+  ['nn.Sigmoid'] = function(m, n) return not m.inplace and n == 1 end,
+  ['nn.Tanh'] = function(m, n) return not m.inplace and n == 1 end,
+  ['nn.MulConstant'] = function(m, n) return not m.inplace and n == 1 and type(m.constant_scalar) == 'number' end,
+  ['nn.AddConstant'] = function(m, n) return not m.inplace and n == 1 and type(m.constant_scalar) == 'number' end,
+}
+local viewKinds = { ['nn.Reshape'] = true, ['nn.SplitTable'] = true, ['nn.Identity'] = true }
+
+local function isFloat(t) return torch.isTensor(t) and torch.type(t) == 'torch.FloatTensor' end
+
+local function nodeKind(data)
+  local m = data.module
+  if m then
+    local t = torch.type(m)
+    local inputs = data.input or {}
+    if computeKinds[t] then
+      for _, x in ipairs(inputs) do if not isFloat(x) then return nil end end
+      if computeKinds[t](m, #inputs) and isFloat(m.output) then return 'compute' end
+      return nil
+    end
+    if viewKinds[t] and #inputs == 1 and isFloat(inputs[1]) then
+      if t == 'nn.SplitTable' then
+        if not utils.istable(m.output) then return nil end
+        for _, o in ipairs(m.output) do if not isFloat(o) then return nil end end
+        return 'view'
+      end
+      if isFloat(m.output) then return 'view' end
+    end
+    return nil
+  end
+  if data.nSplitOutputs or data.selectindex then return 'view' end
+  return nil
+end
+
+-- The value a node handed its users in the last forward (a tensor, or a table of tensors).
+local function valueOf(data)
+  if data.selectindex then return data.input[1][data.selectindex] end
+  if data.module then return data.module.output end
+  local input = data.input or {}
+  if #input == 1 then return input[1] end
+  return input
+end
+
+-- The users of each node, by node data (forwardnodes and backwardnodes hold different node objects over the
+-- same data): producers[d] lists d's inputs in position order (data.mapindex), users[d] the
+-- data of the nodes taking d's output.
+local function dataGraph(gm)
+  local users = {}
+  for _, node in ipairs(gm.forwardnodes) do
+    local list = {}
+    for _, u in ipairs(node.children) do list[#list + 1] = u.data end
+    users[node.data] = list
+  end
+  return users
+end
+
+local function producers(d)
+  local list = {}
+  for i = 1, #(d.mapindex or {}) do list[i] = d.mapindex[i] end
+  return list
+end
+
+-- the position of producer p among u's inputs (0: u's only input, as gModule's wiring)
+local function position(u, p)
+  if #u.mapindex == 1 then return 0 end
+  return u.mapindex[p]
+end
+
+-- The members of each chain, in forward order. A view joins only behind a member and only when
+-- every user is a member (its values are then fixed tensors); members are joined into chains by
+-- their edges, and a chain whose users outside come before its last member in forward order
+-- (or whose producers outside come before its last member in backward order) is given up.
+local function findChains(gm)
+  local users = dataGraph(gm)
+  local member, kindOf = {}, {}
+  local fwd = {}
+  for k, node in ipairs(gm.forwardnodes) do fwd[k] = node.data end
+  local inData, outData = gm.innode.data, gm.outnode.data
+  for _, d in ipairs(fwd) do
+    if d ~= inData and d ~= outData then
+      local kind = nodeKind(d)
+      if kind == 'view' then
+        local ps = producers(d)
+        if #ps ~= 1 or not member[ps[1]] then kind = nil end
+      end
+      if kind then member[d], kindOf[d] = true, kind end
+    end
+  end
+  -- views with users outside are not members (repeat: removing one can strand another)
+  local changed = true
+  while changed do
+    changed = false
+    for _, d in ipairs(fwd) do
+      if member[d] and kindOf[d] == 'view' then
+        local bad = not member[producers(d)[1]]
+        for _, u in ipairs(users[d]) do if not member[u] then bad = true end end
+        if bad then member[d], kindOf[d] = nil, nil; changed = true end
+      end
+    end
+  end
+  -- connected components
+  local chainOf, chains = {}, {}
+  for _, d in ipairs(fwd) do
+    if member[d] and not chainOf[d] then
+      local chain = { members = {}, set = {} }
+      local stack = { d }
+      chainOf[d] = chain
+      while #stack > 0 do
+        local n = table.remove(stack)
+        chain.set[n] = true
+        local near = producers(n)
+        for _, u in ipairs(users[n]) do near[#near + 1] = u end
+        for _, x in ipairs(near) do
+          if member[x] and not chainOf[x] then chainOf[x] = chain; stack[#stack + 1] = x end
+        end
+      end
+      for _, n in ipairs(fwd) do if chain.set[n] then chain.members[#chain.members + 1] = n end end
+      chains[#chains + 1] = chain
+    end
+  end
+  local kept = {}
+  for _, chain in ipairs(chains) do
+    local hasCompute = false
+    for _, n in ipairs(chain.members) do
+      if kindOf[n] == 'compute' then hasCompute = true end
+    end
+    -- a path leaving the chain and coming back would make it wait for itself
+    local seen, stack, loops = {}, {}, false
+    for _, n in ipairs(chain.members) do
+      for _, u in ipairs(users[n]) do
+        if not chain.set[u] and not seen[u] then seen[u] = true; stack[#stack + 1] = u end
+      end
+    end
+    while #stack > 0 and not loops do
+      local n = table.remove(stack)
+      for _, u in ipairs(users[n]) do
+        if chain.set[u] then loops = true
+        elseif not seen[u] then seen[u] = true; stack[#stack + 1] = u end
+      end
+    end
+    if hasCompute and not loops then
+      chain.users, chain.kindOf = users, kindOf
+      kept[#kept + 1] = chain
+    end
+  end
+  return kept, users
+end
+
+-- The fields a chain's modules must keep for its kernels to stand for them: every field's
+-- value (and the entries of table fields: a CAddTable's gradInput list, a SplitTable's output),
+-- plus the inplace flags where absent; and every node's module, the node lists, verbose.
+local function snapshot(P, chains, gm)
+  local tbls, keys, vals, n = {}, {}, {}, 0
+  local function add(t, k)
+    n = n + 1
+    tbls[n], keys[n], vals[n] = t, k, rawget(t, k)   -- vals may hold nils: n counts
+  end
+  for _, chain in ipairs(chains) do
+    for _, d in ipairs(chain.members) do
+      local m = d.module
+      if m then
+        add(m, 'inplace')
+        for k, v in pairs(m) do
+          if k ~= 'inplace' then
+            add(m, k)
+            if utils.istable(v) and (k == 'output' or k == 'gradInput') then
+              for k2 in pairs(v) do add(v, k2) end
+            end
+          end
+        end
+      end
+    end
+  end
+  for _, node in ipairs(gm.forwardnodes) do add(node.data, 'module') end
+  add(gm, 'forwardnodes')
+  add(gm, 'backwardnodes')
+  add(gm, 'verbose')
+  P.tbls, P.keys, P.vals, P.nfields = tbls, keys, vals, n
+end
+
+local function inputSignature(P, inputs)
+  P.inTypes, P.inSizes = {}, {}
+  for i, x in ipairs(inputs) do
+    if not torch.isTensor(x) then return false end
+    P.inTypes[i] = torch.type(x)
+    P.inSizes[i] = x:size():totable()
+  end
+  P.nIn = #inputs
+  return true
+end
+
+-- Whether plan P still stands for gm and (when given) these inputs.
+local function valid(gm, P, inputs)
+  if not plans.enabled or P.dead then return false end
+  local tbls, keys, vals = P.tbls, P.keys, P.vals
+  for i = 1, P.nfields do
+    if rawget(tbls[i], keys[i]) ~= vals[i] then return false end
+  end
+  if inputs then
+    if #inputs ~= P.nIn then return false end
+    for i = 1, P.nIn do
+      local x, sizes = inputs[i], P.inSizes[i]
+      if torch.type(x) ~= P.inTypes[i] or x:dim() ~= #sizes then return false end
+      for d = 1, #sizes do if x:size(d) ~= sizes[d] then return false end end
+    end
+  end
+  return true
+end
+
+------------------------------------------------------------------------------------------------
+-- A chain's programs
+
+-- Slots: a fixed tensor gets one slot; a tensor read per call (read()) one per source.
+local function newSlots() return { T = {}, of = {}, n = 0, dyn = {} } end
+local function static(S, t)
+  local s = S.of[t]
+  if s then return s end
+  S.n = S.n + 1
+  S.of[t], S.T[S.n] = S.n, t
+  return S.n
+end
+local function dynamic(S, t, read)
+  S.n = S.n + 1
+  S.T[S.n] = t
+  S.dyn[#S.dyn + 1] = { slot = S.n, read = read }
+  return S.n
+end
+
+-- The slot of input i (1-based position) of member d: the producer's fixed value when the
+-- producer is a member, else read per call from d's inputs.
+local function inputSlot(S, chain, d, i)
+  local x = d.input[i]
+  if chain.set[d.mapindex[i]] then return static(S, x) end
+  return dynamic(S, x, function() return d.input[i] end)
+end
+
+-- The forward program of a chain: its ops and slots, and the values handed to users outside
+-- ({userData, position, memberData}).
+local function forwardProgram(chain)
+  local S, ops = newSlots(), {}
+  for _, d in ipairs(chain.members) do
+    if chain.kindOf[d] == 'compute' then
+      local m = d.module
+      local slots = {}
+      for i = 1, #d.input do slots[i] = inputSlot(S, chain, d, i) end
+      local out = static(S, m.output)
+      local t = torch.type(m)
+      if t == 'nn.CAddTable' then
+        ops[#ops + 1] = { 'add', out, slots[1], slots[2] }
+        for i = 3, #slots do ops[#ops + 1] = { 'add', out, out, slots[i] } end
+      elseif t == 'nn.CMulTable' then ops[#ops + 1] = { 'mul', out, slots[1], slots[2] }
+      elseif t == 'nn.CSubTable' then ops[#ops + 1] = { 'sub', out, slots[1], slots[2] }
+      elseif t == 'nn.Sigmoid' then ops[#ops + 1] = { 'sigmoid', out, slots[1] }
+      elseif t == 'nn.Tanh' then ops[#ops + 1] = { 'tanh', out, slots[1] }
+      elseif t == 'nn.MulConstant' then ops[#ops + 1] = { 'mulc', out, slots[1], m.constant_scalar }
+      elseif t == 'nn.AddConstant' then ops[#ops + 1] = { 'addc', out, slots[1], m.constant_scalar }
+      end
+    end
+  end
+  local pushes = {}
+  for _, d in ipairs(chain.members) do
+    for _, u in ipairs(chain.users[d]) do
+      if not chain.set[u] then pushes[#pushes + 1] = { u, u.mapindex[d], d } end
+    end
+  end
+  return { nslots = S.n, ops = ops }, S, pushes
+end
+
+-- The gradient member u handed its producer p in the last backward (a tensor), or false for
+-- the users that hand on a table entry (select and split nodes).
+local function gradFrom(u, p)
+  if u.selectindex or u.nSplitOutputs then return false end
+  local gi = u.module.gradInput
+  local pos = position(u, p)
+  if pos ~= 0 then return utils.istable(gi) and gi[pos] end
+  return gi
+end
+
+-- The backward program: for each member in backward order, its total gradient (one user's
+-- gradient, or their sum into its gradOutputBuffer) and its module's gradInput; nil when the
+-- tensors the last backward left do not fit (e.g. a view's gradInput that is a copy).
+local function backwardProgram(chain, gm)
+  local S, ops = newSlots(), {}
+  local set = chain.set
+  local order = {}
+  for _, node in ipairs(gm.backwardnodes) do if set[node.data] then order[#order + 1] = node.data end end
+  local gradSlot = {}     -- member data -> slot of its total gradient
+  local boundary = {}     -- {data, gradients from outside, fixed gradients from members}
+  for _, d in ipairs(order) do
+    if not d.nSplitOutputs then   -- a split node's gradient is its select nodes' table
+      local external, internal, tableGrad = 0, {}, false
+      for _, u in ipairs(chain.users[d]) do
+        if set[u] then
+          local g = gradFrom(u, d)
+          if g == false then tableGrad = true
+          elseif torch.isTensor(g) then internal[#internal + 1] = g
+          else return nil end
+        else
+          external = external + 1
+        end
+      end
+      if not tableGrad then
+        local list = d.gradOutput or {}
+        if #list ~= external + #internal then return nil end
+        local parts = {}
+        for j = 1, external do
+          if not torch.isTensor(list[j]) then return nil end
+          parts[#parts + 1] = dynamic(S, list[j], function() return d.gradOutput[j] end)
+        end
+        for _, g in ipairs(internal) do parts[#parts + 1] = static(S, g) end
+        if #parts == 1 then
+          gradSlot[d] = parts[1]
+        elseif #parts > 1 then
+          local buf = d.gradOutputBuffer
+          if not torch.isTensor(buf) then return nil end
+          local b = static(S, buf)
+          ops[#ops + 1] = { 'add', b, parts[1], parts[2] }
+          for i = 3, #parts do ops[#ops + 1] = { 'add', b, b, parts[i] } end
+          gradSlot[d] = b
+        else
+          return nil
+        end
+        if external > 0 then boundary[#boundary + 1] = { d, external, internal } end
+      end
+    end
+    local m, g = d.module, gradSlot[d]
+    if m then
+      local t = torch.type(m)
+      local gi = m.gradInput
+      if chain.kindOf[d] == 'compute' then
+        if t == 'nn.CAddTable' or t == 'nn.CMulTable' or t == 'nn.CSubTable' then
+          if not utils.istable(gi) or #gi ~= #d.input then return nil end
+          for i = 1, #gi do if not torch.isTensor(gi[i]) then return nil end end
+        elseif not torch.isTensor(gi) then
+          return nil
+        end
+        if t == 'nn.CAddTable' then
+          for i = 1, #gi do ops[#ops + 1] = { 'copy', static(S, gi[i]), g } end
+        elseif t == 'nn.CMulTable' then
+          ops[#ops + 1] = { 'mul', static(S, gi[1]), g, inputSlot(S, chain, d, 2) }
+          ops[#ops + 1] = { 'mul', static(S, gi[2]), g, inputSlot(S, chain, d, 1) }
+        elseif t == 'nn.CSubTable' then
+          ops[#ops + 1] = { 'copy', static(S, gi[1]), g }
+          ops[#ops + 1] = { 'mulc', static(S, gi[2]), g, -1 }
+        elseif t == 'nn.Sigmoid' then
+          ops[#ops + 1] = { 'sigmoid_bwd', static(S, gi), g, static(S, m.output) }
+        elseif t == 'nn.Tanh' then
+          ops[#ops + 1] = { 'tanh_bwd', static(S, gi), g, static(S, m.output) }
+        elseif t == 'nn.MulConstant' then
+          ops[#ops + 1] = { 'mulc', static(S, gi), g, m.constant_scalar }
+        elseif t == 'nn.AddConstant' then
+          ops[#ops + 1] = { 'copy', static(S, gi), g }
+        end
+      elseif t == 'nn.SplitTable' then
+        -- gradInput holds each piece's gradient in its slice
+        local pieces = d.gradOutput and d.gradOutput[1]
+        if not torch.isTensor(gi) or not utils.istable(pieces) then return nil end
+        local dim = m:_getPositiveDimension(d.input[1])
+        for k = 1, gi:size(dim) do
+          if not torch.isTensor(pieces[k]) then return nil end
+          ops[#ops + 1] = { 'copy', static(S, gi:select(dim, k)), static(S, pieces[k]) }
+        end
+      else   -- Reshape, Identity: gradInput views the (fixed) gradient; nothing to run
+        local gt = g and S.T[g]
+        if not gt or not torch.isTensor(gi) or gi:storage() ~= gt:storage()
+            or gi:storageOffset() ~= gt:storageOffset() or gi:nElement() ~= gt:nElement() then
+          return nil
+        end
+      end
+    elseif d.selectindex then
+      -- the split node's table must hold this node's (fixed) total gradient
+      local splitter = d.mapindex[1].gradOutput
+      local gt = g and S.T[g]
+      if not (splitter and utils.istable(splitter[1]) and gt and rawequal(splitter[1][d.selectindex], gt)) then
+        return nil
+      end
+    end
+  end
+  -- gradients handed to producers outside: {producerData, tensor}
+  local hands = {}
+  for _, d in ipairs(order) do
+    for _, p in ipairs(producers(d)) do
+      if not set[p] then
+        local g = gradFrom(d, p)
+        if not torch.isTensor(g) then return nil end
+        hands[#hands + 1] = { p, g }
+      end
+    end
+  end
+  return { nslots = S.n, ops = ops }, S, boundary, hands, order
+end
+
+-- The steps in an order the graph allows with each chain run as one step, nearest the order
+-- of nodes (a node outside chains keeps its place where it can; a chain runs once all it waits
+-- for has run): items {node, k} (k: its position in nodes) and {chain}; nil when the chains
+-- wait for each other.
+local function schedule(nodes, inChain, waitsFor)
+  local items, itemOf = {}, {}
+  for k, node in ipairs(nodes) do
+    local d = node.data
+    local c = inChain[d]
+    if c then
+      local it = itemOf[c]
+      if not it then
+        it = { chain = c, deps = {} }
+        items[#items + 1], itemOf[c] = it, it
+      end
+      it.key, itemOf[d] = k, it   -- a chain's place: its last member's
+    else
+      local it = { node = node, k = k, key = k, deps = {} }
+      items[#items + 1], itemOf[d] = it, it
+    end
+  end
+  for _, node in ipairs(nodes) do
+    local it = itemOf[node.data]
+    for _, p in ipairs(waitsFor(node.data)) do
+      local pit = itemOf[p]
+      if pit and pit ~= it then it.deps[pit] = true end
+    end
+  end
+  local done, out = {}, {}
+  while #out < #items do
+    local best
+    for _, it in ipairs(items) do
+      if not done[it] and (not best or it.key < best.key) then
+        local ready = true
+        for p in pairs(it.deps) do if not done[p] then ready = false; break end end
+        if ready then best = it end
+      end
+    end
+    if not best then return nil end
+    done[best], out[#out + 1] = true, best
+  end
+  for _, it in ipairs(out) do it.deps, it.key = nil, nil end
+  return out
+end
+
+------------------------------------------------------------------------------------------------
+-- Building and running
+
+local function compileWith(prog, S)
+  local first = S.T[1]
+  if not first then return nil end
+  return backend.of(first).chain_compile(prog, S.T)
+end
+
+-- After a forward run layer by layer: plans gm for these inputs (a plan without chains says
+-- only that there is nothing to fuse: gm then runs as before, without planning again).
+function plan.afterForward(gm, inputs)
+  if not plans.enabled or gm.verbose then return end
+  local P = { fchains = {} }
+  if not inputSignature(P, inputs) then return end
+  local chains = findChains(gm)
+  for _, chain in ipairs(chains) do
+    local prog, S, pushes = forwardProgram(chain)
+    local run = compileWith(prog, S)
+    if run then
+      chain.frun, chain.fslots, chain.pushes = run, S, pushes
+      P.fchains[#P.fchains + 1] = chain
+    end
+  end
+  snapshot(P, P.fchains, gm)
+  current[gm] = P
+  if #P.fchains == 0 then P.none = true; return end
+  local inChain = {}
+  for _, chain in ipairs(P.fchains) do
+    for _, d in ipairs(chain.members) do inChain[d] = chain end
+  end
+  P.fsteps = schedule(gm.forwardnodes, inChain, producers)
+  if not P.fsteps then P.fchains, P.none = {}, true end
+end
+
+-- After a backward run layer by layer: adds the backward to gm's plan.
+function plan.afterBackward(gm)
+  local P = current[gm]
+  if not P or P.none or P.bsteps or not valid(gm, P) then return end
+  local inChain, chains = {}, {}
+  for _, chain in ipairs(P.fchains) do
+    local prog, S, boundary, hands, order = backwardProgram(chain, gm)
+    local run = prog and compileWith(prog, S)
+    if run then
+      chain.brun, chain.bslots, chain.boundary, chain.hands, chain.border = run, S, boundary, hands, order
+      for _, d in ipairs(chain.members) do inChain[d] = chain end
+      chains[#chains + 1] = chain
+    end
+  end
+  if #chains == 0 then return end
+  local users = chains[1].users
+  local bsteps = schedule(gm.backwardnodes, inChain, function(d) return users[d] or {} end)
+  if not bsteps then return end
+  local clear, acc = {}, {}
+  for _, s in ipairs(bsteps) do
+    if s.node then
+      clear[#clear + 1] = s.node.data
+      if s.node.data.module then acc[#acc + 1] = s end
+    end
+  end
+  for _, chain in ipairs(chains) do
+    for _, b in ipairs(chain.boundary) do clear[#clear + 1] = b[1] end
+  end
+  P.bsteps, P.clear, P.acc = bsteps, clear, acc
+end
+
+-- gm's plan for a forward on these inputs, or nil (a plan that no longer stands is dropped).
+function plan.forwardPlan(gm, inputs)
+  local P = current[gm]
+  if not P then return nil end
+  if not valid(gm, P, inputs) then current[gm] = nil; return nil end
+  return P
+end
+
+-- gm's plan for a backward, or nil.
+function plan.backwardPlan(gm)
+  local P = current[gm]
+  if not P or not P.bsteps then return nil end
+  if not valid(gm, P) then current[gm] = nil; return nil end
+  return P
+end
+
+local function fillDynamic(S)
+  local T, dyn = S.T, S.dyn
+  for i = 1, #dyn do
+    local e = dyn[i]
+    T[e.slot] = e.read()
+  end
+end
+
+local function dropAfterFailure(gm, P)
+  P.dead = true
+  if current[gm] == P then current[gm] = nil end
+end
+
+-- Runs gm's forward with plan P; step(node, k, func, users) is gModule's node step.
+function plan.forward(gm, P, step, users)
+  local steps = P.fsteps
+  for i = 1, #steps do
+    local s = steps[i]
+    local chain = s.chain
+    if not chain then
+      step(s.node, s.k, 'updateOutput', users)
+    else
+      fillDynamic(chain.fslots)
+      if chain.frun(chain.fslots.T) then
+        local pushes = chain.pushes
+        for j = 1, #pushes do
+          local p = pushes[j]
+          local into = p[1].input
+          if not into then into = {}; p[1].input = into end
+          into[p[2]] = valueOf(p[3])
+        end
+      else   -- the tensors differ from the plan's: the chain's nodes one by one
+        dropAfterFailure(gm, P)
+        for k, node in ipairs(gm.forwardnodes) do
+          if chain.set[node.data] then step(node, k, 'updateOutput', users) end
+        end
+      end
+    end
+  end
+end
+
+local clearTable = require 'table.clear'
+
+-- Runs gm's updateGradInput with plan P; step(node, k, inputs) is gModule's backward node step
+-- and inputs its wiring's.
+function plan.backward(gm, P, gradOutput, step, inputs)
+  local clear = P.clear
+  for i = 1, #clear do
+    local d = clear[i]
+    local list = d.gradOutput
+    if list then clearTable(list) else d.gradOutput = {} end
+  end
+  gm.outnode.data.gradOutput[1] = gradOutput
+  local steps = P.bsteps
+  for i = 1, #steps do
+    local s = steps[i]
+    local chain = s.chain
+    if not chain then
+      step(s.node, s.k, inputs)
+    else
+      local boundary, ok = chain.boundary, true
+      for j = 1, #boundary do
+        local b = boundary[j]
+        if #b[1].gradOutput ~= b[2] then ok = false end
+      end
+      if ok then
+        fillDynamic(chain.bslots)
+        ok = chain.brun(chain.bslots.T)
+      end
+      if ok then
+        for j = 1, #boundary do   -- the nodes' lists as the layer-by-layer run leaves them
+          local b = boundary[j]
+          local list, internal = b[1].gradOutput, b[3]
+          for q = 1, #internal do list[#list + 1] = internal[q] end
+        end
+        local hands = chain.hands
+        for j = 1, #hands do
+          local h = hands[j]
+          local list = h[1].gradOutput
+          list[#list + 1] = h[2]
+        end
+      else   -- the chain's nodes one by one, from the gradients that came from outside
+        dropAfterFailure(gm, P)
+        local keep = {}
+        for _, b in ipairs(boundary) do keep[b[1]] = #b[1].gradOutput end
+        for _, d in ipairs(chain.members) do
+          local list = d.gradOutput
+          if list then
+            for j = #list, (keep[d] or 0) + 1, -1 do list[j] = nil end
+          else
+            d.gradOutput = {}
+          end
+        end
+        for k, node in ipairs(gm.backwardnodes) do
+          if chain.set[node.data] then step(node, k, inputs) end
+        end
+      end
+    end
+  end
+end
+
+-- accGradParameters with plan P (the chains' modules have no parameters); step is gModule's.
+function plan.acc(gm, P, step, scale)
+  local acc = P.acc
+  for i = 1, #acc do step(acc[i].node, acc[i].k, scale) end
+end
+
+return plan
