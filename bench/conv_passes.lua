@@ -23,12 +23,12 @@ for i = 4, #args do counts[#counts + 1] = tonumber(args[i]) end
 if #counts == 0 then counts = { 1, 2 } end
 require('torch.backend.cpu.blas').watchLoad = false
 -- CONV_PASSES_BEFORE=1: the kernel choices before issue 25's dnnl-layers work (the conv rule
--- of conv.dnnlChannels then, average pooling on the loops)
+-- of conv.dnnlChannels then, blocked layouts only, average pooling on the loops)
 if os.getenv('CONV_PASSES_BEFORE') == '1' then
   local channels = require('torch.backend.cpu.nn_conv').dnnlChannels
   channels.fill = math.huge
-  local pooling = require('torch.backend.cpu.dnnl_nn').pooling
-  pooling.average = false
+  local convdnnl = require 'torch.backend.cpu.dnnl_nn'
+  convdnnl.pooling.average, convdnnl.channelsLast = false, false
 end
 
 local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)') or './'

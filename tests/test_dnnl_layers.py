@@ -1,8 +1,9 @@
 """The conv-net passes that run on oneDNN (backend/cpu/dnnl_nn.lua) against the kernels that run
 without it (dnnl.enabled false) and PyTorch's functional ops: max pooling (output, torch7's
 indices, and a backward that follows the indices, changed or not),
-average pooling (count_include_pad, ceil_mode), and convolutions of few channels, whose path the
-thread count picks (nn_conv.lua's rule); at 1 and 2 threads, odd sizes, padding, stride,
+average pooling (count_include_pad, ceil_mode), convolutions of few channels, whose path the
+thread count picks (nn_conv.lua's rule), on oneDNN's blocked and channels-last kernels, and the
+depth-wise convolution (a grouped one on oneDNN); at 1 and 2 threads, odd sizes, padding, stride,
 dilation, batch 1, non-contiguous input; and finite differences on a small case."""
 import numpy as np
 import pytest
@@ -184,9 +185,11 @@ end""")
 
 CONV_CASES = [  # nIn, nOut, k, stride, pad, dilation, input shape
     (1, 20, 5, 1, 0, 1, (3, 1, 14, 13)),      # LeNet's first layer: im2col on 1 thread, gradInput on any
-    (20, 50, 5, 1, 0, 1, (2, 20, 12, 11)),    # LeNet's second: im2col on 1 thread, oneDNN on 2
+    (20, 50, 5, 1, 0, 1, (2, 20, 12, 11)),    # LeNet's second: im2col on 1 thread, oneDNN channels-last on 2
     (3, 64, 7, 2, 3, 1, (1, 3, 21, 19)),      # ResNet's first: oneDNN but for gradInput
     (16, 32, 3, 1, 1, 2, (2, 16, 9, 10)),     # dilated, 16 channels: oneDNN
+    (32, 24, 3, 2, 1, 1, (2, 32, 9, 8)),      # gradInput on channels-last kernels (24 output planes)
+    (40, 40, 3, 1, 1, 1, (1, 40, 7, 7)),      # all passes channels-last, batch 1
 ]
 
 
@@ -208,3 +211,72 @@ def test_few_channel_conv_against_pytorch(case, path, threads):
                              (out.detach(), t.grad, tw.grad + 0.25, tb.grad + 0.25)):
         want = want.numpy()
         np.testing.assert_allclose(N(g), want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()), err_msg=name)
+
+
+# nn.SpatialDepthWiseConvolution: a grouped convolution on oneDNN, its im2col + bmm passes without.
+depthwise_run = lua_fn("""function(path, threads, n, mult, k, s, p, x, w, b, go, strided)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local blas = require 'torch.backend.cpu.blas'
+  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
+  dnnl.enabled, blas.watchLoad = path == 'onednn', false
+  torch.setnumthreads(threads)
+  local ok, r = pcall(function()
+    local m = nn.SpatialDepthWiseConvolution(n, mult, k, k, s, s, p, p):float()
+    m.weight:copy(w); m.bias:copy(b); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
+    local input = strided and x:transpose(x:dim() - 1, x:dim()) or x
+    local out = m:forward(input):clone()
+    m:zeroGradParameters(); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
+    local gi = m:backward(input, go, 0.5):clone()
+    return { out, gi, m.gradWeight, m.gradBias }
+  end)
+  dnnl.enabled, blas.watchLoad = was, watch
+  torch.setnumthreads(before)
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+DEPTHWISE_CASES = [  # nInputPlane, multiplier, k, stride, pad, input shape
+    (8, 1, 3, 1, 1, (2, 8, 11, 9)),     # MobileNet's
+    (3, 4, 5, 2, 2, (1, 3, 13, 12)),    # a channel multiplier, stride, batch 1
+    (5, 2, 3, 1, 0, (5, 9, 10)),        # one image (3D input)
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_depthwise_conv_against_pytorch(case, path, threads, strided):
+    n, mult, k, s, p, shape = case
+    rng = np.random.default_rng(n * 10 + mult)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((mult, n * k * k)).astype(np.float32)
+    b = rng.standard_normal((mult, n)).astype(np.float32)
+    xs = np.swapaxes(x, -1, -2) if strided else x
+    batch = xs if xs.ndim == 4 else xs[None]
+    # output plane i * mult + j: input plane i, kernel w[j][i]
+    tw = torch.tensor(w.reshape(mult, n, k, k).transpose(1, 0, 2, 3).reshape(n * mult, 1, k, k),
+                      dtype=torch.float64, requires_grad=True)
+    tb = torch.tensor(b.T.reshape(-1), dtype=torch.float64, requires_grad=True)
+    t = torch.tensor(batch, dtype=torch.float64, requires_grad=True)
+    out = F.conv2d(t, tw, tb, stride=s, padding=p, groups=n)
+    go = rng.standard_normal(out.shape[1:] if xs.ndim == 3 else out.shape).astype(np.float32)
+    out.backward(torch.tensor(go, dtype=torch.float64).reshape(out.shape))
+    got = depthwise_run(path, threads, n, mult, k, s, p, x, w, b, go, strided)
+    gw = tw.grad.numpy().reshape(n, mult, k * k).transpose(1, 0, 2).reshape(mult, n * k * k)
+    gb = tb.grad.numpy().reshape(n, mult).T
+    wants = (out.detach().numpy().reshape(go.shape), t.grad.numpy().reshape(xs.shape), 0.25 + 0.5 * gw, 0.25 + 0.5 * gb)
+    for name, g, want in zip(("output", "gradInput", "gradWeight", "gradBias"), got, wants):
+        np.testing.assert_allclose(N(g), want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()), err_msg=name)
+
+
+def test_depthwise_accgrad_needs_a_forward():
+    """As torch7: accGradParameters before any updateOutput is an error naming the module."""
+    err = lua_fn("""function()
+      require 'nn'
+      local m = nn.SpatialDepthWiseConvolution(2, 1, 3, 3):float()
+      local ok, e = pcall(function() m:accGradParameters(torch.FloatTensor(1, 2, 5, 5), torch.FloatTensor(1, 2, 3, 3)) end)
+      return tostring(e)
+    end""")()
+    assert "SpatialDepthWiseConvolution" in err and "updateOutput" in err

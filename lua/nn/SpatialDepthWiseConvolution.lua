@@ -4,9 +4,14 @@
 -- input plane i and kernel weight[j][i]. weight: nOutputPlane x (nInputPlane*kH*kW) (a
 -- nOutputPlane x nInputPlane x kH x kW tensor is also accepted), bias: nOutputPlane x nInputPlane.
 -- Each plane is unfolded as a one-plane image (backend/cpu/unfold.lua); one bmm over the input
--- planes per image.
+-- planes per image; or, where the op table's spatial_depthwise_conv serves it (Float on
+-- oneDNN, backend/cpu/nn_conv.lua), one grouped convolution per pass.
 local backend = require 'torch.backend'
 local shape = require 'nn.util.shape'
+
+-- per module (kept off it: neither saved nor cloned): the geometry of the last forward that the
+-- op table's spatial_depthwise_conv ran (accGradParameters then needs no patches)
+local forwarded = setmetatable({}, { __mode = 'k' })
 
 -- A SpatialConvolution (its fields, reset and noBias) with per-plane parameter shapes.
 local DepthWise, parent = torch.class('nn.SpatialDepthWiseConvolution', 'nn.SpatialConvolution')
@@ -44,6 +49,13 @@ function DepthWise:updateOutput(input)
   local g = self:_geometry(input)
   local n, m = self.nInputPlane, self.nOutputPlane
   input = input:contiguous()
+  if not self.output:isContiguous() then self.output = input.new() end
+  self.output:resize(g.sizes)
+  forwarded[self] = nil
+  if backend.of(input).spatial_depthwise_conv('forward', self, g, self.output, input) then
+    forwarded[self] = g
+    return self.output
+  end
   self.finput = self.finput or input.new()
   self.finput:resize(g.B, g.K, g.N)
   backend.of(input).im2col(input, self.finput, g)
@@ -64,6 +76,11 @@ function DepthWise:updateGradInput(input, gradOutput)
   local g = self:_geometry(input)
   local n, m = self.nInputPlane, self.nOutputPlane
   shape.gradOutput(self, gradOutput, g.sizes)
+  self.gradInput:resizeAs(input)
+  if not self.gradInput:isContiguous() then self.gradInput = input.new():resizeAs(input) end
+  if backend.of(input).spatial_depthwise_conv('gradInput', self, g, self.gradInput, gradOutput:contiguous()) then
+    return self.gradInput
+  end
   local go = gradOutput:contiguous():view(g.images, n, m, g.N)
   self.fgradInput = self.fgradInput or input.new()
   self.fgradInput:resize(g.B, g.K, g.N)
@@ -82,6 +99,11 @@ function DepthWise:accGradParameters(input, gradOutput, scale)
   local g = self:_geometry(input)
   local n, m = self.nInputPlane, self.nOutputPlane
   shape.gradOutput(self, gradOutput, g.sizes)
+  local done = forwarded[self]
+  if done and done.images == g.images and done.H == g.H and done.W == g.W
+      and backend.of(input).spatial_depthwise_conv('accGrad', self, g, input:contiguous(), gradOutput:contiguous(), scale) then
+    return
+  end
   local f = self.finput
   if not f or f:dim() ~= 3 or f:size(1) ~= g.B or f:size(2) ~= g.K or f:size(3) ~= g.N then
     shape.fail(self, 'call updateOutput with this input before accGradParameters')
@@ -110,5 +132,5 @@ function DepthWise:__tostring__()
 end
 
 function DepthWise:clearState()
-  return parent.clearState(self, 'finput', 'fgradInput', '_gw')
+  return parent.clearState(self, 'finput', 'fgradInput', '_gw', '_gb')
 end

@@ -162,8 +162,9 @@ end
 -- 2 idle cores, best of 5, ms at 1 thread / 2 threads, im2col -> oneDNN; docs/performance.md):
 -- - fill >= 0.9 (ResNet's and VGG's first layers, 16 -> 32): oneDNN on any count (ResNet's 3 ->
 --   64 7x7 at batch 8: forward 33.0 -> 13.0, weight gradient 32.3 -> 16.6 on one thread);
--- - else on one thread im2col (LeNet's 20 -> 50, fill 0.49: forward 9.1 against 11.2), on two
---   oneDNN (6.0 against 9.1);
+-- - else on one thread im2col (LeNet's 20 -> 50, fill 0.49: forward 9.1 against 11.2; and
+--   inside the model 6.7-7.1 against 7.2-7.8 on channels-last kernels, which skip the padding
+--   but pay a reorder), on two oneDNN (channels-last there, dnnl_nn.lua: 3.4 against 7.6);
 -- - gradInput on fewer than conv.dnnlChannels.gradInput channels stays with im2col on any
 --   count (a 3-channel image: 3.6 ms against 10.8, 34.6 against 66.4 for ResNet's first layer).
 conv.dnnlChannels = { oneThread = 32, gradInput = 16, fill = 0.9 }
@@ -200,6 +201,46 @@ backend.register('cpu', {
     if not (d and convdnnl.accGrad(d, input, gradOutput, gradWeight, gradBias, scale)) then
       conv.accGrad(e, g, input, gradOutput, gradWeight, gradBias, scale)
     end
+  end,
+})
+
+-- SpatialDepthWiseConvolution's passes on oneDNN (Float, where installed): a convolution of
+-- nInputPlane groups of one input plane and nOutputPlane output planes each, the module's
+-- output order. pass 'forward' (output, input), 'gradInput' (gradInput, gradOutput),
+-- 'accGrad' (input, gradOutput, scale); m the module, g its _geometry, tensors sized and
+-- contiguous. Returns false (nothing written) where oneDNN does not serve it: the module's own
+-- im2col + bmm passes run then. Measured on one core, best of 5, MobileNet's 3x3 over 32
+-- planes of 56x56 at batch 16: forward 13.2 -> 1.4 ms, gradInput 12.9 -> 1.4, weight gradient
+-- 5.2 -> 1.4; 512 planes of 7x7: 5.4 -> 0.4, 7.9 -> 0.4, 2.4 -> 0.4.
+local function depthwise(m, g, x)
+  local n, mult, t = m.nInputPlane, m.nOutputPlane, torch.type(x)
+  if torch.type(m.weight) ~= t or m.bias and torch.type(m.bias) ~= t
+      or m.gradWeight and torch.type(m.gradWeight) ~= t or m.gradBias and torch.type(m.gradBias) ~= t then
+    return nil
+  end
+  return convdnnl.of({ B = g.images, C = n, H = g.H, W = g.W, O = n * mult, kH = g.kH, kW = g.kW,
+    dH = g.dH, dW = g.dW, padH = g.padH, padW = g.padW, oH = g.oH, oW = g.oW, groups = n }, x._dt)
+end
+
+backend.register('cpu', {
+  spatial_depthwise_conv = function(pass, m, g, a, b, scale)
+    local d = depthwise(m, g, a)
+    if not d then return false end
+    local w = m:_perPlane(m.weight, g.K, 'weight')   -- nInputPlane x nOutputPlane x kH*kW
+    if pass == 'forward' then
+      return convdnnl.forward(d, b, w, m.bias and m:_perPlane(m.bias, 1, 'bias'):view(-1), a)
+    elseif pass == 'gradInput' then
+      return convdnnl.backward(d, w, b, a)
+    end
+    local n, mult = m.nInputPlane, m.nOutputPlane
+    m._gw = m._gw or a.new()
+    m._gw:resize(n, mult, g.K):zero()
+    local gb = m.gradBias and (m._gb or a.new()):resize(n * mult):zero()
+    m._gb = gb or m._gb
+    if not convdnnl.accGrad(d, a, b, m._gw, gb, scale) then return false end
+    m.gradWeight:view(mult, n, g.K):add(m._gw:transpose(1, 2))
+    if gb then m.gradBias:view(mult, n):add(gb:view(n, mult):t()) end
+    return true
   end,
 })
 

@@ -40,6 +40,9 @@ backend.register('cuda', {
   spatial_conv_acc_grad = function(_, g, gradWeight, gradBias, input, gradOutput, scale)
     call('conv_acc_grad', gradWeight, gradBias, input, gradOutput, scale, convWindows(g))
   end,
+  -- SpatialDepthWiseConvolution's oneDNN passes (backend/cpu/nn_conv.lua): none here, the
+  -- module's own device im2col / col2im and batched products run
+  spatial_depthwise_conv = function() return false end,
   -- SpatialFullConvolution's passes (the module, its _geometry g: oH, oW the input's size, H, W
   -- the output's)
   spatial_full_conv_forward = function(_, g, output, input, weight, bias)
