@@ -188,8 +188,8 @@ CONV_CASES = [  # nIn, nOut, k, stride, pad, dilation, input shape
     (20, 50, 5, 1, 0, 1, (2, 20, 12, 11)),    # LeNet's second: im2col on 1 thread, oneDNN channels-last on 2
     (3, 64, 7, 2, 3, 1, (1, 3, 21, 19)),      # ResNet's first: oneDNN but for gradInput
     (16, 32, 3, 1, 1, 2, (2, 16, 9, 10)),     # dilated, 16 channels: oneDNN
-    (32, 24, 3, 2, 1, 1, (2, 32, 9, 8)),      # gradInput on channels-last kernels (24 output planes)
-    (40, 40, 3, 1, 1, 1, (1, 40, 7, 7)),      # all passes channels-last, batch 1
+    (40, 24, 3, 2, 1, 1, (2, 40, 9, 8)),      # forward and weight gradient channels-last, stride
+    (40, 40, 3, 1, 1, 1, (1, 40, 7, 7)),      # the same, batch 1
 ]
 
 

@@ -59,18 +59,19 @@ local function describe(g, dt)
   }
 end
 
--- Channels-last activations (NHWC inside the primitive; the tensors stay NCHW) where the
--- channels a pass reduces over are not a multiple of 16 past the first 16 (the input's for the
--- forward and weight gradient, the output's for gradInput): oneDNN's blocked layout pads those
--- to 16-channel blocks, its channels-last kernels do not. Measured on one AVX-512 core, best of
--- 8, ms blocked -> channels-last: LeNet's 20 -> 50 at batch 256 forward 9.4 -> 6.1, weight
--- gradient 10.8 -> 7.4 (on 2 threads 5.7 -> 3.4 and 6.0 -> 4.3); 24 -> 32 1.9 -> 1.5; 50 -> 100
--- 9.1 -> 7.6; gradInput of 64 -> 50 6.8 -> 5.6, of 40 -> 40 3.7 -> 3.2. Off (false): blocked.
+-- Channels-last activations (NHWC inside the primitive; the tensors stay NCHW) for the forward
+-- and weight gradient passes where the input channels are not a multiple of 16 past the first
+-- 16: oneDNN's blocked layout pads them to 16-channel blocks, its channels-last kernels do not.
+-- Measured on one AVX-512 core, best of 8, ms blocked -> channels-last: LeNet's 20 -> 50 at
+-- batch 256 forward 9.4 -> 6.1, weight gradient 10.8 -> 7.4 (on 2 threads 5.7 -> 3.4 and 6.0 ->
+-- 4.3); 24 -> 32 1.9 -> 1.5; 50 -> 100 9.1 -> 7.6. gradInput (over the output channels) stays
+-- blocked: 64 -> 50 gained (6.8 -> 5.6) but 50 -> 100 lost (8.5 -> 9.3), and DCGAN's first
+-- layer (a gradInput pass of 100 channels) took the whole forward from 153 to 163 ms.
+-- Off (false): blocked everywhere.
 convdnnl.channelsLast = true
 
 function convdnnl.nhwc(C, O, pass)
-  local n = pass == 'backward' and O or C
-  return convdnnl.channelsLast and C >= 16 and n > 16 and n % 16 ~= 0
+  return convdnnl.channelsLast and pass ~= 'backward' and C > 16 and C % 16 ~= 0
 end
 
 -- an activation's descriptor in the primitive: channels-last, or the layout oneDNN picks
