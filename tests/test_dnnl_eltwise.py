@@ -294,10 +294,10 @@ def numeric_gradient(ctor, x, go, eps):
 
 
 @pytest.mark.parametrize("ctor", ["nn.Tanh()", "nn.Sigmoid()", "nn.ELU(0.7)", "nn.SoftPlus(2)", "nn.Exp()", "nn.Square()",
-                                  "nn.SoftMax()", "nn.LogSoftMax()", "nn.SpatialSoftMax()"])
+                                  "nn.SoftMax()", "nn.LogSoftMax()"])
 def test_finite_differences(ctor):
     rng = np.random.default_rng(7)
-    shape = (3, 4, 2, 2) if "Spatial" in ctor else (3, 5)
+    shape = (3, 5)
     x = rng.uniform(-1.5, 1.5, shape).astype(np.float32)
     go = rng.uniform(-1, 1, shape).astype(np.float32)
     _, gi, runs = run(1, ctor, x, go)
@@ -310,7 +310,8 @@ SOFTMAX = [("nn.SoftMax()", (13,), 0), ("nn.SoftMax()", (5, 17), 1), ("nn.SoftMa
            ("nn.SoftMax()", (2, 6, 3, 5), 1), ("nn.LogSoftMax()", (13,), 0), ("nn.LogSoftMax()", (5, 17), 1),
            ("nn.LogSoftMax()", (6, 3, 5), 0), ("nn.LogSoftMax()", (2, 6, 3, 5), 1),
            ("nn.SpatialSoftMax()", (6, 3, 5), 0), ("nn.SpatialSoftMax()", (2, 6, 3, 5), 1),
-           ("nn.SpatialLogSoftMax()", (2, 6, 3, 5), 1)]
+           ("nn.SpatialLogSoftMax()", (2, 6, 3, 5), 1), ("nn.SpatialSoftMax()", (3, 7, 1, 1), 1),
+           ("nn.SoftMax()", (7, 1, 1), 0)]
 
 
 def softmax_ref(x, axis, log):
@@ -328,7 +329,10 @@ def test_softmax_against_numpy_pytorch_and_old_path(ctor, shape, axis, path):
     go = rng.uniform(-1, 1, shape).astype(np.float32)
     log = "Log" in ctor
     out, gi, runs = run(path, ctor, x, go)
-    assert runs == (1 if log else 2)   # log-softmax's forward pass stays (oneDNN's log is too coarse)
+    # log-softmax's forward pass stays (oneDNN's log is too coarse), and the spatial ones (along
+    # an outer dim oneDNN is slower)
+    spatial = len(shape) > 2 and np.prod(shape[axis + 1:]) > 1
+    assert runs == (0 if spatial else 1 if log else 2)
     x64, go64 = x.astype(np.float64), go.astype(np.float64)
     y = softmax_ref(x64, axis, log)
     p = np.exp(y) if log else y

@@ -187,29 +187,36 @@ end
 -- (docs/performance.md has the numbers).
 local DEFAULT = { one = math.huge, least = math.huge }
 local never = math.huge
-local function limit(one, least) return { one = one, least = least or 32768 } end
+-- least: a second thread's share must save twice the ~4 µs its start costs (the team sleeps
+-- between calls): 64K elements per thread for the passes near memory speed (~0.15 ns an
+-- element), 32K for those costing twice that; 64K where numpy's loop is as fast at 1 thread.
+local CHEAP, DEAR = 65536, 32768
+local function limit(one, least) return { one = one, least = least or CHEAP } end
 eltwise.limits = {
-  ef = { Threshold = limit(never), LeakyReLU = limit(512), ELU = limit(256), Tanh = limit(never, 65536),
-    Sigmoid = limit(4096), SoftPlus = limit(256), Abs = limit(never), Square = limit(2048),
-    Sqrt = limit(1024), Exp = limit(16384), Log = limit(never, 65536), HardTanh = limit(1024) },
-  eb = { Threshold = limit(4096), LeakyReLU = limit(512), ELU = limit(512), Tanh = limit(2048),
-    Sigmoid = limit(4096), SoftPlus = limit(512), Abs = limit(512), Square = limit(2048),
+  ef = { Threshold = limit(16384), LeakyReLU = limit(1024), ELU = limit(512, DEAR), Tanh = limit(never),
+    Sigmoid = limit(512, DEAR), Abs = limit(never), Square = limit(1024), Sqrt = limit(512, DEAR),
+    Exp = limit(8192, DEAR), HardTanh = limit(1024) },
+  eb = { Threshold = limit(4096), LeakyReLU = limit(1024), ELU = limit(512), Tanh = limit(2048),
+    Sigmoid = limit(2048), SoftPlus = limit(512, DEAR), Abs = limit(512), Square = limit(2048),
     Exp = limit(4096), Log = limit(2048), HardTanh = limit(512) },
-  sf = { soft = limit(4096) },
-  sb = { soft = limit(4096), log = limit(4096) },
-  bin = { add = limit(1024), mul = limit(1024), copy = limit(never) },
+  sf = { soft = limit(128, DEAR) },
+  sb = { soft = limit(128, DEAR), log = limit(512, DEAR) },
+  bin = { add = limit(512), mul = limit(512), copy = limit(8192) },
 }
 
 -- Tests and benches: a thread count that every pass runs on whatever its size (nil: the
--- limits decide).
+-- limits decide); and the switch of these passes alone (dnnl.enabled switches all of oneDNN;
+-- LUABRIDGE_NO_DNNL_ELTWISE=1 starts this one false).
 eltwise.forceThreads = nil
+eltwise.enabled = not os.getenv('LUABRIDGE_NO_DNNL_ELTWISE')
 
 -- The thread count oneDNN runs a pass on for n elements, or nil where the caller's loop runs
 -- it (oneDNN absent or switched off, or n below the pass's limits).
 function eltwise.threads(group, name, n)
-  if not (dnnl.available and dnnl.enabled) or n == 0 then return nil end
+  if not (dnnl.available and dnnl.enabled and eltwise.enabled) or n == 0 then return nil end
   if eltwise.forceThreads then return eltwise.forceThreads end
   local limit = eltwise.limits[group][name] or DEFAULT
+  if n < limit.one and n < 2 * limit.least then return nil end
   local threads = blas.threadsFor(n, limit.least)
   if threads == 1 and n < limit.one then return nil end
   return threads

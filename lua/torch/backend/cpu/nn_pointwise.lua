@@ -129,14 +129,15 @@ end
 
 -- The element count of t where t, a, b and c are contiguous Float tensors of as many elements
 -- (a, b, c may be nil); else nil.
+local function like(x, dt, n)
+  return x == nil or (x._dt == dt and isContiguous(x) and numel(x) == n)
+end
+
 local function floats(t, a, b, c)
   local dt = t._dt
   if dt.name ~= 'Float' or not isContiguous(t) then return nil end
   local n = numel(t)
-  for _, x in ipairs { a, b, c } do
-    if x._dt ~= dt or not isContiguous(x) or numel(x) ~= n then return nil end
-  end
-  return n
+  if like(a, dt, n) and like(b, dt, n) and like(c, dt, n) then return n end
 end
 
 -- output = f(input), f the eltwise kind alg (dnnl_eltwise.ALG) with parameters alpha, beta, for
@@ -156,14 +157,16 @@ function ops.nn_eltwise_backward(name, alg, alpha, beta, gradInput, gradOutput, 
     ptr(gradOutput), ptr(data))
 end
 
--- torch7's softmax dims as a x b x c blocks along b (dnnl_eltwise.softmaxForward's): classes;
--- batch x classes; classes x h x w; batch x classes x h x w.
+-- torch7's softmax dims as rows x classes blocks (dnnl_eltwise.softmaxForward's a x b x 0):
+-- classes; batch x classes; and classes x h x w, batch x classes x h x w where h x w is 1.
+-- Not the spatial ones along an outer dim: there oneDNN's reference loops run, 5 to 10 times
+-- slower than the module's tensor ops.
 local function block(t)
   local sz, d = t._sz, #t._sz
   if d == 1 then return 0, sz[1], 0 end
   if d == 2 then return sz[1], sz[2], 0 end
-  if d == 3 then return 0, sz[1], sz[2] * sz[3] end
-  if d == 4 then return sz[1], sz[2], sz[3] * sz[4] end
+  if d == 3 and sz[2] * sz[3] == 1 then return 0, sz[1], 0 end
+  if d == 4 and sz[3] * sz[4] == 1 then return sz[1], sz[2], 0 end
 end
 
 -- output = softmax (kind 'soft') or log-softmax ('log') of input along torch7's class dim;
