@@ -47,8 +47,9 @@ end
 
 -- Checks that every index read by at() is an integer in [1, nClasses] (or is `ignore`).
 function targets.checkRange(self, t, count, nClasses, ignore)
+  local p, s = ptr(t), t:stride(1)   -- read once: each read of a tensor's fields is a lookup
   for i = 0, count - 1 do
-    local c = targets.at(t, i)
+    local c = tonumber(p[i * s])
     if c ~= ignore and not (c >= 1 and c <= nClasses and c == math.floor(c)) then
       check.error(('%s: target %s out of range, expected a class index in [1, %d]'):format(
         torch.type(self), tostring(c), nClasses))

@@ -10,13 +10,19 @@ local ptr = apply.ptr
 
 local ops = {}
 
--- The value at the 0-based position i of a 1-D tensor t.
-local function at(t, i) return tonumber(ptr(t)[i * t:stride(1)]) end
+-- The pointer to a 1-D tensor's first element and its stride (read once per pass: each read
+-- of a tensor's fields is a table lookup).
+local function vector(t) return ptr(t), t:stride(1) end
 
--- The weight of 1-based class c in the 1-D tensor w (1 when there are no weights).
-local function classWeight(w, c)
-  if not w then return 1 end
-  return tonumber(ptr(w)[(c - 1) * w:stride(1)])
+-- The weight of 1-based class c in the weights at wp, step ws (1 when there are no weights).
+local function classWeight(wp, ws, c)
+  if not wp then return 1 end
+  return tonumber(wp[(c - 1) * ws])
+end
+
+local function weightsOf(w)
+  if not w then return nil, 0 end
+  return vector(w)
 end
 
 -- The element pointer and the steps between rows and between columns of a 1-D (one row) or
@@ -27,11 +33,11 @@ local function rows(t)
 end
 
 -- The sum of the class weights of the samples not ignored (t's first count targets).
-local function totalWeight(t, count, weights, ignore)
+local function totalWeight(tp, ts, count, wp, ws, ignore)
   local total = 0
   for i = 0, count - 1 do
-    local c = at(t, i)
-    if c ~= ignore then total = total + classWeight(weights, c) end
+    local c = tonumber(tp[i * ts])
+    if c ~= ignore then total = total + classWeight(wp, ws, c) end
   end
   return total
 end
@@ -42,12 +48,14 @@ end
 function ops.class_nll_forward(input, t, weights, ignore)
   local count = input:dim() == 1 and 1 or input:size(1)
   local p, si, sc = rows(input)
+  local tp, ts = vector(t)
+  local wp, ws = weightsOf(weights)
   local sum = 0
   for i = 0, count - 1 do
-    local c = at(t, i)
-    if c ~= ignore then sum = sum - tonumber(p[i * si + (c - 1) * sc]) * classWeight(weights, c) end
+    local c = tonumber(tp[i * ts])
+    if c ~= ignore then sum = sum - tonumber(p[i * si + (c - 1) * sc]) * classWeight(wp, ws, c) end
   end
-  return sum, totalWeight(t, count, weights, ignore)
+  return sum, totalWeight(tp, ts, count, wp, ws, ignore)
 end
 
 -- gradInput (sized as input) = -w[t_i] at each sample's target, over the total weight when
@@ -55,13 +63,15 @@ end
 function ops.class_nll_backward(gradInput, t, weights, ignore, sizeAverage)
   gradInput:zero()
   local count = gradInput:dim() == 1 and 1 or gradInput:size(1)
-  local total = totalWeight(t, count, weights, ignore)
+  local tp, ts = vector(t)
+  local wp, ws = weightsOf(weights)
+  local total = totalWeight(tp, ts, count, wp, ws, ignore)
   if not (total > 0) then return end
   local norm = sizeAverage and total or 1
   local p, si, sc = rows(gradInput)
   for i = 0, count - 1 do
-    local c = at(t, i)
-    if c ~= ignore then p[i * si + (c - 1) * sc] = -classWeight(weights, c) / norm end
+    local c = tonumber(tp[i * ts])
+    if c ~= ignore then p[i * si + (c - 1) * sc] = -classWeight(wp, ws, c) / norm end
   end
 end
 
@@ -75,12 +85,13 @@ local function pixels(input, target, weights, grad)
   local gp = grad and ptr(grad)
   local gs1, gs2, gs3, gs4 = grad and grad:stride(1), grad and grad:stride(2), grad and grad:stride(3),
     grad and grad:stride(4)
+  local wp, ws = weightsOf(weights)
   local sum, total = 0, 0
   for b = 0, n - 1 do
     for y = 0, h - 1 do
       for x = 0, w - 1 do
         local c = math.floor(tonumber(tp[b * ts1 + y * ts2 + x * ts3]))
-        local wc = classWeight(weights, c)
+        local wc = classWeight(wp, ws, c)
         total = total + wc
         sum = sum - tonumber(xp[b * xs1 + (c - 1) * xs2 + y * xs3 + x * xs4]) * wc
         if gp then gp[b * gs1 + (c - 1) * gs2 + y * gs3 + x * gs4] = -wc end
