@@ -150,7 +150,7 @@ def test_bad_programs_are_clear_errors(program, message):
 
 def test_elementwise_checks_its_arguments():
     f = lua_fn("function() return torch.elementwise('x = x', { x = 3 }) end")
-    with pytest.raises(luabridge.LuaError, match="torch.elementwise: x is not a tensor"):
+    with pytest.raises(luabridge.LuaError, match="torch.elementwise: x is not a tensor named by a string"):
         f()
 
 
@@ -345,3 +345,29 @@ def test_spatial_dropout_still_draws_per_plane():
     y = N(f())
     planes = y.reshape(4, 64, -1)
     assert np.all(planes.min(axis=2) == planes.max(axis=2))
+
+
+def test_a_forked_child_gets_its_own_workers():
+    from luabridge.providers.torch_cpu import blocked
+    prog = blocked.Program("x = x * k", ["x"], ["k"])
+    a = np.ones(1 << 20)
+    blocked.run_program(prog, "Double", a.size, 2, [a.ctypes.data], [2.0])   # the parent's pool
+    pid = os.fork()
+    if pid == 0:   # the child: the parent's workers are gone; a run must not wait for them
+        try:
+            blocked.run_program(prog, "Double", a.size, 2, [a.ctypes.data], [3.0])
+            os._exit(0 if np.all(a == 6.0) else 1)
+        except BaseException:
+            os._exit(2)
+    import time
+    deadline = time.monotonic() + 60
+    done, status = os.waitpid(pid, os.WNOHANG)
+    while done == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        done, status = os.waitpid(pid, os.WNOHANG)
+    if done == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's run waited for the parent's workers")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert np.all(a == 2.0)

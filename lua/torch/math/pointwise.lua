@@ -302,11 +302,15 @@ function torch.elementwise(program, tensors, scalars, threaded)
   end
   local first
   for name, t in pairs(tensors) do
-    if not isTensor(t) then check.error(('torch.elementwise: %s is not a tensor'):format(tostring(name))) end
+    if type(name) ~= 'string' or not isTensor(t) then
+      check.error(('torch.elementwise: %s is not a tensor named by a string'):format(tostring(name)))
+    end
     first = first or t
   end
   for name, v in pairs(scalars or {}) do
-    if type(v) ~= 'number' then check.error(('torch.elementwise: %s is not a number'):format(tostring(name))) end
+    if type(name) ~= 'string' or type(v) ~= 'number' then
+      check.error(('torch.elementwise: %s is not a number named by a string'):format(tostring(name)))
+    end
   end
   if not first then return false end
   return backend.of(first).elementwise(program, tensors, scalars or {}, threaded == true)

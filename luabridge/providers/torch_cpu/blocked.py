@@ -203,15 +203,18 @@ def _run_range(prog: Program, arrays: list[np.ndarray], scalars: list[Any], lo: 
 
 
 _pool: Optional[ThreadPoolExecutor] = None
+_pool_pid = 0
 _pool_lock = threading.Lock()
 
 
 def _executor() -> ThreadPoolExecutor:
-    global _pool
+    """The workers, made on first use (again in a forked child: the parent's threads are not there)."""
+    global _pool, _pool_pid
     with _pool_lock:
-        if _pool is None:
+        if _pool is None or _pool_pid != os.getpid():
             _pool = ThreadPoolExecutor(max_workers=max(os.cpu_count() or 1, 2) - 1,
                                        thread_name_prefix="luabridge-blocked")
+            _pool_pid = os.getpid()
         return _pool
 
 
