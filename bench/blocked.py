@@ -43,11 +43,21 @@ CASES = {
                           ("adam", "{learningRate = 1e-3}"))
     ],
     "dropout": [
-        (f"Dropout fwd {b}x4096", f"""(function() local m = nn.Dropout(0.5):float()
-            local x = torch.FloatTensor({b}, 4096):uniform()
-            m:forward(x)
-            return function() m:forward(x) end end)()""")
-        for b in (64, 256)
+        ("Dropout fwd+bwd 64x4096", """(function() local m = nn.Dropout(0.5):float()
+            local x = torch.FloatTensor(64, 4096):uniform()
+            m:forward(x); m:backward(x, x)
+            return function() m:forward(x); m:backward(x, x) end end)()"""),
+        # bench/real_models.lua's cifar VGG at batch 64: its Dropouts' input sizes
+        ("VGG cifar Dropouts fwd+bwd", """(function()
+            local ms, xs = {}, {}
+            for i, s in ipairs { {64, 32, 32, .3}, {128, 16, 16, .4}, {256, 8, 8, .4}, {256, 8, 8, .4},
+                                 {512, 4, 4, .4}, {512, 4, 4, .4}, {512, 2, 2, .4}, {512, 2, 2, .4},
+                                 {512, 1, 1, .5}, {512, 1, 1, .5} } do
+              ms[i], xs[i] = nn.Dropout(s[4]):float(), torch.FloatTensor(64, s[1], s[2], s[3]):uniform()
+            end
+            local function run() for i = 1, #ms do ms[i]:forward(xs[i]); ms[i]:backward(xs[i], xs[i]) end end
+            run()
+            return run end)()"""),
     ],
 }
 
