@@ -280,3 +280,67 @@ def test_depthwise_accgrad_needs_a_forward():
       return tostring(e)
     end""")()
     assert "SpatialDepthWiseConvolution" in err and "updateOutput" in err
+
+
+# nn.SpatialCrossMapLRN: oneDNN (odd sizes) or nn_lrn.lua's loops; torch7's scale field too.
+lrn_run = lua_fn("""function(path, threads, size, alpha, beta, k, x, go, strided)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local blas = require 'torch.backend.cpu.blas'
+  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
+  dnnl.enabled, blas.watchLoad = path == 'onednn', false
+  torch.setnumthreads(threads)
+  local ok, r = pcall(function()
+    local m = nn.SpatialCrossMapLRN(size, alpha, beta, k):float()
+    local input = strided and x:transpose(x:dim() - 1, x:dim()) or x
+    local out = m:forward(input):clone()
+    return { out, m.scale:clone(), m:backward(input, go):clone() }
+  end)
+  dnnl.enabled, blas.watchLoad = was, watch
+  torch.setnumthreads(before)
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+
+def lrn_ref(x, go, size, alpha, beta, k):
+    """torch7's SpatialCrossMapLRN in float64 over dim -3: output, scale, and the input gradient
+    of sum(out * go) by autograd (any size: torch7's window [c - pre, c + post])."""
+    pre = (size - 1) // 2
+    t = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    sq = t * t
+    C = x.shape[-3]
+    sums = torch.stack([sq.narrow(-3, max(0, c - pre), min(C, c + size - pre) - max(0, c - pre)).sum(-3)
+                        for c in range(C)], -3)
+    scale = k + alpha / size * sums
+    out = t * scale ** -beta
+    out.backward(torch.tensor(go, dtype=torch.float64))
+    return out.detach().numpy(), scale.detach().numpy(), t.grad.numpy()
+
+
+LRN_CASES = [  # size, alpha, beta, k, input shape
+    (5, 1e-4, 0.75, 2.0, (2, 12, 7, 6)),     # AlexNet's
+    (3, 0.5, 0.75, 1.0, (1, 5, 4, 9)),       # a large alpha: the scaling shows
+    (5, 2.0, 0.5, 1.5, (7, 5, 5)),           # one image (3D), more window than channels at the ends
+    (4, 1.0, 0.75, 1.0, (2, 6, 3, 5)),       # even: the loops (oneDNN's window is centred)
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", LRN_CASES)
+@pytest.mark.parametrize("strided", [False, True])
+def test_lrn_against_reference(case, path, threads, strided):
+    size, alpha, beta, k, shape = case
+    rng = np.random.default_rng(size * 7 + len(shape))
+    x = rng.standard_normal(shape).astype(np.float32)
+    xs = np.swapaxes(x, -1, -2) if strided else x
+    go = rng.standard_normal(xs.shape).astype(np.float32)
+    out, scale, gi = lrn_ref(xs, go, size, alpha, beta, k)
+    got = lrn_run(path, threads, size, alpha, beta, k, x, go, strided)
+    for name, g, want in zip(("output", "scale", "gradInput"), got, (out, scale, gi)):
+        np.testing.assert_allclose(N(g), want, rtol=1e-5, atol=1e-5, err_msg=name)
+    if size % 2:   # PyTorch's window is torch7's for odd sizes
+        t = torch.tensor(xs, dtype=torch.float64)
+        want = F.local_response_norm(t if t.dim() == 4 else t[None], size, alpha, beta, k)
+        np.testing.assert_allclose(N(got[0]), want.numpy().reshape(xs.shape), rtol=1e-5, atol=1e-5)

@@ -53,12 +53,16 @@ return function(xp, gp, sp, op, rp, ip, B, C, N, size, alpha, beta)
 end]])
 
 local ptr = require('torch.backend.cpu.apply').ptr
+local dnnlLrn = require 'torch.backend.cpu.dnnl_lrn'
 
+-- Float data of an odd size runs on oneDNN where it is installed (dnnl_lrn.lua), on all threads.
 backend.register('cpu', {
   lrn_forward = function(x, scale, out, B, C, N, size, alpha, beta, k)
+    if dnnlLrn.forward(x, scale, out, B, C, N, size, alpha, beta, k) then return end
     forwardLoops[torch.typename(x)](ptr(x), ptr(scale), ptr(out), B, C, N, size, alpha, beta, k)
   end,
   lrn_backward = function(x, g, scale, out, ratio, gi, B, C, N, size, alpha, beta)
+    if dnnlLrn.backward(x, g, scale, gi, B, C, N, size, alpha, beta) then return end
     backwardLoops[torch.typename(x)](ptr(x), ptr(g), ptr(scale), ptr(out), ptr(ratio), ptr(gi), B, C, N, size,
       alpha, beta)
   end,
