@@ -600,18 +600,23 @@ local function lerp(r, a, b, w) lerpKernel[a._dt.id](r, a, b, w) end
 -- loops over cache-sized blocks, on the threads blas.threadsFor gives (torch.setnumthreads, never
 -- more than the CPUs free). A program of several ops ('x = x - s*m/(sqrt(v) + eps)', optim's
 -- steps through torch.elementwise) reads and writes each tensor once rather than once per op,
--- which pays on one thread; a single op (add, mul, div, their tensor forms, sqrt) goes there only
--- when it gets two threads or more (on one, numpy's loop called from here is as fast and costs
--- no Python call), addcmul and addcdiv (LuaJIT kernels here) from one thread.
+-- which pays on one thread for Float; a single op (add, mul, div, their tensor forms, sqrt) goes
+-- there only when it gets two threads or more (on one, numpy's loop called from here is as fast
+-- and costs no Python call), Float addcmul and addcdiv (LuaJIT kernels here) from one thread.
+-- Double runs on one thread as fast in the old passes (LuaJIT's loops compute in double; numpy's
+-- double loops have half the lanes), so Double programs run only on two threads or more.
 -- blocked.enabled = false (or LUABRIDGE_BLOCKED=0 in the environment) keeps every op on the
 -- passes above; the tests compare both.
 local blocked = {
   enabled = os.getenv('LUABRIDGE_BLOCKED') ~= '0',
-  -- the least elements of a program (a Python call and the views cost about 10 us: measured
-  -- with bench/blocked.py, 2-core AMD EPYC, best of 5)
-  from = { Float = 65536, Double = 32768 },
+  -- the least elements of a program (a call costs 15 to 20 us: Float addcdiv and adam's step
+  -- break even at 16K elements on one thread and gain 1.3x at 32K, 1.5x to 1.8x from 256K;
+  -- 2-core AVX-512 Xeon, process CPU time, best of 3)
+  from = { Float = 32768, Double = 131072 },
   -- the least elements per thread
   least = { Float = 131072, Double = 65536 },
+  -- whether a program pays on one thread (Double: 0.9x to 1.0x below 1M elements, 1.2x at 4M)
+  oneThread = { Float = true, Double = false },
   runs = 0,   -- programs run here so far (the tests' witness)
 }
 local py = memory.py
@@ -679,7 +684,7 @@ local function runBlocked(source, tensors, scalars, threaded)
     args[4 + i] = pt
   end
   local threads = blas.threadsFor(n, blocked.least[dt.name])
-  if threaded and threads < 2 then return false end
+  if threads < 2 and (threaded or not blocked.oneThread[dt.name]) then return false end
   args[1], args[2], args[3], args[4] = p.id, dt.name, n, threads
   local k = 4 + #names
   for i, name in ipairs(p.scalars) do args[k + i] = scalars[name] end
