@@ -344,3 +344,59 @@ def test_lrn_against_reference(case, path, threads, strided):
         t = torch.tensor(xs, dtype=torch.float64)
         want = F.local_response_norm(t if t.dim() == 4 else t[None], size, alpha, beta, k)
         np.testing.assert_allclose(N(got[0]), want.numpy().reshape(xs.shape), rtol=1e-5, atol=1e-5)
+
+
+# Volumetric convolutions and their transposes: oneDNN's 3D passes, or the im2col ones.
+volume_run = lua_fn("""function(path, threads, cls, x, w, b, go, ...)
+  require 'nn'
+  local dnnl = require 'torch.backend.cpu.dnnl'
+  local blas = require 'torch.backend.cpu.blas'
+  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
+  dnnl.enabled, blas.watchLoad = path == 'onednn', false
+  torch.setnumthreads(threads)
+  local args = { ... }
+  local ok, r = pcall(function()
+    local m = nn[cls](unpack(args)):float()
+    m.weight:copy(w); m.bias:copy(b); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
+    local out = m:forward(x):clone()
+    local gi = m:backward(x, go):clone()
+    local out2 = m:forward(x:narrow(x:dim(), 1, x:size(x:dim()) - 1)):clone()   -- another width
+    return { out, gi, m.gradWeight, m.gradBias, out2 }
+  end)
+  dnnl.enabled, blas.watchLoad = was, watch
+  torch.setnumthreads(before)
+  if not ok then error(r) end
+  return unpack(r)
+end""")
+
+VOLUME_CASES = [  # class, (nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH), input shape
+    ("VolumetricConvolution", (3, 4, 3, 3, 2, 1, 2, 1, 1, 1, 0), (2, 3, 5, 7, 8)),
+    ("VolumetricConvolution", (16, 8, 1, 3, 3, 2, 1, 1, 0, 1, 1), (1, 16, 4, 6, 5)),
+    ("VolumetricFullConvolution", (4, 3, 2, 3, 3, 2, 2, 1, 0, 1, 0), (2, 4, 3, 4, 5)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("case", VOLUME_CASES)
+def test_volumetric_conv_against_pytorch(case, path, threads):
+    cls, args, shape = case
+    nIn, nOut, kT, kW, kH, dT, dW, dH, pT, pW, pH = args
+    full = cls == "VolumetricFullConvolution"
+    rng = np.random.default_rng(sum(args))
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = (rng.standard_normal((nIn, nOut, kT, kH, kW) if full else (nOut, nIn, kT, kH, kW)) / 4).astype(np.float32)
+    b = rng.standard_normal(nOut).astype(np.float32)
+    op = F.conv_transpose3d if full else F.conv3d
+    outs = []
+    for xx in (x, x[..., :-1]):
+        t, tw, tb = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (xx, w, b))
+        outs.append((op(t, tw, tb, stride=(dT, dH, dW), padding=(pT, pH, pW)), t, tw, tb))
+    out, t, tw, tb = outs[0]
+    go = rng.standard_normal(out.shape).astype(np.float32)
+    out.backward(torch.tensor(go, dtype=torch.float64))
+    got = volume_run(path, threads, cls, x, w, b, go, *args)
+    wants = (out.detach(), t.grad, tw.grad + 0.25, tb.grad + 0.25, outs[1][0].detach())
+    for name, g, want in zip(("output", "gradInput", "gradWeight", "gradBias", "output of another width"), got, wants):
+        want = want.numpy()
+        np.testing.assert_allclose(N(g), want, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(want).max()), err_msg=name)

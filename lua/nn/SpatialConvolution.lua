@@ -70,10 +70,11 @@ local function geometry(self, input)
   if e.g and torch.isTensor(input) then
     local sz = sizesOf(input)
     if e.dt == dtypeOf(input) and e.wdt == dtypeOf(self.weight) and e.nd == #sz and e.s1 == sz[1]
-        and e.s2 == sz[2] and e.s3 == sz[3] and e.s4 == sz[4] and e.nIn == self.nInputPlane
+        and e.s2 == sz[2] and e.s3 == sz[3] and e.s4 == sz[4] and e.s5 == sz[5] and e.nIn == self.nInputPlane
         and e.nOut == self.nOutputPlane and e.kW == self.kW and e.kH == self.kH and e.dW == self.dW
         and e.dH == self.dH and e.padW == self.padW and e.padH == self.padH
-        and e.lW == self.dilationW and e.lH == self.dilationH then
+        and e.lW == self.dilationW and e.lH == self.dilationH and e.kT == self.kT and e.dT == self.dT
+        and e.padT == self.padT and e.lT == self.dilationT then
       return e, e.g
     end
   end
@@ -81,6 +82,8 @@ local function geometry(self, input)
   g.O, g.dt = self.nOutputPlane, dtypeOf(input)
   local sz = sizesOf(input)
   e.g, e.dt, e.wdt, e.nd, e.s1, e.s2, e.s3, e.s4 = g, dtypeOf(input), dtypeOf(self.weight), #sz, sz[1], sz[2], sz[3], sz[4]
+  -- (the volumetric modules that share these passes: their fifth size and time settings)
+  e.s5, e.kT, e.dT, e.padT, e.lT = sz[5], self.kT, self.dT, self.padT, self.dilationT
   e.nIn, e.nOut, e.kW, e.kH, e.dW, e.dH = self.nInputPlane, self.nOutputPlane, self.kW, self.kH, self.dW, self.dH
   e.padW, e.padH, e.lW, e.lH = self.padW, self.padH, self.dilationW, self.dilationH
   return e, g

@@ -40,18 +40,30 @@ local plans, count = {}, 0
 -- The oneDNN description of a convolution of image (B x C x H x W) with kernel
 -- (O x C x kH x kW) to the output (B x O x oH x oW), or of g.groups groups (G): the kernel
 -- G x O/G x C/G x kH x kW, output channel o from input channels of group floor(o / (O/G));
--- nil when oneDNN cannot run it (another element type, a volume).
+-- a volume likewise over T x H x W; nil when oneDNN cannot run it (another element type).
 local function describe(g, dt)
-  if dt.name ~= 'Float' or g.T or g.kT then return nil end
+  if dt.name ~= 'Float' then return nil end
   local lH, lW = g.dilationH or 1, g.dilationW or 1
   -- negative where the last windows leave input rows or columns unread (a 1x1 kernel of
   -- stride 2 on an even size): oneDNN takes that as PyTorch gives it
   local padBottom = (g.oH - 1) * g.dH + (g.kH - 1) * lH + 1 - g.H - g.padH
   local padRight = (g.oW - 1) * g.dW + (g.kW - 1) * lW + 1 - g.W - g.padW
   local G = g.groups or 1
+  if g.T then   -- a volume (VolumetricConvolution, VolumetricFullConvolution): T x H x W
+    local lT = g.dilationT or 1
+    local padBack = (g.oT - 1) * g.dT + (g.kT - 1) * lT + 1 - g.T - g.padT
+    return {
+      key = table.concat({ g.B, g.C, g.T, g.H, g.W, g.O, g.kT, g.kH, g.kW, g.dT, g.dH, g.dW, g.padT, g.padH,
+        g.padW, lT, lH, lW }, ' '),
+      O = g.O, src = { g.B, g.C, g.T, g.H, g.W }, weights = { g.O, g.C, g.kT, g.kH, g.kW },
+      dst = { g.B, g.O, g.oT, g.oH, g.oW }, bias = { g.O }, strides = dnnl.dims { g.dT, g.dH, g.dW },
+      dilates = dnnl.dims { lT - 1, lH - 1, lW - 1 }, padL = dnnl.dims { g.padT, g.padH, g.padW },
+      padR = dnnl.dims { padBack, padBottom, padRight },
+    }
+  end
   return {
     key = table.concat({ g.B, g.C, g.H, g.W, g.O, g.kH, g.kW, g.dH, g.dW, g.padH, g.padW, lH, lW, G }, ' '),
-    C = G == 1 and g.C or nil, O = g.O,   -- (channels-last: not for groups)
+    C = G == 1 and g.C or nil, O = g.O,   -- (channels-last: neither for groups nor volumes)
     weights = G == 1 and { g.O, g.C, g.kH, g.kW } or { G, g.O / G, g.C / G, g.kH, g.kW },
     src = { g.B, g.C, g.H, g.W }, dst = { g.B, g.O, g.oH, g.oW },
     bias = { g.O }, strides = dnnl.dims { g.dH, g.dW }, dilates = dnnl.dims { lH - 1, lW - 1 },
@@ -154,7 +166,7 @@ local function planFor(pass, d, withBias)
 end
 
 
--- The description of the 2D geometry g (nn_conv.lua's), cached in g; nil when oneDNN is
+-- The description of the 2D or 3D geometry g (nn_conv.lua's), cached in g; nil when oneDNN is
 -- off or does not serve it.
 function convdnnl.of(g, dt)
   if not (dnnl.available and dnnl.enabled) then return nil end
