@@ -337,17 +337,25 @@ def test_small_masks_keep_torch7s_stream():
     assert abs(on.mean() - 0.4) < 0.01 and abs(off.mean() - 0.4) < 0.01
 
 
-def test_spatial_dropout_still_draws_per_plane():
-    f = lua_fn("""function()
+@pytest.mark.parametrize("module, shape", [
+    ("nn.SpatialDropout(0.5)", (4, 64, 32, 32)), ("nn.SpatialDropout(0.5)", (16, 8, 8)),
+    ("nn.VolumetricDropout(0.4)", (2, 8, 3, 8, 8)), ("nn.VolumetricDropout(0.4)", (8, 3, 8, 8)),
+])
+def test_spatial_dropout_scales_whole_planes(module, shape):
+    f = lua_fn("""function(src, x, go)
       require 'nn'
       torch.manualSeed(2)
-      local m = nn.SpatialDropout(0.5)
-      local y = m:forward(torch.ones(4, 64, 32, 32))
-      return y
+      local m = loadstring('return ' .. src)():float()
+      local y = m:forward(x):clone()
+      local gi = m:backward(x, go):clone()
+      return y, gi, m.noise:clone()
     end""")
-    y = N(f())
-    planes = y.reshape(4, 64, -1)
-    assert np.all(planes.min(axis=2) == planes.max(axis=2))
+    rng = np.random.default_rng(5)
+    x, go = rng.uniform(1, 2, shape).astype(np.float32), rng.uniform(1, 2, shape).astype(np.float32)
+    y, gi, noise = map(N, f(module, T(x), T(go)))
+    assert set(np.unique(noise)) <= {0, 1} and 0 < noise.mean() < 1
+    np.testing.assert_array_equal(y, x * noise)          # noise: 1 per plane, broadcast
+    np.testing.assert_array_equal(gi, go * noise)
 
 
 def test_a_forked_child_gets_its_own_workers():

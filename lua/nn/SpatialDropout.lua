@@ -28,13 +28,27 @@ function SpatialDropout:noiseSize(input)
   return sizes
 end
 
+-- t (contiguous, input's size) times the noise, plane by plane: as planes x (elements of a plane)
+-- against the noise as a column, whose rows numpy's loops take one call each (a 4-D expanded
+-- operand would take the element-by-element kernel).
+function SpatialDropout:scaleByNoise(t, input)
+  local planes = self.noise:nElement()
+  if t:isContiguous() and planes > 0 then
+    local per = input:nElement() / planes
+    t:view(planes, per):cmul(self.noise:view(planes, 1):expand(planes, per))
+  else
+    t:cmul(self.noise:expandAs(input))
+  end
+  return t
+end
+
 function SpatialDropout:updateOutput(input)
   check.tensorOf(torch.type(self), input, 'input')
   local sizes = self:noiseSize(input)
   self.output:resizeAs(input):copy(input)
   if self.train or self.stochastic_inference then
     self.noise:resize(sizes):bernoulli(1 - self.p)
-    self.output:cmul(self.noise:expandAs(input))
+    self:scaleByNoise(self.output, input)
   else
     self.output:mul(1 - self.p)
   end
@@ -47,7 +61,7 @@ function SpatialDropout:updateGradInput(input, gradOutput)
       check.sizestr(gradOutput), check.sizestr(input)))
   end
   if not self.train then error(torch.type(self) .. ': backprop only defined while training') end
-  self.gradInput:resizeAs(gradOutput):copy(gradOutput):cmul(self.noise:expandAs(input))
+  self:scaleByNoise(self.gradInput:resizeAs(gradOutput):copy(gradOutput), input)
   return self.gradInput
 end
 
