@@ -1,5 +1,7 @@
 -- Modules applied one after another: the output of each is the input of the next.
 local check = require 'torch.core.check'
+local plans = require 'nn.util.plans'
+local planConv = require 'nn.util.plan_conv'
 local Sequential = torch.class('nn.Sequential', 'nn.Container')
 
 function Sequential:__len() return #self.modules end
@@ -48,13 +50,25 @@ function Sequential:remove(index)
   return self
 end
 
-function Sequential:updateOutput(input)
+local function layerByLayer(self, input)
   local current = input
   for i, m in ipairs(self.modules) do
     current = self:rethrowErrors(m, i, 'updateOutput', current)
   end
   self.output = current
   return current
+end
+
+-- With nn.plans on, a tree of convolutions in evaluation runs as a plan made on its first
+-- forward (nn/util/plan_conv.lua); otherwise, and for what no plan serves, layer by layer.
+function Sequential:updateOutput(input)
+  if plans.enabled then
+    local out = planConv.forward(self, input, layerByLayer)
+    self.output = out
+    return out
+  end
+  planConv.settle(self)
+  return layerByLayer(self, input)
 end
 
 -- Calls method(input of module i, gradient flowing into it, arg) from the last module to the

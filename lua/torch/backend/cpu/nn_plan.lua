@@ -1,6 +1,6 @@
 -- The CPU ops of whole-model plans (lua/nn/util/plan_conv.lua plans; the CUDA file lacks them):
 -- a run of convolutions (each with its batch normalization in evaluation as per-channel
--- multiply and add post-ops, a residual add as a sum post-op and ReLU as an eltwise post-op)
+-- multiply and add post-ops, a residual add as a binary add post-op and ReLU as an eltwise post-op)
 -- and max poolings compiled into oneDNN primitives over activations kept in the blocked
 -- layouts oneDNN picks: the run's input is read as it is (plain NCHW), its output reordered
 -- once into the caller's plain tensor, and nothing in between leaves oneDNN's layouts.
@@ -29,7 +29,9 @@ local ptr = apply.ptr
 for _, decl in ipairs {
   'dnnl_status_t dnnl_post_ops_append_eltwise(dnnl_post_ops_t post_ops, int alg_kind, float alpha, float beta);',
   'dnnl_status_t dnnl_post_ops_append_binary(dnnl_post_ops_t post_ops, int alg_kind, const dnnl_memory_desc_t src1_desc);',
+  'dnnl_status_t dnnl_primitive_desc_query(const dnnl_primitive_desc_t pd, int what, int index, void *result);',
 } do pcall(ffi.cdef, decl) end
+local QUERY_IMPL_INFO = 8   -- dnnl_query_impl_info_str
 
 local RELU, BINARY_ADD, BINARY_MUL = 0x20, 0x1fff0, 0x1fff1
 local ARG_SRC_1, POST_OP_BASE = 2, 32768
@@ -44,10 +46,15 @@ local function check(status, what)
   if status ~= 0 then error(('oneDNN: %s failed (status %d)'):format(what, status), 2) end
 end
 
+-- the list holding the memory objects of the exe being compiled (steps refer to them by pointer)
+local holding
+
 local function memory(md, handle)
   local m = ffi.new('dnnl_memory_t[1]')
   check(lib().dnnl_memory_create(m, md, dnnl.engine, handle), 'memory_create')
-  return ffi.gc(m[0], lib().dnnl_memory_destroy)
+  m = ffi.gc(m[0], lib().dnnl_memory_destroy)
+  holding[#holding + 1] = m
+  return m
 end
 
 local function primitive(pd, what)
@@ -63,17 +70,27 @@ local function step(prim, args)
   return s
 end
 
+-- the name of the implementation oneDNN picked for pd (for profiles)
+local function implName(pd)
+  local out = ffi.new('const char *[1]')
+  if lib().dnnl_primitive_desc_query(pd, QUERY_IMPL_INFO, 0, out) ~= 0 or out[0] == nil then return '?' end
+  return ffi.string(out[0])
+end
+
 local function reorderStep(fromMd, fromMem, toMd, toMem)
   local pd = ffi.new('dnnl_primitive_desc_t[1]')
   check(lib().dnnl_reorder_primitive_desc_create(pd, fromMd, dnnl.engine, toMd, dnnl.engine, nil), 'reorder')
   local p = primitive(pd[0], 'reorder')
+  local s = step(p, { { ARG_FROM, fromMem }, { ARG_TO, toMem } })
+  s.name = 'reorder ' .. implName(pd[0])
   lib().dnnl_primitive_desc_destroy(pd[0])
-  return step(p, { { ARG_FROM, fromMem }, { ARG_TO, toMem } })
+  return s
 end
 
 local function queryMd(pd, arg) return lib().dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, arg) end
 
--- The attributes of a convolution: [x scale, + shift] [+ dst (sum)] [relu], per channel.
+-- The attributes of a convolution: [x scale, + shift (per channel)] [+ sum (a value like dst)]
+-- [relu].
 local function postOps(C, bn, sum, relu)
   local attr = ffi.new('dnnl_primitive_attr_t[1]')
   check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
@@ -87,7 +104,9 @@ local function postOps(C, bn, sum, relu)
     check(lib().dnnl_post_ops_append_binary(ops, BINARY_MUL, channel), 'post_ops_append_binary')
     check(lib().dnnl_post_ops_append_binary(ops, BINARY_ADD, channel), 'post_ops_append_binary')
   end
-  if sum then check(lib().dnnl_post_ops_append_sum(ops, 1, 0, dnnl.F32), 'post_ops_append_sum') end
+  -- the residual's add: a binary post-op reading the shortcut (oneDNN v3.2 runs a sum post-op
+  -- after binary ones only in its reference convolution, some 20 times slower)
+  if sum then check(lib().dnnl_post_ops_append_binary(ops, BINARY_ADD, sum), 'post_ops_append_binary') end
   if relu then check(lib().dnnl_post_ops_append_eltwise(ops, RELU, 0, 0), 'post_ops_append_eltwise') end
   check(lib().dnnl_primitive_attr_set_post_ops(attr, ops), 'primitive_attr_set_post_ops')
   return attr, channel
@@ -113,6 +132,7 @@ end
 
 local function compile(program)
   local exe = { before = {}, after = {}, user = {}, keep = {}, convs = {} }
+  holding = exe.keep
   local steps = {}
   local values = {}   -- id -> { md, mem, buf }
   local lastUse = {}
@@ -151,7 +171,7 @@ local function compile(program)
     local padB = (oH - 1) * s.dH + s.kH - H - s.padH
     local padR = (oW - 1) * s.dW + s.kW - W - s.padW
     if s.kind == 'conv' then
-      local attr, channel = postOps(O, s.bn, s.sum, s.relu)
+      local attr, channel = postOps(O, s.bn, s.sum and values[s.sum].md, s.relu)
       keep(attr)
       local sum = s.sum and values[s.sum]
       local dstMd = sum and sum.md or keep(dnnl.md(size, true))
@@ -189,19 +209,12 @@ local function compile(program)
         args[#args + 1] = { POST_OP_BASE * 2 + ARG_SRC_1, memory(channel, conv.shift) }
       end
       if sum then
-        -- the sum reads the value it writes over: its own buffer when nothing reads it after,
-        -- else a copy
-        if sum.buf and lastUse[s.sum] == i then
-          values[s.dst], values[s.sum] = sum, nil
-        else
-          newValue(s.dst, sum.md)
-          steps[#steps + 1] = reorderStep(sum.md, sum.mem, sum.md, values[s.dst].mem)
-        end
-      else
-        newValue(s.dst, queryMd(pd, ARG.DST))
+        args[#args + 1] = { POST_OP_BASE * ((s.bn and 2 or 0) + 1) + ARG_SRC_1, sum.mem }
       end
+      newValue(s.dst, queryMd(pd, ARG.DST))
       args[#args + 1] = { ARG.DST, values[s.dst].mem }
       steps[#steps + 1] = step(primitive(pd, 'convolution'), args)
+      steps[#steps].name = 'conv ' .. implName(pd)
     elseif s.kind == 'maxpool' then
       local pd, why = dnnl.pd('dnnl_pooling_forward_primitive_desc_create', 'max pooling',
         dnnl.FORWARD_INFERENCE, dnnl.POOLING_MAX, src.md, keep(dnnl.md(size, true)),
@@ -211,6 +224,7 @@ local function compile(program)
       keep(pd)
       newValue(s.dst, queryMd(pd, ARG.DST))
       steps[#steps + 1] = step(primitive(pd, 'pooling'), { { ARG.SRC, src.mem }, { ARG.DST, values[s.dst].mem } })
+      steps[#steps].name = 'pool ' .. implName(pd)
     else
       error('plan_conv_compile: unknown step ' .. tostring(s.kind))
     end

@@ -1,0 +1,507 @@
+-- Whole-model plans for conv nets (issue 25; the switch: nn.util.plans): an nn.Sequential in
+-- evaluation mode, on its first forward for an input's type and sizes, runs layer by layer
+-- (so any error is the one torch7 gave) and then plans its subtree from what it saw:
+--   - nested nn.Sequentials are flattened into one list of modules;
+--   - SpatialConvolution [+ SpatialBatchNormalization in evaluation] [+ ReLU] becomes one oneDNN
+--     convolution with post-ops (the batch norm as a per-channel multiply and add, computed from
+--     the running statistics at each run; the ReLU as an eltwise post-op);
+--   - ConcatTable { body, shortcut } + CAddTable [+ ReLU] (fb.resnet.torch's residual blocks;
+--     shortcut nn.Identity or a chain of convolutions) becomes the shortcut's convolutions, then
+--     the body's, the last with a sum post-op over the shortcut (and the ReLU);
+--   - SpatialMaxPooling becomes oneDNN's pooling;
+--   - runs of these (segments) keep their activations in oneDNN's blocked layouts: the input
+--     is read in place, the output reordered once into a plain tensor; every other module runs
+--     as it always did, between segments.
+-- The later forwards with the same input sizes, tree, fields and mode run the plan (the backend
+-- family nn_plan; a device without it, other element types and training mode run layer by layer).
+--
+-- What a program sees stays torch7's: the modules a segment skips (all but its last) lose their
+-- `output` (and a max pooling its `indices`) until something reads them: their metatable is
+-- then a stand-in for their class's (same typename, isTypeOf, getmetatable) whose first use of
+-- anything not stored in the module (a field it lacks, a method, pairs) puts every module back
+-- and reruns the forward layer by layer on a copy of the input, so every output then holds the
+-- value torch7 gave it (in-place aliasing included). A plan is dropped when the tree, a
+-- module's fields (tensors replaced or resized, settings, train flags) or the input's sizes change.
+local backend = require 'torch.backend'
+
+local planConv = {}
+
+local states = setmetatable({}, { __mode = 'k' })   -- root Sequential -> its state
+local lazyOf = setmetatable({}, { __mode = 'k' })   -- module left lazy -> the state holding it
+local learning = 0   -- > 0 while a root runs (or reruns) layer by layer: nothing plans then
+
+------------------------------------------------------------------------------------------------
+-- Lazily materialized modules
+
+local materialize
+
+-- The stand-in of class metatable mt: its metamethods, and any other lookup materializes.
+local standins = setmetatable({}, { __mode = 'k' })
+local function standinOf(mt)
+  local s = standins[mt]
+  if s then return s end
+  s = {}
+  for k, v in pairs(mt) do
+    if type(k) == 'string' and k:sub(1, 2) == '__' then s[k] = v end
+  end
+  s.__index = function(m, k) materialize(m); return m[k] end
+  s.__newindex = function(m, k, v) materialize(m); m[k] = v end
+  s.__pairs = function(m) materialize(m); return next, m, nil end
+  s.__metatable = mt
+  torch._standin(s, mt)
+  standins[mt] = s
+  return s
+end
+
+local LAZY_FIELDS = { 'output', 'indices' }
+
+-- Puts the modules st left lazy back as they were (their outputs still hold the last layer-by-
+-- layer values, not the plan's).
+local function settle(st)
+  local lazy = st.lazy
+  if not lazy then return end
+  st.lazy = nil
+  for m, saved in pairs(lazy) do
+    debug.setmetatable(m, saved.mt)
+    for _, k in ipairs(LAZY_FIELDS) do rawset(m, k, saved[k]) end
+    lazyOf[m] = nil
+  end
+end
+
+function materialize(m)
+  local st = lazyOf[m]
+  if not st then return end
+  settle(st)
+  learning = learning + 1
+  local ok, err = pcall(st.layerByLayer, st.root, st.inputCopy)
+  learning = learning - 1
+  if not ok then error(err, 0) end
+end
+
+local function makeLazy(st, modules)
+  local lazy = {}
+  for _, m in ipairs(modules) do
+    local mt = debug.getmetatable(m)
+    local saved = { mt = mt }
+    for _, k in ipairs(LAZY_FIELDS) do saved[k] = rawget(m, k); rawset(m, k, nil) end
+    lazy[m] = saved
+    lazyOf[m] = st
+    debug.setmetatable(m, standinOf(mt))
+  end
+  st.lazy = lazy
+end
+
+------------------------------------------------------------------------------------------------
+-- Signatures: what a plan depends on, checked before each run
+
+local FIELDS = {
+  ['nn.SpatialConvolution'] = { 'nInputPlane', 'nOutputPlane', 'kW', 'kH', 'dW', 'dH', 'padW', 'padH',
+    'dilationW', 'dilationH', 'train' },
+  ['nn.SpatialBatchNormalization'] = { 'eps', 'momentum', 'affine', 'train' },
+  ['nn.ReLU'] = { 'threshold', 'val', 'inplace', 'train' },
+  ['nn.SpatialMaxPooling'] = { 'kW', 'kH', 'dW', 'dH', 'padW', 'padH', 'ceil_mode', 'train' },
+  ['nn.CAddTable'] = { 'inplace', 'train' },
+}
+local TENSORS = {
+  ['nn.SpatialConvolution'] = { 'weight', 'bias' },
+  ['nn.SpatialBatchNormalization'] = { 'weight', 'bias', 'running_mean', 'running_var' },
+}
+local NONE = { 'train' }
+
+local function storagePointer(t)
+  local s = t:storage()
+  return s and torch.pointer(s) or 0
+end
+
+-- Records what module m's plan depends on into sig (flat lists, compared in order).
+local function record(sig, m)
+  local name = torch.typename(m)
+  for _, k in ipairs(FIELDS[name] or NONE) do
+    local n = #sig.objects + 1
+    sig.objects[n], sig.keys[n], sig.values[n] = m, k, rawget(m, k)
+  end
+  for _, k in ipairs(TENSORS[name] or {}) do
+    local t = rawget(m, k)
+    local n = #sig.tensors + 1
+    sig.owners[n], sig.names[n], sig.tensors[n] = m, k, t or false
+    if t then
+      sig.shapes[n] = ('%d %d %d %d %s'):format(storagePointer(t), t:storageOffset(), t:nElement(),
+        t:dim(), tostring(t:isContiguous()))
+    end
+  end
+  local list = rawget(m, 'modules')
+  if type(list) == 'table' then
+    local n = #sig.containers + 1
+    sig.containers[n], sig.lists[n], sig.counts[n] = m, list, #list
+    sig.children[n] = { unpack(list) }
+  end
+end
+
+local function newSignature()
+  return { objects = {}, keys = {}, values = {}, owners = {}, names = {}, tensors = {}, shapes = {},
+    containers = {}, lists = {}, counts = {}, children = {} }
+end
+
+local function holds(sig)
+  local objects, keys, values = sig.objects, sig.keys, sig.values
+  for i = 1, #objects do
+    if rawget(objects[i], keys[i]) ~= values[i] then return false end
+  end
+  local owners, names, tensors, shapes = sig.owners, sig.names, sig.tensors, sig.shapes
+  for i = 1, #owners do
+    local t = rawget(owners[i], names[i])
+    if (t or false) ~= tensors[i] then return false end
+    if t and ('%d %d %d %d %s'):format(storagePointer(t), t:storageOffset(), t:nElement(), t:dim(),
+        tostring(t:isContiguous())) ~= shapes[i] then
+      return false
+    end
+  end
+  for i, c in ipairs(sig.containers) do
+    local list = rawget(c, 'modules')
+    if list ~= sig.lists[i] or #list ~= sig.counts[i] then return false end
+    local children = sig.children[i]
+    for j = 1, #children do
+      if list[j] ~= children[j] then return false end
+    end
+  end
+  return true
+end
+
+------------------------------------------------------------------------------------------------
+-- Planning
+
+local function sizesOf(t)
+  if not torch.isTensor(t) then return nil end
+  return t:size():totable()
+end
+
+-- Module lists flattened through nested nn.Sequentials: items { m, owner, index }; ranges
+-- { seq, first, last } for each nested Sequential (last < first when it is empty).
+local function flatten(seq, items, ranges, sig)
+  record(sig, seq)
+  for i, m in ipairs(seq.modules) do
+    if torch.typename(m) == 'nn.Sequential' then
+      local first = #items + 1
+      flatten(m, items, ranges, sig)
+      ranges[#ranges + 1] = { seq = m, first = first, last = #items }
+    else
+      items[#items + 1] = { m = m, owner = seq, index = i }
+    end
+  end
+end
+
+local function isReLU(m)
+  return torch.typename(m) == 'nn.ReLU' and rawget(m, 'threshold') == 0 and rawget(m, 'val') == 0
+end
+
+local function floatTensor(t) return torch.typename(t) == 'torch.FloatTensor' end
+
+-- A convolution unit at items[i] for input sizes `sizes`: the step, its modules, the index
+-- after it and its output sizes; nil when items[i] does not start one.
+local function convUnit(items, i, sizes)
+  local c = items[i] and items[i].m
+  if torch.typename(c) ~= 'nn.SpatialConvolution' or #sizes ~= 4 or sizes[2] ~= c.nInputPlane
+      or (c.dilationW or 1) ~= 1 or (c.dilationH or 1) ~= 1 or not floatTensor(c.weight)
+      or c.weight:nElement() ~= c.nOutputPlane * c.nInputPlane * c.kH * c.kW
+      or (c.bias and (not floatTensor(c.bias) or c.bias:nElement() ~= c.nOutputPlane)) then
+    return nil
+  end
+  local out = sizesOf(rawget(c, 'output'))
+  if not out or #out ~= 4 then return nil end
+  local step = { kind = 'conv', kH = c.kH, kW = c.kW, dH = c.dH, dW = c.dW, padH = c.padH, padW = c.padW,
+    bias = c.bias ~= nil, out = out }
+  local param = { weight = c.weight, bias = c.bias }
+  local mods, j = { c }, i + 1
+  local bn = items[j] and items[j].m
+  if torch.typename(bn) == 'nn.SpatialBatchNormalization' and bn.train == false and bn.eps > 0
+      and floatTensor(bn.running_mean) and floatTensor(bn.running_var)
+      and bn.running_mean:nElement() == out[2] and bn.running_var:nElement() == out[2]
+      and (bn.weight == nil or floatTensor(bn.weight) and bn.weight:nElement() == out[2])
+      and (bn.bias == nil or floatTensor(bn.bias) and bn.bias:nElement() == out[2]) then
+    step.bn = true
+    param.bn = { mean = bn.running_mean, var = bn.running_var, weight = bn.weight, bias = bn.bias, eps = bn.eps }
+    mods[#mods + 1], j = bn, j + 1
+  end
+  local relu = items[j] and items[j].m
+  if isReLU(relu) then
+    step.relu = true
+    mods[#mods + 1], j = relu, j + 1
+  end
+  return { steps = { step }, params = { param }, mods = mods, next = j, sizes = out, convs = 1 }
+end
+
+local function maxPoolUnit(items, i, sizes)
+  local p = items[i] and items[i].m
+  if torch.typename(p) ~= 'nn.SpatialMaxPooling' or #sizes ~= 4 then return nil end
+  local out = sizesOf(rawget(p, 'output'))
+  if not out or #out ~= 4 or out[2] ~= sizes[2] then return nil end
+  return { steps = { { kind = 'maxpool', kH = p.kH, kW = p.kW, dH = p.dH, dW = p.dW, padH = p.padH,
+    padW = p.padW, out = out } }, params = {}, mods = { p }, next = i + 1, sizes = out, convs = 0 }
+end
+
+-- A branch of a residual block: nn.Identity (nil steps) or an nn.Sequential made only of
+-- convolution units; false when it is neither.
+local function chain(branch, sizes, sig)
+  local name = torch.typename(branch)
+  if name == 'nn.Identity' then
+    record(sig, branch)
+    return { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0, identity = true }
+  end
+  if name ~= 'nn.Sequential' then return false end
+  local items, ranges = {}, {}
+  flatten(branch, items, ranges, sig)
+  local whole = { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0 }
+  for _, r in ipairs(ranges) do
+    if r.last < r.first then return false end
+    whole.mods[#whole.mods + 1] = r.seq
+  end
+  local i = 1
+  while i <= #items do
+    local u = convUnit(items, i, whole.sizes)
+    if not u then return false end
+    for k, s in ipairs(u.steps) do whole.steps[#whole.steps + 1], whole.params[#whole.params + 1] = s, u.params[k] end
+    for _, m in ipairs(u.mods) do whole.mods[#whole.mods + 1] = m; record(sig, m) end
+    whole.sizes, whole.convs, i = u.sizes, whole.convs + 1, u.next
+  end
+  if #whole.steps == 0 then return false end
+  return whole
+end
+
+local function sameSizes(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- ConcatTable { body, shortcut } + CAddTable [+ ReLU] at items[i].
+local function residualUnit(items, i, sizes, sig)
+  local ct, add = items[i] and items[i].m, items[i + 1] and items[i + 1].m
+  if torch.typename(ct) ~= 'nn.ConcatTable' or #ct.modules ~= 2 or torch.typename(add) ~= 'nn.CAddTable'
+      or #sizes ~= 4 then
+    return nil
+  end
+  local probe = newSignature()
+  local a, b = chain(ct.modules[1], sizes, probe), chain(ct.modules[2], sizes, probe)
+  if not a or not b or (a.identity and b.identity) then return nil end
+  -- in place, the sum goes into the first branch's output: not into the block's input
+  if a.identity and add.inplace then return nil end
+  local body, shortcut = a, b
+  if a.identity or (a.steps[#a.steps].relu and not b.identity) then body, shortcut = b, a end
+  local last = body.steps[#body.steps]
+  if last.relu or not sameSizes(body.sizes, shortcut.sizes) then return nil end
+  local out = sizesOf(rawget(add, 'output'))
+  if not out or not sameSizes(out, body.sizes) then return nil end
+  local u = { steps = {}, params = {}, mods = { ct }, sizes = out, convs = body.convs + shortcut.convs,
+    residual = { body = body, shortcut = shortcut, last = last } }
+  for _, part in ipairs { shortcut, body } do
+    for k, s in ipairs(part.steps) do u.steps[#u.steps + 1], u.params[#u.params + 1] = s, part.params[k] end
+    for _, m in ipairs(part.mods) do u.mods[#u.mods + 1] = m end
+  end
+  u.mods[#u.mods + 1] = add
+  local j = i + 2
+  local relu = items[j] and items[j].m
+  if isReLU(relu) then
+    last.relu = true
+    u.mods[#u.mods + 1], j = relu, j + 1
+  end
+  u.next = j
+  for k = 1, #probe.objects do
+    local n = #sig.objects + 1
+    sig.objects[n], sig.keys[n], sig.values[n] = probe.objects[k], probe.keys[k], probe.values[k]
+  end
+  for k = 1, #probe.owners do
+    local n = #sig.owners + 1
+    sig.owners[n], sig.names[n], sig.tensors[n], sig.shapes[n] = probe.owners[k], probe.names[k],
+      probe.tensors[k], probe.shapes[k]
+  end
+  for k = 1, #probe.containers do
+    local n = #sig.containers + 1
+    sig.containers[n], sig.lists[n], sig.counts[n], sig.children[n] = probe.containers[k], probe.lists[k],
+      probe.counts[k], probe.children[k]
+  end
+  return u
+end
+
+-- Wires a unit's steps into segment seg: value ids, the sum of a residual block.
+local function append(seg, u)
+  local current = seg.value
+  if u.residual then
+    local short = current
+    local r = u.residual
+    for _, s in ipairs(r.shortcut.steps) do
+      seg.count = seg.count + 1
+      s.src, s.dst = short, seg.count
+      short = s.dst
+    end
+    local v = current
+    for _, s in ipairs(r.body.steps) do
+      seg.count = seg.count + 1
+      s.src, s.dst = v, seg.count
+      v = s.dst
+    end
+    r.last.sum = short
+    current = v
+  else
+    for _, s in ipairs(u.steps) do
+      seg.count = seg.count + 1
+      s.src, s.dst = current, seg.count
+      current = s.dst
+    end
+  end
+  for k, s in ipairs(u.steps) do
+    seg.program.values[s.dst] = s.out
+    seg.program.steps[#seg.program.steps + 1] = s
+    if s.kind == 'conv' then seg.params[#seg.params + 1] = u.params[k] end
+  end
+  seg.value = current
+end
+
+-- Plans root's flattened modules (their outputs hold the layer-by-layer run's): pieces, each a
+-- segment or a module run as it is; nil when nothing is worth planning.
+local function build(root, input, sig)
+  local items, ranges = {}, {}
+  flatten(root, items, ranges, sig)
+  for _, r in ipairs(ranges) do if r.last < r.first then return nil end end
+  for _, it in ipairs(items) do record(sig, it.m) end
+  local pieces, seg = {}, nil
+  local sizes = sizesOf(input)
+  local convs = 0
+  local function close()
+    if not seg then return end
+    if seg.convs == 0 then
+      -- no convolution: not worth two reorders, the modules run as they are
+      for _, it in ipairs(seg.items) do pieces[#pieces + 1] = it end
+    else
+      seg.program.output = seg.value
+      pieces[#pieces + 1] = seg
+      convs = convs + seg.convs
+    end
+    seg = nil
+  end
+  local i = 1
+  while i <= #items do
+    local u = convUnit(items, i, sizes) or residualUnit(items, i, sizes, sig) or maxPoolUnit(items, i, sizes)
+    if u then
+      if not seg then
+        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes } }, params = {}, value = 0, count = 0,
+          items = {}, mods = {}, convs = 0, exes = {} }
+      end
+      for k = i, u.next - 1 do seg.items[#seg.items + 1] = items[k] end
+      for _, m in ipairs(u.mods) do seg.mods[#seg.mods + 1] = m end
+      append(seg, u)
+      seg.convs = seg.convs + u.convs
+      seg.last = u.mods[#u.mods]
+      sizes, i = u.sizes, u.next
+    else
+      close()
+      pieces[#pieces + 1] = items[i]
+      local out = sizesOf(rawget(items[i].m, 'output'))
+      if not out then return nil end
+      sizes, i = out, i + 1
+    end
+  end
+  close()
+  if convs == 0 then return nil end
+  -- the modules left lazy: all those of a segment but its last, and the nested Sequentials
+  -- whose last module is one of those
+  local lazy, isLazy = {}, {}
+  for _, p in ipairs(pieces) do
+    if p.program then
+      for _, m in ipairs(p.mods) do
+        if m ~= p.last then lazy[#lazy + 1], isLazy[m] = m, true end
+      end
+    end
+  end
+  local links = {}
+  for _, r in ipairs(ranges) do
+    local lastModule = items[r.last].m
+    if isLazy[lastModule] then
+      lazy[#lazy + 1], isLazy[r.seq] = r.seq, true
+    else
+      links[#links + 1] = { seq = r.seq, from = lastModule }
+    end
+  end
+  return { pieces = pieces, lazy = lazy, links = links }
+end
+
+------------------------------------------------------------------------------------------------
+-- Running
+
+local function inputKey(input)
+  local s = input:size()
+  return ('%s %d %d %d %d %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()))
+end
+
+local function runPlan(st, root, input)
+  local plan = st.plan
+  local current = input
+  local threads = backend.of(input).plan_conv_threads()
+  st.inputCopy = st.inputCopy or input.new()
+  st.inputCopy:resizeAs(input):copy(input)
+  for _, p in ipairs(plan.pieces) do
+    if p.program then
+      local exe = p.exes[threads]
+      if exe == nil then
+        local why
+        exe, why = backend.of(current).plan_conv_compile(p.program, threads)
+        if not exe then error('nn.Sequential: whole-model plan: ' .. tostring(why)) end
+        p.exes[threads] = exe
+      end
+      if not sameSizes(sizesOf(current), p.program.input) or not backend.of(current).plan_conv_supported(current) then
+        return nil   -- a module before it gave other sizes than when planned: plan again
+      end
+      if not p.out or not p.out:isContiguous() then p.out = current.new() end
+      p.out:resize(unpack(p.program.values[p.program.output]))
+      local src = current:contiguous()
+      backend.of(src).plan_conv_run(exe, src, p.out, p.params)
+      rawset(p.last, 'output', p.out)
+      current = p.out
+    else
+      current = p.owner:rethrowErrors(p.m, p.index, 'updateOutput', current)
+    end
+  end
+  for _, l in ipairs(plan.links) do rawset(l.seq, 'output', rawget(l.from, 'output')) end
+  makeLazy(st, plan.lazy)
+  return current
+end
+
+-- The forward of root (an nn.Sequential) with plans on: its plan where one holds, else
+-- layerByLayer(root, input), then a plan is made from what that run saw.
+function planConv.forward(root, input, layerByLayer)
+  local st = states[root]
+  if st then settle(st); st.ran = false end
+  if learning > 0 or root.train ~= false or not torch.isTensor(input) or input:dim() ~= 4
+      or not backend.of(input).plan_conv_supported(input) then
+    return layerByLayer(root, input)
+  end
+  local key = inputKey(input)
+  if st and st.key == key and holds(st.sig) then
+    if not st.plan then return layerByLayer(root, input) end
+    local out = runPlan(st, root, input)
+    if out ~= nil then st.ran = true; return out end
+  end
+  learning = learning + 1
+  local ok, out = pcall(layerByLayer, root, input)
+  learning = learning - 1
+  if not ok then error(out, 0) end
+  st = { root = root, layerByLayer = layerByLayer, key = key, sig = newSignature() }
+  local planned, plan = pcall(build, root, input, st.sig)
+  st.plan = planned and plan or nil
+  states[root] = st
+  return out
+end
+
+-- Puts back the modules a plan of root left lazy, without rerunning anything (a forward or
+-- clearState is about to replace their outputs).
+function planConv.settle(root)
+  local st = states[root]
+  if st then settle(st); st.ran = false end
+end
+
+-- Whether root's last forward ran a plan (for tests and docs).
+function planConv.planned(root)
+  local st = states[root]
+  return st ~= nil and st.ran == true
+end
+
+return planConv

@@ -1,0 +1,393 @@
+"""Whole-model plans for conv nets (lua/nn/util/plan_conv.lua, backend family nn_plan): every
+planned model against the same model run layer by layer (nn.plans.enabled = false): the output,
+every module's output (read after the planned forward: skipped ones are materialized on read),
+gradients after an evaluation-mode backward, training mode (layer by layer either way); plans
+dropped when the tree, a module's fields, the weights' values, the input's sizes or the mode
+change; torch.type / isTypeOf / clearState / torch.save on a model that ran planned; a failed
+forward raises torch7's error and leaves the model usable."""
+import pytest
+
+from helpers import lua_fn
+
+available = lua_fn("""function()
+  require 'nn'
+  return require('torch.backend').cpu.plan_conv_supported(torch.FloatTensor(1))
+end""")
+pytestmark = pytest.mark.skipif(not available(), reason="oneDNN is not installed (pip install 'luabridge[onednn]')")
+
+# The models (Float), built the way their projects build them, at small sizes; BN statistics
+# and affine parameters random so that folding them is visible.
+MODELS = r"""
+local M = {}
+local function randomStats(model)
+  for _, bn in ipairs(model:findModules('nn.SpatialBatchNormalization')) do
+    bn.running_mean:uniform(-0.2, 0.2); bn.running_var:uniform(0.5, 2)
+    if bn.weight then bn.weight:uniform(0.5, 1.5); bn.bias:uniform(-0.2, 0.2) end
+  end
+  return model
+end
+M.randomStats = randomStats
+
+-- fb.resnet.torch's basic blocks (type-B shortcuts: a 1x1 convolution and batch norm where the
+-- width changes, else nn.Identity), at 3 x 20 x 20
+function M.resnet()
+  local width = 8
+  local function block(n, stride)
+    local from = width
+    width = n
+    local body = nn.Sequential()
+      :add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1):noBias())
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
+      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1):noBias())
+      :add(nn.SpatialBatchNormalization(n))
+    local shortcut = nn.Identity()
+    if from ~= n or stride ~= 1 then
+      shortcut = nn.Sequential():add(nn.SpatialConvolution(from, n, 1, 1, stride, stride):noBias())
+        :add(nn.SpatialBatchNormalization(n))
+    end
+    return nn.Sequential():add(nn.ConcatTable():add(body):add(shortcut)):add(nn.CAddTable(true))
+      :add(nn.ReLU(true))
+  end
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(3, 8, 5, 5, 2, 2, 2, 2):noBias())
+    :add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+    :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1))
+    :add(nn.Sequential():add(block(8, 1)):add(block(8, 1)))
+    :add(nn.Sequential():add(block(16, 2)):add(block(16, 1)))
+    :add(nn.SpatialAveragePooling(3, 3, 1, 1))
+    :add(nn.View(16):setNumInputDims(3))
+    :add(nn.Linear(16, 5))
+  return randomStats(model:float()), { 3, 20, 20 }
+end
+
+-- cifar.torch's vgg_bn_drop, smaller: convolutions with bias, batch norm (eps 1e-3), dropout,
+-- ceil-mode max pooling, a classifier with 1-D batch norm
+function M.vgg()
+  local model = nn.Sequential()
+  local function conv(from, to, p)
+    model:add(nn.SpatialConvolution(from, to, 3, 3, 1, 1, 1, 1))
+      :add(nn.SpatialBatchNormalization(to, 1e-3)):add(nn.ReLU(true))
+    if p then model:add(nn.Dropout(p)) end
+  end
+  conv(3, 8, 0.3); conv(8, 8); model:add(nn.SpatialMaxPooling(2, 2, 2, 2):ceil())
+  conv(8, 12, 0.4); conv(12, 12); model:add(nn.SpatialMaxPooling(2, 2, 2, 2):ceil())
+  model:add(nn.View(12 * 3 * 3))
+  model:add(nn.Linear(12 * 3 * 3, 10)):add(nn.BatchNormalization(10)):add(nn.ReLU(true))
+  model:add(nn.Linear(10, 4))
+  return randomStats(model:float()), { 3, 11, 11 }
+end
+
+-- Caffe's LeNet: convolutions with bias, no batch norm, max pooling, tanh
+function M.lenet()
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(1, 6, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
+    :add(nn.SpatialConvolution(6, 10, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
+    :add(nn.View(10 * 4 * 4)):add(nn.Linear(160, 20)):add(nn.Tanh()):add(nn.Linear(20, 10))
+    :add(nn.LogSoftMax())
+  return model:float(), { 1, 28, 28 }
+end
+
+-- an Inception-like module: nn.Concat of branch Sequentials (each planned on its own)
+function M.inception()
+  local function branch(k, n)
+    return nn.Sequential():add(nn.SpatialConvolution(6, n, k, k, 1, 1, (k - 1) / 2, (k - 1) / 2))
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
+  end
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(3, 6, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))
+    :add(nn.Concat(2):add(branch(1, 4)):add(branch(3, 5))
+      :add(nn.Sequential():add(nn.SpatialMaxPooling(3, 3, 1, 1, 1, 1)):add(branch(1, 3))))
+    :add(nn.SpatialConvolution(12, 4, 1, 1)):add(nn.SpatialBatchNormalization(4))
+  return randomStats(model:float()), { 3, 9, 9 }
+end
+
+-- dcgan.torch's generator: full convolutions (not planned), batch norm, ReLU, Tanh
+function M.dcgan()
+  local model = nn.Sequential()
+    :add(nn.SpatialFullConvolution(6, 8, 4, 4)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+    :add(nn.SpatialFullConvolution(8, 4, 4, 4, 2, 2, 1, 1)):add(nn.SpatialBatchNormalization(4))
+    :add(nn.ReLU(true)):add(nn.SpatialConvolution(4, 3, 3, 3, 1, 1, 1, 1)):add(nn.Tanh())
+  return randomStats(model:float()), { 6, 1, 1 }
+end
+return M
+"""
+
+HARNESS = r"""function(models)
+  require 'nn'
+  local M = loadstring(models)()
+  local planConv = require 'nn.util.plan_conv'
+  local H = {}
+
+  local function maxDiff(a, b)
+    if torch.type(a) == 'table' then
+      local d = 0
+      for i = 1, math.max(#a, #b) do d = math.max(d, maxDiff(a[i], b[i])) end
+      return d
+    end
+    if a == nil and b == nil then return 0 end
+    if not torch.isTensor(a) or not torch.isTensor(b) then return math.huge end
+    if a:nElement() == 0 and b:nElement() == 0 then return 0 end
+    if not a:isSameSizeAs(b) then return math.huge end
+    local scale = math.max(1, b:clone():abs():max())
+    return a:clone():double():add(-1, b:clone():double()):abs():max() / scale
+  end
+  H.maxDiff = maxDiff
+
+  local function copyOf(v)
+    if torch.type(v) == 'table' then
+      local c = {}
+      for i, x in ipairs(v) do c[i] = copyOf(x) end
+      return c
+    end
+    return torch.isTensor(v) and v:clone() or v
+  end
+
+  -- every module's output (listModules order), copied
+  local function outputs(model)
+    local list = {}
+    for i, m in ipairs(model:listModules()) do list[i] = copyOf(m.output) end
+    return list
+  end
+
+  function H.build(name, batch, seed)
+    torch.manualSeed(seed or 1)
+    local model, sizes = M[name]()
+    local x = torch.FloatTensor(batch, unpack(sizes)):normal()
+    return model, x
+  end
+
+  -- The worst relative difference between the layer-by-layer run and the planned one over the
+  -- output and every module's output; whether the second forward ran a plan and left modules
+  -- lazy (their output not stored until read).
+  function H.compareEval(name, batch)
+    local model, x = H.build(name, batch)
+    model:evaluate()
+    nn.plans.enabled = false
+    local ref = copyOf(model:forward(x))
+    local refAll = outputs(model)
+    nn.plans.enabled = true
+    local worst = 0
+    local lazy = 0
+    local planned
+    for run = 1, 3 do
+      local out = copyOf(model:forward(x))
+      planned = planConv.planned(model)
+      worst = math.max(worst, maxDiff(out, ref))
+      if run == 3 then
+        local function walk(m)   -- raw reads: nothing that materializes
+          if rawget(m, 'output') == nil then lazy = lazy + 1 end
+          for _, c in ipairs(rawget(m, 'modules') or {}) do walk(c) end
+        end
+        walk(model)
+        local all = outputs(model)
+        for i = 1, #refAll do worst = math.max(worst, maxDiff(all[i], refAll[i])) end
+      end
+    end
+    -- the gradients of an evaluation-mode backward after a planned forward
+    local go = copyOf(model.output):normal()
+    model:zeroGradParameters()
+    model:forward(x)
+    local gi = copyOf(model:backward(x, go))
+    local _, grads = model:parameters()
+    grads = copyOf(grads)
+    nn.plans.enabled = false
+    model:zeroGradParameters()
+    model:forward(x)
+    local gi2 = copyOf(model:backward(x, go))
+    local _, grads2 = model:parameters()
+    nn.plans.enabled = true
+    worst = math.max(worst, maxDiff(gi, gi2), maxDiff(grads, grads2))
+    return worst, planned, lazy
+  end
+
+  -- Training mode, plans on and off, from the same start: output, every module's output and
+  -- gradInput, the parameters' gradients, BN running statistics.
+  function H.compareTrain(name, batch)
+    local results = {}
+    for k, on in ipairs { false, true } do
+      local model, x = H.build(name, batch)
+      model:training()
+      nn.plans.enabled = on
+      torch.manualSeed(7)
+      local out = model:forward(x)
+      local go = copyOf(out):normal()
+      model:zeroGradParameters()
+      model:backward(x, go)
+      local r = { out = copyOf(out), all = outputs(model), grads = {}, stats = {} }
+      for i, m in ipairs(model:listModules()) do r.grads[i] = copyOf(m.gradInput) end
+      local _, g = model:parameters()
+      r.params = copyOf(g)
+      for _, bn in ipairs(model:findModules('nn.SpatialBatchNormalization')) do
+        r.stats[#r.stats + 1] = bn.running_mean:clone(); r.stats[#r.stats + 1] = bn.running_var:clone()
+      end
+      results[k] = r
+    end
+    nn.plans.enabled = true
+    local a, b = results[1], results[2]
+    return math.max(maxDiff(a.out, b.out), maxDiff(a.all, b.all), maxDiff(a.grads, b.grads),
+      maxDiff(a.params, b.params), maxDiff(a.stats, b.stats))
+  end
+
+  -- A change made to a model that ran planned (change(model, x) returns the input to use next):
+  -- the next forward against the layer-by-layer one after the same change on a twin.
+  function H.afterChange(name, change)
+    local model, x = H.build('resnet', 2)
+    model:evaluate()
+    local twin = model:clone()
+    nn.plans.enabled = true
+    model:forward(x); model:forward(x)
+    local planned = planConv.planned(model)
+    local x1 = change(model, x)
+    local out = copyOf(model:forward(x1))
+    out = copyOf(model:forward(x1))
+    nn.plans.enabled = false
+    local x2 = change(twin, x)
+    local ref = copyOf(twin:forward(x2))
+    nn.plans.enabled = true
+    return maxDiff(out, ref), planned
+  end
+  return H
+end"""
+
+harness = lua_fn("function(models, code) return loadstring('return ' .. code)()(models) end")
+_H = {}
+
+
+def H():  # noqa: N802 - the Lua harness table
+    if "h" not in _H:
+        _H["h"] = harness(MODELS, HARNESS)
+    return _H["h"]
+
+
+TOL = 2e-5
+
+
+@pytest.mark.parametrize("name,batch,planned", [
+    ("resnet", 1, True), ("resnet", 3, True), ("vgg", 1, True), ("vgg", 5, True),
+    ("lenet", 1, True), ("lenet", 7, True), ("inception", 2, True), ("dcgan", 3, True),
+])
+def test_eval_matches_layer_by_layer(name: str, batch: int, planned: bool) -> None:
+    worst, was_planned, lazy = H().compareEval(name, batch)
+    assert worst < TOL, f"{name} batch {batch}: planned and layer-by-layer differ by {worst}"
+    assert bool(was_planned) == planned
+    if planned and name not in ("inception", "dcgan"):   # there a segment is one module
+        assert lazy > 0, "a planned forward leaves the modules it skipped lazy"
+
+
+@pytest.mark.parametrize("name,batch", [("resnet", 2), ("vgg", 3), ("lenet", 1), ("inception", 2)])
+def test_training_matches_layer_by_layer(name: str, batch: int) -> None:
+    assert H().compareTrain(name, batch) < TOL
+
+
+CHANGES = {
+    "weights copied": "function(m, x) local c = m:findModules('nn.SpatialConvolution')[3]; "
+                      "c.weight:copy(c.weight:clone():mul(1.5)); return x end",
+    "optimizer step": "function(m, x) local p, g = m:parameters(); for i = 1, #p do "
+                      "p[i]:mul(1.1):add(0.01) end; return x end",
+    "weight replaced": "function(m, x) local c = m:findModules('nn.SpatialConvolution')[2]; "
+                       "c.weight = c.weight:clone():mul(-1); return x end",
+    "running stats": "function(m, x) local b = m:findModules('nn.SpatialBatchNormalization')[4]; "
+                     "b.running_var:mul(3); b.running_mean:add(0.5); return x end",
+    "bn eps": "function(m, x) m:findModules('nn.SpatialBatchNormalization')[2].eps = 0.5; return x end",
+    "module added": "function(m, x) m.modules[5]:add(nn.ReLU():float()); return x end",
+    "module removed": "function(m, x) m:remove(3); return x end",
+    "module replaced": "function(m, x) m.modules[3] = nn.Tanh():float(); return x end",
+    "branch replaced": "function(m, x) m.modules[5].modules[2].modules[1].modules[2] = "
+                       "nn.Identity(); return x end",
+    "input size": "function(m, x) return torch.linspace(-2, 2, 3 * 3 * 24 * 24):float():view(3, 3, 24, 24) end",
+    "mode": "function(m, x) m:training(); m:evaluate(); m.modules[2]:training(); return x end",
+    "getParameters": "function(m, x) local p = m:getParameters(); p:mul(0.9); return x end",
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_plan_follows_changes(change: str) -> None:
+    fn = lua_fn(CHANGES[change])
+    worst, planned = H().afterChange("resnet", fn)
+    assert planned
+    assert worst < TOL, f"after {change}: {worst}"
+
+
+observe = lua_fn(r"""function(H)
+  local planConv = require 'nn.util.plan_conv'
+  local model, x = H.build('resnet', 2)
+  model:evaluate()
+  nn.plans.enabled = true
+  model:forward(x); model:forward(x)
+  local conv = model.modules[1]
+  local r = {}
+  r.lazyBefore = rawget(conv, 'output') == nil
+  r.type = torch.type(conv)
+  r.isModule = torch.isTypeOf(conv, 'nn.Module') and torch.isTypeOf(conv, nn.SpatialConvolution)
+  r.metatable = getmetatable(conv) == torch.getmetatable('nn.SpatialConvolution')
+  r.still = rawget(conv, 'output') == nil       -- none of these materialized it
+  r.tostring = tostring(model.modules[2]):match('SpatialBatchNormalization') ~= nil
+  -- torch.save / load of a model that ran planned, then its forward
+  local ref = model:forward(x):clone()
+  local f = torch.MemoryFile():binary()
+  f:writeObject(model)
+  f:seek(1)
+  local loaded = f:readObject()
+  r.loaded = H.maxDiff(loaded:forward(x), ref)
+  -- :clearState() then forward; :type() to Double (runs layer by layer) and back
+  model:forward(x)
+  model:clearState()
+  r.cleared = H.maxDiff(model:forward(x), ref)
+  model:forward(x)
+  model:double()
+  r.double = H.maxDiff(model:forward(x:double()):float(), ref)
+  r.doublePlanned = planConv.planned(model)
+  model:float()
+  model:forward(x)
+  r.float = H.maxDiff(model:forward(x), ref)
+  return r
+end""")
+
+
+def test_observable_behaviour() -> None:
+    r = observe(H())
+    assert r["lazyBefore"] and r["still"]
+    assert r["type"] == "nn.SpatialConvolution" and r["isModule"] and r["metatable"] and r["tostring"]
+    for key in ("loaded", "cleared", "double", "float"):
+        assert r[key] < TOL, key
+    assert not r["doublePlanned"]
+
+
+failing = lua_fn(r"""function(H, planned)
+  local model, x = H.build('resnet', 2)
+  model:evaluate()
+  nn.plans.enabled = planned
+  model:forward(x); model:forward(x)
+  local ref = model:forward(x):clone()
+  local ok, err = pcall(function() return model:forward(x.new(2, 4, 20, 20):normal()) end)
+  local after = H.maxDiff(model:forward(x), ref)
+  after = math.max(after, H.maxDiff(model:forward(x), ref))
+  nn.plans.enabled = true
+  return ok, tostring(err):gsub('stack traceback:.*', ''), after
+end""")
+
+
+def test_failed_forward_same_error_model_usable() -> None:
+    ok, err, after = failing(H(), True)
+    ok2, err2, _ = failing(H(), False)
+    assert not ok and not ok2
+    assert "nn.SpatialConvolution" in err and "4" in err
+    assert err.splitlines()[:3] == err2.splitlines()[:3]
+    assert after < TOL
+
+
+switch_off = lua_fn(r"""function(H)
+  local planConv = require 'nn.util.plan_conv'
+  local model, x = H.build('resnet', 2)
+  model:evaluate()
+  nn.plans.enabled = false
+  model:forward(x); model:forward(x)
+  local lazy = rawget(model.modules[1], 'output') == nil
+  nn.plans.enabled = true
+  return planConv.planned(model), lazy
+end""")
+
+
+def test_switch_off_runs_layer_by_layer() -> None:
+    planned, lazy = switch_off(H())
+    assert not planned and not lazy
