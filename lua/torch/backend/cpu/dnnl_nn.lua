@@ -291,22 +291,24 @@ end
 -- a window of -inf gives -inf, as torch7
 local LOWEST = -3.4028234663852886e38
 local function indicesOf(ix, taps, out, input, g)
-  local H, W, oH, oW, k, st, pad, dil = g.I[2], g.I[3], g.O[2], g.O[3], g.p.k, g.p.d, g.p.pad, g.p.dil
-  local kH, kW = k[2], k[3]
-  local offsets = ffi.new('int64_t[?]', kH * kW)
+  local H, W, oH, oW = g.I[2], g.I[3], g.O[2], g.O[3]
+  local kH, kW, sH, sW = g.p.k[2], g.p.k[3], g.p.d[2], g.p.d[3]
+  local pH, pW, lH, lW = g.p.pad[2], g.p.pad[3], g.p.dil[2], g.p.dil[3]
+  local offsets = ffi.new('double[?]', kH * kW)   -- (doubles: no int64 arithmetic in the loop)
   for i = 0, kH - 1 do
-    for j = 0, kW - 1 do offsets[i * kW + j] = i * dil[2] * W + j * dil[3] + 1 end
+    for j = 0, kW - 1 do offsets[i * kW + j] = i * lH * W + j * lW + 1 end
   end
-  local q = 0
+  local q, plane = 0, H * W
   for p = 0, g.P - 1 do
+    local base = p * plane - 1
     for oy = 0, oH - 1 do
-      local row = (oy * st[2] - pad[2]) * W - pad[3]
+      local row = (oy * sH - pH) * W - pW
       for ox = 0, oW - 1 do
-        local at = row + ox * st[3] + offsets[taps[q]]
-        ix[q] = at
-        if out[q] == LOWEST then out[q] = input[p * H * W + at - 1] end
-        q = q + 1
+        local at = row + ox * sW + offsets[taps[q + ox]]
+        ix[q + ox] = at
+        if out[q + ox] == LOWEST then out[q + ox] = input[base + at] end
       end
+      q = q + oW
     end
   end
 end

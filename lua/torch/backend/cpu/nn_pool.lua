@@ -313,6 +313,11 @@ local function unrolls(g)
     and (O[2] - 1) * d[2] + k[2] <= I[2] and (O[3] - 1) * d[3] + k[3] <= I[3]
 end
 
+-- Whether each output row unrolls whole (unrolledMax's first case).
+local function wholeRows(g)
+  return g.p.k[2] * g.p.k[3] * g.O[3] <= ROW_TAPS
+end
+
 -- Whether the unrolled windows tile each plane: side by side (stride = kernel size) and
 -- covering it (LeNet's 2x2 windows of 2).
 function tiles(g)
@@ -326,8 +331,12 @@ end
 -- (dnnl_nn.lua), on all threads; max pooling's backward stays here (faster than oneDNN's on
 -- every shape measured, see dnnl_nn.lua).
 backend.register('cpu', {
+  -- windows whose output rows unroll whole (LeNet's) run faster in their generated loops than on
+  -- oneDNN, whose indices take a serial pass of their own (256x20x24x24 by 2x2: 2.6 ms against
+  -- 2.9 on 1 thread and 2.8 on 2; 256x50x8x8: 0.7 against 1.1); wider rows the other way
+  -- (64x64x32x32: 10.6 against 4.1)
   pool_max_forward = function(g, output, indices, input)
-    if convdnnl.maxPool(g, output, indices, input) then return end
+    if not (unrolls(g) and wholeRows(g)) and convdnnl.maxPool(g, output, indices, input) then return end
     if unrolls(g) then
       unrolledMax(input._dt, g, false)(input._st._ptr, input._off, output._st._ptr, output._off,
         indices._st._ptr, indices._off, g.P)
