@@ -181,7 +181,7 @@ def torch_functional(torch: Any) -> Any:
 
 LUA_SETUP = """
 require('torch.backend.cpu.blas').watchLoad = false   -- the counts asked for are the counts used
-return torch.setnumthreads
+return require('torch').setnumthreads
 """
 
 

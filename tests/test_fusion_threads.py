@@ -212,23 +212,39 @@ def test_the_workers_take_part_and_start_again_after_a_stop(rng, threads):
         b.call(stop)
 
 
-def test_an_error_in_a_chunk_is_raised_after_the_job():
-    b = bridge()
-    fails = b.load("""
+ERRORS = """
+local ffi = require 'ffi'
 local team = require 'luabridge.graph.fusion_threads'
-local ran = 0
-local function kernel(lo, hi)
-  ran = ran + 1
-  if lo > 0 then error('chunk ' .. lo .. ' failed', 0) end
+pcall(ffi.cdef, 'int luabridge_test_usleep(unsigned us) __asm__("usleep");')
+local n, results = 8192, {}
+-- the calling thread's own error object comes back as it was raised, after the job
+local d, keep = team.describe('return function() return function() end end', n, 'float', {}, {})
+local failure = { code = 7 }
+local ok, err = pcall(team.run, d, function(lo) if lo > 0 then error(failure) end end, n, 2, 1024, keep)
+results[1] = not ok and err == failure
+-- a worker's error is raised with its message: the caller's first chunk waits for a worker to
+-- run one (up to 20 s: the worker's runtime starts on first use, and may wake late)
+local src = 'return function() return function(lo, hi) error("worker chunk at " .. lo, 0) end end'
+d, keep = team.describe(src, n, 'float', {}, {})
+local before = select(2, team.runs())
+local function kernel(lo)
+  for _ = 1, 20000 do
+    if select(2, team.runs()) > before then return end
+    ffi.C.luabridge_test_usleep(1000)
+  end
 end
-local src = 'return function() return function() end end'
-local d, keep = team.describe(src, 4096, 'float', {}, {})
-local ok, err = pcall(team.run, d, kernel, 4096, 2, 1024, keep)
-return ok, err
-""", "=test")
-    ok, err = b.call(fails)
-    assert not ok
-    assert "fused group (worker thread): chunk" in err and "failed" in err
+ok, err = pcall(team.run, d, kernel, n, 2, 1024, keep)
+results[2] = not ok and tostring(err)
+return results[1], results[2]
+"""
+
+
+def test_errors_in_chunks_are_raised_after_the_job(threads):
+    threads(2)
+    b = bridge()
+    same_object, message = b.call(b.load(ERRORS, "=test_fusion_threads"))
+    assert same_object is True
+    assert message and message.startswith("fused group (worker thread): worker chunk at "), message
 
 
 def test_the_switch_is_read_at_every_run(rng, threads):

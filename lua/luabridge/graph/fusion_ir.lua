@@ -3,7 +3,9 @@
 -- ({'add', {'in', 0}, {'const', 1.5}}); every distinct sub-expression becomes one local of the
 -- loop body (computed once however often it is used), in double precision, stored rounded to
 -- the output's type. The source depends on the expressions and on which inputs broadcast,
--- never on the sizes, so one compiled prototype serves every group and shape alike.
+-- never on the sizes, so one compiled prototype serves every group and shape alike. A large
+-- blocked group runs its blocks in chunks on several threads (fusion_threads.lua): each chunk
+-- runs the same loops, so the values do not depend on the thread count.
 require 'torch'
 local ffi = require 'ffi'
 local backend = require 'torch.backend'

@@ -77,9 +77,11 @@ local function kernelOf(d)
   return M.factory(ffi.string(d.src, d.srclen))(tonumber(d.n), ct, L, P)
 end
 
--- Takes chunks of the team's job and runs them (the mutex held on entry and on return);
--- `worker`: counted as a worker's (M.runs).
+-- Takes chunks of the team's job and runs them (the mutex held on entry and on return).
+-- A worker's failure is kept as the job's message (and counted in M.runs' chunks when it ran);
+-- the calling thread's first error is returned as it was raised (an interrupt stays one).
 local function runChunks(team, kernel, worker)
+  local own
   while team.next < team.chunks do
     local c = team.next
     team.next = c + 1
@@ -90,14 +92,19 @@ local function runChunks(team, kernel, worker)
     if hi > team.n then hi = team.n end
     local ok, err = pcall(kernel, tonumber(lo), tonumber(hi))
     lock(team.mutex)
-    if worker then team.helped = team.helped + 1 end
-    if not ok and team.failed == 0 then
-      team.failed = 1
-      ffi.copy(team.message, tostring(err):sub(1, 239))
+    if worker then
+      team.helped = team.helped + 1
+      if not ok and team.failed == 0 then
+        team.failed = 1
+        ffi.copy(team.message, tostring(err):sub(1, 239))
+      end
+    elseif not ok and own == nil then
+      own = err
     end
     team.busy = team.busy - 1
   end
   if team.busy == 0 then C.luabridge_fusion_broadcast(team.done) end
+  return own
 end
 
 -- A worker's life (its own thread and runtime): jobs until the team stops.
@@ -180,11 +187,12 @@ function M.run(d, kernel, n, threads, align)
   t.generation = t.generation + 1
   t.runs = t.runs + 1
   C.luabridge_fusion_broadcast(t.wake)
-  runChunks(t, kernel)
+  local own = runChunks(t, kernel)
   while t.busy > 0 do wait(t.done, t.mutex) end
   t.kernel = nil
   local message = t.failed ~= 0 and ffi.string(t.message)
   unlock(t.mutex)
+  if own ~= nil then error(own, 0) end
   if message then error('fused group (worker thread): ' .. message, 0) end
 end
 

@@ -11,7 +11,10 @@ Runs after shape inference and before memory planning, which then sees the group
 outputs only; the gradient pass runs before both, at graph-building time, so gradient graphs fuse.
 
 The CPU form of a group (measured, bench/fusion.py): one LuaJIT loop per element ("loop") for
-small groups of cheap fns, else numpy's SIMD loops per cache-sized block ("blocked").
+small groups of cheap fns, else numpy's SIMD loops per cache-sized block ("blocked"). A blocked
+group with enough work runs its blocks in chunks on several threads at run time
+(lua/luabridge/graph/fusion_threads.lua; torch.setnumthreads' count, never more than the free
+CPUs), with the same values bit for bit.
 """
 from __future__ import annotations
 
