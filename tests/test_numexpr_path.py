@@ -382,3 +382,43 @@ def test_a_forked_child_gets_its_own_workers():
         pytest.fail("the forked child's run waited for the parent's workers")
     assert os.waitstatus_to_exitcode(status) == 0
     assert np.all(a == 2.0)
+
+
+# ------------------------------------------------------------------------------------------
+# the provider itself, on numpy arrays
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_programs_split_into_ranges_of_whole_blocks(threads):
+    from luabridge.providers.torch_cpu import blocked
+    prog = blocked.Program("y = x; x = -(x - 2.5) * k + sqrt(y) / (y + 1); y = abs(y - x)", ["x", "y"], ["k"])
+    n = 3 * (blocked.BLOCK_BYTES // 4) + 12345      # a partial last block
+    rng = np.random.default_rng(1)
+    x0 = rng.uniform(0.1, 3, n).astype(np.float32)
+    x, y = x0.copy(), np.zeros(n, np.float32)
+    blocked.run_program(prog, "Float", n, threads, [x.ctypes.data, y.ctypes.data], [1.5])
+    x64 = x0.astype(np.float64)
+    wx = -(x64 - 2.5) * 1.5 + np.sqrt(x64) / (x64 + 1)
+    np.testing.assert_allclose(x, wx, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(y, np.abs(x64 - wx), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, name", [(np.float32, "Float"), (np.float64, "Double")])
+def test_masks_depend_on_the_seed_only(dtype, name):
+    from luabridge.providers.torch_cpu import blocked
+    n = 5 * blocked.MASK_CHUNK + 77
+    got = []
+    for threads in (1, 2, 3):
+        r = np.full(n, 7, dtype)
+        blocked.bernoulli_fill(name, r.ctypes.data, n, 0.25, 123, threads)
+        got.append(r)
+    assert all(np.array_equal(got[0], g) for g in got[1:])
+    assert set(np.unique(got[0])) == {0, 1}
+    assert abs(got[0].mean() - 0.25) < 5 * np.sqrt(0.25 * 0.75 / n)
+    # chunk i is its own stream: numpy's documented SeedSequence spawn keys
+    first = np.random.Generator(np.random.PCG64(np.random.SeedSequence(123, spawn_key=(1,))))
+    u = first.random(blocked.MASK_CHUNK, dtype=dtype)
+    np.testing.assert_array_equal(got[0][blocked.MASK_CHUNK:2 * blocked.MASK_CHUNK], (u < dtype(0.25)).astype(dtype))
+    other = np.empty(n, dtype)
+    blocked.bernoulli_fill(name, other.ctypes.data, n, 0.25, 124, 2)
+    assert not np.array_equal(other, got[0])
