@@ -112,7 +112,7 @@ ACTIVATIONS = {
 
 # where a pass keeps the old path whatever the switch: (forward, backward)
 OLD_ONLY = {"Threshold 0 val": (True, False), "Threshold 0.3": (True, True), "SoftPlus threshold 1": (True, True),
-            "SoftPlus": (True, False), "SoftPlus beta": (True, False), "Log": (True, False),
+            "SoftPlus": (True, False), "SoftPlus beta": (True, False), "Log": (True, False), "Exp": (True, False),
             "Sqrt": (False, True), "Sqrt eps": (True, True), "ELU negative alpha": (False, True)}
 
 SHAPES = [(37,), (5, 13), (2, 3, 5, 7)]
@@ -163,7 +163,7 @@ def test_activation_against_numpy_and_old_path(name, path):
 
 
 def test_two_threads_give_one_threads_values():
-    for name in ("Tanh", "ELU", "SoftPlus", "Sigmoid", "Exp"):
+    for name in ("Tanh", "ELU", "SoftPlus", "Sigmoid", "Exp", "HardTanh"):
         ctor = ACTIVATIONS[name][0]
         x, go = operands(name, (301, 203), seed=3)
         one, two = run(1, ctor, x, go), run(2, ctor, x, go)
@@ -239,6 +239,23 @@ def test_double_noncontiguous_and_switch_keep_the_old_path():
     close(gi, np.where(xt > 0, go.T, go.T * np.exp(xt)), "ELU's gradient on a transposed input", rtol=1e-5)
     _, _, runs = run("old", "nn.ELU()", x, go)
     assert runs == 0
+    # eltwise.enabled (LUABRIDGE_NO_DNNL_ELTWISE=1) and a missing library: the old path
+    switched = lua_fn("""function(field, x)
+      require 'nn'
+      local eltwise = require 'torch.backend.cpu.dnnl_eltwise'
+      local owner = field == 'available' and require 'torch.backend.cpu.dnnl' or eltwise
+      local runs, was = eltwise.runs, owner[field]
+      owner[field] = false
+      eltwise.forceThreads = 1
+      local ok, out = pcall(function() return nn.Tanh():float():forward(x):clone() end)
+      owner[field], eltwise.forceThreads = was, nil
+      assert(ok, out)
+      return out, eltwise.runs - runs
+    end""")
+    for field in ("enabled", "available"):
+        out, runs = switched(field, x)
+        assert runs == 0, field
+        close(out, np.tanh(x.astype(np.float64)), f"Tanh with {field} false")
 
 
 rule = lua_fn("""function(group, name, n)
@@ -301,7 +318,7 @@ def test_finite_differences(ctor):
     x = rng.uniform(-1.5, 1.5, shape).astype(np.float32)
     go = rng.uniform(-1, 1, shape).astype(np.float32)
     _, gi, runs = run(1, ctor, x, go)
-    assert runs == (1 if "SoftPlus" in ctor or "Log" in ctor else 2)   # their forward passes stay
+    assert runs == (1 if any(k in ctor for k in ("SoftPlus", "Log", "Exp")) else 2)   # their forward passes stay
     np.testing.assert_allclose(N(gi), numeric_gradient(ctor, x, go, 1e-2), rtol=2e-2, atol=2e-3)
 
 
@@ -410,3 +427,53 @@ def test_plans_are_bounded():
       return most
     end""")
     assert 0 < many() <= 64
+
+
+def test_errors_name_the_module_and_sizes():
+    """Checks run before any oneDNN pass (forced on every size here)."""
+    fail = lua_fn("""function(code)
+      require 'nn'
+      local eltwise = require 'torch.backend.cpu.dnnl_eltwise'
+      eltwise.forceThreads = 1
+      local ok, err = pcall(loadstring(code))
+      eltwise.forceThreads = nil
+      return ok, tostring(err)
+    end""")
+    cases = [
+        ("nn.Tanh():float():backward(torch.FloatTensor(6):zero(), torch.FloatTensor(5))",
+         "nn.Tanh: gradOutput size 5 (5 elements) does not match input size 6 (6 elements)"),
+        ("nn.SoftMax():float():backward(torch.FloatTensor(2, 3):zero(), torch.FloatTensor(3, 2))",
+         "nn.SoftMax: gradOutput size 3x2 does not match input size 2x3"),
+        ("nn.CMulTable():float():forward({torch.FloatTensor(4), torch.FloatTensor(5)})",
+         "nn.CMulTable: inconsistent tensor sizes, input[1] is 4 and input[2] is 5"),
+        ("nn.CAddTable():float():backward({torch.FloatTensor(4), torch.FloatTensor(4)}, torch.FloatTensor(3))",
+         "nn.CAddTable: gradOutput must be a tensor of size 4, got 3"),
+    ]
+    for code, message in cases:
+        ok, err = fail(code)
+        assert not ok and message in err, (code, err)
+
+
+@pytest.mark.parametrize("name", ["ReLU", "LeakyReLU", "ELU", "Tanh", "Sigmoid", "Abs", "Square", "HardTanh", "ReLU6",
+                                  "SoftPlus", "Exp", "Log"])
+def test_infinite_and_huge_inputs_as_the_old_path(name):
+    ctor = ACTIVATIONS[name][0]
+    x = np.array([np.inf, -np.inf, 0, -0.0, 1, -1, 1e30, -1e30, 88, -88, 100, -100, 1e-40], np.float32)
+    if name == "Log":
+        x = np.abs(x)
+    go = np.linspace(-1, 1, x.size).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        for got, old, what in zip(run(1, ctor, x, go), run("old", ctor, x, go), ("forward", "backward")):
+            np.testing.assert_allclose(N(got), N(old), rtol=1e-6, atol=1e-7, err_msg=f"{name} {what}")
+
+
+def test_nan_inputs():
+    """NaN stays NaN through the smooth kinds; ReLU's forward gives 0 for any NaN (torch7's
+    x > 0 ? x : 0; the old numpy pass kept a NaN of positive sign)."""
+    x = np.array([np.nan, -np.nan, 1, -1], np.float32)
+    go = np.ones_like(x)
+    for name in ("ELU", "Tanh", "Sigmoid", "Square", "Abs", "Sqrt"):
+        out, _, _ = run(1, ACTIVATIONS[name][0], x if name != "Sqrt" else np.abs(x), go)
+        assert np.isnan(N(out)[:2]).all(), name
+    out, _, _ = run(1, "nn.ReLU()", x, go)
+    np.testing.assert_array_equal(N(out), [0, 0, 1, 0])

@@ -131,60 +131,50 @@ function makers.bin(kind, n)
     { arg = ARG.DST, sizes = { n }, out = true } })
 end
 
+-- Runs the plan of (kind, a, b, c, d, threads) on the pointers ... (in its specs' order);
+-- false where oneDNN refused it.
+local function runPlan(kind, a, b, c, d, threads, ...)
+  local p = planFor(kind, a, b, c, d, threads)
+  if not p then return false end
+  dnnl.run(p, ...)
+  eltwise.runs = eltwise.runs + 1
+  return true
+end
+
 -- dst = f(src) over n elements (alg: a key of eltwise.ALG; alpha, beta its parameters); false
 -- where oneDNN refuses it.
 function eltwise.forward(alg, alpha, beta, n, threads, dst, src)
-  local p = planFor('ef', alg, alpha, beta, n, threads)
-  if not p then return false end
-  dnnl.run(p, src, dst)
-  eltwise.runs = eltwise.runs + 1
-  return true
+  return runPlan('ef', alg, alpha, beta, n, threads, src, dst)
 end
 
 -- diffSrc = f'(data) diffDst over n elements, data the forward's input (its output for the
 -- _dst kinds). diffSrc may be diffDst.
 function eltwise.backward(alg, alpha, beta, n, threads, diffSrc, diffDst, data)
-  local p = planFor('eb', alg, alpha, beta, n, threads)
-  if not p then return false end
-  dnnl.run(p, data, diffDst, diffSrc)
-  eltwise.runs = eltwise.runs + 1
-  return true
+  return runPlan('eb', alg, alpha, beta, n, threads, data, diffDst, diffSrc)
 end
 
 -- Softmax ('soft') or log-softmax ('log') of the plain a x b x c block along b (a = 0 or
 -- c = 0: no such dim).
 function eltwise.softmaxForward(kind, a, b, c, threads, dst, src)
-  local p = planFor('sf', kind, a, b, c, threads)
-  if not p then return false end
-  dnnl.run(p, src, dst)
-  eltwise.runs = eltwise.runs + 1
-  return true
+  return runPlan('sf', kind, a, b, c, threads, src, dst)
 end
 
 -- Its gradient from the forward's output dst and diffDst (diffSrc may be diffDst).
 function eltwise.softmaxBackward(kind, a, b, c, threads, diffSrc, diffDst, dst)
-  local p = planFor('sb', kind, a, b, c, threads)
-  if not p then return false end
-  dnnl.run(p, dst, diffDst, diffSrc)
-  eltwise.runs = eltwise.runs + 1
-  return true
+  return runPlan('sb', kind, a, b, c, threads, dst, diffDst, diffSrc)
 end
 
 -- dst = x + y or x * y (kind 'add' or 'mul') over n elements; dst may be x.
 function eltwise.binary(kind, n, threads, dst, x, y)
-  local p = planFor('bin', kind, n, 0, 0, threads)
-  if not p then return false end
-  dnnl.run(p, x, y, dst)
-  eltwise.runs = eltwise.runs + 1
-  return true
+  return runPlan('bin', kind, n, 0, 0, threads, x, y, dst)
 end
 
--- When oneDNN runs a pass, by group ('ef' / 'eb': the eltwise kinds' forward and backward,
--- 'sf' / 'sb': softmax's, 'soft' and 'log'; 'bin': 'add', 'mul', 'copy') and name: `one`, the element
--- count from which oneDNN on one thread beats the caller's own loop (math.huge: never, where
--- that is numpy's SIMD loop), and `least`, the elements per thread from which a second thread
--- pays against the faster one-thread path. Measured by bench/eltwise_threads.py
--- (docs/performance.md has the numbers).
+-- When oneDNN runs a pass, by group and name ('ef' / 'eb': the forward and backward passes of
+-- an nn module, by its class name less 'nn.'; 'sf' / 'sb': softmax's, 'soft' and 'log'; 'bin':
+-- 'add', 'mul', 'copy'): `one`, the element count from which oneDNN on one thread beats the
+-- module's own pass (never: numpy's SIMD loop is as fast), and `least`, the elements per thread
+-- from which a second thread pays against the faster one-thread path. Measured by
+-- bench/eltwise_threads.py (docs/performance.md has the numbers); a pass not listed stays.
 local DEFAULT = { one = math.huge, least = math.huge }
 local never = math.huge
 -- least: a second thread's share must save twice the ~4 µs its start costs (the team sleeps
@@ -195,7 +185,7 @@ local function limit(one, least) return { one = one, least = least or CHEAP } en
 eltwise.limits = {
   ef = { Threshold = limit(16384), LeakyReLU = limit(1024), ELU = limit(512, DEAR), Tanh = limit(never),
     Sigmoid = limit(512, DEAR), Abs = limit(never), Square = limit(1024), Sqrt = limit(512, DEAR),
-    Exp = limit(8192, DEAR), HardTanh = limit(1024) },
+    HardTanh = limit(1024) },
   eb = { Threshold = limit(4096), LeakyReLU = limit(1024), ELU = limit(512), Tanh = limit(2048),
     Sigmoid = limit(2048), SoftPlus = limit(512, DEAR), Abs = limit(512), Square = limit(2048),
     Exp = limit(4096), Log = limit(2048), HardTanh = limit(512) },
