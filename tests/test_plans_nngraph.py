@@ -354,3 +354,27 @@ def test_backward_kernel_declines(h: Any) -> None:
     diff, same, planned, dropped = _BACKWARD_FALLBACK(h)
     assert planned and dropped
     assert same and diff < TOL
+
+
+_BAD_INDEX = lua_fn("""function(H, enabled)
+  H.plans.enabled = enabled
+  torch.manualSeed(6)
+  local m = H.rnn(6, 4, 1, 0, true):float()
+  local good = { torch.LongTensor({ 1, 6, 3 }), torch.FloatTensor(3, 4):normal() }
+  m:forward(good); m:forward(good)
+  local fused = H.plan.of(m) and #H.plan.of(m).fchains or 0
+  local ok, err = pcall(function() return m:forward({ torch.LongTensor({ 1, 7, 3 }), good[2] }) end)
+  local out = m:forward(good)[2]:clone()
+  H.plans.enabled = true
+  return ok, tostring(err), out, fused
+end""")
+
+
+def test_one_hot_index_out_of_range(h: Any) -> None:
+    """OneHot runs fused (the characters' one-hot rows); an index out of range makes the kernel
+    decline before writing, and the module then raises its own error."""
+    off, on = _BAD_INDEX(h, False), _BAD_INDEX(h, True)
+    assert on[3] == 2   # OneHot's chain and the RNN's
+    assert not off[0] and not on[0]
+    assert "indices must be in [1, 6]" in on[1] and on[1] == off[1]
+    np.testing.assert_allclose(N(on[2]), N(off[2]), rtol=1e-6, atol=1e-6)

@@ -6,7 +6,7 @@
 -- A plan is the graph's topological orders compiled once into flat lists of steps: a node's
 -- step (its module called as before, its output handed to its users' inputs), or a chain's.
 -- A chain is a connected set of elementwise nodes (Sigmoid, Tanh, CAddTable, CMulTable,
--- CSubTable, MulConstant, AddConstant) and of the views between them (Reshape, SplitTable and
+-- CSubTable, MulConstant, AddConstant, and OneHot of a Long vector) and of the views between them (Reshape, SplitTable and
 -- nngraph's split nodes, Identity): one fused kernel runs its forward, one its backward, and
 -- they still write every module's output and gradInput, as the modules would have. The tensors
 -- inside a chain stay those the layer-by-layer run left (views included), so the nodes' inputs
@@ -51,6 +51,14 @@ local function nodeKind(data)
   if m then
     local t = torch.type(m)
     local inputs = data.input or {}
+    if t == 'nn.OneHot' then   -- indices (a Long vector) to rows of outputSize
+      local x, out = inputs[1], m.output
+      if #inputs == 1 and torch.type(x) == 'torch.LongTensor' and x:dim() == 1 and isFloat(out)
+          and out:dim() == 2 and out:size(1) == x:size(1) and out:size(2) == m.outputSize then
+        return 'compute'
+      end
+      return nil
+    end
     if computeKinds[t] then
       for _, x in ipairs(inputs) do if not isFloat(x) then return nil end end
       if computeKinds[t](m, #inputs) and isFloat(m.output) then return 'compute' end
@@ -292,6 +300,7 @@ local function forwardProgram(chain)
       elseif t == 'nn.Tanh' then ops[#ops + 1] = { 'tanh', out, slots[1] }
       elseif t == 'nn.MulConstant' then ops[#ops + 1] = { 'mulc', out, slots[1], m.constant_scalar }
       elseif t == 'nn.AddConstant' then ops[#ops + 1] = { 'addc', out, slots[1], m.constant_scalar }
+      elseif t == 'nn.OneHot' then ops[#ops + 1] = { 'onehot', out, slots[1] }
       end
     end
   end
@@ -366,7 +375,9 @@ local function backwardProgram(chain, gm)
       local t = torch.type(m)
       local gi = m.gradInput
       if chain.kindOf[d] == 'compute' then
-        if t == 'nn.CAddTable' or t == 'nn.CMulTable' or t == 'nn.CSubTable' then
+        if t == 'nn.OneHot' then   -- gradInput: zeros of the indices' size
+          if not torch.isTensor(gi) or not isFloat(gi) or gi:nElement() ~= d.input[1]:nElement() then return nil end
+        elseif t == 'nn.CAddTable' or t == 'nn.CMulTable' or t == 'nn.CSubTable' then
           if not utils.istable(gi) or #gi ~= #d.input then return nil end
           for i = 1, #gi do if not torch.isTensor(gi[i]) then return nil end end
         elseif not torch.isTensor(gi) then
@@ -388,6 +399,8 @@ local function backwardProgram(chain, gm)
           ops[#ops + 1] = { 'mulc', static(S, gi), g, m.constant_scalar }
         elseif t == 'nn.AddConstant' then
           ops[#ops + 1] = { 'copy', static(S, gi), g }
+        elseif t == 'nn.OneHot' then
+          ops[#ops + 1] = { 'zero', static(S, gi) }
         end
       elseif t == 'nn.SplitTable' then
         -- gradInput holds each piece's gradient in its slice

@@ -15,6 +15,8 @@
 --   sigmoid(out, a): 1 / (1 + exp(-a)) in the Tensor method's four numpy loops    tanh(out, a)
 --   sigmoid_bwd(out, g, y): g * (1 - y) * y    tanh_bwd(out, g, y): g * (1 - y * y)
 --   zero(out)
+--   onehot(out, idx): out (count x classes, contiguous Float) zero but 1 at column idx[i] of row i
+--     (idx Long, 1-D); indices outside [1, classes] make run(T) decline before anything runs
 -- (the backward forms round after each float32 step, where the modules' LuaJIT loops compute
 -- in double and round once: they agree to float32 rounding). Every operand of an op has the
 -- op's element count; a slot is contiguous or rows of contiguous elements at a row stride (a
@@ -28,7 +30,7 @@ local dtype = require 'torch.core.dtype'
 local ufunc = require 'torch.backend.cpu.ufunc'
 
 local fields = object.fields
-local Float = dtype.Float
+local Float, Long = dtype.Float, dtype.Long
 
 -- numpy's float32 loops the ops use (false where numpy lends none: then nothing compiles)
 local loopNames = { add = 2, subtract = 2, multiply = 2, negative = 1, exp = 1, reciprocal = 1, tanh = 1 }
@@ -80,9 +82,10 @@ end
 
 local function snapshotLayout(t)
   local f = fields[t]
-  if not f or f._dt ~= Float or not f._st or not f._st._ptr then return nil end
+  if not f or (f._dt ~= Float and f._dt ~= Long) or not f._st or not f._st._ptr then return nil end
   local l = layout(f)
   if not l then return nil end
+  l.dt = f._dt
   l.sz, l.str = {}, {}
   for d = 1, #f._sz do l.sz[d], l.str[d] = f._sz[d], f._str[d] end
   return l
@@ -108,7 +111,7 @@ end
 -- byte offset from the slot's first element.
 ffi.cdef [[
 typedef struct {
-  int32_t kind;                 /* 1: unary loop, 2: binary loop, 3: memcpy, 4: zero fill */
+  int32_t kind;                 /* 1: unary loop, 2: binary loop, 3: memcpy, 4: zero fill, 5: one-hot */
   int32_t a, b, c;              /* slots of the operands (c the output) */
   intptr_t ao, bo, co;          /* byte offsets from each slot's first element */
   intptr_t sa, sb, sc;          /* byte steps (0: a constant) */
@@ -118,6 +121,7 @@ typedef struct {
 } luabridge_chain_call;
 ]]
 local charp = ffi.typeof('char *')
+local longp, floatp = ffi.typeof('int64_t *'), ffi.typeof('float *')
 local callsType = ffi.typeof('luabridge_chain_call[?]')
 local basesType = ffi.typeof('char *[?]')
 local args = ffi.new('char *[3]')
@@ -166,11 +170,25 @@ local function compile(prog, T)
     local cols = walkCols(la and { la, lo } or { lo }, n)
     return cols
   end
+  local checks = {}   -- onehot's index checks, run before any op writes
   for _, op in ipairs(prog.ops) do
     local name, out, a, b = op[1], op[2], op[3], op[4]
     local n = lays[out].n
     local ok = true
-    if name == 'copy' or name == 'zero' then   -- memcpy / memset, by rows where strided
+    for j = 2, #op do
+      local o = op[j]
+      if type(o) == 'number' and lays[o] and (j ~= 3 or name ~= 'onehot') and (name ~= 'mulc' and name ~= 'addc' or j < 4)
+          and lays[o].dt ~= Float then
+        return nil
+      end
+    end
+    if name == 'onehot' then   -- out (count x classes, contiguous) = rows of zeros, 1 at index a[i]
+      local li, lo = lays[a], lays[out]
+      if li.dt ~= Long or #li.sz ~= 1 or lo.rows ~= 1 or #lo.sz ~= 2 or lo.sz[1] ~= li.n then return nil end
+      local c = { kind = 5, a = a, sa = li.str[1], c = out, n = li.n, bo = lo.sz[2] }
+      checks[#checks + 1] = c
+      add(c)
+    elseif name == 'copy' or name == 'zero' then   -- memcpy / memset, by rows where strided
       local la, lo = name == 'copy' and lays[a] or nil, lays[out]
       if la and la.n ~= n then return nil end
       local cols = rowsOf(la, lo, n)
@@ -219,13 +237,17 @@ local function compile(prog, T)
   local B = basesType(S + 1)
   B[0] = ffi.cast(charp, cbuf)
   local ez, er, ext = {}, {}, {}
-  for s = 1, S do ez[s], er[s], ext[s] = lays[s].sz, lays[s].str, lays[s].extent end
+  local dts = {}
+  for s = 1, S do ez[s], er[s], ext[s], dts[s] = lays[s].sz, lays[s].str, lays[s].extent, lays[s].dt end
   local copy, fill = ffi.copy, ffi.fill
+  local nChecks = #checks
+  local checkSlot, checkStep, checkN, checkC = {}, {}, {}, {}
+  for i, c in ipairs(checks) do checkSlot[i], checkStep[i], checkN[i], checkC[i] = c.a, c.sa, c.n, c.bo end
   return function(t)
     local _ = cbuf   -- the constants live as long as the runner
     for s = 1, S do
       local f = fields[t[s]]
-      if not f or f._dt ~= Float then return false end
+      if not f or f._dt ~= dts[s] then return false end
       local st, z, r, wz, wr = f._st, f._sz, f._str, ez[s], er[s]
       local nd = #wz
       if not st or #z ~= nd then return false end
@@ -235,6 +257,13 @@ local function compile(prog, T)
       local o = f._off
       if o < 0 or st._n < o + ext[s] then return false end
       B[s] = ffi.cast(charp, st._ptr + o)
+    end
+    for k = 1, nChecks do   -- indices out of range: declined before anything is written
+      local ip, step, C = ffi.cast(longp, B[checkSlot[k]]), checkStep[k], checkC[k]
+      for i = 0, checkN[k] - 1 do
+        local v = ip[i * step]
+        if v < 1 or v > C then return false end
+      end
     end
     for i = 0, N - 1 do
       local e = E[i]
@@ -249,6 +278,11 @@ local function compile(prog, T)
         e.fn(args, dims, steps, e.data)
       elseif kind == 3 then
         copy(B[e.c] + e.co, B[e.a] + e.ao, e.n)
+      elseif kind == 5 then
+        local n, C, step = tonumber(e.n), tonumber(e.bo), tonumber(e.sa)
+        local ip, op = ffi.cast(longp, B[e.a]), ffi.cast(floatp, B[e.c])
+        fill(op, 4 * n * C, 0)
+        for i = 0, n - 1 do op[i * C + tonumber(ip[i * step]) - 1] = 1 end
       else
         fill(B[e.c] + e.co, e.n, 0)
       end
