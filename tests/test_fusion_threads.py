@@ -272,3 +272,32 @@ def test_the_environment_switch_turns_the_threads_off():
 def test_a_failed_size_check_names_the_group(rng):
     with pytest.raises(luabridge.LuaError, match="fused group: input 1 has 3 elements, the output 4"):
         _kernel([("neg", ("in", 0))], [np.zeros(3)], np.zeros(4))
+
+
+NO_THREADS = """
+local team = require 'luabridge.graph.fusion_threads'
+local saved = package.loaded['threads.Thread']
+team.stop()
+package.loaded['threads.Thread'] = function() error('no threads here') end
+local ok, err = pcall(...)
+package.loaded['threads.Thread'] = saved
+local why = team.startError
+team.stop()
+if not ok then error(err, 0) end
+return why
+"""
+
+
+def test_a_runtime_that_cannot_start_threads_runs_the_chunks_itself(rng, threads):
+    threads(2)
+    n = 300001
+    x = rng.standard_normal(n)
+    out = np.zeros(n)
+    run = _kernel([("add", ("mul", ("in", 0), ("const", 3.0)), ("const", 1.0))], [x], out)
+    b = bridge()
+    why = b.call(b.load(NO_THREADS, "=test_fusion_threads"), run)
+    assert "no threads here" in why
+    np.testing.assert_array_equal(out, x * 3.0 + 1.0)
+    assert fusion_threads.jobs() == (0, 0)   # stopped: a fresh team next time
+    run()
+    assert fusion_threads.jobs()[0] == 1

@@ -148,15 +148,22 @@ local function newTeam()
 end
 
 -- This runtime's team with at least n workers (started here; a new team after a fork, whose
--- child has none of the parent's threads).
+-- child has none of the parent's threads). Where no thread can be started (a runtime without
+-- Python's threads.Thread), the team has fewer and the caller runs the chunks nobody takes.
 local function teamOf(n)
   local now = C.luabridge_fusion_getpid()
-  if pid ~= now then team, workers, pid = newTeam(), {}, now end
-  if #workers < n then
-    local Thread = require 'threads.Thread'
+  if pid ~= now then team, workers, pid, M.startError = newTeam(), {}, now, nil end
+  if #workers < n and not M.startError then
     local address = tonumber(ffi.cast('uintptr_t', team))
     for i = #workers + 1, n do
-      workers[i] = Thread(("require('luabridge.graph.fusion_threads').work(%.0f, %d)"):format(address, i))
+      local ok, w = pcall(function()
+        return require('threads.Thread')(("require('luabridge.graph.fusion_threads').work(%.0f, %d)"):format(address, i))
+      end)
+      if not ok then
+        M.startError = tostring(w)
+        break
+      end
+      workers[i] = w
     end
   end
   return team
