@@ -286,3 +286,23 @@ backend.register('cpu', {
     return held
   end,
 })
+
+-- For profiles (bench/plans_conv.lua): the milliseconds of each step of exe, run alone `reps`
+-- times after a run of the whole exe (which set the buffers' handles).
+local nnPlan = {}
+function nnPlan.profile(exe, reps)
+  local sys = require 'sys'
+  local list = {}
+  for _, s in ipairs(exe.before) do list[#list + 1] = s end
+  list[#list + 1] = exe.main
+  local times = {}
+  for i, s in ipairs(list) do
+    local one = { before = {}, main = s, after = {}, user = {}, threads = exe.threads }
+    dnnl.run(one)
+    local t0 = sys.clock()
+    for _ = 1, reps do dnnl.run(one) end
+    times[i] = { name = s.name, ms = (sys.clock() - t0) / reps * 1000 }
+  end
+  return times
+end
+return nnPlan
