@@ -80,9 +80,14 @@ local function defineOp(name, loop, devicePass)
   return function(m, r, ...) backend.of(r)[name](m, r, ...) end
 end
 
--- The oneDNN passes of spec.eltwise's kinds: each returns whether it ran (false: the module's
--- own pass runs).
+-- The op table's whole-tensor passes of spec.eltwise's kinds (nn_eltwise_forward / _backward:
+-- on the CPU oneDNN's, on all threads where they pay): each returns whether it ran (false: the
+-- module's own pass runs).
 local function constant(alg) return function() return alg end end
+local readsOutput = setmetatable({}, { __index = function(t, alg)
+  t[alg] = alg:sub(-4) == '_dst'
+  return t[alg]
+end })
 local function eltwisePasses(name, kinds)
   local f, g = kinds and kinds.forward, kinds and kinds.backward
   if type(f) == 'string' then f = constant(f) end
@@ -94,7 +99,7 @@ local function eltwisePasses(name, kinds)
   local backward = g and function(m, gradInput, input, gradOutput, output, ...)
     local alg, alpha, beta = g(m, ...)
     if alg == nil then return false end
-    local data = alg:sub(-4) == '_dst' and output or input
+    local data = readsOutput[alg] and output or input
     return backend.of(input).nn_eltwise_backward(name, alg, alpha or 0, beta or 0, gradInput, gradOutput, data)
   end
   return forward or function() return false end, backward or function() return false end
@@ -104,7 +109,7 @@ function pointwise.define(cls, spec)
   local params = spec.params or none
   local forward, backward = spec.forwardOp, spec.backwardOp
   local prefix = rawget(cls, '__typename'):gsub('^nn%.', '')
-  local dnnlForward, dnnlBackward = eltwisePasses(prefix, spec.eltwise)
+  local fastForward, fastBackward = eltwisePasses(prefix, spec.eltwise)
   if not forward then
     forward = defineOp(prefix .. '_forward', function(ops) return ops.nn_loop(2, spec.forward) end,
                        spec.deviceForward)
@@ -127,7 +132,7 @@ function pointwise.define(cls, spec)
     local output = input
     if not self.inplace then output = self.output:resizeAs(input) end
     local p1, p2, p3 = params(self)
-    if not dnnlForward(self, output, input, p1, p2, p3) then forward(self, output, input, p1, p2, p3) end
+    if not fastForward(self, output, input, p1, p2, p3) then forward(self, output, input, p1, p2, p3) end
     if self.inplace then self.output:set(input) end
     return self.output
   end
@@ -142,7 +147,7 @@ function pointwise.define(cls, spec)
     local gradInput, output = gradOutput, input
     if not self.inplace then gradInput, output = self.gradInput:resizeAs(input), self.output end
     local p1, p2, p3 = params(self)
-    if not dnnlBackward(self, gradInput, input, gradOutput, output, p1, p2, p3) then
+    if not fastBackward(self, gradInput, input, gradOutput, output, p1, p2, p3) then
       backward(self, gradInput, input, gradOutput, output, p1, p2, p3)
     end
     if self.inplace then self.gradInput:set(gradOutput) end

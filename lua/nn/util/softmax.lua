@@ -110,7 +110,7 @@ end
 -- oneDNN's softmax / log-softmax along the class dim (the op table's nn_softmax_forward /
 -- _backward: contiguous Float on the host, where its measured limits say it pays); false where
 -- it declines, and then the passes above run.
-local function dnnlForward(m, kind, output, input)
+local function fastForward(m, kind, output, input)
   -- not log-softmax's: oneDNN's log of the sum is off by up to 3.5e-6, and a class whose
   -- probability is near 1 can come out above 0
   if kind == 'log' or not torch.isTensor(input) then return false end
@@ -119,7 +119,7 @@ local function dnnlForward(m, kind, output, input)
   return backend.of(input).nn_softmax_forward(kind, output, input)
 end
 
-local function dnnlBackward(m, kind, gradInput, input, gradOutput, output)
+local function fastBackward(m, kind, gradInput, input, gradOutput, output)
   checkGradOutput(m, input, gradOutput)
   if not output:isSameSizeAs(input) then return false end
   gradInput:resizeAs(output)
@@ -136,11 +136,11 @@ function softmax.define(cls, kind, sign)
     end
   else
     function cls:updateOutput(input)
-      if dnnlForward(self, kind, self.output, input) then return self.output end
+      if fastForward(self, kind, self.output, input) then return self.output end
       return fwd(self, self.output, input)
     end
     function cls:updateGradInput(input, gradOutput)
-      if dnnlBackward(self, kind, self.gradInput, input, gradOutput, self.output) then return self.gradInput end
+      if fastBackward(self, kind, self.gradInput, input, gradOutput, self.output) then return self.gradInput end
       return bwd(self, self.gradInput, input, gradOutput, self.output)
     end
   end
