@@ -13,7 +13,8 @@ twins here copy our weights, so the outputs agree):
   training steps at batch 64 and 256;
 - karpathy/char-rnn's 2-layer LSTM built with nngraph (128 hidden, 50 steps, batch 32, 65 symbols,
   one clone of the step graph per time step): a training step (through time and back) and the
-  forward in evaluation;
+  forward in evaluation; its twin is the same cell in eager ops, and a table after the main one
+  compares it with torch.nn.LSTM on the same weights (what a PyTorch user would pick);
 - soumith/dcgan.torch's generator netG (full convolutions) forward at batch 64, in training mode as
   dcgan's main.lua and generate.lua run it.
 A training step is: zero the gradients, forward, criterion, backward, SGD update; neither side
@@ -345,6 +346,54 @@ def torch_lstm_steps(model: Any, x: Any, y: Any, train: bool) -> Callable[[int],
     return steps
 
 
+def torch_nn_lstm(twin: Any) -> Any:
+    """torch.nn.LSTM (what a PyTorch user would pick for the whole sequence) with the twin's
+    weights, and its decoder: PyTorch orders the gates i, f, g, o where char-rnn (and the twin)
+    order them i, f, o, g."""
+    import torch
+
+    hidden = twin.hidden
+    lstm = torch.nn.LSTM(twin.vocab, hidden, twin.layers)
+    decoder = torch.nn.Linear(hidden, twin.vocab)
+    order = torch.cat([torch.arange(0, 2 * hidden), torch.arange(3 * hidden, 4 * hidden),
+                       torch.arange(2 * hidden, 3 * hidden)])
+    with torch.no_grad():
+        for layer in range(1, twin.layers + 1):
+            i2h, h2h = getattr(twin, f"i2h_{layer}"), getattr(twin, f"h2h_{layer}")
+            getattr(lstm, f"weight_ih_l{layer - 1}").copy_(i2h.weight[order])
+            getattr(lstm, f"weight_hh_l{layer - 1}").copy_(h2h.weight[order])
+            getattr(lstm, f"bias_ih_l{layer - 1}").copy_(i2h.bias[order])
+            getattr(lstm, f"bias_hh_l{layer - 1}").copy_(h2h.bias[order])
+        decoder.load_state_dict(twin.decoder.state_dict())
+    return torch.nn.ModuleDict({"lstm": lstm, "decoder": decoder})
+
+
+def torch_nn_lstm_run(model: Any, x: Any, y: Any, vocab: int) -> Any:
+    """The summed per-step NLL losses of the sequence from a zero state (as torch_lstm_run)."""
+    import torch
+
+    out, _ = model["lstm"](torch.nn.functional.one_hot(x, vocab).float())
+    logp = torch.log_softmax(model["decoder"](out), 2)
+    return torch.nn.functional.nll_loss(logp.reshape(-1, vocab), y.reshape(-1)) * x.shape[0]
+
+
+def torch_nn_lstm_steps(model: Any, x: Any, y: Any, vocab: int, train: bool) -> Callable[[int], Any]:
+    import torch
+
+    sgd = torch.optim.SGD(model.parameters(), lr=LR)
+
+    def steps(reps: int) -> None:
+        for _ in range(reps):
+            if train:
+                sgd.zero_grad()
+                torch_nn_lstm_run(model, x, y, vocab).backward()
+                sgd.step()
+            else:
+                with torch.no_grad():
+                    torch_nn_lstm_run(model, x, y, vocab)
+    return steps
+
+
 def flops(step: Callable[[int], Any]) -> float:
     """The floating-point operations of one step, as PyTorch's FlopCounterMode counts them."""
     from torch.utils.flop_counter import FlopCounterMode
@@ -408,13 +457,23 @@ class Result:
     ours: Timing
     theirs: Timing
     flop: float
+    reference: Optional[Timing] = None   # the LSTM rows: torch.nn.LSTM on the same weights
 
 
 def measure(row: Row, threads: int, quick: bool, rng: np.random.Generator) -> Result:
     set_threads(threads)
     x, y = row_data(row, rng)
-    ours, theirs = steps_pair(row, x, y)
-    return Result(time_step(ours, threads, quick), time_step(theirs, threads, quick), flops(theirs))
+    if row.model != "lstm":
+        ours, theirs = steps_pair(row, x, y)
+        return Result(time_step(ours, threads, quick), time_step(theirs, threads, quick), flops(theirs))
+    import torch
+
+    models = pair("lstm")
+    ours, theirs = steps_pair(row, x, y, models)
+    reference = torch_nn_lstm_steps(torch_nn_lstm(models[1]), torch.from_numpy(x - 1), torch.from_numpy(y - 1),
+                                    VOCAB, row.mode == "train")
+    return Result(time_step(ours, threads, quick), time_step(theirs, threads, quick), flops(theirs),
+                  time_step(reference, threads, quick))
 
 
 def gemm_rates(threads: int) -> tuple[float, float]:
@@ -505,6 +564,15 @@ def main() -> None:
     for row in rows:
         results[row.key] = {n: measure(row, n, args.quick, rng) for n in counts}
         print("\n".join(table_rows(row, results[row.key], peaks)), flush=True)
+    referenced = [r for r in rows if results[r.key][counts[0]].reference]
+    if referenced:
+        print("\nthe LSTM rows against torch.nn.LSTM (the whole sequence in one call, same weights)")
+        print("| row | batch | threads | ours ms | torch.nn.LSTM ms | ours/torch.nn.LSTM |\n|---|---|---|---|---|---|")
+        for row in referenced:
+            for n in counts:
+                r = results[row.key][n]
+                print(f"| {row.label} | {row.batch} | {n} | {ms(r.ours.best)} | {ms(r.reference.best)} | "
+                      f"{r.ours.best / r.reference.best:.2f} |", flush=True)
     if len(counts) > 1:
         print("\nserial fraction of a step (the share of its one-thread work that ran on one thread), from thread "
               "CPU time (a lower bound: waiting workers that spin count as working) and from wall times "

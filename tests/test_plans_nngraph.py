@@ -378,3 +378,25 @@ def test_one_hot_index_out_of_range(h: Any) -> None:
     assert not off[0] and not on[0]
     assert "indices must be in [1, 6]" in on[1] and on[1] == off[1]
     np.testing.assert_allclose(N(on[2]), N(off[2]), rtol=1e-6, atol=1e-6)
+
+
+def test_bench_torch_nn_lstm_reference_matches_the_twin() -> None:
+    """bench/real_models.py's torch.nn.LSTM reference (gates reordered from char-rnn's i, f, o, g
+    to PyTorch's i, f, g, o) computes the twin's loss and gradients from the same weights."""
+    torch = pytest.importorskip("torch", reason="the reference is a PyTorch model")
+    from helpers import load_bench
+
+    bench = load_bench("real_models.py", "bench_real_models_plans")
+    torch.manual_seed(0)
+    twin = bench.torch_twin("lstm", vocab=7, hidden=5, layers=2)
+    ref = bench.torch_nn_lstm(twin)
+    x = torch.randint(0, 7, (4, 3))
+    y = torch.randint(0, 7, (4, 3))
+    a, b = bench.torch_lstm_run(twin, x, y), bench.torch_nn_lstm_run(ref, x, y, 7)
+    a.backward()
+    b.backward()
+    np.testing.assert_allclose(b.item(), a.item(), rtol=1e-5)
+    np.testing.assert_allclose(ref["decoder"].weight.grad.numpy(), twin.decoder.weight.grad.numpy(), rtol=1e-4, atol=1e-6)
+    order = torch.cat([torch.arange(0, 10), torch.arange(15, 20), torch.arange(10, 15)])
+    np.testing.assert_allclose(ref["lstm"].weight_hh_l0.grad.numpy(), twin.h2h_1.weight.grad[order].numpy(),
+                               rtol=1e-4, atol=1e-6)
