@@ -725,7 +725,9 @@ local function addBlocked(r, a, v, b)
   if not r._dt.integer then
     if not b then
       if runBlocked('r = a + v', ops(r, a), value(v), true) then return end
-    elseif runBlocked(v == 1 and 'r = a + b' or 'r = a + v*b', ops(r, a, b), value(v), true) then
+    elseif v == 1 then
+      if runBlocked('r = a + b', ops(r, a, b), NONE, true) then return end
+    elseif runBlocked('r = a + v*b', ops(r, a, b), value(v), true) then
       return
     end
   end
