@@ -11,7 +11,7 @@ local blas = require 'torch.backend.cpu.blas'
 
 local eltwise = {}
 local ARG = dnnl.ARG
-local MAX_PLANS = 64
+local MAX_PLANS = 256   -- no buffers of their own: a few hundred bytes each
 
 ffi.cdef [[
 dnnl_status_t dnnl_eltwise_forward_primitive_desc_create(dnnl_primitive_desc_t *pd,
