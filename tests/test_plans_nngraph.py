@@ -154,6 +154,19 @@ _GRAPHS = {
       return nn.Sequential():add(g):add(nn.Linear(4, 2)):float(), torch.FloatTensor(2, 4):normal(),
         torch.FloatTensor(2, 2):normal()
     end""",
+    # a module in two nodes (one output tensor for both), and a Reshape that copies its strided
+    # input (a gate slice) instead of viewing it
+    "reused_and_copying": """function()
+      local x = nn.Identity()()
+      local shared = nn.Tanh()
+      local l1, l2 = nn.Linear(6, 6)(x), nn.Linear(6, 6)(x)
+      local a, b = shared(l1), shared(l2)
+      local p1, p2 = nn.SplitTable(2)(nn.Reshape(2, 3)(nn.Sigmoid()(nn.CAddTable()({ a, b })))):split(2)
+      local r = nn.Reshape(3)(p1)
+      local out = nn.CMulTable()({ nn.Tanh()(r), nn.Sigmoid()(p2) })
+      return nn.gModule({ x }, { out, a }):float(), torch.FloatTensor(4, 6):normal(),
+        { torch.FloatTensor(4, 3):normal(), torch.FloatTensor(4, 6):normal() }
+    end""",
 }
 
 

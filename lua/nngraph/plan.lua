@@ -6,8 +6,9 @@
 -- A plan is the graph's topological orders compiled once into flat lists of steps: a node's
 -- step (its module called as before, its output handed to its users' inputs), or a chain's.
 -- A chain is a connected set of elementwise nodes (Sigmoid, Tanh, CAddTable, CMulTable,
--- CSubTable, MulConstant, AddConstant, and OneHot of a Long vector) and of the views between them (Reshape, SplitTable and
--- nngraph's split nodes, Identity): one fused kernel runs its forward, one its backward, and
+-- CSubTable, MulConstant, AddConstant, and OneHot of a Long vector) and of the views between
+-- them (Reshape, SplitTable and nngraph's split nodes, Identity) whose users are all in the
+-- chain: one fused kernel runs its forward, one its backward, and
 -- they still write every module's output and gradInput, as the modules would have. The tensors
 -- inside a chain stay those the layer-by-layer run left (views included), so the nodes' inputs
 -- and gradients inside it need no per-call work; only the chain's inputs from outside (a
@@ -16,7 +17,8 @@
 -- declines when one differs: the chain's nodes then run one by one and the plan is dropped.
 -- A plan is dropped when nn.plans.enabled is false, a chain module's fields (its output,
 -- gradInput, train, constants, ...) or any node's module change, or an input's type or size
--- changes; gModule:type, clearState, replace and read drop it too.
+-- changes; gModule:type, clearState and replace drop it too (a loaded or cloned gModule plans
+-- afresh: plans live beside the gModules, never in their fields or files).
 local backend = require 'torch.backend'
 local plans = require 'nn.util.plans'
 local utils = require 'nngraph.utils'
@@ -70,7 +72,11 @@ local function nodeKind(data)
         for _, o in ipairs(m.output) do if not isFloat(o) then return nil end end
         return 'view'
       end
-      if isFloat(m.output) then return 'view' end
+      -- Reshape views a contiguous input, but copies any other first: it must have viewed it
+      if isFloat(m.output) and (t ~= 'nn.Reshape' or (m.output:storage() == inputs[1]:storage()
+          and m.output:storageOffset() == inputs[1]:storageOffset())) then
+        return 'view'
+      end
     end
     return nil
   end
@@ -122,8 +128,12 @@ local function findChains(gm)
   local fwd = {}
   for k, node in ipairs(gm.forwardnodes) do fwd[k] = node.data end
   local inData, outData = gm.innode.data, gm.outnode.data
+  local uses = {}   -- a module in two nodes writes one output for both: left to run as before
   for _, d in ipairs(fwd) do
-    if d ~= inData and d ~= outData then
+    if d.module then uses[d.module] = (uses[d.module] or 0) + 1 end
+  end
+  for _, d in ipairs(fwd) do
+    if d ~= inData and d ~= outData and (not d.module or uses[d.module] == 1) then
       local kind = nodeKind(d)
       if kind == 'view' then
         local ps = producers(d)
