@@ -17,18 +17,33 @@ available = lua_fn("function() return require('torch.backend.cpu.dnnl').availabl
 PATHS = ["loops", pytest.param("onednn", marks=pytest.mark.skipif(
     not available(), reason="oneDNN is not installed (pip install 'luabridge[onednn]')"))]
 
+
+def on_path(params, body):
+    """A Lua function (path, threads, <params>, ...) running `body` (which returns a table: the
+    function returns its values) with oneDNN on (path 'onednn') or off, on `threads` threads
+    (blas.watchLoad off: whatever else runs), all put back after; `args` holds the extra
+    arguments."""
+    return lua_fn(f"""function(path, threads, {params}, ...)
+      require 'nn'
+      local dnnl = require 'torch.backend.cpu.dnnl'
+      local blas = require 'torch.backend.cpu.blas'
+      local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
+      dnnl.enabled, blas.watchLoad = path == 'onednn', false
+      torch.setnumthreads(threads)
+      local args = {{ ... }}
+      local ok, r = pcall(function() {body} end)
+      dnnl.enabled, blas.watchLoad = was, watch
+      torch.setnumthreads(before)
+      if not ok then error(r) end
+      return unpack(r)
+    end""")
+
+
 # Runs module `make` (a Lua expression of nn) on x (transposed in dims 3, 4 first when `strided`:
 # a non-contiguous input) with oneDNN on or off, on `threads` threads (watchLoad off), in
 # training or evaluation: output, indices (or false), gradInput; and, when `touch`, the
 # gradInput after the indices of the first window were moved to its second tap.
-run = lua_fn("""function(path, threads, make, x, go, strided, train, touch)
-  require 'nn'
-  local dnnl = require 'torch.backend.cpu.dnnl'
-  local blas = require 'torch.backend.cpu.blas'
-  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
-  dnnl.enabled, blas.watchLoad = path == 'onednn', false
-  torch.setnumthreads(threads)
-  local ok, r = pcall(function()
+run = on_path("make, x, go, strided, train, touch", """
     local m = loadstring('return ' .. make)():float()
     if not train then m:evaluate() end
     local input = strided and x:transpose(3, 4) or x
@@ -41,12 +56,7 @@ run = lua_fn("""function(path, threads, make, x, go, strided, train, touch)
       moved = m:backward(input, go):clone()
     end
     return { out, ix, gi, moved }
-  end)
-  dnnl.enabled, blas.watchLoad = was, watch
-  torch.setnumthreads(before)
-  if not ok then error(r) end
-  return unpack(r)
-end""")
+""")
 
 # (module, constructor, input shape, torch op and its arguments)
 MAX_CASES = [
@@ -163,25 +173,13 @@ def test_pool_finite_differences():
 
 # Convolutions of few input channels: the path (im2col or oneDNN) depends on the channel counts
 # and the thread count (nn_conv.lua's rule): every choice against PyTorch's conv2d.
-conv_run = lua_fn("""function(path, threads, nIn, nOut, k, s, p, l, x, w, b, go)
-  require 'nn'
-  local dnnl = require 'torch.backend.cpu.dnnl'
-  local blas = require 'torch.backend.cpu.blas'
-  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
-  dnnl.enabled, blas.watchLoad = path == 'onednn', false
-  torch.setnumthreads(threads)
-  local ok, r = pcall(function()
+conv_run = on_path("nIn, nOut, k, s, p, l, x, w, b, go", """
     local m = nn.SpatialDilatedConvolution(nIn, nOut, k, k, s, s, p, p, l, l):float()
     m.weight:copy(w); m.bias:copy(b); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)   -- accumulated onto
     local out = m:forward(x):clone()
     local gi = m:backward(x, go):clone()
     return { out, gi, m.gradWeight, m.gradBias }
-  end)
-  dnnl.enabled, blas.watchLoad = was, watch
-  torch.setnumthreads(before)
-  if not ok then error(r) end
-  return unpack(r)
-end""")
+""")
 
 CONV_CASES = [  # nIn, nOut, k, stride, pad, dilation, input shape
     (1, 20, 5, 1, 0, 1, (3, 1, 14, 13)),      # LeNet's first layer: im2col on 1 thread, gradInput on any
@@ -214,27 +212,15 @@ def test_few_channel_conv_against_pytorch(case, path, threads):
 
 
 # nn.SpatialDepthWiseConvolution: a grouped convolution on oneDNN, its im2col + bmm passes without.
-depthwise_run = lua_fn("""function(path, threads, n, mult, k, s, p, x, w, b, go, strided)
-  require 'nn'
-  local dnnl = require 'torch.backend.cpu.dnnl'
-  local blas = require 'torch.backend.cpu.blas'
-  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
-  dnnl.enabled, blas.watchLoad = path == 'onednn', false
-  torch.setnumthreads(threads)
-  local ok, r = pcall(function()
+depthwise_run = on_path("n, mult, k, s, p, x, w, b, go, strided", """
     local m = nn.SpatialDepthWiseConvolution(n, mult, k, k, s, s, p, p):float()
-    m.weight:copy(w); m.bias:copy(b); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
+    m.weight:copy(w); m.bias:copy(b)
     local input = strided and x:transpose(x:dim() - 1, x:dim()) or x
     local out = m:forward(input):clone()
-    m:zeroGradParameters(); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
+    m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
     local gi = m:backward(input, go, 0.5):clone()
     return { out, gi, m.gradWeight, m.gradBias }
-  end)
-  dnnl.enabled, blas.watchLoad = was, watch
-  torch.setnumthreads(before)
-  if not ok then error(r) end
-  return unpack(r)
-end""")
+""")
 
 DEPTHWISE_CASES = [  # nInputPlane, multiplier, k, stride, pad, input shape
     (8, 1, 3, 1, 1, (2, 8, 11, 9)),     # MobileNet's
@@ -283,24 +269,12 @@ def test_depthwise_accgrad_needs_a_forward():
 
 
 # nn.SpatialCrossMapLRN: oneDNN (odd sizes) or nn_lrn.lua's loops; torch7's scale field too.
-lrn_run = lua_fn("""function(path, threads, size, alpha, beta, k, x, go, strided)
-  require 'nn'
-  local dnnl = require 'torch.backend.cpu.dnnl'
-  local blas = require 'torch.backend.cpu.blas'
-  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
-  dnnl.enabled, blas.watchLoad = path == 'onednn', false
-  torch.setnumthreads(threads)
-  local ok, r = pcall(function()
+lrn_run = on_path("size, alpha, beta, k, x, go, strided", """
     local m = nn.SpatialCrossMapLRN(size, alpha, beta, k):float()
     local input = strided and x:transpose(x:dim() - 1, x:dim()) or x
     local out = m:forward(input):clone()
     return { out, m.scale:clone(), m:backward(input, go):clone() }
-  end)
-  dnnl.enabled, blas.watchLoad = was, watch
-  torch.setnumthreads(before)
-  if not ok then error(r) end
-  return unpack(r)
-end""")
+""")
 
 
 def lrn_ref(x, go, size, alpha, beta, k):
@@ -347,27 +321,14 @@ def test_lrn_against_reference(case, path, threads, strided):
 
 
 # Volumetric convolutions and their transposes: oneDNN's 3D passes, or the im2col ones.
-volume_run = lua_fn("""function(path, threads, cls, x, w, b, go, ...)
-  require 'nn'
-  local dnnl = require 'torch.backend.cpu.dnnl'
-  local blas = require 'torch.backend.cpu.blas'
-  local was, watch, before = dnnl.enabled, blas.watchLoad, torch.getnumthreads()
-  dnnl.enabled, blas.watchLoad = path == 'onednn', false
-  torch.setnumthreads(threads)
-  local args = { ... }
-  local ok, r = pcall(function()
+volume_run = on_path("cls, x, w, b, go", """
     local m = nn[cls](unpack(args)):float()
     m.weight:copy(w); m.bias:copy(b); m.gradWeight:fill(0.25); m.gradBias:fill(0.25)
     local out = m:forward(x):clone()
     local gi = m:backward(x, go):clone()
     local out2 = m:forward(x:narrow(x:dim(), 1, x:size(x:dim()) - 1)):clone()   -- another width
     return { out, gi, m.gradWeight, m.gradBias, out2 }
-  end)
-  dnnl.enabled, blas.watchLoad = was, watch
-  torch.setnumthreads(before)
-  if not ok then error(r) end
-  return unpack(r)
-end""")
+""")
 
 VOLUME_CASES = [  # class, (nIn, nOut, kT, kW, kH, dT, dW, dH, padT, padW, padH), input shape
     ("VolumetricConvolution", (3, 4, 3, 3, 2, 1, 2, 1, 1, 1, 0), (2, 3, 5, 7, 8)),

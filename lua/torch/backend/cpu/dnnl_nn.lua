@@ -339,20 +339,21 @@ local function avgPlan(pass, d)
     dilates = d.dilates, padL = d.padL, padR = d.padR, alg = d.alg })
 end
 
-function convdnnl.avgPool(g, output, input, countPad, divide)
-  local d = avgDescription(g, input._dt, countPad, divide)
-  local plan = d and avgPlan('avgPool', d)
+-- to = pass ('avgPool': output from input, 'avgPoolBackward': gradInput from gradOutput)
+local function average(pass, g, to, from, countPad, divide)
+  local d = avgDescription(g, to._dt, countPad, divide)
+  local plan = d and avgPlan(pass, d)
   if not plan then return false end
-  dnnl.run(plan, ptr(input), ptr(output))
+  dnnl.run(plan, ptr(from), ptr(to))
   return true
 end
 
+function convdnnl.avgPool(g, output, input, countPad, divide)
+  return average('avgPool', g, output, input, countPad, divide)
+end
+
 function convdnnl.avgPoolBackward(g, gradInput, gradOutput, countPad, divide)
-  local d = avgDescription(g, gradInput._dt, countPad, divide)
-  local plan = d and avgPlan('avgPoolBackward', d)
-  if not plan then return false end
-  dnnl.run(plan, ptr(gradOutput), ptr(gradInput))
-  return true
+  return average('avgPoolBackward', g, gradInput, gradOutput, countPad, divide)
 end
 
 ------------------------------------------------------------------------------------------------
