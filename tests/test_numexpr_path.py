@@ -422,3 +422,20 @@ def test_masks_depend_on_the_seed_only(dtype, name):
     other = np.empty(n, dtype)
     blocked.bernoulli_fill(name, other.ctypes.data, n, 0.25, 124, 2)
     assert not np.array_equal(other, got[0])
+
+
+def test_empty_tensors_keep_the_old_paths(paths):
+    f = lua_fn("""function()
+      local pw = require('torch.backend.cpu.pointwise').blocked
+      local masks = require('torch.backend.cpu.random').masks
+      local from, mfrom = pw.from.Float, masks.from
+      pw.from.Float, masks.from = 0, 0
+      local ok, err = pcall(function()
+        local e = torch.FloatTensor()
+        e:bernoulli(0.5); e:addcdiv(e, 0.5, e, e)
+        return torch.elementwise('x = x * 2', { x = e })
+      end)
+      pw.from.Float, masks.from = from, mfrom
+      return ok, err
+    end""")
+    assert f() == (True, False)

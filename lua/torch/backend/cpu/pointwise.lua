@@ -671,7 +671,7 @@ local function runBlocked(source, tensors, scalars, threaded)
   local from = blocked.from[dt.name]
   if not from then return false end
   local n = numel(tensors[names[1]])
-  if n < from then return false end
+  if n < from or n == 0 then return false end   -- an empty tensor has no storage
   local size = dt.size
   for i = 1, #names do
     local t = tensors[names[i]]

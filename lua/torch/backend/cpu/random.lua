@@ -161,9 +161,10 @@ local function threadedMask(r, p, g)
     return false
   end
   local n = r:nElement()
+  if n < masks.from or n == 0 then return false end   -- an empty tensor has no storage
   local size = r._dt.size
   local addr = tonumber(ffi.cast(intptr, r._st._ptr)) + r._off * size
-  if n < masks.from or addr % size ~= 0 then return false end
+  if addr % size ~= 0 then return false end
   local seed = random32(g)
   return py.blocked_bernoulli(r._dt.name, addr, n, p, seed, blas.threadsFor(n, masks.least))
 end
