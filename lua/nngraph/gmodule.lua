@@ -130,6 +130,11 @@ function gModule:_eachNode(nodes, step, a, b)
   end
 end
 
+-- Plans run only where the node walk is the plain one: nngraph.setDebug's walk draws the graph
+-- of a failing node, which a planned run would skip.
+local plainEachNode = gModule._eachNode
+local function plannable(self) return self._eachNode == plainEachNode end
+
 -- Forward: runs the node's module (func: a method name, or a function(module, x)) and hands its
 -- output to the nodes using it.
 local function forwardStep(node, k, func, users)
@@ -176,12 +181,12 @@ function gModule:runForwardFunction(func, input)
   -- every node's inputs are all written again below (every node depends on the inputs), so
   -- those of the last call need no clearing. A plan (nngraph/plan.lua) runs the same steps
   -- but for its chains' nodes, which one fused kernel runs.
-  local P = func == 'updateOutput' and plan.forwardPlan(self, inData.input)
+  local P = func == 'updateOutput' and plannable(self) and plan.forwardPlan(self, inData.input)
   if P and P.fsteps then
     plan.forward(self, P, forwardStep, wiring(self).users)
   else
     self:_eachNode(self.forwardnodes, forwardStep, func, wiring(self).users)
-    if func == 'updateOutput' and not P then plan.afterForward(self, inData.input) end
+    if func == 'updateOutput' and not P and plannable(self) then plan.afterForward(self, inData.input) end
   end
   local out = self.outnode.data.input
   self.output = #self.outnode.children == 1 and out[1] or out
@@ -256,7 +261,7 @@ end
 function gModule:updateGradInput(input, gradOutput)
   checkGradOutput(self, gradOutput)
   local w = wiring(self)
-  local P = plan.backwardPlan(self)
+  local P = plannable(self) and plan.backwardPlan(self)
   if P then
     plan.backward(self, P, gradOutput, backwardStep, w.inputs)
   else
@@ -266,7 +271,7 @@ function gModule:updateGradInput(input, gradOutput)
     end
     self.outnode.data.gradOutput[1] = gradOutput
     self:_eachNode(self.backwardnodes, backwardStep, w.inputs)
-    plan.afterBackward(self)
+    if plannable(self) then plan.afterBackward(self) end
   end
   self.gradInput = self.innode.data.gradOutput[1]
   return self.gradInput
@@ -274,7 +279,7 @@ end
 
 function gModule:accGradParameters(input, gradOutput, scale)
   checkGradOutput(self, gradOutput)
-  local P = plan.backwardPlan(self)
+  local P = plannable(self) and plan.backwardPlan(self)
   if P then plan.acc(self, P, accStep, scale) else self:_eachNode(self.backwardnodes, accStep, scale) end
 end
 
