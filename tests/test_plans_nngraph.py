@@ -413,3 +413,23 @@ def test_bench_torch_nn_lstm_reference_matches_the_twin() -> None:
     order = torch.cat([torch.arange(0, 10), torch.arange(15, 20), torch.arange(10, 15)])
     np.testing.assert_allclose(ref["lstm"].weight_hh_l0.grad.numpy(), twin.h2h_1.weight.grad[order].numpy(),
                                rtol=1e-4, atol=1e-6)
+
+
+_COLLECTED = lua_fn("""function(H)
+  -- a planned gModule is collected once the program drops it (its plan lives beside it)
+  local weak = setmetatable({}, { __mode = 'k' })
+  do
+    local m = H.lstm(5, 4, 1, 0, false):float()
+    local input = { torch.FloatTensor(2, 5):normal(), torch.FloatTensor(2, 4):normal(), torch.FloatTensor(2, 4):normal() }
+    local g = { torch.FloatTensor(2, 4):normal(), torch.FloatTensor(2, 4):normal(), torch.FloatTensor(2, 5):normal() }
+    for _ = 1, 2 do m:forward(input); m:backward(input, g) end
+    assert(H.plan.of(m) and H.plan.of(m).bsteps)
+    weak[m] = true
+  end
+  for _ = 1, 4 do collectgarbage() end
+  return next(weak) == nil
+end""")
+
+
+def test_planned_gmodule_is_collected(h: Any) -> None:
+    assert _COLLECTED(h) is True

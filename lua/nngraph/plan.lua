@@ -204,7 +204,8 @@ end
 
 -- The fields a chain's modules must keep for its kernels to stand for them: every field's
 -- value (and the entries of table fields: a CAddTable's gradInput list, a SplitTable's output),
--- plus the inplace flags where absent; and every node's module, the node lists, verbose.
+-- plus the inplace flags where absent; and every node's module (gm's node lists and verbose flag:
+-- valid() reads them from gm).
 local function snapshot(P, chains, gm)
   local tbls, keys, vals, n = {}, {}, {}, 0
   local function add(t, k)
@@ -228,10 +229,10 @@ local function snapshot(P, chains, gm)
     end
   end
   for _, node in ipairs(gm.forwardnodes) do add(node.data, 'module') end
-  add(gm, 'forwardnodes')
-  add(gm, 'backwardnodes')
-  add(gm, 'verbose')
   P.tbls, P.keys, P.vals, P.nfields = tbls, keys, vals, n
+  -- gm's own fields are read from gm itself: a plan (the value of a weak-keyed table) holding
+  -- its gModule would keep it alive for good (LuaJIT has no ephemerons)
+  P.forwardnodes, P.backwardnodes = rawget(gm, 'forwardnodes'), rawget(gm, 'backwardnodes')
 end
 
 local function inputSignature(P, inputs)
@@ -247,7 +248,10 @@ end
 
 -- Whether plan P still stands for gm and (when given) these inputs.
 local function valid(gm, P, inputs)
-  if not plans.enabled or P.dead then return false end
+  if not plans.enabled or P.dead or rawget(gm, 'verbose') or rawget(gm, 'forwardnodes') ~= P.forwardnodes
+      or rawget(gm, 'backwardnodes') ~= P.backwardnodes then
+    return false
+  end
   local tbls, keys, vals = P.tbls, P.keys, P.vals
   for i = 1, P.nfields do
     if rawget(tbls[i], keys[i]) ~= vals[i] then return false end
