@@ -177,7 +177,8 @@ local function compile(program)
       local dstMd = sum and sum.md or keep(dnnl.md(size, true))
       local wSizes = { O, C, s.kH, s.kW }
       local pd, why = dnnl.pd('dnnl_convolution_forward_primitive_desc_create', 'convolution forward',
-        dnnl.FORWARD_INFERENCE, dnnl.CONVOLUTION_DIRECT, src.md, keep(dnnl.md(wSizes, true)),
+        dnnl.FORWARD_INFERENCE, dnnl.CONVOLUTION_DIRECT, keep(dnnl.md(program.values[s.src], true)),
+        keep(dnnl.md(wSizes, true)),
         s.bias and keep(dnnl.md({ O })) or nil, dstMd, dnnl.dims { s.dH, s.dW }, dnnl.dims { 0, 0 },
         dnnl.dims { s.padH, s.padW }, dnnl.dims { padB, padR }, attr)
       if not pd then return nil, why end
@@ -196,7 +197,15 @@ local function compile(program)
         steps[#steps + 1] = reorderStep(userW, wMem, wantW, blocked)
         wMem = blocked
       end
-      local args = { { ARG.SRC, src.mem }, { ARG.WEIGHTS, wMem } }
+      -- the source in the layout this convolution wants (oneDNN's im2col path, which it takes on
+      -- a plain source of many channels, is many times slower with post-ops)
+      local srcMem, wantSrc, temp = src.mem, queryMd(pd, ARG.SRC), nil
+      if lib().dnnl_memory_desc_equal(wantSrc, src.md) == 0 then
+        temp = alloc.take(tonumber(lib().dnnl_memory_desc_get_size(wantSrc)))
+        srcMem = memory(wantSrc, temp.p)
+        steps[#steps + 1] = reorderStep(src.md, src.mem, wantSrc, srcMem)
+      end
+      local args = { { ARG.SRC, srcMem }, { ARG.WEIGHTS, wMem } }
       if s.bias then
         local bMem = memory(keep(dnnl.md({ O })), nil)
         exe.user[#exe.user + 1] = bMem
@@ -212,6 +221,7 @@ local function compile(program)
         args[#args + 1] = { POST_OP_BASE * ((s.bn and 2 or 0) + 1) + ARG_SRC_1, sum.mem }
       end
       newValue(s.dst, queryMd(pd, ARG.DST))
+      if temp then alloc.give(temp) end
       args[#args + 1] = { ARG.DST, values[s.dst].mem }
       steps[#steps + 1] = step(primitive(pd, 'convolution'), args)
       steps[#steps].name = 'conv ' .. implName(pd)
