@@ -391,3 +391,38 @@ end""")
 def test_switch_off_runs_layer_by_layer() -> None:
     planned, lazy = switch_off(H())
     assert not planned and not lazy
+
+
+nested = lua_fn(r"""function(H)
+  local planConv = require 'nn.util.plan_conv'
+  local model, x = H.build('resnet', 2)
+  model:evaluate()
+  local twin = model:clone()
+  nn.plans.enabled = true
+  model:forward(x); model:forward(x)
+  -- an inner Sequential forwarded on its own (it plans itself), then the whole model again
+  local inner = model.modules[5]
+  local mid = model.modules[4].output:clone()
+  local a = inner:forward(mid):clone(); a = inner:forward(mid):clone()
+  local out = model:forward(x):clone()
+  out = model:forward(x):clone()
+  nn.plans.enabled = false
+  local ref = twin:forward(x):clone()
+  local refInner = twin.modules[5]:forward(twin.modules[4].output):clone()
+  -- a module met twice in one tree: not planned, still right
+  local relu = nn.ReLU():float()
+  local conv = nn.SpatialConvolution(3, 3, 3, 3, 1, 1, 1, 1):float()
+  local twice = nn.Sequential():add(conv):add(relu):add(conv):add(relu)
+  twice:evaluate()
+  local y = twice:forward(x):clone()
+  nn.plans.enabled = true
+  twice:forward(x)
+  local y2 = twice:forward(x):clone()
+  return math.max(H.maxDiff(out, ref), H.maxDiff(a, refInner), H.maxDiff(y2, y)), planConv.planned(twice)
+end""")
+
+
+def test_inner_container_and_shared_module() -> None:
+    worst, twice_planned = nested(H())
+    assert worst < TOL
+    assert not twice_planned

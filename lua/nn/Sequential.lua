@@ -71,6 +71,12 @@ function Sequential:updateOutput(input)
   return layerByLayer(self, input)
 end
 
+-- The outputs are about to go: a plan's lazy modules are put back without rerunning anything.
+function Sequential:clearState()
+  planConv.settle(self)
+  return nn.Container.clearState(self)
+end
+
 -- Calls method(input of module i, gradient flowing into it, arg) from the last module to the
 -- first. The gradient passed down is what the call returns when `returns`, else the module's
 -- gradInput. Returns the gradient reaching the input.

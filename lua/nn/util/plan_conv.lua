@@ -81,6 +81,9 @@ end
 local function makeLazy(st, modules)
   local lazy = {}
   for _, m in ipairs(modules) do
+    -- lazy from another root's plan (a container planned on its own too): back as it was first
+    local other = lazyOf[m]
+    if other and other ~= st then settle(other) end
     local mt = debug.getmetatable(m)
     local saved = { mt = mt }
     for _, k in ipairs(LAZY_FIELDS) do saved[k] = rawget(m, k); rawset(m, k, nil) end
@@ -362,7 +365,12 @@ local function build(root, input, sig)
   local items, ranges = {}, {}
   flatten(root, items, ranges, sig)
   for _, r in ipairs(ranges) do if r.last < r.first then return nil end end
-  for _, it in ipairs(items) do record(sig, it.m) end
+  local seen = {}
+  for _, it in ipairs(items) do
+    if seen[it.m] then return nil end   -- a module met twice: its output is not one value
+    seen[it.m] = true
+    record(sig, it.m)
+  end
   local pieces, seg = {}, nil
   local sizes = sizesOf(input)
   local convs = 0
@@ -443,8 +451,11 @@ local function runPlan(st, root, input)
       local exe = p.exes[threads]
       if exe == nil then
         local why
-        exe, why = backend.of(current).plan_conv_compile(p.program, threads)
-        if not exe then error('nn.Sequential: whole-model plan: ' .. tostring(why)) end
+        exe = backend.of(current).plan_conv_compile(p.program, threads)
+        if not exe then
+          st.plan = nil   -- oneDNN refuses a step: layer by layer while this signature holds
+          return nil
+        end
         p.exes[threads] = exe
       end
       if not sameSizes(sizesOf(current), p.program.input) or not backend.of(current).plan_conv_supported(current) then
@@ -479,6 +490,7 @@ function planConv.forward(root, input, layerByLayer)
     if not st.plan then return layerByLayer(root, input) end
     local out = runPlan(st, root, input)
     if out ~= nil then st.ran = true; return out end
+    if not st.plan then return layerByLayer(root, input) end
   end
   learning = learning + 1
   local ok, out = pcall(layerByLayer, root, input)
