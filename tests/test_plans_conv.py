@@ -426,3 +426,23 @@ def test_inner_container_and_shared_module() -> None:
     worst, twice_planned = nested(H())
     assert worst < TOL
     assert not twice_planned
+
+
+collected = lua_fn(r"""function(H)
+  local seen = setmetatable({}, { __mode = 'k' })
+  local function use()   -- in a call of its own: no stack slot keeps the model
+    local model, x = H.build('resnet', 1)
+    model:evaluate()
+    model:forward(x); model:forward(x)
+    seen[model] = true
+    local _ = model.modules[1].output   -- materialized
+    model:forward(x)                     -- and lazy again
+  end
+  use()
+  collectgarbage(); collectgarbage()
+  return next(seen) == nil
+end""")
+
+
+def test_planned_model_is_collected() -> None:
+    assert collected(H())

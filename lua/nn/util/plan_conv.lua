@@ -26,7 +26,10 @@ local backend = require 'torch.backend'
 
 local planConv = {}
 
-local states = setmetatable({}, { __mode = 'k' })   -- root Sequential -> its state
+-- root Sequential -> its state. LuaJIT has no ephemerons: nothing in a state refers to its root
+-- but through weak tables (WEAK), or a planned model would never be collected.
+local states = setmetatable({}, { __mode = 'k' })
+local WEAK = { __mode = 'v' }
 local lazyOf = setmetatable({}, { __mode = 'k' })   -- module left lazy -> the state holding it
 local learning = 0   -- > 0 while a root runs (or reruns) layer by layer: nothing plans then
 
@@ -73,7 +76,9 @@ function materialize(m)
   if not st then return end
   settle(st)
   learning = learning + 1
-  local ok, err = pcall(st.layerByLayer, st.root, st.inputCopy)
+  local root = st.root[1]
+  if not root then return end
+  local ok, err = pcall(st.layerByLayer, root, st.inputCopy)
   learning = learning - 1
   if not ok then error(err, 0) end
 end
@@ -141,8 +146,9 @@ local function record(sig, m)
 end
 
 local function newSignature()
-  return { objects = {}, keys = {}, values = {}, owners = {}, names = {}, tensors = {}, shapes = {},
-    containers = {}, lists = {}, counts = {}, children = {} }
+  return { objects = setmetatable({}, WEAK), keys = {}, values = {}, owners = setmetatable({}, WEAK),
+    names = {}, tensors = {}, shapes = {},
+    containers = setmetatable({}, WEAK), lists = {}, counts = {}, children = {} }
 end
 
 local function holds(sig)
@@ -188,7 +194,7 @@ local function flatten(seq, items, ranges, sig)
       flatten(m, items, ranges, sig)
       ranges[#ranges + 1] = { seq = m, first = first, last = #items }
     else
-      items[#items + 1] = { m = m, owner = seq, index = i }
+      items[#items + 1] = setmetatable({ m = m, owner = seq, index = i }, WEAK)
     end
   end
 end
@@ -496,7 +502,7 @@ function planConv.forward(root, input, layerByLayer)
   local ok, out = pcall(layerByLayer, root, input)
   learning = learning - 1
   if not ok then error(out, 0) end
-  st = { root = root, layerByLayer = layerByLayer, key = key, sig = newSignature() }
+  st = { root = setmetatable({ root }, WEAK), layerByLayer = layerByLayer, key = key, sig = newSignature() }
   local planned, plan = pcall(build, root, input, st.sig)
   st.plan = planned and plan or nil
   states[root] = st
