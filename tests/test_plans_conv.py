@@ -109,6 +109,21 @@ function M.dcgan()
     :add(nn.ReLU(true)):add(nn.SpatialConvolution(4, 3, 3, 3, 1, 1, 1, 1)):add(nn.Tanh())
   return randomStats(model:float()), { 6, 1, 1 }
 end
+-- odd corners: batch norm without affine parameters after a convolution with bias, a 1x1
+-- stride-2 convolution on an even size (its last row and column unread), padded max pooling
+-- followed by a convolution of many channels (read from a plain tensor mid-model), Threshold
+-- (not fused), a ReLU not in place
+function M.corners()
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(4, 6, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(6, 1e-5, 0.1, false))
+    :add(nn.ReLU())
+    :add(nn.SpatialConvolution(6, 8, 1, 1, 2, 2)):add(nn.SpatialBatchNormalization(8))
+    :add(nn.Threshold(0.1, 0))
+    :add(nn.SpatialConvolution(8, 20, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))
+    :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)):add(nn.Tanh())
+    :add(nn.SpatialConvolution(20, 24, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(24)):add(nn.ReLU(true))
+  return randomStats(model:float()), { 4, 10, 10 }
+end
 return M
 """
 
@@ -265,6 +280,7 @@ TOL = 2e-5
 @pytest.mark.parametrize("name,batch,planned", [
     ("resnet", 1, True), ("resnet", 3, True), ("vgg", 1, True), ("vgg", 5, True),
     ("lenet", 1, True), ("lenet", 7, True), ("inception", 2, True), ("dcgan", 3, True),
+    ("corners", 1, True), ("corners", 4, True),
 ])
 def test_eval_matches_layer_by_layer(name: str, batch: int, planned: bool) -> None:
     worst, was_planned, lazy = H().compareEval(name, batch)
@@ -297,6 +313,7 @@ CHANGES = {
     "input size": "function(m, x) return torch.linspace(-2, 2, 3 * 3 * 24 * 24):float():view(3, 3, 24, 24) end",
     "mode": "function(m, x) m:training(); m:evaluate(); m.modules[2]:training(); return x end",
     "getParameters": "function(m, x) local p = m:getParameters(); p:mul(0.9); return x end",
+    "input not contiguous": "function(m, x) return x:transpose(3, 4):contiguous():transpose(3, 4) end",
 }
 
 
