@@ -132,10 +132,7 @@ local function record(sig, m)
     local t = rawget(m, k)
     local n = #sig.tensors + 1
     sig.owners[n], sig.names[n], sig.tensors[n] = m, k, t or false
-    if t then
-      sig.shapes[n] = ('%d %d %d %d %s'):format(storagePointer(t), t:storageOffset(), t:nElement(),
-        t:dim(), tostring(t:isContiguous()))
-    end
+    if t then sig.shapes[n] = { storagePointer(t), t:storageOffset(), t:nElement(), t:dim(), t:isContiguous() } end
   end
   local list = rawget(m, 'modules')
   if type(list) == 'table' then
@@ -160,9 +157,12 @@ local function holds(sig)
   for i = 1, #owners do
     local t = rawget(owners[i], names[i])
     if (t or false) ~= tensors[i] then return false end
-    if t and ('%d %d %d %d %s'):format(storagePointer(t), t:storageOffset(), t:nElement(), t:dim(),
-        tostring(t:isContiguous())) ~= shapes[i] then
-      return false
+    if t then
+      local was = shapes[i]
+      if storagePointer(t) ~= was[1] or t:storageOffset() ~= was[2] or t:nElement() ~= was[3]
+          or t:dim() ~= was[4] or t:isContiguous() ~= was[5] then
+        return false
+      end
     end
   end
   for i, c in ipairs(sig.containers) do
