@@ -33,7 +33,6 @@ int luabridge_fusion_lock(void *m) __asm__("pthread_mutex_lock");
 int luabridge_fusion_unlock(void *m) __asm__("pthread_mutex_unlock");
 int luabridge_fusion_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
 int luabridge_fusion_wait(void *c, void *m) __asm__("pthread_cond_wait");
-int luabridge_fusion_signal(void *c) __asm__("pthread_cond_signal");
 int luabridge_fusion_broadcast(void *c) __asm__("pthread_cond_broadcast");
 int luabridge_fusion_getpid(void) __asm__("getpid");
 ]]
