@@ -339,6 +339,12 @@ observe = lua_fn(r"""function(H)
   r.metatable = getmetatable(conv) == torch.getmetatable('nn.SpatialConvolution')
   r.still = rawget(conv, 'output') == nil       -- none of these materialized it
   r.tostring = tostring(model.modules[2]):match('SpatialBatchNormalization') ~= nil
+  -- methods that read no output leave it lazy; the next forward still runs the plan
+  model:evaluate()
+  local found = #model:findModules('nn.SpatialConvolution')
+  r.methodsKeepLazy = rawget(conv, 'output') == nil and found == 10
+  model:forward(x)
+  r.stillPlanned = planConv.planned(model)
   -- torch.save / load of a model that ran planned, then its forward
   local ref = model:forward(x):clone()
   local f = torch.MemoryFile():binary()
@@ -363,7 +369,7 @@ end""")
 
 def test_observable_behaviour() -> None:
     r = observe(H())
-    assert r["lazyBefore"] and r["still"]
+    assert r["lazyBefore"] and r["still"] and r["methodsKeepLazy"] and r["stillPlanned"]
     assert r["type"] == "nn.SpatialConvolution" and r["isModule"] and r["metatable"] and r["tostring"]
     for key in ("loaded", "cleared", "double", "float"):
         assert r[key] < TOL, key

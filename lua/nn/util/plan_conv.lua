@@ -17,10 +17,10 @@
 --
 -- What a program sees stays torch7's: the modules a segment skips (all but its last) lose their
 -- `output` (and a max pooling its `indices`) until something reads them: their metatable is
--- then a stand-in for their class's (same typename, isTypeOf, getmetatable) whose first use of
--- anything not stored in the module (a field it lacks, a method, pairs) puts every module back
--- and reruns the forward layer by layer on a copy of the input, so every output then holds the
--- value torch7 gave it (in-place aliasing included). A plan is dropped when the tree, a
+-- then a stand-in for their class's (same typename, isTypeOf, getmetatable, methods) whose
+-- first read of a field they lack, or pairs over them (torch.save, :type(), :clone()), puts
+-- every module back and reruns the forward layer by layer on a copy of the input, so every
+-- output then holds the value torch7 gave it (in-place aliasing included). A plan is dropped when the tree, a
 -- module's fields (tensors replaced or resized, settings, train flags) or the input's sizes change.
 local backend = require 'torch.backend'
 
@@ -37,8 +37,10 @@ local learning = 0   -- > 0 while a root runs (or reruns) layer by layer: nothin
 -- Lazily materialized modules
 
 local materialize
+local LAZY_FIELDS = { 'output', 'indices' }
+local LAZY = { output = true, indices = true }
 
--- The stand-in of class metatable mt: its metamethods, and any other lookup materializes.
+-- The stand-in of class metatable mt on a lazy module.
 local standins = setmetatable({}, { __mode = 'k' })
 local function standinOf(mt)
   local s = standins[mt]
@@ -47,8 +49,16 @@ local function standinOf(mt)
   for k, v in pairs(mt) do
     if type(k) == 'string' and k:sub(1, 2) == '__' then s[k] = v end
   end
-  s.__index = function(m, k) materialize(m); return m[k] end
-  s.__newindex = function(m, k, v) materialize(m); m[k] = v end
+  -- a lazy module differs from itself only by the fields it lacks: reading (or setting) one of
+  -- those, or going through all fields, materializes; the rest is its class's as before
+  s.__index = function(m, k)
+    if LAZY[k] then materialize(m); return m[k] end
+    return mt[k]
+  end
+  s.__newindex = function(m, k, v)
+    if LAZY[k] then materialize(m) end
+    rawset(m, k, v)
+  end
   s.__pairs = function(m) materialize(m); return next, m, nil end
   s.__metatable = mt
   torch._standin(s, mt)
@@ -56,7 +66,6 @@ local function standinOf(mt)
   return s
 end
 
-local LAZY_FIELDS = { 'output', 'indices' }
 
 -- Puts the modules st left lazy back as they were (their outputs still hold the last layer-by-
 -- layer values, not the plan's).
