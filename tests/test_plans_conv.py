@@ -77,11 +77,11 @@ function M.vgg()
   return randomStats(model:float()), { 3, 11, 11 }
 end
 
--- Caffe's LeNet: convolutions with bias, no batch norm, max pooling, tanh
+-- Caffe's LeNet: convolutions with bias (one SpatialConvolutionMM), no batch norm, max pooling, tanh
 function M.lenet()
   local model = nn.Sequential()
     :add(nn.SpatialConvolution(1, 6, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
-    :add(nn.SpatialConvolution(6, 10, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
+    :add(nn.SpatialConvolutionMM(6, 10, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
     :add(nn.View(10 * 4 * 4)):add(nn.Linear(160, 20)):add(nn.Tanh()):add(nn.Linear(20, 10))
     :add(nn.LogSoftMax())
   return model:float(), { 1, 28, 28 }

@@ -124,6 +124,10 @@ local TENSORS = {
   ['nn.SpatialBatchNormalization'] = { 'weight', 'bias', 'running_mean', 'running_var' },
 }
 local NONE = { 'train' }
+FIELDS['nn.SpatialConvolutionMM'], TENSORS['nn.SpatialConvolutionMM'] = FIELDS['nn.SpatialConvolution'],
+  TENSORS['nn.SpatialConvolution']
+-- convolutions planned (SpatialConvolutionMM's 2D weight has the 4D one's memory order)
+local CONVS = { ['nn.SpatialConvolution'] = true, ['nn.SpatialConvolutionMM'] = true }
 
 local function storagePointer(t)
   local s = t:storage()
@@ -218,7 +222,7 @@ local function floatTensor(t) return torch.typename(t) == 'torch.FloatTensor' en
 -- after it and its output sizes; nil when items[i] does not start one.
 local function convUnit(items, i, sizes)
   local c = items[i] and items[i].m
-  if torch.typename(c) ~= 'nn.SpatialConvolution' or #sizes ~= 4 or sizes[2] ~= c.nInputPlane
+  if not CONVS[torch.typename(c)] or #sizes ~= 4 or sizes[2] ~= c.nInputPlane
       or (c.dilationW or 1) ~= 1 or (c.dilationH or 1) ~= 1 or not floatTensor(c.weight)
       or c.weight:nElement() ~= c.nOutputPlane * c.nInputPlane * c.kH * c.kW
       or (c.bias and (not floatTensor(c.bias) or c.bias:nElement() ~= c.nOutputPlane)) then
