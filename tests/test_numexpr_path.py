@@ -15,13 +15,15 @@ import pytest
 import luabridge
 from helpers import N, T, lua_fn
 
-BIG = 300_000     # above blocked.from and 2 x blocked.least for Float and Double
+BIG = 600_000     # above blocked.from and 2 x blocked.least for Float and Double
 SMALL = 1000
 
 _SETUP = lua_fn("""function(enabled, threads)
   local pw = require('torch.backend.cpu.pointwise').blocked
   local blas = require 'torch.backend.cpu.blas'
   pw.enabled = enabled
+  pw.defaultAxpyLeast = pw.defaultAxpyLeast or pw.axpyLeast
+  pw.axpyLeast = threads == 0 and pw.defaultAxpyLeast or 131072   -- BIG takes the axpy program
   blas.watchLoad = threads == 0    -- 0: put back
   if threads > 0 then torch.setnumthreads(threads) end
   return pw.runs
@@ -87,8 +89,10 @@ def test_ops_match_numpy_and_the_old_passes(paths, op, n, dtype, threads):
         tol = 1e-6 if dtype == np.float32 else 1e-14
         np.testing.assert_allclose(new, want, rtol=tol)
         np.testing.assert_allclose(new, old, rtol=tol)
-        # single ops take the path on 2 threads; Float addcmul / addcdiv on 1 too; small ones never
-        expect = n == BIG and (threads == 2 or (op in ("addcmul", "addcdiv") and dtype == np.float32))
+        # add(v, b) takes the path on 2 threads, addcmul / addcdiv on 2 and Float's on 1 too, the
+        # other single ops never (numpy's one pass is as fast), small ones never
+        addc = op in ("addcmul", "addcdiv")
+        expect = n == BIG and ((op == "axpy" and threads == 2) or (addc and (threads == 2 or dtype == np.float32)))
         assert runs == (1 if expect else 0), (op, n, threads, runs)
 
 
@@ -262,16 +266,14 @@ def _lua_table(cfg):
 @pytest.mark.parametrize("name, cfg", CONFIGS, ids=[f"{c[0]}{i}" for i, c in enumerate(CONFIGS)])
 def test_optim_fused_updates_match_torch7s_formulas(paths, name, cfg, dtype, threads):
     rng = np.random.default_rng(7)
-    n, steps = 300_000, 3
+    n, steps = 600_000, 3
     x0, target = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
     want = _reference(name, cfg, x0.astype(np.float64), target.astype(np.float64), steps)
     new, runs = _OPTIM(name, _lua_table(cfg), T(x0), T(target), steps, True, threads)
     old, _ = _OPTIM(name, _lua_table(cfg), T(x0), T(target), steps, False, threads)
-    # sgd, nag: BLAS axpy passes on one thread, and on the first momentum step; on 2 threads
-    # the gradient's ops in feval take the path too
-    # Double: on 2+ threads only
-    one_thread = name not in ("sgd", "nag") and dtype == np.float32
-    fused = 0 if threads == 1 and not one_thread else steps - (1 if "momentum" in cfg else 0)
+    # one program a step (Double's on 2 threads only); sgd and nag keep their ops (on 2 threads
+    # their axpy and feval's add(-1, target) take the path)
+    fused = 0 if name in ("sgd", "nag") or (threads == 1 and dtype == np.float64) else steps
     assert runs == fused if threads == 1 else runs >= fused
     tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
     np.testing.assert_allclose(N(new), want, **tol)
@@ -392,7 +394,7 @@ def test_a_forked_child_gets_its_own_workers():
 def test_programs_split_into_ranges_of_whole_blocks(threads):
     from luabridge.providers.torch_cpu import blocked
     prog = blocked.Program("y = x; x = -(x - 2.5) * k + sqrt(y) / (y + 1); y = abs(y - x)", ["x", "y"], ["k"])
-    n = 3 * (blocked.BLOCK_BYTES // 4) + 12345      # a partial last block
+    n = 3 * (blocked.THREADED_BLOCK_BYTES // 4) + 12345      # a partial last block
     rng = np.random.default_rng(1)
     x0 = rng.uniform(0.1, 3, n).astype(np.float32)
     x, y = x0.copy(), np.zeros(n, np.float32)

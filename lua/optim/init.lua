@@ -42,15 +42,15 @@ end
 -- when the tensors do not qualify (small, strided, CUDA, ...): the algorithm then runs its tensor
 -- ops, the same formulas op by op. The program writes every tensor that the ops write but the
 -- scratch buffers (adam's denom, rmsprop's tmp, adagrad's and adadelta's paramStd, adamax's max),
--- which it does not need. `threaded`: only where it gets 2 threads or more (sgd's and nag's ops
--- are BLAS axpy passes, as fast as the program on one thread: bench/blocked.py).
-function optim._fused(config, program, tensors, scalars, threaded)
+-- which it does not need. (sgd and nag keep their ops: BLAS axpy passes, which the program matched
+-- on one thread and beat by 3% at most on two, losing at 0.67M: bench/blocked.py.)
+function optim._fused(config, program, tensors, scalars)
   local wd = config.weightDecay or 0
   if wd ~= 0 then
     program = 'g = g + wd*x; ' .. program
     scalars.wd = wd
   end
-  return torch.elementwise(program, tensors, scalars, threaded)
+  return torch.elementwise(program, tensors, scalars)
 end
 
 for _, name in ipairs { 'sgd', 'asgd', 'nag', 'adagrad', 'adadelta', 'rmsprop', 'rprop', 'adam',

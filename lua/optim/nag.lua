@@ -16,15 +16,9 @@ function optim.nag(opfunc, x, config, state)
 
   if state.dfdx then x:add(mom, state.dfdx) end
   local fx, dfdx = optim._evaluate('nag', opfunc, x)
+  optim._weightDecay(config, x, dfdx)
 
   local clr = lr / (1 + state.evalCounter * lrd)
-  if state.dfdx and not lrs
-      and optim._fused(config, 'x = x + s*g; d = d*mom + s*g', { x = x, g = dfdx, d = state.dfdx },
-                       { s = -clr, mom = mom }, true) then
-    state.evalCounter = state.evalCounter + 1
-    return x, { fx }
-  end
-  optim._weightDecay(config, x, dfdx)
   if state.dfdx then state.dfdx:mul(mom) else state.dfdx = x.new():resizeAs(dfdx):zero() end
   local step = dfdx
   if lrs then step = optim._buffer(state, 'deltaParameters', x, dfdx):copy(lrs):cmul(dfdx) end

@@ -18,20 +18,6 @@ function optim.sgd(opfunc, x, config, state)
 
   local fx, dfdx = optim._evaluate('sgd', opfunc, x)
 
-  -- one program: (weight decay), momentum (after the first step), the step
-  local clr = lr / (1 + state.evalCounter * lrd)
-  if not (lrs or wds) and (mom == 0 or state.dfdx) then
-    local program, tensors = 'x = x + s*g', { x = x, g = dfdx }
-    if mom ~= 0 then
-      tensors.d = state.dfdx
-      program = config.nesterov and 'd = d*mom + c*g; g = g + mom*d; x = x + s*g' or 'd = d*mom + c*g; x = x + s*d'
-    end
-    if optim._fused(config, program, tensors, { s = -clr, mom = mom, c = 1 - damp }, true) then
-      state.evalCounter = state.evalCounter + 1
-      return x, { fx }
-    end
-  end
-
   if wd ~= 0 then
     dfdx:add(wd, x)
   elseif wds then
@@ -48,6 +34,7 @@ function optim.sgd(opfunc, x, config, state)
     if config.nesterov then dfdx:add(mom, state.dfdx) else dfdx = state.dfdx end
   end
 
+  local clr = lr / (1 + state.evalCounter * lrd)
   if lrs then
     local delta = optim._buffer(state, 'deltaParameters', x, dfdx)
     x:add(-clr, delta:copy(lrs):cmul(dfdx))

@@ -293,10 +293,9 @@ end
 -- element, so each reads what the ones before it wrote. It returns true when it ran, false when
 -- the tensors do not qualify (not CPU, not all contiguous Float or Double of one type and size,
 -- below the size where it pays, partly overlapping) and nothing was written: the caller then
--- runs the same steps as tensor ops (optim's updates do). `threaded` true: only where it gets two
--- threads or more (for programs that one BLAS or numpy pass per op runs as fast on one thread).
+-- runs the same steps as tensor ops (optim's updates do).
 
-function torch.elementwise(program, tensors, scalars, threaded)
+function torch.elementwise(program, tensors, scalars)
   if type(program) ~= 'string' or type(tensors) ~= 'table' or (scalars ~= nil and type(scalars) ~= 'table') then
     check.error('torch.elementwise: expected (program string, table of tensors[, table of numbers])')
   end
@@ -313,7 +312,7 @@ function torch.elementwise(program, tensors, scalars, threaded)
     end
   end
   if not first then return false end
-  return backend.of(first).elementwise(program, tensors, scalars or {}, threaded == true)
+  return backend.of(first).elementwise(program, tensors, scalars or {})
 end
 
 ------------------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ CPUs free).
 Programs: a few assignments over named tensors and scalars, in Python's expression syntax,
     "m = b1*m + c1*g; v = b2*v + c2*g*g; x = x - s*m/(sqrt(v) + eps)"
 compiled once per (program, element type) into a list of numpy ufunc calls (numpy's SIMD loops).
-A call runs that list over blocks of BLOCK_BYTES per operand, so the intermediates of a block stay
-in cache and each tensor crosses memory once per program instead of once per op; each thread
-takes one contiguous range of blocks. Every tensor is a contiguous run of n elements of one type,
+A call runs that list over blocks of BLOCK_BYTES per operand (THREADED_BLOCK_BYTES on several
+threads), so the intermediates of a block stay in cache and each tensor crosses memory once per
+program instead of once per op; each thread takes one contiguous range of blocks. Every tensor is a contiguous run of n elements of one type,
 zero copy (numpy views over the Lua storages' addresses); the Lua side checks that each pair of
 them is the same memory or apart. Statements run in order within a block, so a statement reads
 what the ones before it wrote, element by element, as the same ops run one after another would.
@@ -44,7 +44,11 @@ if TYPE_CHECKING:
 
 ENV_VAR = "LUABRIDGE_BLOCKED"   # "0": the callbacks decline, Lua keeps its own passes
 
-BLOCK_BYTES = 128 * 1024        # per operand and block (measured: 32K float32 beat 8K by 1.2x)
+BLOCK_BYTES = 128 * 1024        # per operand and block on one thread (32K float32 beat 8K by 1.2x)
+# on several: each block's ufunc calls take the GIL back between them, and a thread waiting for it
+# stalls; 512 KiB blocks (4x fewer handoffs) made Adam's 11.7M step 20.6 ms on 2 threads against
+# 35.2 with 128 KiB (31.4 on one), a 4M product 1.10 against 1.60 (bench/blocked.py --priority)
+THREADED_BLOCK_BYTES = 512 * 1024
 MASK_CHUNK = 65536              # elements per mask stream (seeding one costs about 9 us)
 
 _BINARY = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.Div: np.divide}
@@ -258,8 +262,9 @@ def run_program(prog: Program, type_name: str, n: int, threads: int, addresses: 
     dtype = DTYPES[type_name]
     arrays = [_view(a, n, dtype) for a in addresses]
     values = [dtype.type(s) for s in scalars]
-    block = BLOCK_BYTES // dtype.itemsize
-    _split(n, max(1, int(threads)), block, lambda lo, hi: _run_range(prog, arrays, values, lo, hi, block))
+    threads = max(1, int(threads))
+    block = (BLOCK_BYTES if threads == 1 else THREADED_BLOCK_BYTES) // dtype.itemsize
+    _split(n, threads, block, lambda lo, hi: _run_range(prog, arrays, values, lo, hi, block))
 
 
 # ------------------------------------------------------------------------------------------

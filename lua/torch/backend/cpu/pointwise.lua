@@ -600,9 +600,11 @@ local function lerp(r, a, b, w) lerpKernel[a._dt.id](r, a, b, w) end
 -- loops over cache-sized blocks, on the threads blas.threadsFor gives (torch.setnumthreads, never
 -- more than the CPUs free). A program of several ops ('x = x - s*m/(sqrt(v) + eps)', optim's
 -- steps through torch.elementwise) reads and writes each tensor once rather than once per op,
--- which pays on one thread for Float; a single op (add, mul, div, their tensor forms, sqrt) goes
--- there only when it gets two threads or more (on one, numpy's loop called from here is as fast
--- and costs no Python call), Float addcmul and addcdiv (LuaJIT kernels here) from one thread.
+-- which pays on one thread for Float, as do Float addcmul and addcdiv (LuaJIT kernels here);
+-- add(r, a, v, b) (BLAS's one-thread axpy here) goes there from blocked.axpyLeast elements a
+-- thread on two threads or more. The other single ops keep numpy's loops called from here: on
+-- two threads the program lost to them (a 4M-element cmul 1.96 against 1.71 ms, 1M 0.58 against
+-- 0.43: one pass over memory gains nothing from a second thread on this machine; bench/blocked.py).
 -- Double runs on one thread as fast in the old passes (LuaJIT's loops compute in double; numpy's
 -- double loops have half the lanes), so Double programs run only on two threads or more.
 -- blocked.enabled = false (or LUABRIDGE_BLOCKED=0 in the environment) keeps every op on the
@@ -613,10 +615,14 @@ local blocked = {
   -- break even at 16K elements on one thread and gain 1.3x at 32K, 1.5x to 1.8x from 256K;
   -- 2-core AVX-512 Xeon, process CPU time, best of 3)
   from = { Float = 32768, Double = 131072 },
-  -- the least elements per thread
-  least = { Float = 131072, Double = 65536 },
+  -- the least elements per thread (1 MiB an operand: on 2 threads a 4M-element product took
+  -- 1.10 ms against numpy's 1.73 on one, Adam's step at 0.67M 1.18 against 1.32, but Dropout's
+  -- program at 256K 0.21 against 0.15; bench/blocked.py --priority)
+  least = { Float = 262144, Double = 131072 },
   -- whether a program pays on one thread (Double: 0.9x to 1.0x below 1M elements, 1.2x at 4M)
   oneThread = { Float = true, Double = false },
+  -- the least elements a thread for add(r, a, v, b) (2 threads: 1.14x at 4M, 1.06x at 1M)
+  axpyLeast = 1048576,
   runs = 0,   -- programs run here so far (the tests' witness)
 }
 local py = memory.py
@@ -662,7 +668,7 @@ local function sameOrApart(pa, pb, n, s) return pa == pb or pa + n * s <= pb or 
 -- qualify: every tensor contiguous, aligned, of one Float or Double type and n elements (at
 -- least blocked.from), each pair the same memory or apart; `threaded`: only on 2+ threads.
 -- Returns whether it ran (else nothing was touched).
-local function runBlocked(source, tensors, scalars, threaded)
+local function runBlocked(source, tensors, scalars, threaded, least)
   if not blocked.enabled then return false end
   local p = programOf(source, tensors, scalars)
   if not p then return false end
@@ -683,7 +689,7 @@ local function runBlocked(source, tensors, scalars, threaded)
     end
     args[4 + i] = pt
   end
-  local threads = blas.threadsFor(n, blocked.least[dt.name])
+  local threads = blas.threadsFor(n, least or blocked.least[dt.name])
   if threads < 2 and (threaded or not blocked.oneThread[dt.name]) then return false end
   args[1], args[2], args[3], args[4] = p.id, dt.name, n, threads
   local k = 4 + #names
@@ -696,40 +702,14 @@ blocked.run = runBlocked
 
 -- The single ops' programs, over tensors r, a, b, c and the number v (a tensor may be another's
 -- very memory: each element is read before its own is written).
-local NONE = {}
 local function ops(r, a, b, c) return { r = r, a = a, b = b, c = c } end
 local function value(v) return { v = v } end
 
-local blockedBinary = {
-  add = { number = 'r = a + v', tensor = 'r = a + b' },
-  mul = { number = 'r = a * v', tensor = 'r = a * b' },
-  div = { number = 'r = a / v', tensor = 'r = a / b' },
-}
-
-local function binaryBlocked(name, r, a, b)
-  local forms = blockedBinary[name]
-  if forms then
-    if type(b) == 'number' then
-      if runBlocked(forms.number, ops(r, a), value(b), true) then return end
-    elseif runBlocked(forms.tensor, ops(r, a, b), NONE, true) then return end
-  end
-  binary(name, r, a, b)
-end
-
-local function unaryBlocked(name, r, a)
-  if name == 'sqrt' and runBlocked('r = sqrt(a)', ops(r, a), NONE, true) then return end
-  unary(name, r, a)
-end
-
+-- r = a + v * b on two threads or more
 local function addBlocked(r, a, v, b)
-  if not r._dt.integer then
-    if not b then
-      if runBlocked('r = a + v', ops(r, a), value(v), true) then return end
-    elseif v == 1 then
-      if runBlocked('r = a + b', ops(r, a, b), NONE, true) then return end
-    elseif runBlocked('r = a + v*b', ops(r, a, b), value(v), true) then
-      return
-    end
+  if b and v ~= 1 and not r._dt.integer
+      and runBlocked('r = a + v*b', ops(r, a, b), value(v), true, blocked.axpyLeast) then
+    return
   end
   add(r, a, v, b)
 end
@@ -745,11 +725,11 @@ local function addcBlocked(text, run)
 end
 
 backend.register('cpu', {
-  fill = fill, copy = copy, unary = unaryBlocked, binary = binaryBlocked, add = addBlocked,
+  fill = fill, copy = copy, unary = unary, binary = binary, add = addBlocked,
   addcmul = addcBlocked('r = a + v*b*c', addc.addcmul), addcdiv = addcBlocked('r = a + v*b/c', addc.addcdiv),
   clamp = clamp, lerp = lerp,
-  -- elementwise(source, tensors, scalars, threaded): torch.elementwise's op (true when it ran)
-  elementwise = runBlocked,
+  -- elementwise(source, tensors, scalars): torch.elementwise's op (true when it ran)
+  elementwise = function(src, tensors, scalars) return runBlocked(src, tensors, scalars, false) end,
 })
 
 return { numpyFrom = numpyFrom, blocked = blocked }
