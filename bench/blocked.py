@@ -31,8 +31,9 @@ CASES = {
         (f"{op} {n}", f"""(function() local a, b = torch.FloatTensor({n}):uniform(1, 2), torch.FloatTensor({n}):uniform(1, 2)
             local r = a.new():resizeAs(a)
             return function() {body} end end)()""")
-        for n in (65536, 262144, 1048576, 4194304)
-        for op, body in (("cmul", "r:cmul(a, b)"), ("axpy", "r:add(a, 0.5, b)"), ("addcdiv", "r:addcdiv(a, 0.5, a, b)"))
+        for n in (65536, 262144, 1048576, 4194304, 11689512)
+        for op, body in (("cmul", "r:cmul(a, b)"), ("axpy", "r:add(a, 0.5, b)"), ("axpy in place", "a:add(0.5, b)"),
+                         ("addcdiv", "r:addcdiv(a, 0.5, a, b)"))
     ],
     "optim": [
         (f"{name} {label}", f"""(function() local x = torch.FloatTensor({n}):normal()

@@ -22,8 +22,6 @@ _SETUP = lua_fn("""function(enabled, threads)
   local pw = require('torch.backend.cpu.pointwise').blocked
   local blas = require 'torch.backend.cpu.blas'
   pw.enabled = enabled
-  pw.defaultAxpyLeast = pw.defaultAxpyLeast or pw.axpyLeast
-  pw.axpyLeast = threads == 0 and pw.defaultAxpyLeast or 131072   -- BIG takes the axpy program
   blas.watchLoad = threads == 0    -- 0: put back
   if threads > 0 then torch.setnumthreads(threads) end
   return pw.runs
@@ -89,10 +87,10 @@ def test_ops_match_numpy_and_the_old_passes(paths, op, n, dtype, threads):
         tol = 1e-6 if dtype == np.float32 else 1e-14
         np.testing.assert_allclose(new, want, rtol=tol)
         np.testing.assert_allclose(new, old, rtol=tol)
-        # add(v, b) takes the path on 2 threads, addcmul / addcdiv on 2 and Float's on 1 too, the
-        # other single ops never (numpy's one pass is as fast), small ones never
+        # addcmul / addcdiv take the path on 2 threads and Float's on 1 too, the other single ops
+        # never (numpy's one pass or BLAS's axpy is as fast), small ones never
         addc = op in ("addcmul", "addcdiv")
-        expect = n == BIG and ((op == "axpy" and threads == 2) or (addc and (threads == 2 or dtype == np.float32)))
+        expect = n == BIG and addc and (threads == 2 or dtype == np.float32)
         assert runs == (1 if expect else 0), (op, n, threads, runs)
 
 
@@ -271,10 +269,9 @@ def test_optim_fused_updates_match_torch7s_formulas(paths, name, cfg, dtype, thr
     want = _reference(name, cfg, x0.astype(np.float64), target.astype(np.float64), steps)
     new, runs = _OPTIM(name, _lua_table(cfg), T(x0), T(target), steps, True, threads)
     old, _ = _OPTIM(name, _lua_table(cfg), T(x0), T(target), steps, False, threads)
-    # one program a step (Double's on 2 threads only); sgd and nag keep their ops (on 2 threads
-    # their axpy and feval's add(-1, target) take the path)
+    # one program a step (Double's on 2 threads only); sgd and nag keep their ops
     fused = 0 if name in ("sgd", "nag") or (threads == 1 and dtype == np.float64) else steps
-    assert runs == fused if threads == 1 else runs >= fused
+    assert runs == fused
     tol = dict(rtol=2e-5, atol=2e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
     np.testing.assert_allclose(N(new), want, **tol)
     np.testing.assert_allclose(N(new), N(old), **tol)

@@ -600,11 +600,11 @@ local function lerp(r, a, b, w) lerpKernel[a._dt.id](r, a, b, w) end
 -- loops over cache-sized blocks, on the threads blas.threadsFor gives (torch.setnumthreads, never
 -- more than the CPUs free). A program of several ops ('x = x - s*m/(sqrt(v) + eps)', optim's
 -- steps through torch.elementwise) reads and writes each tensor once rather than once per op,
--- which pays on one thread for Float, as do Float addcmul and addcdiv (LuaJIT kernels here);
--- add(r, a, v, b) (BLAS's one-thread axpy here) goes there from blocked.axpyLeast elements a
--- thread on two threads or more. The other single ops keep numpy's loops called from here: on
--- two threads the program lost to them (a 4M-element cmul 1.96 against 1.71 ms, 1M 0.58 against
--- 0.43: one pass over memory gains nothing from a second thread on this machine; bench/blocked.py).
+-- which pays on one thread for Float, as do Float addcmul and addcdiv (LuaJIT kernels here).
+-- The other single ops keep numpy's loops called from here and BLAS's axpy: on two threads
+-- their programs lost or tied (a 4M-element cmul 1.96 against 1.71 ms, an in-place axpy
+-- x:add(v, g) at 11.7M 4.34 against 3.19: one pass over memory gained nothing from a second
+-- thread on this machine; bench/blocked.py --priority).
 -- Double runs on one thread as fast in the old passes (LuaJIT's loops compute in double; numpy's
 -- double loops have half the lanes), so Double programs run only on two threads or more.
 -- blocked.enabled = false (or LUABRIDGE_BLOCKED=0 in the environment) keeps every op on the
@@ -621,8 +621,6 @@ local blocked = {
   least = { Float = 262144, Double = 131072 },
   -- whether a program pays on one thread (Double: 0.9x to 1.0x below 1M elements, 1.2x at 4M)
   oneThread = { Float = true, Double = false },
-  -- the least elements a thread for add(r, a, v, b) (2 threads: 1.14x at 4M, 1.06x at 1M)
-  axpyLeast = 1048576,
   runs = 0,   -- programs run here so far (the tests' witness)
 }
 local py = memory.py
@@ -666,9 +664,10 @@ local function sameOrApart(pa, pb, n, s) return pa == pb or pa + n * s <= pb or 
 
 -- Runs program `source` over tensors (name -> tensor) and scalars (name -> number) when they
 -- qualify: every tensor contiguous, aligned, of one Float or Double type and n elements (at
--- least blocked.from), each pair the same memory or apart; `threaded`: only on 2+ threads.
+-- least blocked.from), each pair the same memory or apart, and on 2+ threads where one does not
+-- pay (blocked.oneThread).
 -- Returns whether it ran (else nothing was touched).
-local function runBlocked(source, tensors, scalars, threaded, least)
+local function runBlocked(source, tensors, scalars)
   if not blocked.enabled then return false end
   local p = programOf(source, tensors, scalars)
   if not p then return false end
@@ -689,8 +688,8 @@ local function runBlocked(source, tensors, scalars, threaded, least)
     end
     args[4 + i] = pt
   end
-  local threads = blas.threadsFor(n, least or blocked.least[dt.name])
-  if threads < 2 and (threaded or not blocked.oneThread[dt.name]) then return false end
+  local threads = blas.threadsFor(n, blocked.least[dt.name])
+  if threads < 2 and not blocked.oneThread[dt.name] then return false end
   args[1], args[2], args[3], args[4] = p.id, dt.name, n, threads
   local k = 4 + #names
   for i, name in ipairs(p.scalars) do args[k + i] = scalars[name] end
@@ -700,36 +699,27 @@ local function runBlocked(source, tensors, scalars, threaded, least)
 end
 blocked.run = runBlocked
 
--- The single ops' programs, over tensors r, a, b, c and the number v (a tensor may be another's
--- very memory: each element is read before its own is written).
+-- addcmul's and addcdiv's programs, over tensors r, a, b, c and the number v (a tensor may be
+-- another's very memory: each element is read before its own is written).
 local function ops(r, a, b, c) return { r = r, a = a, b = b, c = c } end
 local function value(v) return { v = v } end
-
--- r = a + v * b on two threads or more
-local function addBlocked(r, a, v, b)
-  if b and v ~= 1 and not r._dt.integer
-      and runBlocked('r = a + v*b', ops(r, a, b), value(v), true, blocked.axpyLeast) then
-    return
-  end
-  add(r, a, v, b)
-end
 
 -- r = a + v * b * c (/ c), on one thread too (the kernels above are LuaJIT's). torch7 copies a
 -- into r first, so a b or c that is r (r not a) reads a's values there: those stay above.
 local function addcBlocked(text, run)
   local fallback = addcOp(run)
   return function(r, a, v, b, c)
-    if (r == a or (b ~= r and c ~= r)) and runBlocked(text, ops(r, a, b, c), value(v), false) then return end
+    if (r == a or (b ~= r and c ~= r)) and runBlocked(text, ops(r, a, b, c), value(v)) then return end
     fallback(r, a, v, b, c)
   end
 end
 
 backend.register('cpu', {
-  fill = fill, copy = copy, unary = unary, binary = binary, add = addBlocked,
+  fill = fill, copy = copy, unary = unary, binary = binary, add = add,
   addcmul = addcBlocked('r = a + v*b*c', addc.addcmul), addcdiv = addcBlocked('r = a + v*b/c', addc.addcdiv),
   clamp = clamp, lerp = lerp,
   -- elementwise(source, tensors, scalars): torch.elementwise's op (true when it ran)
-  elementwise = function(src, tensors, scalars) return runBlocked(src, tensors, scalars, false) end,
+  elementwise = runBlocked,
 })
 
 return { numpyFrom = numpyFrom, blocked = blocked }
