@@ -615,9 +615,9 @@ local blocked = {
   -- break even at 16K elements on one thread and gain 1.3x at 32K, 1.5x to 1.8x from 256K;
   -- 2-core AVX-512 Xeon, process CPU time, best of 3)
   from = { Float = 32768, Double = 131072 },
-  -- the least elements per thread (1 MiB an operand: on 2 threads a 4M-element product took
-  -- 1.10 ms against numpy's 1.73 on one, Adam's step at 0.67M 1.18 against 1.32, but Dropout's
-  -- program at 256K 0.21 against 0.15; bench/blocked.py --priority)
+  -- the least elements per thread (1 MiB an operand: on 2 threads Adam's step took 20.6 ms
+  -- against 30.6 on one at 11.7M, 1.18 against 1.32 at 0.67M, but Dropout's program at 256K
+  -- 0.21 against 0.15; bench/blocked.py --priority)
   least = { Float = 262144, Double = 131072 },
   -- whether a program pays on one thread (Double: 0.9x to 1.0x below 1M elements, 1.2x at 4M)
   oneThread = { Float = true, Double = false },
