@@ -1,9 +1,9 @@
 """Threaded, blocked elementwise programs and Bernoulli masks over CPU tensor memory, for Lua.
 
-Large elementwise work (optim's updates on flattened parameters, the big pointwise ops, Dropout's
-masks) runs here on the threads the Lua side asks for (lua/torch/backend/cpu/pointwise.lua and
-random.lua choose the count with blas.threadsFor: never more than torch.setnumthreads and the
-CPUs free).
+Large elementwise work (optim's updates on flattened parameters through torch.elementwise,
+addcmul / addcdiv, Dropout's masks and products) runs here on the threads the Lua side asks for
+(lua/torch/backend/cpu/pointwise.lua and random.lua choose the count with blas.threadsFor: never
+more than torch.setnumthreads and the CPUs free).
 
 Programs: a few assignments over named tensors and scalars, in Python's expression syntax,
     "m = b1*m + c1*g; v = b2*v + c2*g*g; x = x - s*m/(sqrt(v) + eps)"
@@ -17,9 +17,9 @@ what the ones before it wrote, element by element, as the same ops run one after
 Scalars and literals take the tensors' element type (torch7 casts its `real` arguments), so a
 Float program computes in float32 throughout.
 
-numexpr (a dependency) was measured for this and lost: on an AVX-512 machine its float32 VM
-took 4.6x numpy's blocked loops for Adam's step on 11.7M parameters and 1.5x numpy's separate
-passes (docs/performance.md); numpy's loops are the ones used.
+numexpr was measured for this and lost: on an AVX-512 Xeon its float32 VM took 2.8x numpy's
+blocked loops' CPU time for Adam's step on 11.7M parameters and 1.7x numpy's separate passes
+(docs/performance.md); numpy's loops are the ones used, and numexpr is no dependency.
 
 Masks: bernoulli_fill fills r with 1 where a uniform draw is below p (else 0) in chunks of
 MASK_CHUNK elements, chunk i drawn from numpy's PCG64 seeded with SeedSequence(seed,
