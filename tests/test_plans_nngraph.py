@@ -260,7 +260,7 @@ _INVALIDATION = lua_fn("""function(H)
   m:forward(input)
   report[#report + 1] = 'off=' .. tostring(plan.of(m) == nil)
   plans.enabled = true
-  m:double(); ref:double()                                   -- the type: Double runs as before
+  m:double(); ref:double()                                   -- the type: dropped, Double planned afresh
   check('double', input:double())
   check('double2', input:double())
   report[#report + 1] = 'doubleFused=' .. tostring(plan.of(m) ~= nil and #plan.of(m).fchains)
@@ -274,7 +274,7 @@ def test_invalidation(h: Any) -> None:
     assert report["kept"] == "true" and report["replanned"] == "true"
     assert report["fieldDropped"] == "true" and report["resizedDropped"] == "true"
     assert report["modeDropped"] == "true" and report["off"] == "true"
-    assert report["doubleFused"] == "0"
+    assert report["doubleFused"] == "1"   # Double plans too (tests/test_plans_nngraph_double.py)
     for name in ("same", "batch", "field", "resized", "mode", "double", "double2"):
         assert float(report[name]) < 1e-6, (name, report)
 

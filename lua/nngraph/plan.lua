@@ -15,6 +15,7 @@
 -- Linear's output, the graph's inputs) and the gradients reaching it from outside are read per
 -- call. The kernel checks every tensor's type, sizes, strides and storage per call and
 -- declines when one differs: the chain's nodes then run one by one and the plan is dropped.
+-- Chains are Float or Double, each of one type (OneHot's Long indices aside).
 -- A plan is dropped when nn.plans.enabled is false, a chain module's fields (its output,
 -- gradInput, train, constants, ...) or any node's module change, or an input's type or size
 -- changes; gModule:type, clearState and replace drop it too (a loaded or cloned gModule plans
@@ -46,7 +47,16 @@ local computeKinds = {
 }
 local viewKinds = { ['nn.Reshape'] = true, ['nn.SplitTable'] = true, ['nn.Identity'] = true }
 
-local function isFloat(t) return torch.isTensor(t) and torch.type(t) == 'torch.FloatTensor' end
+-- The chains' element types: Float and Double (the kernels run numpy's float32 or float64
+-- loops). A node is a member only when all its tensors have one type; the chain's kernel
+-- declines a chain whose members' types differ (mixed Float and Double: they run as before).
+local realTypes = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
+local function isReal(t, like)
+  if not torch.isTensor(t) then return false end
+  local tt = torch.type(t)
+  if like then return tt == torch.type(like) end
+  return realTypes[tt] == true
+end
 
 local function nodeKind(data)
   local m = data.module
@@ -55,25 +65,27 @@ local function nodeKind(data)
     local inputs = data.input or {}
     if t == 'nn.OneHot' then   -- indices (a Long vector) to rows of outputSize
       local x, out = inputs[1], m.output
-      if #inputs == 1 and torch.type(x) == 'torch.LongTensor' and x:dim() == 1 and isFloat(out)
+      if #inputs == 1 and torch.type(x) == 'torch.LongTensor' and x:dim() == 1 and isReal(out)
           and out:dim() == 2 and out:size(1) == x:size(1) and out:size(2) == m.outputSize then
         return 'compute'
       end
       return nil
     end
     if computeKinds[t] then
-      for _, x in ipairs(inputs) do if not isFloat(x) then return nil end end
-      if computeKinds[t](m, #inputs) and isFloat(m.output) then return 'compute' end
+      local out = m.output
+      if not isReal(out) then return nil end
+      for _, x in ipairs(inputs) do if not isReal(x, out) then return nil end end
+      if computeKinds[t](m, #inputs) then return 'compute' end
       return nil
     end
-    if viewKinds[t] and #inputs == 1 and isFloat(inputs[1]) then
+    if viewKinds[t] and #inputs == 1 and isReal(inputs[1]) then
       if t == 'nn.SplitTable' then
         if not utils.istable(m.output) then return nil end
-        for _, o in ipairs(m.output) do if not isFloat(o) then return nil end end
+        for _, o in ipairs(m.output) do if not isReal(o, inputs[1]) then return nil end end
         return 'view'
       end
       -- Reshape views a contiguous input, but copies any other first: it must have viewed it
-      if isFloat(m.output) and (t ~= 'nn.Reshape' or (m.output:storage() == inputs[1]:storage()
+      if isReal(m.output, inputs[1]) and (t ~= 'nn.Reshape' or (m.output:storage() == inputs[1]:storage()
           and m.output:storageOffset() == inputs[1]:storageOffset())) then
         return 'view'
       end
@@ -390,7 +402,7 @@ local function backwardProgram(chain, gm)
       local gi = m.gradInput
       if chain.kindOf[d] == 'compute' then
         if t == 'nn.OneHot' then   -- gradInput: zeros of the indices' size
-          if not torch.isTensor(gi) or not isFloat(gi) or gi:nElement() ~= d.input[1]:nElement() then return nil end
+          if not isReal(gi, m.output) or gi:nElement() ~= d.input[1]:nElement() then return nil end
         elseif t == 'nn.CAddTable' or t == 'nn.CMulTable' or t == 'nn.CSubTable' then
           if not utils.istable(gi) or #gi ~= #d.input then return nil end
           for i = 1, #gi do if not torch.isTensor(gi[i]) then return nil end end

@@ -6,19 +6,24 @@
 --
 --   chain_compile(prog, T) -> run(T) or nil (nil: a slot or op this compiler does not take)
 --     prog = { nslots = S, ops = { {name, out, a, b}, ... } }, T[1..S] the slot tensors;
---     run(T) checks every slot against the layout it was compiled for (Float, sizes, strides,
---     the storage holding the elements) and returns false, touching nothing, on any
---     difference; else runs the ops in order and returns true.
+--     run(T) checks every slot against the layout it was compiled for (element type, sizes,
+--     strides, the storage holding the elements) and returns false, touching nothing, on any
+--     difference; else runs the ops in order and returns true. A chain is Float or Double (its
+--     first op's output decides; every other operand but onehot's indices must match, else
+--     nothing compiles): numpy's float32 or float64 loops.
 --
 -- Ops (out, a, b slots; c a number):
 --   copy(out, a)  add(out, a, b)  sub(out, a, b)  mul(out, a, b)  addc(out, a, c)  mulc(out, a, c)
 --   sigmoid(out, a): 1 / (1 + exp(-a)) in the Tensor method's four numpy loops    tanh(out, a)
+--     (Double: the op table's unary pass itself, the Tensor method's and so the module's, which
+--     runs a LuaJIT loop below numpy's threshold: the values are the module's to the bit)
 --   sigmoid_bwd(out, g, y): g * (1 - y) * y    tanh_bwd(out, g, y): g * (1 - y * y)
 --   zero(out)
---   onehot(out, idx): out (count x classes, contiguous Float) zero but 1 at column idx[i] of row i
+--   onehot(out, idx): out (count x classes, contiguous) zero but 1 at column idx[i] of row i
 --     (idx Long, 1-D); indices outside [1, classes] make run(T) decline before anything runs
--- (the backward forms round after each float32 step, where the modules' LuaJIT loops compute
--- in double and round once: they agree to float32 rounding). Every operand of an op has the
+-- (the backward forms round after each step, where the modules' LuaJIT loops compute in double
+-- and round once: in Float they agree to float32 rounding; in Double each step is the loop's
+-- own, g * (1 - y) * y in its order, and they agree to the bit). Every operand of an op has the
 -- op's element count; a slot is contiguous or rows of contiguous elements at a row stride (a
 -- narrowed or selected gate), walked row by row; an op whose strided operands disagree on the
 -- row length is not compiled. Ops run in the given order, each reading its operands as it
@@ -30,19 +35,23 @@ local dtype = require 'torch.core.dtype'
 local ufunc = require 'torch.backend.cpu.ufunc'
 
 local fields = object.fields
-local Float, Long = dtype.Float, dtype.Long
+local Float, Double, Long = dtype.Float, dtype.Double, dtype.Long
 
--- numpy's float32 loops the ops use (false where numpy lends none: then nothing compiles)
+-- numpy's loops the ops use, by element type: Float's float32 loops, Double's float64 ones
+-- (false where numpy lends none: then nothing compiles)
 local loopNames = { add = 2, subtract = 2, multiply = 2, negative = 1, exp = 1, reciprocal = 1, tanh = 1 }
-local loops
-local function floatLoops()
+local typeChar = { [Float] = 'f', [Double] = 'd' }
+local loopsOf = {}
+local function realLoops(dt)
+  local loops = loopsOf[dt]
   if loops ~= nil then return loops end
   loops = {}
   for name, nin in pairs(loopNames) do
-    local l = ufunc.loop(name, ('f'):rep(nin) .. '->f')
-    if not l then loops = false; return false end
+    local l = ufunc.loop(name, typeChar[dt]:rep(nin) .. '->' .. typeChar[dt])
+    if not l then loops = false; break end
     loops[name] = l
   end
+  loopsOf[dt] = loops
   return loops
 end
 
@@ -82,7 +91,7 @@ end
 
 local function snapshotLayout(t)
   local f = fields[t]
-  if not f or (f._dt ~= Float and f._dt ~= Long) or not f._st or not f._st._ptr then return nil end
+  if not f or (not typeChar[f._dt] and f._dt ~= Long) or not f._st or not f._st._ptr then return nil end
   local l = layout(f)
   if not l then return nil end
   l.dt = f._dt
@@ -111,7 +120,8 @@ end
 -- byte offset from the slot's first element.
 ffi.cdef [[
 typedef struct {
-  int32_t kind;                 /* 1: unary loop, 2: binary loop, 3: memcpy, 4: zero fill, 5: one-hot */
+  int32_t kind;                 /* 1: unary loop, 2: binary loop, 3: memcpy, 4: zero fill, 5: one-hot,
+                                   6: the op table's unary (n: its entry in tensorOps) */
   int32_t a, b, c;              /* slots of the operands (c the output) */
   intptr_t ao, bo, co;          /* byte offsets from each slot's first element */
   intptr_t sa, sb, sc;          /* byte steps (0: a constant) */
@@ -121,7 +131,9 @@ typedef struct {
 } luabridge_chain_call;
 ]]
 local charp = ffi.typeof('char *')
-local longp, floatp = ffi.typeof('int64_t *'), ffi.typeof('float *')
+local longp = ffi.typeof('int64_t *')
+local realp = { [Float] = ffi.typeof('float *'), [Double] = ffi.typeof('double *') }
+local constsType = { [Float] = ffi.typeof('float[?]'), [Double] = ffi.typeof('double[?]') }
 local callsType = ffi.typeof('luabridge_chain_call[?]')
 local basesType = ffi.typeof('char *[?]')
 local args = ffi.new('char *[3]')
@@ -129,18 +141,24 @@ local dims = ffi.new('intptr_t[1]')
 local steps = ffi.new('intptr_t[3]')
 
 local function compile(prog, T)
-  local L = floatLoops()
-  if not L then return nil end
   local S = prog.nslots
   local lays = {}
   for s = 1, S do
     lays[s] = snapshotLayout(T[s])
     if not lays[s] then return nil end
   end
+  -- one element type for the whole chain, its first output's (Float or Double): an operand of
+  -- another type (mixed Float and Double) makes the chain decline
+  local first = prog.ops[1]
+  local rdt = first and lays[first[2]].dt
+  if not typeChar[rdt] then return nil end
+  local L = realLoops(rdt)
+  if not L then return nil end
+  local esz, rp = rdt.size, realp[rdt]
   local consts, calls = {}, {}
   local function const(v)
     consts[#consts + 1] = v
-    return { const = 4 * (#consts - 1) }
+    return { const = esz * (#consts - 1) }
   end
   local function add(c) calls[#calls + 1] = c end
   -- one loop over the operands (slots, or constants at step 0), by rows where one is strided
@@ -157,7 +175,7 @@ local function compile(prog, T)
         if #operands == 2 and j == 2 then slotKey, offKey, stepKey = 'c', 'co', 'sc' end
         if type(o) == 'number' then
           local lo = lays[o]
-          c[slotKey], c[offKey], c[stepKey] = o, 4 * r * (lo.rows == 1 and cols or lo.rowStride), 4
+          c[slotKey], c[offKey], c[stepKey] = o, esz * r * (lo.rows == 1 and cols or lo.rowStride), esz
         else
           c[slotKey], c[offKey], c[stepKey] = 0, o.const, 0
         end
@@ -171,6 +189,8 @@ local function compile(prog, T)
     return cols
   end
   local checks = {}   -- onehot's index checks, run before any op writes
+  local tensorOps = {}  -- {name, out, a}: the op table's unary(name, T[out], T[a])
+  local unaryOp = backend.of(T[1]).unary
   for _, op in ipairs(prog.ops) do
     local name, out, a, b = op[1], op[2], op[3], op[4]
     local n = lays[out].n
@@ -178,7 +198,7 @@ local function compile(prog, T)
     for j = 2, #op do
       local o = op[j]
       if type(o) == 'number' and lays[o] and (j ~= 3 or name ~= 'onehot') and (name ~= 'mulc' and name ~= 'addc' or j < 4)
-          and lays[o].dt ~= Float then
+          and lays[o].dt ~= rdt then
         return nil
       end
     end
@@ -194,9 +214,9 @@ local function compile(prog, T)
       local cols = rowsOf(la, lo, n)
       if not cols then return nil end
       for r = 0, n / cols - 1 do
-        add({ kind = name == 'copy' and 3 or 4, n = 4 * cols,
-              a = la and a or 0, ao = la and 4 * r * (la.rows == 1 and cols or la.rowStride) or 0,
-              c = out, co = 4 * r * (lo.rows == 1 and cols or lo.rowStride) })
+        add({ kind = name == 'copy' and 3 or 4, n = esz * cols,
+              a = la and a or 0, ao = la and esz * r * (la.rows == 1 and cols or la.rowStride) or 0,
+              c = out, co = esz * r * (lo.rows == 1 and cols or lo.rowStride) })
       end
     elseif binaryOf[name] == true then   -- sigmoid_bwd / tanh_bwd: out = g * f(y)
       local g, y = a, b
@@ -214,6 +234,12 @@ local function compile(prog, T)
       ok = call('add', { a, const(op[4]), out }, n)
     elseif name == 'mulc' then
       ok = call('multiply', { a, const(op[4]), out }, n)
+    elseif (name == 'sigmoid' or name == 'tanh') and rdt == Double then
+      -- the Tensor method's own pass (the module's: a LuaJIT loop below its numpy threshold,
+      -- numpy's loops above), so the values are the module's to the bit
+      if lays[a].n ~= n then return nil end
+      tensorOps[#tensorOps + 1] = { name, out, a }
+      add({ kind = 6, n = #tensorOps })
     elseif name == 'sigmoid' then
       ok = call('negative', { a, out }, n) and call('exp', { out, out }, n)
            and call('add', { out, const(1), out }, n) and call('reciprocal', { out, out }, n)
@@ -233,7 +259,7 @@ local function compile(prog, T)
     e.sa, e.sb, e.sc, e.n = c.sa or 0, c.sb or 0, c.sc or 0, c.n
     if c.fn then e.fn, e.data = c.fn, c.data end
   end
-  local cbuf = ffi.new('float[?]', math.max(#consts, 1), consts)
+  local cbuf = constsType[rdt](math.max(#consts, 1), consts)
   local B = basesType(S + 1)
   B[0] = ffi.cast(charp, cbuf)
   local ez, er, ext = {}, {}, {}
@@ -278,10 +304,13 @@ local function compile(prog, T)
         e.fn(args, dims, steps, e.data)
       elseif kind == 3 then
         copy(B[e.c] + e.co, B[e.a] + e.ao, e.n)
+      elseif kind == 6 then
+        local o = tensorOps[tonumber(e.n)]
+        unaryOp(o[1], t[o[2]], t[o[3]])
       elseif kind == 5 then
         local n, C, step = tonumber(e.n), tonumber(e.bo), tonumber(e.sa)
-        local ip, op = ffi.cast(longp, B[e.a]), ffi.cast(floatp, B[e.c])
-        fill(op, 4 * n * C, 0)
+        local ip, op = ffi.cast(longp, B[e.a]), ffi.cast(rp, B[e.c])
+        fill(op, esz * n * C, 0)
         for i = 0, n - 1 do op[i * C + tonumber(ip[i * step]) - 1] = 1 end
       else
         fill(B[e.c] + e.co, e.n, 0)
