@@ -170,9 +170,11 @@ local loaded, save_load_ms = millis(function()
 end)
 -- The reloaded model must compute exactly what the original does. Both run on one thread here:
 -- a product's thread count is chosen per call from the free CPUs, and another split of a sum
--- rounds differently.
+-- rounds differently. And both have planned themselves (nn.plans): a container's first forward
+-- runs layer by layer, later ones as one fused plan, whose float32 sums round differently.
 local threads = torch.getnumthreads()
 torch.setnumthreads(1)
+loaded:forward(x)
 local again = model:forward(x):clone()
 local after = loaded:forward(x)
 torch.setnumthreads(threads)
