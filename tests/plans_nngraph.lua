@@ -200,6 +200,27 @@ function H.fixed(proto, enabled, input, gradOutput, train, reps)
   return readable({ m }, params, grads), counts.forward, counts.backward
 end
 
+-- char-rnn's model `kind` in element type typ ('float', 'double') through `steps` steps on
+-- random data (seed 3), with plans off and on (H.throughTime, 3 reps): returns both lists of
+-- readable tensors and the planned forward and backward calls of the last rep, then the inputs
+-- of the first step.
+function H.throughTimeCase(kind, typ, vocab, hidden, layers, dropout, steps, batch, train, onehot)
+  torch.manualSeed(3)
+  local proto = H[kind](vocab, hidden, layers, dropout, onehot)
+  proto = proto[typ](proto)
+  local T = typ == 'double' and torch.DoubleTensor or torch.FloatTensor
+  local xs, gy, state0 = {}, {}, {}
+  local nState = kind == 'lstm' and 2 * layers or layers
+  for t = 1, steps do
+    xs[t] = onehot and torch.LongTensor(batch):random(1, vocab) or T(batch, vocab):normal()
+    gy[t] = T(batch, vocab):normal()
+  end
+  for i = 1, nState do state0[i] = T(batch, hidden):normal(0, 0.5) end
+  local off = H.throughTime(proto, false, xs, state0, gy, train, 3)
+  local on, nf, nb = H.throughTime(proto, true, xs, state0, gy, train, 3)
+  return off, on, nf, nb, proto, { xs[1], unpack(state0) }
+end
+
 H.plan = plan
 H.plans = plans
 return H

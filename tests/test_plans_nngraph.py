@@ -32,17 +32,7 @@ def h(lua) -> Any:
 
 
 _THROUGH_TIME = lua_fn("""function(H, kind, vocab, hidden, layers, dropout, steps, batch, train, onehot)
-  torch.manualSeed(3)
-  local proto = H[kind](vocab, hidden, layers, dropout, onehot):float()
-  local xs, gy, state0 = {}, {}, {}
-  local nState = kind == 'lstm' and 2 * layers or layers
-  for t = 1, steps do
-    xs[t] = onehot and torch.LongTensor(batch):random(1, vocab) or torch.FloatTensor(batch, vocab):normal()
-    gy[t] = torch.FloatTensor(batch, vocab):normal()
-  end
-  for i = 1, nState do state0[i] = torch.FloatTensor(batch, hidden):normal(0, 0.5) end
-  local off = H.throughTime(proto, false, xs, state0, gy, train, 3)
-  local on, nf, nb = H.throughTime(proto, true, xs, state0, gy, train, 3)
+  local off, on, nf, nb = H.throughTimeCase(kind, 'float', vocab, hidden, layers, dropout, steps, batch, train, onehot)
   local diff, same = H.difference(off, on)
   return diff, same, nf, nb, #on
 end""")

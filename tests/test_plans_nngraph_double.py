@@ -7,50 +7,26 @@ reaching a Double gModule, a Float tensor beside Double ones, Float inputs after
 the kernel declines (or the node is no member) and everything runs, and reads, as before."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from helpers import N, lua_fn
-
-HELPERS = str(Path(__file__).resolve().parent / "plans_nngraph.lua")
-
-_H = lua_fn("""function(path)
-  package.loaded['plans_nngraph_helpers'] = package.loaded['plans_nngraph_helpers'] or dofile(path)
-  return package.loaded['plans_nngraph_helpers']
-end""")
-
-
-@pytest.fixture(scope="module")
-def h(lua) -> Any:
-    return _H(HELPERS)
-
+from test_plans_nngraph import h  # noqa: F401  (the fixture: tests/plans_nngraph.lua's helpers)
 
 # Returns: the largest difference, whether the lists match in sizes, how many tensors differ in
 # any bit, the planned forward and backward calls of the last rep, the readable tensors' count,
 # and the fused chains of one clone's plan.
 _THROUGH_TIME = lua_fn("""function(H, kind, vocab, hidden, layers, dropout, steps, batch, train, onehot)
-  torch.manualSeed(3)
-  local proto = H[kind](vocab, hidden, layers, dropout, onehot):double()
-  local xs, gy, state0 = {}, {}, {}
-  local nState = kind == 'lstm' and 2 * layers or layers
-  for t = 1, steps do
-    xs[t] = onehot and torch.LongTensor(batch):random(1, vocab) or torch.DoubleTensor(batch, vocab):normal()
-    gy[t] = torch.DoubleTensor(batch, vocab):normal()
-  end
-  for i = 1, nState do state0[i] = torch.DoubleTensor(batch, hidden):normal(0, 0.5) end
-  local off = H.throughTime(proto, false, xs, state0, gy, train, 3)
-  local on, nf, nb = H.throughTime(proto, true, xs, state0, gy, train, 3)
+  local off, on, nf, nb, proto, input = H.throughTimeCase(kind, 'double', vocab, hidden, layers, dropout, steps,
+    batch, train, onehot)
   local diff, same = H.difference(off, on)
   local unequal = 0
   for i = 1, math.min(#off, #on) do
     if off[i]:type() ~= on[i]:type() or not off[i]:equal(on[i]) then unequal = unequal + 1 end
   end
-  -- the chains one Double clone fuses
-  local m = proto:clone()
-  local input = { xs[1], unpack(state0) }
+  local m = proto:clone()   -- the chains one Double clone fuses
   m:forward(input); m:forward(input)
   local P = H.plan.of(m)
   return diff, same, unequal, nf, nb, #on, P and #P.fchains or 0, off[1]:type()
