@@ -124,6 +124,9 @@ function pointwise.define(cls, spec)
                           spec.deviceBackward)
     end
   end
+  -- a backward body reading the output ($4) reads the last forward's: it must still be the
+  -- input's size (an input resized since then would have the loop read past the output's memory)
+  local readsOut = spec.backward ~= nil and spec.backward:find('$4', 1, true) ~= nil
   local deviceOk = (spec.forwardOp or spec.deviceForward) ~= nil
     and (spec.backwardOp or spec.op or spec.deviceBackward) ~= nil
 
@@ -145,7 +148,15 @@ function pointwise.define(cls, spec)
     end
     -- in place, input holds the output and gradOutput becomes gradInput
     local gradInput, output = gradOutput, input
-    if not self.inplace then gradInput, output = self.gradInput:resizeAs(input), self.output end
+    if not self.inplace then
+      output = self.output
+      if readsOut and (not torch.isTensor(output) or output:nElement() ~= input:nElement()) then
+        check.error(('%s: the output of the last forward (%s) does not match input size %s: call forward with this input before backward')
+          :format(torch.type(self), torch.isTensor(output) and check.sizestr(output) or torch.type(output),
+            check.sizestr(input)))
+      end
+      gradInput = self.gradInput:resizeAs(input)
+    end
     local p1, p2, p3 = params(self)
     if not fastBackward(self, gradInput, input, gradOutput, output, p1, p2, p3) then
       backward(self, gradInput, input, gradOutput, output, p1, p2, p3)

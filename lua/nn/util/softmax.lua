@@ -18,12 +18,18 @@ function softmax.dim(m, input)
   return d
 end
 
-local function checkGradOutput(m, input, gradOutput)
+-- gradOutput and the last forward's output (the backward passes read it) must be input's size.
+local function checkGradOutput(m, input, gradOutput, output)
   local d = softmax.dim(m, input)
   if not torch.isTensor(gradOutput) or not gradOutput:isSameSizeAs(input) then
     check.error(('%s: gradOutput size %s does not match input size %s'):format(torch.type(m),
       torch.isTensor(gradOutput) and check.sizestr(gradOutput) or torch.type(gradOutput),
       check.sizestr(input)))
+  end
+  if not torch.isTensor(output) or not output:isSameSizeAs(input) then
+    check.error(('%s: the output of the last forward (%s) does not match input size %s: call forward with this input before backward')
+      :format(torch.type(m), torch.isTensor(output) and check.sizestr(output) or torch.type(output),
+        check.sizestr(input)))
   end
   return d
 end
@@ -55,7 +61,7 @@ end
 
 -- gradInput = y * (gradOutput - sum(gradOutput * y)), times sign.
 function softmax.backward(m, gradInput, input, gradOutput, output, sign)
-  local d = checkGradOutput(m, input, gradOutput)
+  local d = checkGradOutput(m, input, gradOutput, output)
   buffers(m, input)
   m._buf:resizeAs(output):cmul(gradOutput, output)
   torch.sum(m._sum, m._buf, d)
@@ -97,7 +103,7 @@ end
 
 -- gradInput = gradOutput - exp(y) * sum(gradOutput).
 function softmax.logBackward(m, gradInput, input, gradOutput, output)
-  local d = checkGradOutput(m, input, gradOutput)
+  local d = checkGradOutput(m, input, gradOutput, output)
   if logBackwardRows(m, gradInput, gradOutput, output) then return gradInput end
   buffers(m, input)
   torch.sum(m._sum, gradOutput, d)
@@ -120,8 +126,7 @@ local function fastForward(m, kind, output, input)
 end
 
 local function fastBackward(m, kind, gradInput, input, gradOutput, output)
-  checkGradOutput(m, input, gradOutput)
-  if not output:isSameSizeAs(input) then return false end
+  checkGradOutput(m, input, gradOutput, output)
   gradInput:resizeAs(output)
   return backend.of(output).nn_softmax_backward(kind, gradInput, gradOutput, output)
 end
