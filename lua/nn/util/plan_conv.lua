@@ -80,14 +80,61 @@ local function settle(st)
   end
 end
 
+-- The rerun writes only the lazy modules' outputs: every other module of root's tree keeps the
+-- output the plan's run left it, which modules after root may have changed in place since
+-- (fb.resnet.torch's CAddTable(true) and ReLU(true) after a planned branch write into the
+-- branch's output), as torch7's would hold. The rerun computes those into spare tensors, and a
+-- lazy output that aliased one of them is pointed at the kept one, as torch7's aliasing was.
+local function rerun(st, root, lazy)
+  local kept = {}
+  local function spare(mod)
+    if not lazy[mod] then
+      local o = rawget(mod, 'output')
+      if torch.isTensor(o) then kept[mod] = o; rawset(mod, 'output', o.new())
+      elseif type(o) == 'table' then kept[mod] = o; rawset(mod, 'output', {}) end
+    end
+    local list = rawget(mod, 'modules')
+    if type(list) == 'table' then
+      for _, c in ipairs(list) do spare(c) end
+    end
+  end
+  spare(root)
+  local ok, err = pcall(st.layerByLayer, root, st.inputCopy)
+  local moved = {}
+  for mod, o in pairs(kept) do
+    local x = rawget(mod, 'output')
+    if torch.isTensor(x) and torch.isTensor(o) and x:storage() and o:storage() and x:isContiguous()
+        and o:isContiguous() and x:nElement() == o:nElement() then
+      moved[#moved + 1] = { x = x, o = o }
+    end
+    rawset(mod, 'output', o)
+  end
+  for l in pairs(lazy) do
+    local t = rawget(l, 'output')
+    if torch.isTensor(t) and t:storage() then
+      for _, mv in ipairs(moved) do
+        if torch.pointer(t:storage()) == torch.pointer(mv.x:storage()) then
+          local offset = t:storageOffset() - mv.x:storageOffset()
+          if offset >= 0 and offset + t:nElement() <= mv.o:nElement() then
+            rawset(l, 'output', mv.o.new():set(mv.o:storage(), mv.o:storageOffset() + offset, t:size(), t:stride()))
+          end
+          break
+        end
+      end
+    end
+  end
+  return ok, err
+end
+
 function materialize(m)
   local st = lazyOf[m]
   if not st then return end
+  local lazy = st.lazy
   settle(st)
   learning = learning + 1
   local root = st.root[1]
-  if not root then return end
-  local ok, err = pcall(st.layerByLayer, root, st.inputCopy)
+  if not root then learning = learning - 1; return end
+  local ok, err = rerun(st, root, lazy)
   learning = learning - 1
   if not ok then error(err, 0) end
 end
