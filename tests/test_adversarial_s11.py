@@ -83,3 +83,94 @@ end
         assert f"nn.{name}: the output of the last forward (20000x10) does not match input size 1x10" in out[name]
     for name in ("SpatialSoftMax", "SpatialLogSoftMax"):
         assert f"nn.{name}: the output of the last forward (200x10x10x10) does not match input size 1x10x10x10" in out[name]
+
+
+def test_elementwise_names_must_be_identifiers(tmp_path: Path) -> None:
+    """Names travel to Python comma-separated, their sorted order placing the addresses: a name
+    with a comma made one tensor two names there, so a scalar went where an address goes (a
+    segfault); an empty name shifted every address by one (a program wrote the wrong tensor)."""
+    out = lines(th(tmp_path, PRELUDE + r"""
+local N = 1000000
+local x, y = torch.FloatTensor(N):fill(1), torch.FloatTensor(N):fill(2)
+try('comma', function() return torch.elementwise('a = c', {['a,b'] = x, c = y}, {s = 5}) end)
+try('empty', function() return torch.elementwise('x = y', {x = x, [''] = y, y = y}) end)
+try('space', function() return torch.elementwise('x = y', {x = x, ['y z'] = y}) end)
+try('scalar', function() return torch.elementwise('x = y', {x = x, y = y}, {['k,j'] = 1}) end)
+print('untouched\t' .. x:sum() .. ' ' .. y:sum())
+try('still runs', function() assert(torch.elementwise('x = y + k', {x = x, y = y}, {k = 1})); assert(x:sum() == 3 * N) end)
+"""))
+    assert 'torch.elementwise: name "a,b" is not an identifier' in out["comma"]
+    assert 'torch.elementwise: name "" is not an identifier' in out["empty"]
+    assert 'torch.elementwise: name "y z" is not an identifier' in out["space"]
+    assert 'torch.elementwise: name "k,j" is not an identifier' in out["scalar"]
+    assert out["untouched"] == "1000000 2000000"
+    assert out["still runs"] == "ok"
+
+
+def test_blocked_provider_checks_names_and_argument_count() -> None:
+    """The provider's own checks (a caller other than pointwise.lua)."""
+    from luabridge.providers.torch_cpu import blocked
+    calls = blocked.callbacks(None)
+    with pytest.raises(blocked.ProgramError, match="'a b' is not an identifier"):
+        calls["blocked_compile"]("x = x", "a b,x", "")
+    pid = calls["blocked_compile"]("x = y * k", "x,y", "k")
+    with pytest.raises(blocked.ProgramError, match="2 arguments for 2 tensors and 1 scalars"):
+        calls["blocked_run"](pid, "Float", 10, 1, 0.0, 0.0)
+
+
+def test_elementwise_interrupted_on_two_threads_then_runs_again() -> None:
+    """Ctrl-C during threaded blocked runs: KeyboardInterrupt, the workers are waited for, and the
+    runtime's next programs run and give the right values; four runtimes in four Python threads
+    run programs and Dropout's threaded masks at once."""
+    out = py(r"""
+import signal, threading, time
+import luabridge
+signal.signal(signal.SIGINT, signal.default_int_handler)
+run = luabridge.eval('''(function()
+  require 'torch'
+  require('torch.backend.cpu.blas').watchLoad = false
+  torch.setnumthreads(2)
+  local x, y = torch.FloatTensor(2000000):fill(1), torch.FloatTensor(2000000):fill(2)
+  return function(rounds)
+    local pw = require('torch.backend.cpu.pointwise').blocked
+    local r0 = pw.runs
+    for i = 1, rounds do torch.elementwise('x = x*0 + y + k; y = y*1', {x = x, y = y}, {k = i}) end
+    return pw.runs - r0, x[1], x[2000000], y:sum()
+  end
+end)()''')
+def send():
+    time.sleep(0.5)
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+for _ in range(2):
+    t = threading.Thread(target=send); t.start()
+    try:
+        run(10 ** 6)
+        print('not interrupted')
+    except KeyboardInterrupt:
+        print('interrupted')
+    t.join()
+    print('after', run(3))
+SRC = '''(function()
+  require 'nn'
+  require('torch.backend.cpu.blas').watchLoad = false
+  torch.setnumthreads(2)
+  local x, y = torch.FloatTensor(1000000):fill(1), torch.FloatTensor(1000000):fill(2)
+  for i = 1, 20 do torch.elementwise('x = x*0 + y + k', {x = x, y = y}, {k = i}) end
+  local m = nn.Dropout(0.5):float()
+  m:forward(torch.FloatTensor(1000000):fill(1))
+  local kept = m.output:ne(0):sum()
+  return x[1], x[1000000], m.output:sum() / kept, kept > 400000 and kept < 600000
+end)()'''
+res = {}
+def worker(i):
+    try:
+        res[i] = tuple(luabridge.eval(SRC))
+    except BaseException as e:
+        res[i] = repr(e)
+ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print('threads', sorted(res.values()) == [(22, 22, 2, True)] * 4, res)
+""")
+    assert out.count("interrupted\n") == 2 and "not interrupted" not in out, out
+    assert out.count("after (3, 5, 5, 4000000)") == 2, out
+    assert "threads True" in out, out

@@ -306,6 +306,9 @@ def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
             if key not in compiled:
                 names = [s for s in key[1].split(",") if s]
                 scalar_names = [s for s in key[2].split(",") if s]
+                for name in names + scalar_names:
+                    if not name.isidentifier():
+                        raise ProgramError(f"elementwise program {key[0]!r}: name {name!r} is not an identifier")
                 programs.append(Program(key[0], names, scalar_names))
                 compiled[key] = len(programs)
             return compiled[key]
@@ -313,6 +316,9 @@ def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
     def blocked_run(program_id: int, type_name: str, n: int, threads: int, *args: float) -> None:
         prog = programs[int(program_id) - 1]
         k = len(prog.tensors)
+        if len(args) != k + len(prog.scalars):
+            raise ProgramError(f"elementwise program {prog.source!r}: {len(args)} arguments for "
+                               f"{k} tensors and {len(prog.scalars)} scalars")
         run_program(prog, str(type_name), int(n), int(threads), list(args[:k]), list(args[k:]))
 
     def blocked_bernoulli(type_name: str, address: float, n: int, p: float, seed: float, threads: int) -> bool:

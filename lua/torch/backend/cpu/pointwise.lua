@@ -11,6 +11,7 @@ local torch = require 'torch.env'
 local dtype = require 'torch.core.dtype'
 local memory = require 'torch.core.memory'
 local backend = require 'torch.backend'
+local check = require 'torch.core.check'
 local apply = require 'torch.backend.cpu.apply'
 local ufunc = require 'torch.backend.cpu.ufunc'
 local blas = require 'torch.backend.cpu.blas'
@@ -634,6 +635,16 @@ local function namesOf(t, names)
   return true
 end
 
+-- A tensor's or scalar's name as the program names it: an identifier (the names travel to
+-- Python comma-separated, and their order places the addresses: a name with a comma or an empty
+-- one would put a tensor under another's name, or a number where an address goes).
+local function identifier(name)
+  if type(name) ~= 'string' or not name:find('^[%a_][%w_]*$') then
+    check.error(('torch.elementwise: name %q is not an identifier (letters, digits, _)'):format(tostring(name)))
+  end
+  return name
+end
+
 -- programs by source (and by source and names where one source came with other names):
 -- { id, tensors = sorted names, scalars = sorted names, args = reused }, false where the path
 -- is off
@@ -643,8 +654,8 @@ local function programOf(source, tensors, scalars)
   if p and not (namesOf(tensors, p.tensors) and namesOf(scalars, p.scalars)) then p = nil end
   if p == nil then
     local tn, sn = {}, {}
-    for k in pairs(tensors) do tn[#tn + 1] = tostring(k) end
-    for k in pairs(scalars) do sn[#sn + 1] = tostring(k) end
+    for k in pairs(tensors) do tn[#tn + 1] = identifier(k) end
+    for k in pairs(scalars) do sn[#sn + 1] = identifier(k) end
     table.sort(tn)
     table.sort(sn)
     local tnames, snames = table.concat(tn, ','), table.concat(sn, ',')
