@@ -152,11 +152,19 @@ HARNESS = lua_fn(r"""function(builder, src, batch)
     end
   end
   local function change(f) f(model); f(twin) end
+  -- torch7's containers return the same output tensor forward after forward (a program may
+  -- keep the first one): the planned model keeps it where the twin does
+  nn.plans.enabled = false
+  local twinFirst = twin:forward(x)
+  nn.plans.enabled = true
+  local first = model:forward(x)
 
   both(x, 'forward 1', false)
   both(x, 'forward 2', false)
   local x2 = x:clone():normal()
   both(x2, 'forward 3 (new values)', true)
+  if (twin.output == twinFirst) ~= (model.output == first) then note(math.huge, 'output tensor kept over forwards') end
+  if model.output == first then note(maxDiff(first, twin.output), 'the first forward\'s output tensor') end
   both(x, 'forward 4 (after reading)', false)
   both(x, 'forward 5', true)
   change(function(m) m:float() end)
@@ -235,3 +243,43 @@ def test_inplace_after_planned_branch() -> None:
     worst, where, planned = HARNESS(INPLACE_AFTER_BRANCH, "", 2)
     assert worst < TOL, f"planned and layer-by-layer differ by {worst} at {where}"
     assert planned
+
+
+kept_output = lua_fn(r"""function()
+  require 'nn'
+  local function make(last)
+    torch.manualSeed(1)
+    local s = nn.Sequential():add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8))
+      :add(nn.ReLU(true)):add(nn.SpatialConvolution(8, 8, 3, 3, 1, 1, 1, 1))
+    if last == 'bn' then s:add(nn.SpatialBatchNormalization(8)) elseif last == 'relu' then s:add(nn.ReLU(true)) end
+    s:float(); s:evaluate()
+    return s
+  end
+  local worst, same = 0, true
+  for _, last in ipairs { 'none', 'bn', 'relu' } do
+    local m, ref = make(last), make(last)
+    local x, x2 = torch.FloatTensor(2, 3, 8, 8):normal(), torch.FloatTensor(2, 3, 8, 8):normal()
+    local out1 = m:forward(x)
+    m:forward(x2)
+    local out3 = m:forward(x2)
+    same = same and out1 == out3 and out1 == m.output
+    nn.plans.enabled = false
+    local r = ref:forward(x2)
+    nn.plans.enabled = true
+    worst = math.max(worst, (out1 - r):abs():max())
+    -- inner outputs read after (a rerun) leave the kept tensor's value as it was
+    local inner = m.modules[2].output:clone()
+    worst = math.max(worst, (inner - ref.modules[2].output):abs():max(), (out1 - r):abs():max())
+  end
+  return same, worst
+end""")
+
+
+def test_output_tensor_kept_over_forwards() -> None:
+    """A program may keep the tensor the first forward returned (torch7's containers reuse it):
+    the planned forwards write into that tensor too."""
+    if not available():
+        pytest.skip("oneDNN is not installed (pip install 'luabridge[onednn]'): nothing is planned")
+    same, worst = kept_output()
+    assert same, "a planned forward returned another tensor than the first, layer-by-layer, one"
+    assert worst < TOL

@@ -86,11 +86,13 @@ end
 -- branch's output), as torch7's would hold. The rerun computes those into spare tensors, and a
 -- lazy output that aliased one of them is pointed at the kept one, as torch7's aliasing was.
 local function rerun(st, root, lazy)
-  local kept = {}
+  local kept, keptStorages = {}, {}
   local function spare(mod)
     if not lazy[mod] then
       local o = rawget(mod, 'output')
-      if torch.isTensor(o) then kept[mod] = o; rawset(mod, 'output', o.new())
+      if torch.isTensor(o) then
+        kept[mod] = o; rawset(mod, 'output', o.new())
+        if o:storage() then keptStorages[torch.pointer(o:storage())] = true end
       elseif type(o) == 'table' then kept[mod] = o; rawset(mod, 'output', {}) end
     end
     local list = rawget(mod, 'modules')
@@ -99,6 +101,14 @@ local function rerun(st, root, lazy)
     end
   end
   spare(root)
+  -- a lazy module whose own tensor is a kept one (a segment's last module in place: its output
+  -- is the one before it) computes into a spare too
+  for l in pairs(lazy) do
+    local o = rawget(l, 'output')
+    if torch.isTensor(o) and o:storage() and keptStorages[torch.pointer(o:storage())] then
+      rawset(l, 'output', o.new())
+    end
+  end
   local ok, err = pcall(st.layerByLayer, root, st.inputCopy)
   local moved = {}
   for mod, o in pairs(kept) do
@@ -526,6 +536,12 @@ local function runPlan(st, root, input)
       end
       if not sameSizes(sizesOf(current), p.program.input) or not backend.of(current).plan_conv_supported(current) then
         return nil   -- a module before it gave other sizes than when planned: plan again
+      end
+      if not p.out then
+        -- the tensor the layer-by-layer run left in the segment's last module, as torch7 reuses
+        -- it: a program holding the output of an earlier forward sees the later ones
+        local o = rawget(p.last, 'output')
+        if torch.isTensor(o) and torch.typename(o) == torch.typename(current) and o:isContiguous() then p.out = o end
       end
       if not p.out or not p.out:isContiguous() then p.out = current.new() end
       p.out:resize(unpack(p.program.values[p.program.output]))
