@@ -174,3 +174,36 @@ print('threads', sorted(res.values()) == [(22, 22, 2, True)] * 4, res)
     assert out.count("interrupted\n") == 2 and "not interrupted" not in out, out
     assert out.count("after (3, 5, 5, 4000000)") == 2, out
     assert "threads True" in out, out
+
+
+def test_dropout_backward_with_another_size_names_the_module(tmp_path: Path) -> None:
+    """A gradOutput whose size is not the last forward's mask: Dropout names itself and both
+    sizes (it was cmul's error, after gradInput had been resized); p = 1 and p = 0 by setp give
+    torch7's values (NaN for v2's 0/0, zeros for v1; the identity), without numpy's warnings."""
+    r = run_script(tmp_path, PRELUDE + r"""
+require('torch.backend.cpu.blas').watchLoad = false
+torch.setnumthreads(2)
+local N = 600000
+for _, ip in ipairs{false, true} do for _, v1 in ipairs{false, true} do
+  local tag = (ip and 'ip' or '') .. (v1 and 'v1' or 'v2')
+  local m = nn.Dropout(0.5, v1, ip):float()
+  m:forward(torch.FloatTensor(N):fill(1))
+  local gi = m.gradInput:nElement()
+  try(tag, function() m:backward(torch.FloatTensor(2 * N):fill(1), torch.FloatTensor(2 * N):fill(1)) end)
+  print(tag .. ' gradInput\t' .. m.gradInput:nElement() - gi)
+  m:setp(1)
+  local y = m:forward(torch.FloatTensor(N):fill(1))
+  print(tag .. ' p=1\t' .. (v1 and tostring(y:sum()) or tostring(y:ne(y):sum())))
+  m:setp(0)
+  print(tag .. ' p=0\t' .. m:forward(torch.FloatTensor(N):fill(1)):sum())
+end end
+""")
+    assert r.returncode == 0, r.stderr
+    assert "Warning" not in r.stderr, r.stderr
+    out = lines(r.stdout)
+    for tag in ("v2", "v1", "ipv2", "ipv1"):
+        assert (f"nn.Dropout: gradOutput size {2 * 600000} does not match the noise of the last forward "
+                f"({600000})") in out[tag]
+        assert out[f"{tag} gradInput"] == "0"
+        assert out[f"{tag} p=1"] == ("0" if "v1" in tag else "600000")
+        assert out[f"{tag} p=0"] == "600000"

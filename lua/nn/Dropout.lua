@@ -45,6 +45,12 @@ function Dropout:updateOutput(input)
 end
 
 function Dropout:updateGradInput(input, gradOutput)
+  if self.p > 0 and self.train and (not torch.isTensor(gradOutput)
+      or gradOutput:nElement() ~= self.noise:nElement()) then
+    check.error(('%s: gradOutput size %s does not match the noise of the last forward (%s): call forward with this input before backward')
+      :format(torch.type(self), torch.isTensor(gradOutput) and check.sizestr(gradOutput) or torch.type(gradOutput),
+        check.sizestr(self.noise)))
+  end
   if self.inplace then
     self.gradInput:set(gradOutput)
   else

@@ -191,6 +191,12 @@ def _run_range(prog: Program, arrays: list[np.ndarray], scalars: list[Any], lo: 
     temps = _temps(dtype, prog.temps, block)[:prog.temps]
     steps, fixed = _plan(prog, dtype, scalars)
     copyto = np.copyto
+    with np.errstate(all="ignore"):   # torch7's ops give inf / nan without a word
+        _run_blocks(steps, arrays, temps, fixed, lo, hi, block, copyto)
+
+
+def _run_blocks(steps: list, arrays: list[np.ndarray], temps: list[np.ndarray], fixed: list[Any],
+                lo: int, hi: int, block: int, copyto: Callable[..., Any]) -> None:
     for start in range(lo, hi, block):
         stop = min(start + block, hi)
         k = stop - start
