@@ -35,7 +35,7 @@ require 'nn'
 require('torch.backend.cpu.dnnl_eltwise').forceThreads = 2
 function try(label, f)
   local ok, e = pcall(f)
-  print(label .. '\t' .. (ok and 'ok' or tostring(e)))
+  print(label .. '\t' .. (ok and 'ok' or (tostring(e):gsub('\n', ' '))))
 end
 """
 
@@ -207,3 +207,75 @@ end end
         assert out[f"{tag} gradInput"] == "0"
         assert out[f"{tag} p=1"] == ("0" if "v1" in tag else "600000")
         assert out[f"{tag} p=0"] == "600000"
+
+
+PLAN_MODEL = r"""
+local planConv = require 'nn.util.plan_conv'
+""" + r"""local function block(c)
+  local body = nn.Sequential():add(nn.SpatialConvolution(c, c, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(c)):add(nn.ReLU(true))
+    :add(nn.SpatialConvolution(c, c, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(c))
+  return nn.Sequential():add(nn.ConcatTable():add(body):add(nn.Identity())):add(nn.CAddTable(true)):add(nn.ReLU(true))
+end
+function build()
+  torch.manualSeed(1)
+  local m = nn.Sequential():add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+    :add(block(8)):add(nn.SpatialMaxPooling(2, 2, 2, 2)):add(block(8)):add(nn.View(-1):setNumInputDims(3)):add(nn.Linear(128, 5))
+  m:float(); m:evaluate()
+  for _, b in ipairs(m:findModules('nn.SpatialBatchNormalization')) do b.running_mean:uniform(-0.1, 0.1); b.running_var:uniform(0.5, 1.5) end
+  return m
+end
+x = torch.FloatTensor(2, 3, 8, 8):uniform(-1, 1)
+function ref(m, input)
+  nn.plans.enabled = false
+  local r = m:clone():forward(input):clone()
+  nn.plans.enabled = true
+  return r
+end
+"""
+
+
+def test_plan_forward_from_inside_a_module_and_error_mid_forward(tmp_path: Path) -> None:
+    """A planned model whose module calls the model's forward (re-entrancy): the nested run left
+    the modules lazy and the outer one made their stand-in their saved class, so reading a lazy
+    output looped to a stack overflow; now planned and layer-by-layer runs agree, outputs too.
+    A module between segments failing mid-forward left the segments' inner modules with an
+    earlier forward's outputs; now they hold this forward's (up to the failing module)."""
+    out = lines(th(tmp_path, PRELUDE + PLAN_MODEL + r"""
+local Re = torch.class('nn.ReentrantTest', 'nn.Identity')
+local function run(enabled)
+  nn.plans.enabled = enabled
+  local m2 = build(); local depth = 0
+  local inner = nn.ReentrantTest():float()
+  function inner:updateOutput(input)
+    depth = depth + 1
+    if depth == 3 then m2:forward(x:clone():mul(3)) end
+    self.output = input; return input
+  end
+  m2:insert(inner, 5)
+  m2:forward(x); m2:forward(x); local o = m2:forward(x):clone()
+  local conv = m2.modules[4].modules[1].modules[1].modules[1]
+  local c1 = conv.output:clone()
+  local o2 = m2:forward(x):clone()
+  return { o, c1, o2, conv.output:clone() }, planConv.planned(m2)
+end
+local a, planned = run(true)
+local b = run(false)
+nn.plans.enabled = true
+local worst = 0
+for i = 1, 4 do worst = math.max(worst, (a[i] - b[i]):abs():max()) end
+print('reentrant\t' .. tostring(worst < 1e-5) .. ' ' .. tostring(planned))
+
+local m = build(); m:forward(x); m:forward(x)
+local x2 = x:clone():mul(2)
+m.modules[8].weight = torch.FloatTensor(5, 7)
+try('failing', function() return m:forward(x2) end)
+local conv1 = m.modules[1].output
+local inner = m.modules[4].modules[1].modules[1].modules[1].output
+nn.plans.enabled = false
+local want1 = m.modules[1]:clone():forward(x2)
+nn.plans.enabled = true
+print('after error\t' .. tostring((conv1 - want1):abs():max() < 1e-5) .. ' ' .. inner:size(2))
+"""))
+    assert out["reentrant"] == "true true"
+    assert "nn.Linear" in out["failing"]
+    assert out["after error"] == "true 8"

@@ -52,7 +52,12 @@ local function standinOf(mt)
   -- a lazy module differs from itself only by the fields it lacks: reading (or setting) one of
   -- those, or going through all fields, materializes; the rest is its class's as before
   s.__index = function(m, k)
-    if LAZY[k] then materialize(m); return m[k] end
+    if LAZY[k] then
+      materialize(m)
+      -- never left a stand-in with no state to settle it (its read would loop)
+      if debug.getmetatable(m) == s then debug.setmetatable(m, mt) end
+      return m[k]
+    end
     return mt[k]
   end
   s.__newindex = function(m, k, v)
@@ -146,10 +151,15 @@ function materialize(m)
   if not root then learning = learning - 1; return end
   local ok, err = rerun(st, root, lazy)
   learning = learning - 1
-  if not ok then error(err, 0) end
+  -- after a planned forward that failed, the rerun fails at the same module: the outputs up to
+  -- it are torch7's after that forward, and the error was the forward's to raise
+  if not ok and not st.failed then error(err, 0) end
 end
 
 local function makeLazy(st, modules)
+  -- modules this state left lazy already (a forward of root from inside one of its modules
+  -- ran a plan too): back as they were first, or their stand-in would be saved as their class
+  settle(st)
   local lazy = {}
   for _, m in ipairs(modules) do
     -- lazy from another root's plan (a container planned on its own too): back as it was first
@@ -562,7 +572,7 @@ end
 -- layerByLayer(root, input), then a plan is made from what that run saw.
 function planConv.forward(root, input, layerByLayer)
   local st = states[root]
-  if st then settle(st); st.ran = false end
+  if st then settle(st); st.ran, st.failed = false, nil end
   if learning > 0 or root.train ~= false or not torch.isTensor(input) or input:dim() ~= 4
       or not backend.of(input).plan_conv_supported(input) then
     return layerByLayer(root, input)
@@ -570,7 +580,16 @@ function planConv.forward(root, input, layerByLayer)
   local key = inputKey(input)
   if st and st.key == key and holds(st.sig) then
     if not st.plan then return layerByLayer(root, input) end
-    local out = runPlan(st, root, input)
+    local plan = st.plan
+    local ok, out = pcall(runPlan, st, root, input)
+    if not ok then
+      -- a module between segments failed: the segments' inner modules materialize from a
+      -- rerun of this input (up to the failing module, as torch7's run left them), not with
+      -- the outputs of an earlier forward
+      st.failed = true
+      makeLazy(st, plan.lazy)
+      error(out, 0)
+    end
     if out ~= nil then st.ran = true; return out end
     if not st.plan then return layerByLayer(root, input) end
   end
