@@ -159,12 +159,12 @@ if loadavg >= 0 then
   -- closed with this runtime (every threads worker has one): its finalizer runs at lua_close
   blas.loadavgFile = ffi.gc(ffi.new('int[1]', loadavg), function(fd) ffi.C.luabridge_blas_close(fd[0]) end)
   local buf = ffi.new('char[128]')
-  freeCpus = function()
+  freeCpus = function(foreign)
     local got = tonumber(ffi.C.luabridge_blas_pread(loadavg, buf, 127, 0))
     local running = got > 0 and tonumber(ffi.string(buf, got):match(' (%d+)/'))
     if not running then return nil end
     local others = running - 1
-    if spinning > 0 and now() < spinUntil then others = others - spinning end
+    if not foreign and spinning > 0 and now() < spinUntil then others = others - spinning end
     return blas.cpus - others
   end
 end
@@ -174,12 +174,18 @@ end
 blas.watchLoad = true
 
 -- The thread count for a call of `work` units, at least `least` per thread: 1 .. blas.threads,
--- and no more than the free CPUs.
-function blas.threadsFor(work, least)
+-- and no more than the free CPUs. `foreign`: the call runs on another pool than OpenBLAS's
+-- (oneDNN's OpenMP team, Python threads, the executor's team), for which OpenBLAS's workers
+-- still spinning after a threaded product hold their CPUs: a second oneDNN thread woken beside
+-- one took an MLP step at batch 256 from 5.9 to 16 ms on 2 cores (bench/real_models.py).
+function blas.threadsFor(work, least, foreign)
   local n = blas.threads
   if n == 1 or work < 2 * least then return 1 end
   if work < n * least then n = floor(work / least) end
-  local free = blas.watchLoad and freeCpus and freeCpus()
+  if foreign and spinning > 0 and now() < spinUntil then
+    n = math.max(1, math.min(n, blas.cpus - spinning))
+  end
+  local free = blas.watchLoad and freeCpus and freeCpus(foreign)
   if free and free < n then n = free > 1 and free or 1 end
   return n
 end

@@ -177,10 +177,12 @@ end
 -- bench/eltwise_threads.py (docs/performance.md has the numbers); a pass not listed stays.
 local DEFAULT = { one = math.huge, least = math.huge }
 local never = math.huge
--- least: a second thread's share must save twice the ~4 µs its start costs (the team sleeps
--- between calls): 64K elements per thread for the passes near memory speed (~0.15 ns an
--- element), 32K for those costing twice that; 64K where numpy's loop is as fast at 1 thread.
-local CHEAP, DEAR = 65536, 32768
+-- least: a second thread's share must pay for waking the team (it sleeps between calls) on a
+-- CPU where another pool may be running or spinning: 1M elements per thread for the passes near
+-- memory speed, 512K for those costing twice that. (64K and 32K, from the ~4 µs a start costs
+-- alone, made an MLP step at batch 256, whose ReLUs have 131K elements, 2.5x slower on 2
+-- threads than on 1: bench/real_models.py.)
+local CHEAP, DEAR = 1048576, 524288
 local function limit(one, least) return { one = one, least = least or CHEAP } end
 eltwise.limits = {
   ef = { Threshold = limit(16384), LeakyReLU = limit(1024), ELU = limit(512, DEAR), Tanh = limit(never),
@@ -207,7 +209,7 @@ function eltwise.threads(group, name, n)
   if eltwise.forceThreads then return eltwise.forceThreads end
   local limit = eltwise.limits[group][name] or DEFAULT
   if n < limit.one and n < 2 * limit.least then return nil end
-  local threads = blas.threadsFor(n, limit.least)
+  local threads = blas.threadsFor(n, limit.least, true)
   if threads == 1 and n < limit.one then return nil end
   return threads
 end

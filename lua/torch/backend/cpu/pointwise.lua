@@ -699,7 +699,7 @@ local function runBlocked(source, tensors, scalars)
     end
     args[4 + i] = pt
   end
-  local threads = blas.threadsFor(n, blocked.least[dt.name])
+  local threads = blas.threadsFor(n, blocked.least[dt.name], true)
   if threads < 2 and not blocked.oneThread[dt.name] then return false end
   args[1], args[2], args[3], args[4] = p.id, dt.name, n, threads
   local k = 4 + #names

@@ -201,7 +201,8 @@ require('torch.backend').register('cpu', {
   set_threads = blas.setThreads,
   threads = function() return blas.threads end,
   cpus = function() return blas.cpus end,
-  -- the thread count for a pass of `work` units, at least `least` a thread (blas.threadsFor's
-  -- rule: torch.setnumthreads, never more than the free CPUs)
-  threads_for = function(work, least) return blas.threadsFor(work, least) end,
+  -- the thread count for a pass of `work` units, at least `least` a thread, run by a pool other
+  -- than OpenBLAS's (blas.threadsFor's rule: torch.setnumthreads, never more than the free CPUs,
+  -- OpenBLAS's spinning workers counted busy)
+  threads_for = function(work, least) return blas.threadsFor(work, least, true) end,
 })

@@ -166,7 +166,7 @@ local function threadedMask(r, p, g)
   local addr = tonumber(ffi.cast(intptr, r._st._ptr)) + r._off * size
   if addr % size ~= 0 then return false end
   local seed = random32(g)
-  return py.blocked_bernoulli(r._dt.name, addr, n, p, seed, blas.threadsFor(n, masks.least))
+  return py.blocked_bernoulli(r._dt.name, addr, n, p, seed, blas.threadsFor(n, masks.least, true))
 end
 
 require('torch.backend').register('cpu', {
