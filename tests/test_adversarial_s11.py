@@ -279,3 +279,37 @@ print('after error\t' .. tostring((conv1 - want1):abs():max() < 1e-5) .. ' ' .. 
     assert out["reentrant"] == "true true"
     assert "nn.Linear" in out["failing"]
     assert out["after error"] == "true 8"
+
+
+def test_fused_group_workers_end_with_their_runtime() -> None:
+    """Each runtime's team of fused-group workers (fusion_threads.lua) waited for jobs for the
+    rest of the process once its runtime was gone: a program running large groups from threads
+    that come and go piled up a worker thread (and its Lua runtime) per thread. Now a closed
+    runtime stops its workers; the values stay right."""
+    out = py(r"""
+import gc, threading, time
+import numpy as np
+import luabridge.tinyflow as tf
+from luabridge.graph import Session
+from luabridge.core.runtime import bridge
+SET = "local torch = require 'torch'; require('torch.backend.cpu.blas').watchLoad = false; torch.setnumthreads(2)"
+def work(i, out):
+    b = bridge(); b.call(b.load(SET, "=s"))
+    x = tf.placeholder(tf.float32, name="x")
+    z = tf.exp(tf.tanh(x * 0.5) + 1.0) * x
+    xv = np.random.default_rng(i).random(400003).astype(np.float32)
+    r = Session("cpu fusion").run(z, {x: xv})
+    out[i] = bool(np.allclose(r, np.exp(np.tanh(xv * 0.5) + 1) * xv, rtol=1e-5))
+before = threading.active_count()
+out = {}
+for rnd in range(2):
+    ts = [threading.Thread(target=work, args=(rnd * 4 + i, out)) for i in range(4)]
+    [t.start() for t in ts]; [t.join() for t in ts]
+print('values', sorted(out.values()) == [True] * 8)
+deadline = time.monotonic() + 60
+while threading.active_count() > before and time.monotonic() < deadline:
+    gc.collect(); time.sleep(0.2)
+print('left', threading.active_count() - before, [t.name for t in threading.enumerate()])
+""")
+    assert "values True" in out, out
+    assert "left 0 " in out, out

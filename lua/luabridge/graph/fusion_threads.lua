@@ -135,7 +135,21 @@ function M.work(address, index)
   unlock(team.mutex)
 end
 
-local team, workers, pid, serials = nil, {}, nil, 0
+local team, workers, pid, serials, guard = nil, {}, nil, 0, nil
+
+-- Stops team t's workers without waiting for them: they wake, see `stop` and end. Run when the
+-- runtime that made t closes (or collects its guard): its workers would otherwise wait for
+-- jobs for the rest of the process, each thread holding a runtime of its own (one per closed
+-- runtime: a program starting threads that each run a large group piled them up). t's memory
+-- stays (a worker may still be reading it); only the process that made t touches it (a forked
+-- child's copy of a mutex may be held by a thread the child does not have).
+local function release(t, owner)
+  if C.luabridge_fusion_getpid() ~= owner then return end
+  lock(t.mutex)
+  t.stop = 1
+  C.luabridge_fusion_broadcast(t.wake)
+  unlock(t.mutex)
+end
 
 local function newTeam()
   local t = ffi.cast('luabridge_fusion_team *', C.luabridge_fusion_malloc(ffi.sizeof('luabridge_fusion_team')))
@@ -151,7 +165,11 @@ end
 -- Python's threads.Thread), the team has fewer and the caller runs the chunks nobody takes.
 local function teamOf(n)
   local now = C.luabridge_fusion_getpid()
-  if pid ~= now then team, workers, pid, M.startError = newTeam(), {}, now, nil end
+  if pid ~= now then
+    team, workers, pid, M.startError = newTeam(), {}, now, nil
+    local t, owner = team, now
+    guard = ffi.gc(ffi.new('char[1]'), function() release(t, owner) end)
+  end
   if #workers < n and not M.startError then
     local address = tonumber(ffi.cast('uintptr_t', team))
     for i = #workers + 1, n do
@@ -205,12 +223,10 @@ end
 -- Stops this runtime's workers and waits for them (a later job starts new ones).
 function M.stop()
   if not team or pid ~= C.luabridge_fusion_getpid() then return end
-  lock(team.mutex)
-  team.stop = 1
-  C.luabridge_fusion_broadcast(team.wake)
-  unlock(team.mutex)
+  release(team, pid)
   for _, w in ipairs(workers) do w:free() end
   team, workers, pid = nil, {}, nil
+  if guard then ffi.gc(guard, nil); guard = nil end
 end
 
 -- The jobs this runtime has split over threads, and the chunks its workers ran (tests check
