@@ -313,3 +313,24 @@ print('left', threading.active_count() - before, [t.name for t in threading.enum
 """)
     assert "values True" in out, out
     assert "left 0 " in out, out
+
+
+def test_nan_activation_parameters_run_the_modules_own_pass(tmp_path: Path) -> None:
+    """A NaN parameter (nn.ELU(0/0), nn.LeakyReLU(0/0)) keyed oneDNN's plan table: 'table index
+    is NaN' from dnnl_eltwise.lua; now oneDNN declines and the module's loop gives its NaNs, as
+    with oneDNN off."""
+    out = lines(th(tmp_path, PRELUDE + r"""
+local x = torch.randn(100000):float()
+for _, name in ipairs{'ELU', 'LeakyReLU'} do
+  local m = nn[name](0/0):float()
+  try(name, function()
+    local y, g = m:forward(x):clone(), m:backward(x, x):clone()
+    require('torch.backend.cpu.dnnl_eltwise').enabled = false
+    local y2, g2 = m:forward(x):clone(), m:backward(x, x):clone()
+    require('torch.backend.cpu.dnnl_eltwise').enabled = true
+    local function same(a, b) return a:ne(a):eq(b:ne(b)):all() and a:eq(a):cmul(a:ne(b)):sum() == 0 end
+    assert(same(y, y2) and same(g, g2), 'values differ')
+  end)
+end
+"""))
+    assert out == {"ELU": "ok", "LeakyReLU": "ok"}
