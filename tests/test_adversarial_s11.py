@@ -334,3 +334,17 @@ for _, name in ipairs{'ELU', 'LeakyReLU'} do
 end
 """))
     assert out == {"ELU": "ok", "LeakyReLU": "ok"}
+
+
+def test_log_softmax_row_loops_decline_operands_of_other_sizes(tmp_path: Path) -> None:
+    """The op table's LogSoftMax row loops read every operand for the output's rows: they now
+    decline (false) where an operand has another element count, whoever calls them."""
+    out = lines(th(tmp_path, PRELUDE + r"""
+local ops = require('torch.backend').of(torch.FloatTensor())
+local out, buf = torch.FloatTensor(20000, 10):uniform(), torch.FloatTensor(20000, 10)
+local gi, go = torch.FloatTensor(20000, 10), torch.FloatTensor(1, 10):fill(1)
+try('backward', function() assert(ops.log_softmax_rows_backward(gi, go, out, buf) == false) end)
+try('forward', function() assert(ops.log_softmax_rows_forward(torch.FloatTensor(20000, 10), go, buf) == false) end)
+try('same sizes', function() assert(ops.log_softmax_rows_backward(gi, gi:clone(), out, buf) == true) end)
+"""))
+    assert out == {"backward": "ok", "forward": "ok", "same sizes": "ok"}

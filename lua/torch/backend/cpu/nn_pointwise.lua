@@ -70,13 +70,13 @@ function ops.table_extremum_route(gi, index, gradOutput, i) route(gi, index, gra
 local floating = { ['torch.FloatTensor'] = true, ['torch.DoubleTensor'] = true }
 
 -- Row count and length of t when every tensor in `others` and t are contiguous Float / Double
--- of t's type, 1-D or 2-D; else nil. (Types by name and metatable: t:type() is a tail call,
--- and many in one trace abort it.)
+-- of t's type and element count, 1-D or 2-D; else nil. (Types by name and metatable: t:type()
+-- is a tail call, and many in one trace abort it.)
 local function rows(t, others)
   if not floating[torch.typename(t)] or t:dim() > 2 or not apply.isContiguous(t) then return nil end
-  local mt = getmetatable(t)
+  local mt, n = getmetatable(t), numel(t)
   for _, x in ipairs(others) do
-    if getmetatable(x) ~= mt or not apply.isContiguous(x) then return nil end
+    if getmetatable(x) ~= mt or not apply.isContiguous(x) or numel(x) ~= n then return nil end
   end
   if t:dim() == 1 then return 1, t:size(1) end
   return t:size(1), t:size(2)
