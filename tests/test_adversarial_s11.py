@@ -348,3 +348,49 @@ try('forward', function() assert(ops.log_softmax_rows_forward(torch.FloatTensor(
 try('same sizes', function() assert(ops.log_softmax_rows_backward(gi, gi:clone(), out, buf) == true) end)
 """))
     assert out == {"backward": "ok", "forward": "ok", "same sizes": "ok"}
+
+
+def test_onednn_in_a_child_forked_after_its_threads_started() -> None:
+    """GNU OpenMP is not fork-safe: a child forked after oneDNN ran a pass on 2 threads waited
+    for ever in its next pass (an activation, a convolution). The child now runs oneDNN on one
+    thread, with the parent's values; a plan made for 2 threads raises a clear error there."""
+    out = py(r"""
+import os, time
+import luabridge
+f = luabridge.eval('''(function()
+  require 'nn'
+  require('torch.backend.cpu.blas').watchLoad = false
+  torch.setnumthreads(2)
+  local e = require('torch.backend.cpu.dnnl_eltwise')
+  torch.manualSeed(3)
+  local x = torch.FloatTensor(1000000):uniform(-1, 1)
+  local conv = nn.SpatialConvolution(16, 16, 3, 3):float()
+  local xc = torch.FloatTensor(8, 16, 32, 32):uniform()
+  return function(force)
+    e.forceThreads = force
+    local ok, y = pcall(function() return nn.ELU():float():forward(x):sum() end)
+    e.forceThreads = nil
+    if not ok then return tostring(y) end
+    return y, conv:forward(xc):sum()
+  end
+end)()''')
+parent = f(None)
+f(2)
+pid = os.fork()
+if pid == 0:
+    child = f(None)
+    forced = f(2)
+    os._exit(0 if child == parent and 'not fork-safe' in str(forced) else 3)
+deadline = time.monotonic() + 120
+while time.monotonic() < deadline:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print('child exit', os.waitstatus_to_exitcode(status))
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    print('child hung')
+""")
+    assert "child exit 0" in out, out

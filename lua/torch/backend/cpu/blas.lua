@@ -181,6 +181,9 @@ blas.watchLoad = true
 function blas.threadsFor(work, least, foreign)
   local n = blas.threads
   if n == 1 or work < 2 * least then return 1 end
+  -- a child forked after oneDNN's OpenMP team grew runs every pass on one thread (dnnl.lua)
+  local dnnl = package.loaded['torch.backend.cpu.dnnl']
+  if type(dnnl) == 'table' and dnnl.forkedChild and dnnl.forkedChild() then return 1 end
   if work < n * least then n = floor(work / least) end
   if foreign and spinning > 0 and now() < spinUntil then
     n = math.max(1, math.min(n, blas.cpus - spinning))

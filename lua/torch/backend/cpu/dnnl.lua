@@ -242,6 +242,16 @@ end
 local teamMade = 1
 local blockCtrlC = require('torch.backend.cpu.signals').blockCtrlC
 
+-- GNU OpenMP is not fork-safe: in a child forked after its team grew, a primitive made for 2+
+-- threads waits for workers the child does not have (for ever). There every thread count asked
+-- of blas.threadsFor is 1 (new plans, made for one thread, run without the team), and a plan
+-- made for more raises an error rather than hang.
+pcall(ffi.cdef, 'int luabridge_dnnl_getpid(void) __asm__("getpid");')
+local teamPid = nil
+function dnnl.forkedChild()
+  return teamPid ~= nil and ffi.C.luabridge_dnnl_getpid() ~= teamPid
+end
+
 local function execute(s)
   check(lib.dnnl_primitive_execute(s.prim, stream, s.n, s.args), 'primitive_execute')
 end
@@ -257,6 +267,10 @@ local function executeAll(plan)
 end
 
 function dnnl.run(plan, ...)
+  if plan.threads > 1 and dnnl.forkedChild() then
+    error(('oneDNN: a pass made for %d threads in a process forked after OpenMP started its threads '
+      .. '(GNU OpenMP is not fork-safe): this process runs oneDNN on one thread'):format(plan.threads), 2)
+  end
   local user = plan.user
   for i = 1, select('#', ...) do lib.dnnl_memory_set_data_handle(user[i], (select(i, ...))) end
   gomp.omp_set_num_threads(plan.threads)
@@ -267,6 +281,7 @@ function dnnl.run(plan, ...)
   unblock()
   if not ok then error(err, 0) end
   teamMade = plan.threads
+  teamPid = teamPid or ffi.C.luabridge_dnnl_getpid()
 end
 
 -- Float32 GEMM as BLAS's (column-major, alpha 1): C = op(A) op(B) + beta C, on a matmul
