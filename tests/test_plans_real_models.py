@@ -40,37 +40,29 @@ def source(repo: str, path: str) -> str:
     return done.stdout
 
 
+# fb.resnet.torch's models/resnet.lua at depth 20 for CIFAR-10 (shortcut type %s): `require 'cunn'`
+# and the global `cudnn` (main.lua requires cudnn) stand for nn's modules, as cudnn.convert(model, nn)
+# would give
+RESNET = r"""function(src)
+      local saved, savedCunn = rawget(_G, 'cudnn'), package.loaded.cunn
+      cudnn = { SpatialConvolution = nn.SpatialConvolution, SpatialAveragePooling = nn.SpatialAveragePooling,
+                ReLU = nn.ReLU, SpatialBatchNormalization = nn.SpatialBatchNormalization, version = 5005 }
+      package.loaded.cunn = true
+      local ok, model = pcall(function()
+        return loadstring(src, '@models/resnet.lua')()({ depth = 20, dataset = 'cifar10', shortcutType = '%s',
+          tensorType = 'torch.FloatTensor' })
+      end)
+      cudnn, package.loaded.cunn = saved, savedCunn
+      assert(ok, model)
+      return model, { 3, 32, 32 }
+    end"""
+
 # Builders: each gets the model file's source and returns the Float model and its input sizes
 # (without the batch). The files run unchanged but for what needs a GPU (noted per builder).
 BUILDERS = {
-    # fb.resnet.torch: `require 'cunn'` and the global `cudnn` (main.lua requires cudnn) stand
-    # for nn's modules, as cudnn.convert(model, nn) would give
-    "resnet20_cifar_B": ("facebook+fb.resnet.torch", "models/resnet.lua", r"""function(src)
-      local saved, savedCunn = rawget(_G, 'cudnn'), package.loaded.cunn
-      cudnn = { SpatialConvolution = nn.SpatialConvolution, SpatialAveragePooling = nn.SpatialAveragePooling,
-                ReLU = nn.ReLU, SpatialBatchNormalization = nn.SpatialBatchNormalization, version = 5005 }
-      package.loaded.cunn = true
-      local ok, model = pcall(function()
-        return loadstring(src, '@models/resnet.lua')()({ depth = 20, dataset = 'cifar10', shortcutType = 'B',
-          tensorType = 'torch.FloatTensor' })
-      end)
-      cudnn, package.loaded.cunn = saved, savedCunn
-      assert(ok, model)
-      return model, { 3, 32, 32 }
-    end"""),
-    "resnet20_cifar_A": ("facebook+fb.resnet.torch", "models/resnet.lua", r"""function(src)
-      local saved, savedCunn = rawget(_G, 'cudnn'), package.loaded.cunn
-      cudnn = { SpatialConvolution = nn.SpatialConvolution, SpatialAveragePooling = nn.SpatialAveragePooling,
-                ReLU = nn.ReLU, SpatialBatchNormalization = nn.SpatialBatchNormalization, version = 5005 }
-      package.loaded.cunn = true
-      local ok, model = pcall(function()
-        return loadstring(src, '@models/resnet.lua')()({ depth = 20, dataset = 'cifar10', shortcutType = 'A',
-          tensorType = 'torch.FloatTensor' })
-      end)
-      cudnn, package.loaded.cunn = saved, savedCunn
-      assert(ok, model)
-      return model, { 3, 32, 32 }
-    end"""),
+    "resnet20_cifar_B": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % "B"),
+    # shortcut A (opts.lua's default for CIFAR): average pooling and nn.Concat(Identity, MulConstant(0))
+    "resnet20_cifar_A": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % "A"),
     "vgg_bn_drop": ("szagoruyko+cifar.torch", "models/vgg_bn_drop.lua", r"""function(src)
       return loadstring(src, '@models/vgg_bn_drop.lua')():float(), { 3, 32, 32 }
     end"""),
