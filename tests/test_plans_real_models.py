@@ -229,10 +229,17 @@ INPLACE_AFTER_BRANCH = r"""function(src)
 end"""
 
 
-def test_inplace_after_planned_branch() -> None:
+@pytest.mark.parametrize("body_end", ["bn", "relu"])
+def test_inplace_after_planned_branch(body_end: str) -> None:
+    """body_end relu: the body's last module is ReLU(true), whose output is its batch norm's."""
     if not available():
         pytest.skip("oneDNN is not installed (pip install 'luabridge[onednn]'): nothing is planned")
-    worst, where, planned = HARNESS(INPLACE_AFTER_BRANCH, "", 2)
+    builder = INPLACE_AFTER_BRANCH
+    if body_end == "relu":
+        builder = builder.replace("1, 1, 1, 1)):add(nn.SpatialBatchNormalization(n))\n",
+                                  "1, 1, 1, 1)):add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))\n")
+        assert builder != INPLACE_AFTER_BRANCH
+    worst, where, planned = HARNESS(builder, "", 2)
     assert worst < TOL, f"planned and layer-by-layer differ by {worst} at {where}"
     assert planned
 
