@@ -106,6 +106,10 @@ local function rerun(st, root, lazy)
     end
   end
   spare(root)
+  -- the random numbers the plan's run drew (a module between segments drawing noise): drawn again
+  -- the same, and the program's stream left where it was
+  local rng, now = st.rng, nil
+  if rng then now = torch.getRNGState(); torch.setRNGState(rng) end
   -- a lazy module whose own tensor is a kept one (a segment's last module in place: its output
   -- is the one before it) computes into a spare too
   for l in pairs(lazy) do
@@ -115,6 +119,7 @@ local function rerun(st, root, lazy)
     end
   end
   local ok, err = pcall(st.layerByLayer, root, st.inputCopy)
+  if rng then torch.setRNGState(now) end
   local moved = {}
   for mod, o in pairs(kept) do
     local x = rawget(mod, 'output')
@@ -532,6 +537,11 @@ local function runPlan(st, root, input)
   local threads = backend.of(input).plan_conv_threads()
   st.inputCopy = st.inputCopy or input.new()
   st.inputCopy:resizeAs(input):copy(input)
+  if plan.mixed == nil then
+    plan.mixed = false
+    for _, p in ipairs(plan.pieces) do if not p.program then plan.mixed = true end end
+  end
+  st.rng = plan.mixed and torch.getRNGState() or nil
   for _, p in ipairs(plan.pieces) do
     if p.program then
       local exe = p.exes[threads]
