@@ -5,6 +5,8 @@ gradients after an evaluation-mode backward, training mode (layer by layer eithe
 dropped when the tree, a module's fields, the weights' values, the input's sizes or the mode
 change; torch.type / isTypeOf / clearState / torch.save on a model that ran planned; a failed
 forward raises torch7's error and leaves the model usable."""
+from pathlib import Path
+
 import pytest
 
 from helpers import lua_fn
@@ -133,19 +135,7 @@ HARNESS = r"""function(models)
   local planConv = require 'nn.util.plan_conv'
   local H = {}
 
-  local function maxDiff(a, b)
-    if torch.type(a) == 'table' then
-      local d = 0
-      for i = 1, math.max(#a, #b) do d = math.max(d, maxDiff(a[i], b[i])) end
-      return d
-    end
-    if a == nil and b == nil then return 0 end
-    if not torch.isTensor(a) or not torch.isTensor(b) then return math.huge end
-    if a:nElement() == 0 and b:nElement() == 0 then return 0 end
-    if not a:isSameSizeAs(b) then return math.huge end
-    local scale = math.max(1, b:clone():abs():max())
-    return a:clone():double():add(-1, b:clone():double()):abs():max() / scale
-  end
+  local maxDiff = dofile('@COMPARE@')
   H.maxDiff = maxDiff
 
   local function copyOf(v)
@@ -262,7 +252,7 @@ HARNESS = r"""function(models)
     return maxDiff(out, ref), planned
   end
   return H
-end"""
+end""".replace("@COMPARE@", str(Path(__file__).resolve().parent / "plans_compare.lua"))
 
 harness = lua_fn("function(models, code) return loadstring('return ' .. code)()(models) end")
 _H = {}
