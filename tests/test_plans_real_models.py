@@ -231,6 +231,24 @@ def test_inplace_after_planned_branch(body_end: str) -> None:
     assert planned
 
 
+def test_seg_nn_compression_branch_entries_after_reads(monkeypatch) -> None:
+    """seg-nn-compression's ResNet-34 (512x512, CamVid): after a first read of the inner outputs,
+    a later planned forward and read left an nn.ConcatTable's first entry at the rerun's spare
+    tensor, 1.0 (relative) away from its branch's output (fixed: the rerun repoints a lazy
+    table's entries as it does lazy tensors)."""
+    if not available():
+        pytest.skip("oneDNN is not installed (pip install 'luabridge[onednn]'): nothing is planned")
+    if not (MIRROR / "zhiltsov-max+seg-nn-compression" / "repo").is_dir():
+        pytest.skip(f"{MIRROR} has no seg-nn-compression (the corpus mirror exists only on the project's machine)")
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import real_programs as rp
+    monkeypatch.setattr(rp, "HARNESS", Path(__file__).resolve().parent / "plans_eval_sweep.lua")
+    corpus = rp.load_manifest(None)
+    model = next(m for m in corpus.models if m.name == "seg-nn-compression ResNet-34 (CamVid 512x512)")
+    result = rp.run_model(model, MIRROR, 1.0, corpus.repos.get(model.repo))
+    assert result.ok, result.detail
+
 kept_output = lua_fn(r"""function()
   require 'nn'
   local function make(last)

@@ -129,18 +129,27 @@ local function rerun(st, root, lazy)
     end
     rawset(mod, 'output', o)
   end
+  -- t, or the view of the kept tensor at t's place where t lies in a spare
+  local function repointed(t)
+    if not (torch.isTensor(t) and t:storage()) then return t end
+    for _, mv in ipairs(moved) do
+      if torch.pointer(t:storage()) == torch.pointer(mv.x:storage()) then
+        local offset = t:storageOffset() - mv.x:storageOffset()
+        if offset >= 0 and offset + t:nElement() <= mv.o:nElement() then
+          return mv.o.new():set(mv.o:storage(), mv.o:storageOffset() + offset, t:size(), t:stride())
+        end
+        return t
+      end
+    end
+    return t
+  end
   for l in pairs(lazy) do
     local t = rawget(l, 'output')
-    if torch.isTensor(t) and t:storage() then
-      for _, mv in ipairs(moved) do
-        if torch.pointer(t:storage()) == torch.pointer(mv.x:storage()) then
-          local offset = t:storageOffset() - mv.x:storageOffset()
-          if offset >= 0 and offset + t:nElement() <= mv.o:nElement() then
-            rawset(l, 'output', mv.o.new():set(mv.o:storage(), mv.o:storageOffset() + offset, t:size(), t:stride()))
-          end
-          break
-        end
-      end
+    if torch.isTensor(t) then
+      rawset(l, 'output', repointed(t))
+    elseif type(t) == 'table' then
+      -- a lazy ConcatTable's entries are its branches' outputs: the same tensors as theirs
+      for i, v in ipairs(t) do t[i] = repointed(v) end
     end
   end
   return ok, err
