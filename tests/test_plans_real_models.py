@@ -6,10 +6,12 @@ layer by layer (nn.plans.enabled = false), comparing the output and every module
 after the forward) on two consecutive forwards, after `:float()`, after `:clearState()`, after a
 weight and batch-norm statistics changed in place, and after torch.save/torch.load.
 
-The repositories live in /work/.mirror (the search tool's mirror: `owner+name/repo`, a git
-directory); where it or a repository is absent (CI) each test skips with the reason."""
+The repositories live in the search tool's mirror beside the project (`../.mirror` from its root,
+or $LUABRIDGE_MIRROR: `owner+name/repo`, a git directory); where it or a repository is absent
+(CI) each test skips with the reason."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,7 +20,7 @@ import pytest
 
 from helpers import lua_fn
 
-MIRROR = Path("/work/.mirror")
+MIRROR = Path(os.environ.get("LUABRIDGE_MIRROR") or Path(__file__).resolve().parents[2] / ".mirror")
 
 available = lua_fn("""function()
   require 'nn'
