@@ -101,8 +101,9 @@ dnnl.ARG = { SRC = 1, DST = 17, WEIGHTS = 33, BIAS = 41, MEAN = 49, VARIANCE = 5
   SHIFT = 52, WORKSPACE = 64, DIFF_SRC = 129, DIFF_DST = 145, DIFF_WEIGHTS = 161, DIFF_BIAS = 169,
   DIFF_SCALE = 255, DIFF_SHIFT = 256 }
 local QUERY_EXEC_ARG_MD = 255
-local ARG_FROM, ARG_TO = 1, 17
+local ARG_FROM, ARG_TO = 1, 17                 -- a reorder's source and destination
 local ALLOCATE = ffi.cast('void *', -1)   -- DNNL_MEMORY_ALLOCATE: the library owns the buffer
+dnnl.ARG_FROM, dnnl.ARG_TO, dnnl.ALLOCATE = ARG_FROM, ARG_TO, ALLOCATE
 
 local lib, gomp, engine, stream
 
@@ -120,6 +121,7 @@ end
 local function check(status, what)
   if status ~= 0 then error(('oneDNN: %s failed (status %d)'):format(what, status), 2) end
 end
+dnnl.check = check
 
 local function load()
   if not os.getenv('OMP_WAIT_POLICY') and not os.getenv('GOMP_SPINCOUNT') then
@@ -189,6 +191,11 @@ local function primitive(pd, what)
   check(lib.dnnl_primitive_create(p, pd), what)
   return ffi.gc(p[0], lib.dnnl_primitive_destroy)
 end
+-- For files that declare more of oneDNN's API (nn_plan.lua): a memory object on the engine
+-- (handle: the caller's buffer, nil, or ALLOCATE), a primitive of pd, and the layout pd wants
+-- for argument arg; each released with its last reference.
+dnnl.memory, dnnl.primitive = memory, primitive
+function dnnl.queryMd(pd, arg) return lib.dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, arg) end
 
 -- A primitive descriptor from create(pd_out, engine, ...), destroyed with its last reference.
 function dnnl.pd(create, what, ...)

@@ -35,32 +35,19 @@ local QUERY_IMPL_INFO = 8   -- dnnl_query_impl_info_str
 
 local RELU, BINARY_ADD, BINARY_MUL = 0x20, 0x1fff0, 0x1fff1
 local ARG_SRC_1, POST_OP_BASE = 2, 32768
-local ARG_FROM, ARG_TO = 1, 17
-local ALLOCATE = ffi.cast('void *', -1)
-local QUERY_EXEC_ARG_MD = 255
+local ARG_FROM, ARG_TO, ALLOCATE = dnnl.ARG_FROM, dnnl.ARG_TO, dnnl.ALLOCATE
 local ARG = dnnl.ARG
+local check, primitive, queryMd = dnnl.check, dnnl.primitive, dnnl.queryMd
 
 local function lib() return dnnl.lib end
-
-local function check(status, what)
-  if status ~= 0 then error(('oneDNN: %s failed (status %d)'):format(what, status), 2) end
-end
 
 -- the list holding the memory objects of the exe being compiled (steps refer to them by pointer)
 local holding
 
 local function memory(md, handle)
-  local m = ffi.new('dnnl_memory_t[1]')
-  check(lib().dnnl_memory_create(m, md, dnnl.engine, handle), 'memory_create')
-  m = ffi.gc(m[0], lib().dnnl_memory_destroy)
+  local m = dnnl.memory(md, handle)
   holding[#holding + 1] = m
   return m
-end
-
-local function primitive(pd, what)
-  local p = ffi.new('dnnl_primitive_t[1]')
-  check(lib().dnnl_primitive_create(p, pd), what)
-  return ffi.gc(p[0], lib().dnnl_primitive_destroy)
 end
 
 -- a step as dnnl.run executes it: the primitive and its (arg, memory) pairs
@@ -86,8 +73,6 @@ local function reorderStep(fromMd, fromMem, toMd, toMem)
   lib().dnnl_primitive_desc_destroy(pd[0])
   return s
 end
-
-local function queryMd(pd, arg) return lib().dnnl_primitive_desc_query_md(pd, QUERY_EXEC_ARG_MD, arg) end
 
 -- The attributes of a convolution: [x scale, + shift (per channel)] [+ sum (a value like dst)]
 -- [relu].
