@@ -1,8 +1,7 @@
 """The threaded, blocked elementwise path (luabridge/providers/torch_cpu/blocked.py, driven by
 lua/torch/backend/cpu/pointwise.lua): single ops, torch.elementwise programs, optim's fused
 updates and Dropout's threaded masks, each against numpy float64 and against the old passes
-(`blocked.enabled = false`), on 1 and 2 threads, above and below the size where it starts.
-(The file's name is the issue's: numexpr was measured for this path and lost to numpy's loops.)"""
+(`blocked.enabled = false`), on 1 and 2 threads, above and below the size where it starts."""
 from __future__ import annotations
 
 import os
