@@ -19,9 +19,9 @@ run: $(STAMP)
 	$(PY) examples/demo.py
 	$(PY) examples/train_digits.py
 
-# -rs lists why each skipped test skipped (no ../shared beside the clone, no GPU, ...)
+# -rsfE lists why each skipped test skipped (no ../shared beside the clone, no GPU, ...), then each failure and error by name
 test: $(STAMP)
-	$(PY) -m pytest -q -rs tests
+	$(PY) -m pytest -q -rsfE tests
 
 fuzz: $(STAMP)
 	$(PY) tests/fuzz_t7.py --cases 100000
