@@ -217,8 +217,22 @@ _pool_pid = 0
 _pool_lock = threading.Lock()
 
 
+def _after_fork_in_child() -> None:
+    """A forked child (multiprocessing's fork, a threads-style fork, Ray's workers) has none of
+    the parent's other threads: not the pool's workers, and not one that held _pool_lock when the
+    fork came (the child's copy of it would stay held, and its first threaded run would wait for
+    ever). The child starts with no pool and a fresh lock; its first threaded run makes its own."""
+    global _pool, _pool_pid, _pool_lock
+    _pool, _pool_pid, _pool_lock = None, 0, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _executor() -> ThreadPoolExecutor:
-    """The workers, made on first use (again in a forked child: the parent's threads are not there)."""
+    """The workers, made on first use (again in a forked child: the parent's threads are not there;
+    the pid check covers a fork that skips Python's fork hooks, a C library's fork())."""
     global _pool, _pool_pid
     with _pool_lock:
         if _pool is None or _pool_pid != os.getpid():
@@ -300,6 +314,7 @@ def bernoulli_fill(type_name: str, address: float, n: int, p: float, seed: int, 
 def callbacks(bridge: "Bridge") -> dict[str, Callable[..., Any]]:
     programs: list[Program] = []
     compiled: dict[tuple[str, str, str], int] = {}
+    # this runtime's own: a runtime serves one thread, so no other thread holds it at a fork
     lock = threading.Lock()
 
     def blocked_compile(source: str, tensors: str, scalars: str) -> Optional[int]:
