@@ -10,6 +10,8 @@
 -- from its description (source text, sizes, the operands' and numpy loops' addresses) once and
 -- keeps it by the kernel's serial number. Blocking holds no lock of Python's (lupa releases the
 -- GIL while Lua runs), and these modules load no torch: a worker's runtime needs ffi alone.
+-- The same team runs generic loops too (M.parallel: a kernel made from Lua source text, pointers
+-- and numbers; torch/backend/cpu/parallel.lua's loops, e.g. max pooling's).
 local ffi = require 'ffi'
 
 ffi.cdef [[
@@ -20,6 +22,8 @@ typedef struct {
   int64_t srclen;
   int32_t ctype, nptr, nloop, pad;
   void **ptr, **fn, **data;
+  double *num;
+  int64_t nnum;
 } luabridge_fusion_kernel;
 typedef struct {
   uint8_t mutex[64], wake[64], done[64];
@@ -55,6 +59,8 @@ M.CHUNKS_PER_THREAD = 4
 M.KEEP = 64
 
 local CTYPES = { [0] = 'float', [1] = 'double', float = 0, double = 1 }
+-- the ctype of a generic kernel's description (M.parallel): no element type, no numpy loops
+local GENERIC = 2
 
 local compiled = {}
 -- The factory a generated source text returns, compiled once per text in this runtime.
@@ -69,6 +75,12 @@ end
 
 -- The kernel function(lo, hi) a description stands for, compiled in this runtime.
 local function kernelOf(d)
+  if d.ctype == GENERIC then
+    local P, N = {}, {}
+    for k = 1, d.nptr do P[k] = d.ptr[k - 1] end
+    for k = 1, tonumber(d.nnum) do N[k] = d.num[k - 1] end
+    return M.factory(ffi.string(d.src, d.srclen))(P, N)
+  end
   local ct = CTYPES[d.ctype]
   local P, L = {}, {}
   for k = 1, d.nptr do P[k] = ffi.cast(ct .. ' *', d.ptr[k - 1]) end
@@ -120,7 +132,11 @@ function M.work(address, index)
         local d = team.kernel
         local serial = tonumber(d.serial)
         local kernel = kernels[serial]
-        if not kernel then
+        if d.ctype == GENERIC then
+          -- a generic job's pointers are its own (its factory text is compiled once, M.factory)
+          local ok, got = pcall(kernelOf, d)
+          kernel = ok and got or function() error(got, 0) end
+        elseif not kernel then
           -- d lives while the job runs, and the job cannot end while this worker holds the
           -- mutex and has not looked: compile under it (once per kernel)
           if kept >= M.KEEP then kernels, kept = {}, 0 end
@@ -200,6 +216,32 @@ function M.describe(src, n, ctype, P, L)
   return d, { src, ptr, fn, data }
 end
 
+-- A parallel for over a generated kernel, for any serial LuaJIT pass: runs kernel(lo, hi) (made
+-- in this runtime by the caller) over [0, n) in chunks (multiples of `align`) on `threads`
+-- threads, where the workers make their kernel(lo, hi) as factory(src)(P, N): src is the text
+-- of a chunk returning function(P, N), P a list of pointers (cdata), N of numbers (each sent as
+-- a double). The caller keeps the memory P points to alive and the two kernels the same
+-- arithmetic: each chunk then computes what it would on one thread.
+function M.parallel(src, P, N, kernel, n, threads, align)
+  if type(src) ~= 'string' then error('fusion_threads.parallel: kernel source text expected', 2) end
+  local ptr, num = ffi.new('void *[?]', #P + 1), ffi.new('double[?]', #N + 1)
+  for k, p in ipairs(P) do
+    if type(p) ~= 'cdata' then error(('fusion_threads.parallel: pointer %d is a %s'):format(k, type(p)), 2) end
+    ptr[k - 1] = p
+  end
+  for k, v in ipairs(N) do
+    if type(v) ~= 'number' then error(('fusion_threads.parallel: number %d is a %s'):format(k, type(v)), 2) end
+    num[k - 1] = v
+  end
+  serials = serials + 1
+  local d = ffi.new('luabridge_fusion_kernel')
+  d.serial, d.n, d.src, d.srclen, d.ctype = serials, n, src, #src, GENERIC
+  d.nptr, d.ptr, d.nnum, d.num = #P, ptr, #N, num
+  M.run(d, kernel, n, threads, align or 1)
+  -- d and its arrays stay referenced until here (the workers read them while the job runs)
+  return d, ptr, num, src
+end
+
 -- Runs kernel(lo, hi) over [0, n) in chunks (multiples of `align` elements) on `threads`
 -- threads: this one and threads - 1 workers, which run the kernel d describes.
 function M.run(d, kernel, n, threads, align)
@@ -217,7 +259,9 @@ function M.run(d, kernel, n, threads, align)
   local message = t.failed ~= 0 and ffi.string(t.message)
   unlock(t.mutex)
   if own ~= nil then error(own, 0) end
-  if message then error('fused group (worker thread): ' .. message, 0) end
+  if message then
+    error((d.ctype == GENERIC and 'parallel loop' or 'fused group') .. ' (worker thread): ' .. message, 0)
+  end
 end
 
 -- Stops this runtime's workers and waits for them (a later job starts new ones).
