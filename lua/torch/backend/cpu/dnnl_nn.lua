@@ -14,6 +14,8 @@ local ffi = require 'ffi'
 local dnnl = require 'torch.backend.cpu.dnnl'
 local blas = require 'torch.backend.cpu.blas'
 local apply = require 'torch.backend.cpu.apply'
+local parallel = require 'torch.backend.cpu.parallel'
+local dtype = require 'torch.core.dtype'
 
 -- the oneDNN functions declared here (dnnl.lua declares the core API)
 ffi.cdef [[
@@ -254,7 +256,7 @@ makers.maxPool = function(d)
   local n = d.dst[1] * d.dst[2] * d.dst[3] * d.dst[4]
   local tap = plan.bytes[3] == n and 'uint8_t' or plan.bytes[3] == 4 * n and 'int32_t'
   if not tap then return nil end   -- a workspace of another layout
-  plan.taps = ffi.new(tap .. '[?]', n)
+  plan.taps, plan.tap = ffi.new(tap .. '[?]', n), tap
   return plan
 end
 
@@ -290,21 +292,16 @@ local function poolDescription(g, dt)
   return g.dnnlPool
 end
 
--- the 1-based plane offsets of the P planes' windows' arg-max taps; a window whose maximum
--- oneDNN gives as the lowest float (its starting value) takes its arg-max's value instead, so
--- a window of -inf gives -inf, as torch7
+-- the 1-based plane offsets of planes [lo, hi)'s windows' arg-max taps (offsets: each tap's
+-- offset in the plane + 1); a window whose maximum oneDNN gives as the lowest float (its
+-- starting value) takes its arg-max's value instead, so a window of -inf gives -inf, as torch7.
+-- Planes are independent: chunks of them run on threads (parallel.lua).
+local indicesLoop = [==[
 local LOWEST = -3.4028234663852886e38
-local function indicesOf(ix, taps, out, input, g)
-  local H, W, oH, oW = g.I[2], g.I[3], g.O[2], g.O[3]
-  local kH, kW, sH, sW = g.p.k[2], g.p.k[3], g.p.d[2], g.p.d[3]
-  local pH, pW, lH, lW = g.p.pad[2], g.p.pad[3], g.p.dil[2], g.p.dil[3]
-  local offsets = ffi.new('double[?]', kH * kW)   -- (doubles: no int64 arithmetic in the loop)
-  for i = 0, kH - 1 do
-    for j = 0, kW - 1 do offsets[i * kW + j] = i * lH * W + j * lW + 1 end
-  end
-  local q, plane = 0, H * W
-  for p = 0, g.P - 1 do
-    local base = p * plane - 1
+return function(lo, hi, ix, taps, out, input, offsets, H, W, oH, oW, sH, sW, pH, pW)
+  local plane, oplane = H * W, oH * oW
+  for p = lo, hi - 1 do
+    local base, q = p * plane - 1, p * oplane
     for oy = 0, oH - 1 do
       local row = (oy * sH - pH) * W - pW
       for ox = 0, oW - 1 do
@@ -315,6 +312,31 @@ local function indicesOf(ix, taps, out, input, g)
       q = q + oW
     end
   end
+end]==]
+local numbers = { 'number', 'number', 'number', 'number', 'number', 'number', 'number', 'number' }
+local indicesLoops = {}
+for _, tap in ipairs { 'uint8_t', 'int32_t' } do
+  indicesLoops[tap] = parallel.loop('max pooling indices (' .. tap .. ' taps)', indicesLoop,
+    { 'int64_t *', tap .. ' *', 'float *', 'float *', 'double *', unpack(numbers) })
+end
+-- outputs a thread must have (about 30 us of the loop)
+convdnnl.INDICES_LEAST = 16384
+
+local function indicesOf(ix, plan, out, input, g)
+  local H, W, oH, oW = g.I[2], g.I[3], g.O[2], g.O[3]
+  local kH, kW = g.p.k[2], g.p.k[3]
+  local offsets = plan.offsets
+  if not offsets then   -- (doubles: no int64 arithmetic in the loop)
+    local lH, lW = g.p.dil[2], g.p.dil[3]
+    offsets = ffi.new('double[?]', kH * kW)
+    for i = 0, kH - 1 do
+      for j = 0, kW - 1 do offsets[i * kW + j] = i * lH * W + j * lW + 1 end
+    end
+    plan.offsets = offsets
+  end
+  local n = parallel.threads(g.P * oH * oW, convdnnl.INDICES_LEAST)
+  indicesLoops[plan.tap][dtype.Float](math.min(n, g.P), g.P, ix, plan.taps, out, input, offsets, H, W, oH, oW,
+    g.p.d[2], g.p.d[3], g.p.pad[2], g.p.pad[3])
 end
 
 -- output, indices = max pooling of input (2D, Float); false when oneDNN does not serve it
@@ -323,7 +345,7 @@ function convdnnl.maxPool(g, output, indices, input)
   local plan = d and planFor('maxPool', d)
   if not plan then return false end
   dnnl.run(plan, ptr(input), ptr(output), plan.taps)
-  indicesOf(ptr(indices), plan.taps, ptr(output), ptr(input), g)
+  indicesOf(ptr(indices), plan, ptr(output), ptr(input), g)
   return true
 end
 

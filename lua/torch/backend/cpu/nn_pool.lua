@@ -6,6 +6,7 @@ local backend = require 'torch.backend'
 local apply = require 'torch.backend.cpu.apply'
 local unfold = require 'torch.backend.cpu.unfold'
 local convdnnl = require 'torch.backend.cpu.dnnl_nn'
+local parallel = require 'torch.backend.cpu.parallel'
 
 -- A walk over the outputs (ot, oy, ox) of each plane (o: the output's offset); BODY sees the
 -- window's input ranges [t0, t1) [y0, y1) [x0, x1), to walk with the dilation steps (lT, lH,
@@ -44,6 +45,21 @@ local maxScatter = [[
 return function(ip, io, op, oo, xp, xo, P, plane, oplane)
   for p = 0, P - 1 do
     local ib, ob, xb = io + p * plane - 1, oo + p * oplane, xo + p * oplane
+    for q = 0, oplane - 1 do
+      local at = xp[xb + q]
+      if at > 0 then ip[ib + at] = ip[ib + at] + op[ob + q] end
+    end
+  end
+end]]
+
+-- The same, each plane of gradInput zeroed first (esize: its element's bytes): on threads, each
+-- plane is zeroed and filled by the thread that has it in cache
+local maxScatterZero = [[
+local fill = require('ffi').fill
+return function(ip, io, op, oo, xp, xo, P, plane, oplane, esize)
+  for p = 0, P - 1 do
+    local ib, ob, xb = io + p * plane - 1, oo + p * oplane, xo + p * oplane
+    fill(ip + (ib + 1), plane * esize)
     for q = 0, oplane - 1 do
       local at = xp[xb + q]
       if at > 0 then ip[ib + at] = ip[ib + at] + op[ob + q] end
@@ -110,6 +126,15 @@ local maxForward = 'local huge = math.huge\n' .. unfold.tapWalk(
 
 local loops = { maxForward = apply.perType('pool maxForward', maxForward),
                 maxScatter = apply.perType('pool maxScatter', maxScatter) }
+-- The max pooling loops over chunks of planes on several threads (parallel.lua; its switch,
+-- parallel.enabled = false, keeps the loops above, called as before)
+local threaded = {
+  maxForward = parallel.loop('pool maxForward', parallel.planes(maxForward, 18), parallel.planesSignature(18)),
+  maxScatter = parallel.loop('pool maxScatter', parallel.planes(maxScatterZero, 3), parallel.planesSignature(3)),
+}
+-- Elements of work (input elements read or gradInput elements written) a thread must have:
+-- about 30 us of these loops (waking a worker costs a few)
+local PLANE_LEAST = 32768
 for name, body in pairs { avgForward = avgForward,
                           avgBackward = avgBackward } do
   loops[name] = apply.perType('pool ' .. name, (header:gsub('BODY', function() return body end)))
@@ -261,7 +286,7 @@ local function unrolledMax(dt, g, backward)
   -- kept in g too: a memoized geometry then skips making the key
   local field = backward and 'maxBackwardLoop' or 'maxForwardLoop'
   local f = g[field]
-  if f and g.loopType == dt then return f end
+  if f and g.loopType == dt then return f end   -- { the loop, the threaded one }
   local I, O, k, d = g.I, g.O, g.p.k, g.p.d
   local key = ('%s %s %d %d %d %d %d %d %d %d'):format(dt.name, backward and 'backward' or 'forward',
     I[2], I[3], O[2], O[3], k[2], k[3], d[2], d[3])
@@ -298,11 +323,26 @@ return function(ip, io, op, oo, xp, xo, P)
   end
 end]]):gsub('%u%u+', { PLANE = I[2] * I[3], OH = O[2], OW = O[3], ROWSTEP = d[2] * I[3], RY = RY,
       BODY = table.concat(body, '\n      ') })
-    unrolled[key] = apply.perType('unrolled max pooling ' .. key, code)[dt]
+    -- the loop here, and the same code over chunks of planes on threads (parallel.lua)
+    unrolled[key] = { apply.perType('unrolled max pooling ' .. key, code)[dt],
+      parallel.loop('unrolled max pooling ' .. key, parallel.planes(code, 0), parallel.planesSignature(0))[dt] }
   end
   if g.loopType ~= dt then g.maxForwardLoop, g.maxBackwardLoop, g.loopType = nil, nil, dt end
   g[field] = unrolled[key]
   return unrolled[key]
+end
+
+-- The elements of each input plane and each output plane.
+local function planeSizes(g)
+  return g.I[1] * g.I[2] * g.I[3], g.O[1] * g.O[2] * g.O[3]
+end
+
+-- The thread count of a max pooling pass of `work` elements over g's planes on the threaded
+-- loops (parallel.lua); nil where they are off (parallel.enabled false: the loops before them,
+-- called as before) or the type is not Float or Double.
+local function threadsFor(g, dt, work)
+  if not parallel.enabled or (dt.name ~= 'Float' and dt.name ~= 'Double') then return nil end
+  return math.min(parallel.threads(work, PLANE_LEAST), g.P)
 end
 
 local function unrolls(g)
@@ -337,9 +377,19 @@ backend.register('cpu', {
   -- (64x64x32x32: 10.6 against 4.1)
   pool_max_forward = function(g, output, indices, input)
     if not (unrolls(g) and wholeRows(g)) and convdnnl.maxPool(g, output, indices, input) then return end
+    local n = threadsFor(g, input._dt, g.P * g.I[1] * g.I[2] * g.I[3])
+    local ip, io, op, oo, xp, xo = input._st._ptr, input._off, output._st._ptr, output._off, indices._st._ptr, indices._off
     if unrolls(g) then
-      unrolledMax(input._dt, g, false)(input._st._ptr, input._off, output._st._ptr, output._off,
-        indices._st._ptr, indices._off, g.P)
+      local loop = unrolledMax(input._dt, g, false)
+      if n then loop[2](n, g.P, ip, io, op, oo, xp, xo, planeSizes(g))
+      else loop[1](ip, io, op, oo, xp, xo, g.P) end
+    elseif n then
+      local I, O, p = g.I, g.O, g.p
+      local k, d, pad, dil = p.k, p.d, p.pad, p.dil
+      local plane, oplane = planeSizes(g)
+      threaded.maxForward[input._dt](n, g.P, ip, io, op, oo, xp, xo, plane, oplane,
+        I[1], I[2], I[3], O[1], O[2], O[3], k[1], k[2], k[3], d[1], d[2], d[3],
+        pad[1], pad[2], pad[3], dil[1], dil[2], dil[3])
     else
       run(loops.maxForward[input._dt], input, output, indices, g)
     end
@@ -349,13 +399,20 @@ backend.register('cpu', {
   -- against 97, LeNet's 24x24: 3.3 against 7.6)
   pool_max_backward = function(g, gradInput, gradOutput, indices)
     local gi = gradInput
+    local plane, oplane = planeSizes(g)
+    local n = threadsFor(g, gi._dt, g.P * plane)
+    local ip, io, op, oo, xp, xo = gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off, indices._st._ptr, indices._off
     if unrolls(g) and g.I[2] * g.I[3] <= 64 then
       if not tiles(g) then unfold.zero(gi) end
-      unrolledMax(gi._dt, g, true)(gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off,
-        indices._st._ptr, indices._off, g.P)
+      local loop = unrolledMax(gi._dt, g, true)
+      if n then loop[2](n, g.P, ip, io, op, oo, xp, xo, plane, oplane)
+      else loop[1](ip, io, op, oo, xp, xo, g.P) end
+    elseif n then
+      -- each plane zeroed, then its gradient added, by the thread that has the plane
+      threaded.maxScatter[gi._dt](n, g.P, ip, io, op, oo, xp, xo, plane, oplane, plane, oplane, gi._dt.size)
     else
       unfold.zero(gi)
-      scatter(gi, gradOutput, indices, g.P, g.I[1] * g.I[2] * g.I[3], g.O[1] * g.O[2] * g.O[3])
+      scatter(gi, gradOutput, indices, g.P, plane, oplane)
     end
   end,
   pool_avg_forward = function(g, output, input, countPad, divide)
