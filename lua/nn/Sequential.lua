@@ -102,7 +102,16 @@ function Sequential:accGradParameters(input, gradOutput, scale)
   backwards(self, 'accGradParameters', input, gradOutput, scale or 1, false)
 end
 
+-- With nn.plans on, a backward right after a planned training-mode forward runs the plan
+-- backward (nn/util/plan_train.lua); otherwise layer by layer.
 function Sequential:backward(input, gradOutput, scale)
+  if plans.enabled then
+    local planned, gradInput = planConv.backward(self, input, gradOutput, scale or 1)
+    if planned then
+      self.gradInput = gradInput
+      return gradInput
+    end
+  end
   self.gradInput = backwards(self, 'backward', input, gradOutput, scale or 1, true)
   return self.gradInput
 end

@@ -38,7 +38,8 @@ local learning = 0   -- > 0 while a root runs (or reruns) layer by layer: nothin
 
 local materialize
 local LAZY_FIELDS = { 'output', 'indices' }
-local LAZY = { output = true, indices = true }
+-- (a training plan's modules lack their gradInput too: nn/util/plan_train.lua)
+local LAZY = { output = true, indices = true, gradInput = true }
 
 -- The stand-in of class metatable mt on a lazy module.
 local standins = setmetatable({}, { __mode = 'k' })
@@ -80,7 +81,7 @@ local function settle(st)
   st.lazy = nil
   for m, saved in pairs(lazy) do
     debug.setmetatable(m, saved.mt)
-    for _, k in ipairs(LAZY_FIELDS) do rawset(m, k, saved[k]) end
+    for _, k in ipairs(saved.fields) do rawset(m, k, saved[k]) end
     lazyOf[m] = nil
   end
 end
@@ -163,25 +164,27 @@ function materialize(m)
   learning = learning + 1
   local root = st.root[1]
   if not root then learning = learning - 1; return end
-  local ok, err = rerun(st, root, lazy)
+  local ok, err = (st.rerun or rerun)(st, root, lazy)
   learning = learning - 1
   -- after a planned forward that failed, the rerun fails at the same module: the outputs up to
   -- it are torch7's after that forward, and the error was the forward's to raise
   if not ok and not st.failed then error(err, 0) end
 end
 
-local function makeLazy(st, modules)
+-- fieldsOf(m): the fields module m lacks until read (default output and indices)
+local function makeLazy(st, modules, fieldsOf)
   -- modules this state left lazy already (a forward of root from inside one of its modules
   -- ran a plan too): back as they were first, or their stand-in would be saved as their class
   settle(st)
   local lazy = {}
   for _, m in ipairs(modules) do
+    local fields = fieldsOf and fieldsOf(m) or LAZY_FIELDS
     -- lazy from another root's plan (a container planned on its own too): back as it was first
     local other = lazyOf[m]
     if other and other ~= st then settle(other) end
     local mt = debug.getmetatable(m)
-    local saved = { mt = mt }
-    for _, k in ipairs(LAZY_FIELDS) do saved[k] = rawget(m, k); rawset(m, k, nil) end
+    local saved = { mt = mt, fields = fields }
+    for _, k in ipairs(fields) do saved[k] = rawget(m, k); rawset(m, k, nil) end
     lazy[m] = saved
     lazyOf[m] = st
     debug.setmetatable(m, standinOf(mt))
@@ -592,6 +595,9 @@ end
 function planConv.forward(root, input, layerByLayer)
   local st = states[root]
   if st then settle(st); st.ran, st.failed = false, nil end
+  if root.train ~= false and planConv.training and learning == 0 then
+    return planConv.training.forward(root, input, layerByLayer)
+  end
   if learning > 0 or root.train ~= false or not torch.isTensor(input) or input:dim() ~= 4
       or not backend.of(input).plan_conv_supported(input) then
     return layerByLayer(root, input)
@@ -628,12 +634,32 @@ end
 function planConv.settle(root)
   local st = states[root]
   if st then settle(st); st.ran = false end
+  if planConv.training then planConv.training.settle(root) end
+end
+
+-- The backward of root after a planned training-mode forward (nn/util/plan_train.lua): true and
+-- the input's gradient, or false when no plan serves it.
+function planConv.backward(root, input, gradOutput, scale)
+  if not planConv.training then return false end
+  return planConv.training.backward(root, input, gradOutput, scale)
 end
 
 -- Whether root's last forward ran a plan (for tests and docs).
 function planConv.planned(root)
   local st = states[root]
+  if st == nil and planConv.training then return planConv.training.planned(root) end
   return st ~= nil and st.ran == true
 end
 
+-- What nn/util/plan_train.lua (training mode) shares with this file.
+planConv.internal = {
+  makeLazy = makeLazy, settle = settle, rerun = rerun, record = record, newSignature = newSignature,
+  holds = holds, flatten = flatten, sizesOf = sizesOf, sameSizes = sameSizes, isReLU = isReLU,
+  floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS,
+  -- while > 0 nothing plans (a root runs or reruns layer by layer)
+  enter = function() learning = learning + 1 end, leave = function() learning = learning - 1 end,
+  busy = function() return learning > 0 end,
+}
+package.loaded['nn.util.plan_conv'] = planConv
+planConv.training = require 'nn.util.plan_train'
 return planConv

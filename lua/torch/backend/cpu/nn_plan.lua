@@ -282,6 +282,415 @@ backend.register('cpu', {
   end,
 })
 
+------------------------------------------------------------------------------------------------
+-- Training plans (lua/nn/util/plan_train.lua): a run of convolutions, batch normalizations with
+-- their batch's statistics (a ReLU after one fused: oneDNN's fuse_norm_relu, its mask kept in a
+-- workspace for the backward), residual adds (a ReLU after one as a post-op) and max poolings,
+-- forward and backward, every activation and gradient in the layouts oneDNN picks. The forward
+-- keeps what the backward reads (the activations, the batches' statistics, the masks); the
+-- backward accumulates the weights' gradients into the modules' tensors (scale as torch7's).
+--
+-- The program: { input = sizes, output = id, values = { [id] = sizes }, inputGrad = bool,
+--   steps = { { kind = 'conv', src, dst, kH, kW, dH, dW, padH, padW, bias = bool },
+--             { kind = 'bn', src, dst, relu = bool, affine = bool, eps },
+--             { kind = 'add', a, b, dst, relu = bool },
+--             { kind = 'maxpool', src, dst, kH, kW, dH, dW, padH, padW } } }
+-- params[i] for step i: conv { weight, bias, gradWeight, gradBias }; bn { module = the
+-- SpatialBatchNormalization } (its tensors read and written at each run).
+require 'torch.backend.cpu.dnnl_eltwise'   -- declares the eltwise and binary primitives
+local blas = require 'torch.backend.cpu.blas'
+local FUSE_NORM_RELU, RELU_USE_DST = 0x8, 0x100
+
+local function reluAttr()
+  local attr = ffi.new('dnnl_primitive_attr_t[1]')
+  check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
+  attr = ffi.gc(attr[0], lib().dnnl_primitive_attr_destroy)
+  local ops = ffi.new('dnnl_post_ops_t[1]')
+  check(lib().dnnl_post_ops_create(ops), 'post_ops_create')
+  ops = ffi.gc(ops[0], lib().dnnl_post_ops_destroy)
+  check(lib().dnnl_post_ops_append_eltwise(ops, RELU, 0, 0), 'post_ops_append_eltwise')
+  check(lib().dnnl_primitive_attr_set_post_ops(attr, ops), 'primitive_attr_set_post_ops')
+  return attr
+end
+
+local function named(s, name, pd) s.name = name .. ' ' .. implName(pd); return s end
+
+local function trainCompile(program)
+  local exe = { keep = {}, convs = {}, bns = {} }
+  holding = exe.keep
+  local function keep(x) exe.keep[#exe.keep + 1] = x; return x end
+  local fwdUser, bwdUser = {}, {}
+  local F, B = {}, {}
+  local values, info = {}, {}
+  -- a fresh buffer laid out as md
+  local function buffer(md)
+    local t = keep(torch.FloatTensor(math.max(1, math.ceil(tonumber(lib().dnnl_memory_desc_get_size(md)) / 4))))
+    return memory(md, ptr(t))
+  end
+  local function userMemory(list, md)
+    list[#list + 1] = memory(md, nil)
+    return list[#list], #list
+  end
+  local function add(dst, src)   -- dst += src (same layout)
+    local pd, why = dnnl.pd('dnnl_binary_primitive_desc_create', 'binary add', BINARY_ADD, dst.md, dst.md, dst.md, nil)
+    if not pd then error(why, 0) end
+    B[#B + 1] = named(step(primitive(pd, 'binary'), { { ARG.SRC, dst.mem }, { ARG_SRC_1, src }, { ARG.DST, dst.mem } }),
+      'add', pd)
+  end
+  local inMd = keep(dnnl.md(program.input))
+  values[0] = { md = inMd, mem = userMemory(fwdUser, inMd) }
+  local outMd = keep(dnnl.md(program.values[program.output]))
+  local outMem = userMemory(fwdUser, outMd)
+
+  for i, s in ipairs(program.steps) do
+    local src, size, inSize = values[s.src], program.values[s.dst], program.values[s.src or s.a]
+    if s.kind == 'conv' then
+      local O, C, H, W = size[2], inSize[2], inSize[3], inSize[4]
+      local padB = (size[3] - 1) * s.dH + s.kH - H - s.padH
+      local padR = (size[4] - 1) * s.dW + s.kW - W - s.padW
+      local g = { wSizes = { O, C, s.kH, s.kW }, strides = dnnl.dims { s.dH, s.dW }, dil = dnnl.dims { 0, 0 },
+        padL = dnnl.dims { s.padH, s.padW }, padR = dnnl.dims { padB, padR } }
+      local pd, why = dnnl.pd('dnnl_convolution_forward_primitive_desc_create', 'convolution forward',
+        dnnl.FORWARD_TRAINING, dnnl.CONVOLUTION_DIRECT, keep(dnnl.md(inSize, true)), keep(dnnl.md(g.wSizes, true)),
+        s.bias and keep(dnnl.md({ O })) or nil, keep(dnnl.md(size, true)), g.strides, g.dil, g.padL, g.padR, nil)
+      if not pd then return nil, why end
+      keep(pd)
+      local conv = { step = i, O = O, n = O * C * s.kH * s.kW }
+      exe.convs[#exe.convs + 1] = conv
+      local userW = keep(dnnl.md(g.wSizes))
+      local wMem
+      wMem, conv.fwdWeight = userMemory(fwdUser, userW)
+      local wantW = queryMd(pd, ARG.WEIGHTS)
+      if lib().dnnl_memory_desc_equal(wantW, userW) == 0 then
+        local blocked = keep(memory(wantW, ALLOCATE))
+        F[#F + 1] = reorderStep(userW, wMem, wantW, blocked)
+        wMem = blocked
+      end
+      local srcMd, srcMem = src.md, src.mem
+      local wantSrc = queryMd(pd, ARG.SRC)
+      if lib().dnnl_memory_desc_equal(wantSrc, src.md) == 0 then
+        srcMd, srcMem = wantSrc, buffer(wantSrc)
+        F[#F + 1] = reorderStep(src.md, src.mem, wantSrc, srcMem)
+      end
+      local args = { { ARG.SRC, srcMem }, { ARG.WEIGHTS, wMem } }
+      if s.bias then
+        local bMem
+        bMem, conv.fwdBias = userMemory(fwdUser, keep(dnnl.md({ O })))
+        args[#args + 1] = { ARG.BIAS, bMem }
+      end
+      local dstMd = queryMd(pd, ARG.DST)
+      values[s.dst] = { md = dstMd, mem = buffer(dstMd) }
+      args[#args + 1] = { ARG.DST, values[s.dst].mem }
+      F[#F + 1] = named(step(primitive(pd, 'convolution'), args), 'conv', pd)
+      info[i] = { pd = pd, g = g, conv = conv, srcMd = srcMd, srcMem = srcMem }
+    elseif s.kind == 'bn' then
+      local C = size[2]
+      local flags = (s.affine and dnnl.USE_SCALE + dnnl.USE_SHIFT or 0) + (s.relu and FUSE_NORM_RELU or 0)
+      local pd, why = dnnl.pd('dnnl_batch_normalization_forward_primitive_desc_create', 'batch normalization forward',
+        dnnl.FORWARD_TRAINING, src.md, src.md, s.eps, flags, nil)
+      if not pd then return nil, why end
+      keep(pd)
+      local bn = { step = i, C = C, n = size[1] * size[3] * size[4] }
+      for _, k in ipairs { 'mean', 'var', 'scale', 'shift', 'dscale', 'dshift' } do bn[k] = ffi.new('float[?]', C) end
+      exe.bns[#exe.bns + 1] = bn
+      local channel = keep(dnnl.md({ C }))
+      local m = {}
+      for _, k in ipairs { 'mean', 'var', 'scale', 'shift', 'dscale', 'dshift' } do m[k] = memory(channel, bn[k]) end
+      local dstMd = queryMd(pd, ARG.DST)
+      values[s.dst] = { md = dstMd, mem = buffer(dstMd) }
+      local args = { { ARG.SRC, src.mem }, { ARG.DST, values[s.dst].mem }, { ARG.MEAN, m.mean }, { ARG.VARIANCE, m.var } }
+      if s.affine then args[#args + 1] = { ARG.SCALE, m.scale }; args[#args + 1] = { ARG.SHIFT, m.shift } end
+      local ws
+      if s.relu then
+        ws = buffer(queryMd(pd, ARG.WORKSPACE))
+        args[#args + 1] = { ARG.WORKSPACE, ws }
+      end
+      F[#F + 1] = named(step(primitive(pd, 'batch normalization'), args), 'bn', pd)
+      info[i] = { pd = pd, flags = flags, bn = bn, m = m, ws = ws }
+    elseif s.kind == 'add' then
+      local a, b = values[s.a], values[s.b]
+      local attr = s.relu and keep(reluAttr()) or nil
+      local pd, why = dnnl.pd('dnnl_binary_primitive_desc_create', 'binary add', BINARY_ADD, a.md, b.md, a.md, attr)
+      if not pd then return nil, why end
+      keep(pd)
+      values[s.dst] = { md = a.md, mem = buffer(a.md) }
+      F[#F + 1] = named(step(primitive(pd, 'binary'), { { ARG.SRC, a.mem }, { ARG_SRC_1, b.mem },
+        { ARG.DST, values[s.dst].mem } }), 'add', pd)
+    elseif s.kind == 'maxpool' then
+      local H, W = inSize[3], inSize[4]
+      local padB = math.max(0, (size[3] - 1) * s.dH + s.kH - H - s.padH)
+      local padR = math.max(0, (size[4] - 1) * s.dW + s.kW - W - s.padW)
+      local g = { strides = dnnl.dims { s.dH, s.dW }, kernel = dnnl.dims { s.kH, s.kW }, dil = dnnl.dims { 0, 0 },
+        padL = dnnl.dims { s.padH, s.padW }, padR = dnnl.dims { padB, padR } }
+      local pd, why = dnnl.pd('dnnl_pooling_forward_primitive_desc_create', 'max pooling', dnnl.FORWARD_TRAINING,
+        dnnl.POOLING_MAX, src.md, keep(dnnl.md(size, true)), g.strides, g.kernel, g.dil, g.padL, g.padR, nil)
+      if not pd then return nil, why end
+      keep(pd)
+      local dstMd = queryMd(pd, ARG.DST)
+      values[s.dst] = { md = dstMd, mem = buffer(dstMd) }
+      local ws = buffer(queryMd(pd, ARG.WORKSPACE))
+      F[#F + 1] = named(step(primitive(pd, 'pooling'), { { ARG.SRC, src.mem }, { ARG.DST, values[s.dst].mem },
+        { ARG.WORKSPACE, ws } }), 'pool', pd)
+      info[i] = { pd = pd, g = g, ws = ws }
+    else
+      error('plan_train_compile: unknown step ' .. tostring(s.kind))
+    end
+  end
+  local last = values[program.output]
+  F[#F + 1] = reorderStep(last.md, last.mem, outMd, outMem)
+
+  -- the backward, from the gradient of the output (plain, reordered into the output's layout)
+  local diffs = {}
+  local gradOutMem = userMemory(bwdUser, outMd)
+  local gradInMem = program.inputGrad and userMemory(bwdUser, inMd) or nil
+  do
+    local d = buffer(last.md)
+    B[#B + 1] = reorderStep(outMd, gradOutMem, last.md, d)
+    diffs[program.output] = d
+  end
+  -- the gradient of value id gets what produce(mem) writes: into its own buffer the first time,
+  -- else into a scratch one then added
+  local function contribute(id, produce)
+    local v = values[id]
+    if not diffs[id] then
+      diffs[id] = buffer(v.md)
+      return produce(diffs[id])
+    end
+    local scratch = buffer(v.md)
+    local ok, why = produce(scratch)
+    if ok == nil and why then return nil, why end
+    add({ md = v.md, mem = diffs[id] }, scratch)
+    return true
+  end
+  local function wanted(id) return id ~= 0 or program.inputGrad end
+  for i = #program.steps, 1, -1 do
+    local s, it = program.steps[i], info[i]
+    local gd = diffs[s.dst]
+    local dstMd = values[s.dst].md
+    local ok, why = true, nil
+    if s.kind == 'conv' then
+      local g, conv = it.g, it.conv
+      local O = program.values[s.dst][2]
+      local wpd
+      wpd, why = dnnl.pd('dnnl_convolution_backward_weights_primitive_desc_create', 'convolution backward weights',
+        dnnl.CONVOLUTION_DIRECT, it.srcMd, keep(dnnl.md(g.wSizes, true)), s.bias and keep(dnnl.md({ O })) or nil,
+        dstMd, g.strides, g.dil, g.padL, g.padR, it.pd, nil)
+      if not wpd then return nil, why end
+      keep(wpd)
+      if lib().dnnl_memory_desc_equal(queryMd(wpd, ARG.SRC), it.srcMd) == 0
+          or lib().dnnl_memory_desc_equal(queryMd(wpd, ARG.DIFF_DST), dstMd) == 0 then
+        return nil, 'convolution backward weights: another layout'
+      end
+      conv.gw = ffi.new('float[?]', conv.n)
+      local dwMd = queryMd(wpd, ARG.DIFF_WEIGHTS)
+      local plainW = keep(dnnl.md(g.wSizes))
+      local dwMem = memory(plainW, conv.gw)
+      local args = { { ARG.SRC, it.srcMem }, { ARG.DIFF_DST, gd } }
+      local after
+      if lib().dnnl_memory_desc_equal(dwMd, plainW) == 0 then
+        local blocked = buffer(dwMd)
+        args[#args + 1] = { ARG.DIFF_WEIGHTS, blocked }
+        after = reorderStep(dwMd, blocked, plainW, dwMem)
+      else
+        args[#args + 1] = { ARG.DIFF_WEIGHTS, dwMem }
+      end
+      if s.bias then
+        conv.gb = ffi.new('float[?]', O)
+        args[#args + 1] = { ARG.DIFF_BIAS, memory(keep(dnnl.md({ O })), conv.gb) }
+      end
+      B[#B + 1] = named(step(primitive(wpd, 'convolution backward weights'), args), 'conv bwd weights', wpd)
+      if after then B[#B + 1] = after end
+      if wanted(s.src) then
+        ok, why = contribute(s.src, function(mem)
+          local srcMd = values[s.src].md
+          local dpd, w = dnnl.pd('dnnl_convolution_backward_data_primitive_desc_create', 'convolution backward data',
+            dnnl.CONVOLUTION_DIRECT, srcMd, keep(dnnl.md(g.wSizes, true)), dstMd, g.strides, g.dil, g.padL, g.padR,
+            it.pd, nil)
+          if not dpd then return nil, w end
+          keep(dpd)
+          if lib().dnnl_memory_desc_equal(queryMd(dpd, ARG.DIFF_SRC), srcMd) == 0
+              or lib().dnnl_memory_desc_equal(queryMd(dpd, ARG.DIFF_DST), dstMd) == 0 then
+            return nil, 'convolution backward data: another layout'
+          end
+          local wMem
+          wMem, conv.bwdWeight = userMemory(bwdUser, plainW)
+          local wantW = queryMd(dpd, ARG.WEIGHTS)
+          if lib().dnnl_memory_desc_equal(wantW, plainW) == 0 then
+            local blocked = keep(memory(wantW, ALLOCATE))
+            B[#B + 1] = reorderStep(plainW, wMem, wantW, blocked)
+            wMem = blocked
+          end
+          B[#B + 1] = named(step(primitive(dpd, 'convolution backward data'),
+            { { ARG.DIFF_DST, gd }, { ARG.WEIGHTS, wMem }, { ARG.DIFF_SRC, mem } }), 'conv bwd data', dpd)
+          return true
+        end)
+      end
+    elseif s.kind == 'bn' then
+      local srcMd = values[s.src].md
+      local bpd
+      bpd, why = dnnl.pd('dnnl_batch_normalization_backward_primitive_desc_create', 'batch normalization backward',
+        s.affine and dnnl.BACKWARD or dnnl.BACKWARD_DATA, srcMd, dstMd, srcMd, s.eps, it.flags, it.pd, nil)
+      if not bpd then return nil, why end
+      keep(bpd)
+      if s.affine or wanted(s.src) then
+        local function produce(mem)
+          local m = it.m
+          local args = { { ARG.SRC, values[s.src].mem }, { ARG.DIFF_DST, gd }, { ARG.MEAN, m.mean },
+            { ARG.VARIANCE, m.var }, { ARG.DIFF_SRC, mem } }
+          if s.affine then
+            args[#args + 1] = { ARG.SCALE, m.scale }
+            args[#args + 1] = { ARG.DIFF_SCALE, m.dscale }
+            args[#args + 1] = { ARG.DIFF_SHIFT, m.dshift }
+          end
+          if it.ws then args[#args + 1] = { ARG.WORKSPACE, it.ws } end
+          B[#B + 1] = named(step(primitive(bpd, 'batch normalization backward'), args), 'bn bwd', bpd)
+          return true
+        end
+        if wanted(s.src) then ok, why = contribute(s.src, produce) else ok, why = produce(buffer(srcMd)) end
+      end
+    elseif s.kind == 'add' then
+      local G = gd
+      if s.relu then
+        local fpd, w = dnnl.pd('dnnl_eltwise_forward_primitive_desc_create', 'relu forward', dnnl.FORWARD_TRAINING,
+          RELU_USE_DST, dstMd, dstMd, 0, 0, nil)
+        if not fpd then return nil, w end
+        keep(fpd)
+        local bpd
+        bpd, w = dnnl.pd('dnnl_eltwise_backward_primitive_desc_create', 'relu backward', RELU_USE_DST, dstMd, dstMd,
+          dstMd, 0, 0, fpd, nil)
+        if not bpd then return nil, w end
+        keep(bpd)
+        G = buffer(dstMd)
+        B[#B + 1] = named(step(primitive(bpd, 'relu backward'), { { ARG.DIFF_DST, gd }, { ARG.DST, values[s.dst].mem },
+          { ARG.DIFF_SRC, G } }), 'relu bwd', bpd)
+      end
+      -- both branches get G: the first takes it as it is, a second adds it
+      for _, id in ipairs { s.a, s.b } do
+        if wanted(id) then
+          if not diffs[id] then diffs[id] = G else add({ md = values[id].md, mem = diffs[id] }, G) end
+        end
+      end
+    elseif s.kind == 'maxpool' then
+      ok, why = true, nil
+      if wanted(s.src) then
+        local srcMd = values[s.src].md
+        local g = it.g
+        ok, why = contribute(s.src, function(mem)
+          local bpd, w = dnnl.pd('dnnl_pooling_backward_primitive_desc_create', 'max pooling backward', dnnl.POOLING_MAX,
+            srcMd, dstMd, g.strides, g.kernel, g.dil, g.padL, g.padR, it.pd, nil)
+          if not bpd then return nil, w end
+          keep(bpd)
+          B[#B + 1] = named(step(primitive(bpd, 'pooling backward'), { { ARG.DIFF_DST, gd }, { ARG.WORKSPACE, it.ws },
+            { ARG.DIFF_SRC, mem } }), 'pool bwd', bpd)
+          return true
+        end)
+      end
+    end
+    if not ok then return nil, why end
+  end
+  if program.inputGrad then
+    if not diffs[0] then return nil, 'no gradient reaches the input' end
+    B[#B + 1] = reorderStep(values[0].md, diffs[0], inMd, gradInMem)
+  end
+  exe.fwd = { before = F, main = table.remove(F), after = {}, user = fwdUser }
+  exe.bwd = { before = B, main = table.remove(B), after = {}, user = bwdUser }
+  exe.inputGrad = program.inputGrad
+  return exe
+end
+
+-- a 1-D tensor's n values into floats, and back
+local function gather(buf, t, n)
+  local p, s = ptr(t), t:stride(1)
+  for i = 0, n - 1 do buf[i] = p[i * s] end
+end
+
+-- dst (a tensor of n values) += scale * src (n floats)
+local function accumulate(dst, src, n, scale)
+  local p, s = ptr(dst), dst:dim() == 1 and dst:stride(1) or 1
+  if blas.axpy then return blas.axpy(dst._dt, n, scale, src, 1, p, s) end
+  for i = 0, n - 1 do p[i * s] = p[i * s] + scale * src[i] end
+end
+
+local trainHandles = {}
+
+backend.register('cpu', {
+  plan_train_compile = function(program, threads)
+    dnnl.setThreads(threads)
+    local exe, why = trainCompile(program)
+    if exe then exe.threads, exe.fwd.threads, exe.bwd.threads = threads, threads, threads end
+    return exe, why
+  end,
+  -- output = the run's output; the batch normalizations' running statistics, save_mean and
+  -- save_std as torch7's (save_std = 1 / sqrt(biased variance + eps), running_var from the
+  -- unbiased variance)
+  plan_train_forward = function(exe, input, output, params)
+    local held = {}
+    trainHandles[1], trainHandles[2] = ptr(input), ptr(output)
+    for _, conv in ipairs(exe.convs) do
+      local p = params[conv.step]
+      local w = p.weight:contiguous()
+      held[#held + 1] = w
+      trainHandles[conv.fwdWeight] = ptr(w)
+      if conv.fwdBias then
+        local b = p.bias:contiguous()
+        held[#held + 1] = b
+        trainHandles[conv.fwdBias] = ptr(b)
+      end
+    end
+    for _, bn in ipairs(exe.bns) do
+      local m = params[bn.step].module
+      if m.weight then gather(bn.scale, m.weight, bn.C); gather(bn.shift, m.bias, bn.C) end
+    end
+    dnnl.run(exe.fwd, unpack(trainHandles, 1, #exe.fwd.user))
+    for _, bn in ipairs(exe.bns) do
+      local m = params[bn.step].module
+      local rm, rv = m.running_mean, m.running_var
+      local rmp, rms, rvp, rvs = ptr(rm), rm:stride(1), ptr(rv), rv:stride(1)
+      m.save_mean:resize(bn.C); m.save_std:resize(bn.C)
+      local sm, ss, mo, eps, n = ptr(m.save_mean), ptr(m.save_std), m.momentum, m.eps, bn.n
+      for c = 0, bn.C - 1 do
+        local mean, var = bn.mean[c], bn.var[c]
+        sm[c], ss[c] = mean, 1 / math.sqrt(var + eps)
+        rmp[c * rms] = mo * mean + (1 - mo) * rmp[c * rms]
+        rvp[c * rvs] = mo * var * n / (n - 1) + (1 - mo) * rvp[c * rvs]
+      end
+    end
+    return held
+  end,
+  -- gradInput (when the program wants it) = the input's gradient; every planned module's
+  -- gradWeight / gradBias += scale * its gradient
+  plan_train_backward = function(exe, gradOutput, gradInput, params, scale)
+    local held = {}
+    trainHandles[1] = ptr(gradOutput)
+    if exe.inputGrad then trainHandles[2] = ptr(gradInput) end
+    for _, conv in ipairs(exe.convs) do
+      if conv.bwdWeight then
+        local w = params[conv.step].weight:contiguous()
+        held[#held + 1] = w
+        trainHandles[conv.bwdWeight] = ptr(w)
+      end
+    end
+    for _, bn in ipairs(exe.bns) do
+      local m = params[bn.step].module
+      if m.weight then gather(bn.scale, m.weight, bn.C) end
+    end
+    dnnl.run(exe.bwd, unpack(trainHandles, 1, #exe.bwd.user))
+    for _, conv in ipairs(exe.convs) do
+      local p = params[conv.step]
+      accumulate(p.gradWeight, conv.gw, conv.n, scale)
+      if conv.gb then accumulate(p.gradBias, conv.gb, conv.O, scale) end
+    end
+    for _, bn in ipairs(exe.bns) do
+      local m = params[bn.step].module
+      if m.weight then
+        accumulate(m.gradWeight, bn.dscale, bn.C, scale)
+        accumulate(m.gradBias, bn.dshift, bn.C, scale)
+      end
+    end
+    return held
+  end,
+})
+
 -- For profiles (bench/plans_conv.lua): the milliseconds of each step of exe, run alone `reps`
 -- times after a run of the whole exe (which set the buffers' handles).
 local nnPlan = {}

@@ -6,4 +6,5 @@ local backend = require 'torch.backend'
 backend.register('cuda', {
   plan_conv_supported = function() return false end,
 })
-backend.lacks('cuda', { 'plan_conv_threads', 'plan_conv_compile', 'plan_conv_run' })
+backend.lacks('cuda', { 'plan_conv_threads', 'plan_conv_compile', 'plan_conv_run', 'plan_train_compile',
+  'plan_train_forward', 'plan_train_backward' })

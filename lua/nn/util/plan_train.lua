@@ -1,0 +1,452 @@
+-- Whole-model plans in training mode (issue 25; nn/util/plan_conv.lua plans evaluation): an
+-- nn.Sequential in training mode, on its first forward for an input's type and sizes, runs layer
+-- by layer and then plans what it saw, as evaluation plans do, from these units:
+--   - SpatialConvolution [+ SpatialBatchNormalization (batch statistics) [+ ReLU]]: the batch
+--     norm and its ReLU as one oneDNN primitive (fuse_norm_relu; the mask kept for the backward);
+--   - ConcatTable { body, shortcut } + CAddTable [+ ReLU] (fb.resnet.torch's residual blocks;
+--     shortcut nn.Identity or a chain of convolution units), the add and its ReLU one primitive;
+--   - SpatialMaxPooling.
+-- A run of these (a segment) keeps its activations and their gradients in oneDNN's layouts,
+-- forward and backward (backend op family nn_plan: plan_train_*). A backward right after a
+-- planned forward, of the same input, runs the plan backward: the gradients of the weights
+-- accumulate into the modules' gradWeight / gradBias (scale as torch7's), and the running
+-- statistics, save_mean and save_std are torch7's. Every other module runs as before.
+--
+-- What a program sees stays torch7's: the modules inside a segment lack their `output` after a
+-- planned forward and their `gradInput` after a planned backward, until something reads one:
+-- then every module of the root is put back and the forward (and, after a backward, the
+-- updateGradInput) reruns layer by layer on copies of the input and gradient, the batch norms'
+-- running statistics put back after it (a rerun is not a training step) and the gradients of
+-- the weights untouched. A plan is dropped when the tree, a module's fields (tensors replaced
+-- or resized, settings, train flags), the input's sizes or the mode change, and
+-- planTrain.enabled (or nn.plans.enabled) off runs every container layer by layer.
+local backend = require 'torch.backend'
+local plans = require 'nn.util.plans'
+local planConv = require 'nn.util.plan_conv'
+local I = planConv.internal
+
+local planTrain = { enabled = not os.getenv('LUABRIDGE_NO_TRAIN_PLANS') }
+
+local states = setmetatable({}, { __mode = 'k' })
+local WEAK = I.WEAK
+local sizesOf, sameSizes, floatTensor = I.sizesOf, I.sameSizes, I.floatTensor
+
+-- the tensors a training plan reads or writes beyond those evaluation plans record
+local EXTRA = {
+  ['nn.SpatialConvolution'] = { 'gradWeight', 'gradBias' },
+  ['nn.SpatialConvolutionMM'] = { 'gradWeight', 'gradBias' },
+  ['nn.SpatialBatchNormalization'] = { 'gradWeight', 'gradBias', 'save_mean', 'save_std' },
+}
+
+local function record(sig, m)
+  I.record(sig, m)
+  for _, k in ipairs(EXTRA[torch.typename(m)] or {}) do
+    local t = rawget(m, k)
+    local n = #sig.tensors + 1
+    sig.owners[n], sig.names[n], sig.tensors[n] = m, k, t or false
+    if t then
+      sig.shapes[n] = { t:storage() and torch.pointer(t:storage()) or 0, t:storageOffset(), t:nElement(), t:dim(),
+        t:isContiguous() }
+    end
+  end
+end
+
+local function vector(t, n) return floatTensor(t) and t:nElement() == n end
+
+-- conv [+ batch norm in training [+ ReLU]] at items[i]
+local function convUnit(items, i, sizes)
+  local c = items[i] and items[i].m
+  if not I.CONVS[torch.typename(c)] or #sizes ~= 4 or sizes[2] ~= c.nInputPlane
+      or (c.dilationW or 1) ~= 1 or (c.dilationH or 1) ~= 1 or not floatTensor(c.weight)
+      or c.weight:nElement() ~= c.nOutputPlane * c.nInputPlane * c.kH * c.kW
+      or not floatTensor(c.gradWeight) or not c.gradWeight:isContiguous()
+      or c.gradWeight:nElement() ~= c.weight:nElement()
+      or (c.bias and not (vector(c.bias, c.nOutputPlane) and vector(c.gradBias, c.nOutputPlane))) then
+    return nil
+  end
+  local out = sizesOf(rawget(c, 'output'))
+  if not out or #out ~= 4 then return nil end
+  local steps = { { kind = 'conv', kH = c.kH, kW = c.kW, dH = c.dH, dW = c.dW, padH = c.padH, padW = c.padW,
+    bias = c.bias ~= nil, out = out } }
+  local params = { { weight = c.weight, bias = c.bias, gradWeight = c.gradWeight, gradBias = c.gradBias } }
+  local mods, j = { c }, i + 1
+  local bn, C = items[j] and items[j].m, out[2]
+  if torch.typename(bn) == 'nn.SpatialBatchNormalization' and bn.train ~= false and out[1] > 1 and bn.eps > 0
+      and vector(bn.running_mean, C) and vector(bn.running_var, C)
+      and torch.isTensor(rawget(bn, 'save_mean')) and torch.isTensor(rawget(bn, 'save_std'))
+      and ((bn.weight == nil and bn.bias == nil) or (vector(bn.weight, C) and vector(bn.bias, C)
+        and vector(bn.gradWeight, C) and vector(bn.gradBias, C))) then
+    local s = { kind = 'bn', affine = bn.weight ~= nil, eps = bn.eps, out = out }
+    steps[2], params[2] = s, { module = bn }
+    mods[#mods + 1], j = bn, j + 1
+    if I.isReLU(items[j] and items[j].m) then
+      s.relu = true
+      mods[#mods + 1], j = items[j].m, j + 1
+    end
+  end
+  return { steps = steps, params = params, mods = mods, next = j, sizes = out, convs = 1 }
+end
+
+local function maxPoolUnit(items, i, sizes)
+  local p = items[i] and items[i].m
+  if torch.typename(p) ~= 'nn.SpatialMaxPooling' or #sizes ~= 4 then return nil end
+  local out = sizesOf(rawget(p, 'output'))
+  if not out or #out ~= 4 or out[2] ~= sizes[2] then return nil end
+  return { steps = { { kind = 'maxpool', kH = p.kH, kW = p.kW, dH = p.dH, dW = p.dW, padH = p.padH,
+    padW = p.padW, out = out } }, params = { {} }, mods = { p }, next = i + 1, sizes = out, convs = 0 }
+end
+
+-- a residual branch: nn.Identity or an nn.Sequential of convolution units
+local function chain(branch, sizes, sig)
+  local name = torch.typename(branch)
+  if name == 'nn.Identity' then
+    record(sig, branch)
+    return { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0, identity = true }
+  end
+  if name ~= 'nn.Sequential' then return false end
+  local items, ranges = {}, {}
+  I.flatten(branch, items, ranges, sig)
+  local whole = { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0 }
+  for _, r in ipairs(ranges) do
+    if r.last < r.first then return false end
+    whole.mods[#whole.mods + 1] = r.seq
+  end
+  local i = 1
+  while i <= #items do
+    local u = convUnit(items, i, whole.sizes)
+    if not u then return false end
+    for k, s in ipairs(u.steps) do whole.steps[#whole.steps + 1], whole.params[#whole.params + 1] = s, u.params[k] end
+    for _, m in ipairs(u.mods) do whole.mods[#whole.mods + 1] = m; record(sig, m) end
+    whole.sizes, whole.convs, i = u.sizes, whole.convs + 1, u.next
+  end
+  if #whole.steps == 0 then return false end
+  return whole
+end
+
+local function residualUnit(items, i, sizes, sig)
+  local ct, add = items[i] and items[i].m, items[i + 1] and items[i + 1].m
+  if torch.typename(ct) ~= 'nn.ConcatTable' or #ct.modules ~= 2 or torch.typename(add) ~= 'nn.CAddTable'
+      or #sizes ~= 4 then
+    return nil
+  end
+  local a, b = chain(ct.modules[1], sizes, sig), chain(ct.modules[2], sizes, sig)
+  if not a or not b or (a.identity and b.identity) then return nil end
+  local body, shortcut = a, b
+  if a.identity then body, shortcut = b, a end
+  local last = body.steps[#body.steps]
+  if last.relu or not sameSizes(body.sizes, shortcut.sizes) then return nil end
+  local out = sizesOf(rawget(add, 'output'))
+  if not out or not sameSizes(out, body.sizes) then return nil end
+  local sum = { kind = 'add', out = out }
+  local u = { steps = {}, params = {}, mods = { ct }, sizes = out, convs = body.convs + shortcut.convs,
+    residual = { body = body, shortcut = shortcut, sum = sum } }
+  for _, part in ipairs { shortcut, body } do
+    for k, s in ipairs(part.steps) do u.steps[#u.steps + 1], u.params[#u.params + 1] = s, part.params[k] end
+    for _, m in ipairs(part.mods) do u.mods[#u.mods + 1] = m end
+  end
+  u.steps[#u.steps + 1], u.params[#u.params + 1] = sum, {}
+  u.mods[#u.mods + 1] = add
+  record(sig, ct); record(sig, add)
+  local j = i + 2
+  if I.isReLU(items[j] and items[j].m) then
+    sum.relu = true
+    u.mods[#u.mods + 1], j = items[j].m, j + 1
+  end
+  u.next = j
+  return u
+end
+
+-- wires a unit's steps into segment seg (value ids)
+local function append(seg, u)
+  local function new(s)
+    seg.count = seg.count + 1
+    s.dst = seg.count
+    seg.program.values[s.dst] = s.out
+    return s.dst
+  end
+  local current = seg.value
+  if u.residual then
+    local r = u.residual
+    local short = current
+    for _, s in ipairs(r.shortcut.steps) do s.src = short; short = new(s) end
+    local v = current
+    for _, s in ipairs(r.body.steps) do s.src = v; v = new(s) end
+    r.sum.a, r.sum.b = v, short
+    current = new(r.sum)
+  else
+    for _, s in ipairs(u.steps) do s.src = current; current = new(s) end
+  end
+  for k, s in ipairs(u.steps) do
+    seg.program.steps[#seg.program.steps + 1] = s
+    seg.params[#seg.program.steps] = u.params[k]
+  end
+  seg.value = current
+end
+
+-- the pieces of root's flattened tree: segments and modules run as they are; nil when no
+-- convolution is planned
+local function build(root, input, sig)
+  local items, ranges = {}, {}
+  I.flatten(root, items, ranges, sig)
+  for _, r in ipairs(ranges) do if r.last < r.first then return nil end end
+  local seen = {}
+  for _, it in ipairs(items) do
+    if seen[it.m] then return nil end
+    seen[it.m] = true
+    record(sig, it.m)
+  end
+  local pieces, seg, convs = {}, nil, 0
+  local sizes = sizesOf(input)
+  local function close()
+    if not seg then return end
+    local bns = 0
+    for _, s in ipairs(seg.program.steps) do if s.kind == 'bn' then bns = bns + 1 end end
+    -- no batch norm: little to fuse, and eager's convolutions pick channels-last where the
+    -- blocked layouts pad channels (LeNet's): the modules run as they are
+    if seg.convs == 0 or bns == 0 then
+      for _, it in ipairs(seg.items) do pieces[#pieces + 1] = it end
+    else
+      seg.program.output = seg.value
+      pieces[#pieces + 1] = seg
+      convs = convs + seg.convs
+    end
+    seg = nil
+  end
+  local i = 1
+  while i <= #items do
+    local u = convUnit(items, i, sizes) or residualUnit(items, i, sizes, sig) or maxPoolUnit(items, i, sizes)
+    if u then
+      if not seg then
+        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes } }, params = {}, value = 0, count = 0,
+          items = {}, mods = {}, convs = 0, exes = {} }
+      end
+      for k = i, u.next - 1 do seg.items[#seg.items + 1] = items[k] end
+      for _, m in ipairs(u.mods) do seg.mods[#seg.mods + 1] = m end
+      append(seg, u)
+      seg.convs = seg.convs + u.convs
+      seg.last = u.mods[#u.mods]
+      sizes, i = u.sizes, u.next
+    else
+      close()
+      pieces[#pieces + 1] = items[i]
+      local out = sizesOf(rawget(items[i].m, 'output'))
+      if not out then return nil end
+      sizes, i = out, i + 1
+    end
+  end
+  close()
+  if convs == 0 then return nil end
+  -- outputs left lazy: a segment's modules but its last; gradInputs: all but its first
+  local fields, bns, isLazyOut, isLazyGrad = setmetatable({}, { __mode = 'k' }), {}, {}, {}
+  for _, p in ipairs(pieces) do
+    if p.program then
+      p.first = p.items[1].m
+      local g = rawget(p.first, 'gradInput')
+      if g == nil and torch.typename(p.first) == 'nn.SpatialConvolution' then
+        p.program.inputGrad = false
+      elseif torch.isTensor(g) then
+        p.program.inputGrad = true
+      else
+        return nil
+      end
+      for _, m in ipairs(p.mods) do
+        if m ~= p.last then isLazyOut[m] = true end
+        if m ~= p.first then isLazyGrad[m] = true end
+        if torch.typename(m) == 'nn.SpatialBatchNormalization' then bns[#bns + 1] = m end
+      end
+    end
+  end
+  local outLinks, gradLinks = {}, {}
+  for _, r in ipairs(ranges) do
+    local lastModule, firstModule = items[r.last].m, items[r.first].m
+    if isLazyOut[lastModule] then isLazyOut[r.seq] = true
+    else outLinks[#outLinks + 1] = { seq = r.seq, from = lastModule } end
+    if isLazyGrad[firstModule] then isLazyGrad[r.seq] = true
+    else gradLinks[#gradLinks + 1] = { seq = r.seq, from = firstModule } end
+  end
+  local lazyFwd, lazyAll = {}, {}
+  for m in pairs(isLazyOut) do lazyFwd[#lazyFwd + 1] = m end
+  for m in pairs(isLazyOut) do lazyAll[#lazyAll + 1] = m end
+  for m in pairs(isLazyGrad) do if not isLazyOut[m] then lazyAll[#lazyAll + 1] = m end end
+  local OUT, GRAD, BOTH = { 'output', 'indices' }, { 'gradInput' }, { 'output', 'indices', 'gradInput' }
+  for m in pairs(isLazyOut) do fields[m] = isLazyGrad[m] and BOTH or OUT end
+  for m in pairs(isLazyGrad) do if not isLazyOut[m] then fields[m] = GRAD end end
+  return { pieces = pieces, lazyFwd = lazyFwd, lazyAll = lazyAll, fields = fields, bns = setmetatable(bns, WEAK),
+    outLinks = outLinks, gradLinks = gradLinks }
+end
+
+------------------------------------------------------------------------------------------------
+-- Running
+
+local function inputKey(input)
+  local s = input:size()
+  return ('%s %d %d %d %d %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()))
+end
+
+-- The rerun that materializes a training plan's modules: the forward (as evaluation plans'), then
+-- the gradients of the inputs after a planned backward; running statistics put back, the
+-- gradInputs of the modules not left lazy kept.
+local function rerun(st, root, lazy)
+  local plan = st.plan
+  local stats = {}
+  for _, bn in ipairs(plan and plan.bns or {}) do
+    stats[#stats + 1] = { bn, bn.running_mean:clone(), bn.running_var:clone() }
+  end
+  local outLazy, gradLazy = {}, {}
+  for m, saved in pairs(lazy) do
+    for _, k in ipairs(saved.fields) do
+      if k == 'output' then outLazy[m] = saved elseif k == 'gradInput' then gradLazy[m] = true end
+    end
+  end
+  local ok, err = I.rerun(st, root, outLazy)
+  if ok and st.backed then
+    local kept = {}
+    local function spare(mod)
+      if not gradLazy[mod] then
+        local g = rawget(mod, 'gradInput')
+        kept[mod] = { g }
+        if torch.isTensor(g) then rawset(mod, 'gradInput', g.new()) elseif type(g) == 'table' then rawset(mod, 'gradInput', {}) end
+      end
+      local list = rawget(mod, 'modules')
+      if type(list) == 'table' then for _, c in ipairs(list) do spare(c) end end
+    end
+    spare(root)
+    local rootGrad = rawget(root, 'gradInput')
+    ok, err = pcall(root.updateGradInput, root, st.inputCopy, st.gradOutputCopy)
+    for mod, k in pairs(kept) do rawset(mod, 'gradInput', k[1]) end
+    rawset(root, 'gradInput', rootGrad)
+  end
+  for _, s in ipairs(stats) do s[1].running_mean:copy(s[2]); s[1].running_var:copy(s[3]) end
+  return ok, err
+end
+
+local function runForward(st, root, input)
+  local plan = st.plan
+  local current = input
+  local b = backend.of(input)
+  local threads = b.plan_conv_threads()
+  st.inputCopy = st.inputCopy or input.new()
+  st.inputCopy:resizeAs(input):copy(input)
+  if plan.mixed == nil then
+    plan.mixed = false
+    for _, p in ipairs(plan.pieces) do if not p.program then plan.mixed = true end end
+  end
+  st.rng = plan.mixed and torch.getRNGState() or nil
+  for _, p in ipairs(plan.pieces) do
+    p.input = current
+    if p.program then
+      local exe = p.exes[threads]
+      if exe == nil then
+        exe = b.plan_train_compile(p.program, threads)
+        if not exe then st.plan = nil; return nil end
+        p.exes[threads] = exe
+      end
+      if not sameSizes(sizesOf(current), p.program.input) or not b.plan_conv_supported(current) then return nil end
+      if not p.out then
+        local o = rawget(p.last, 'output')
+        if torch.isTensor(o) and torch.typename(o) == torch.typename(current) and o:isContiguous() then p.out = o end
+      end
+      if not p.out or not p.out:isContiguous() then p.out = current.new() end
+      p.out:resize(unpack(p.program.values[p.program.output]))
+      local src = current:contiguous()
+      p.src, p.exe = src, exe
+      b.plan_train_forward(exe, src, p.out, p.params)
+      rawset(p.last, 'output', p.out)
+      current = p.out
+    else
+      current = p.owner:rethrowErrors(p.m, p.index, 'updateOutput', current)
+    end
+  end
+  for _, l in ipairs(plan.outLinks) do rawset(l.seq, 'output', rawget(l.from, 'output')) end
+  I.makeLazy(st, plan.lazyFwd, function(m) return { 'output', 'indices' } end)
+  return current
+end
+
+function planTrain.forward(root, input, layerByLayer)
+  local st = states[root]
+  if st then I.settle(st); st.ran, st.failed, st.backed = false, nil, nil end
+  if not planTrain.enabled or I.busy() or not torch.isTensor(input) or input:dim() ~= 4
+      or not backend.of(input).plan_conv_supported(input) then
+    return layerByLayer(root, input)
+  end
+  local key = inputKey(input)
+  if st and st.key == key and I.holds(st.sig) then
+    if not st.plan then return layerByLayer(root, input) end
+    local plan = st.plan
+    local ok, out = pcall(runForward, st, root, input)
+    if not ok then
+      st.failed = true
+      I.makeLazy(st, plan.lazyFwd, function() return { 'output', 'indices' } end)
+      error(out, 0)
+    end
+    if out ~= nil then st.ran, st.input = true, input; return out end
+    if not st.plan then return layerByLayer(root, input) end
+  end
+  I.enter()
+  local ok, out = pcall(layerByLayer, root, input)
+  I.leave()
+  if not ok then error(out, 0) end
+  st = { root = setmetatable({ root }, WEAK), layerByLayer = layerByLayer, key = key, sig = I.newSignature(),
+    rerun = rerun }
+  local planned, plan = pcall(build, root, input, st.sig)
+  st.plan = planned and plan or nil
+  states[root] = st
+  return out
+end
+
+-- The backward of root after its planned forward of `input`: true and the gradient of the
+-- input; false when the plan does not serve it (the caller runs layer by layer: reading the
+-- modules' outputs materializes them).
+function planTrain.backward(root, input, gradOutput, scale)
+  local st = states[root]
+  if not (st and st.ran and st.plan and plans.enabled and planTrain.enabled) or st.backed or I.busy()
+      or input ~= st.input or not torch.isTensor(gradOutput) or not I.holds(st.sig) then
+    return false
+  end
+  local plan = st.plan
+  local last = plan.pieces[#plan.pieces]
+  local out = last.program and last.out or rawget(last.m, 'output')
+  if not torch.isTensor(out) or not gradOutput:isSameSizeAs(out) then return false end
+  local current = gradOutput
+  for k = #plan.pieces, 1, -1 do
+    local p = plan.pieces[k]
+    if p.program then
+      local b = backend.of(current)
+      if torch.typename(current) ~= 'torch.FloatTensor' or not sameSizes(sizesOf(current), p.program.values[p.program.output]) then
+        error(('plan_train: the gradient reaching %s has sizes %s, its output %s'):format(torch.typename(p.last),
+          table.concat(sizesOf(current) or {}, 'x'), table.concat(p.program.values[p.program.output], 'x')), 0)
+      end
+      local gi = nil
+      if p.exe.inputGrad then
+        gi = rawget(p.first, 'gradInput')
+        if not (torch.isTensor(gi) and torch.typename(gi) == 'torch.FloatTensor') then gi = current.new() end
+        gi:resize(unpack(p.program.input))
+        if not gi:isContiguous() then gi = current.new():resize(unpack(p.program.input)) end
+      end
+      b.plan_train_backward(p.exe, current:contiguous(), gi, p.params, scale or 1)
+      rawset(p.first, 'gradInput', gi)
+      current = gi
+    else
+      local r = p.owner:rethrowErrors(p.m, p.index, 'backward', p.input, current, scale)
+      if p.index > 1 then p.m.gradInput = r end
+      current = r
+    end
+  end
+  for _, l in ipairs(plan.gradLinks) do rawset(l.seq, 'gradInput', rawget(l.from, 'gradInput')) end
+  st.gradOutputCopy = (st.gradOutputCopy or gradOutput.new()):resizeAs(gradOutput):copy(gradOutput)
+  st.backed = true
+  I.makeLazy(st, plan.lazyAll, function(m) return plan.fields[m] end)
+  return true, current
+end
+
+function planTrain.settle(root)
+  local st = states[root]
+  if st then I.settle(st); st.ran, st.backed = false, nil end
+end
+
+function planTrain.planned(root)
+  local st = states[root]
+  return st ~= nil and st.ran == true
+end
+
+return planTrain
