@@ -10,6 +10,7 @@ end
 function CMulTable:updateOutput(input)
   tables.tensors(self, input)
   tables.sameElements(self, input)
+  tables.typesLike(self, self.output, "the output's type: convert the module or the input", input, 'input', 2)
   tables.chain('mul', self.output:resizeAs(input[1]), input[1], input, 1)
   return self.output
 end
@@ -19,6 +20,9 @@ end
 function CMulTable:updateGradInput(input, gradOutput)
   tables.tensors(self, input)
   tables.gradOutputLike(self, gradOutput, input[1])
+  for i = 1, #input do   -- gradInput[i] is gradOutput times every other input
+    tables.typesLike(self, self.gradInput[i] or input[1], ('gradInput[%d]\'s type'):format(i), input, 'input', 1, i)
+  end
   for i = 1, #input do
     self.gradInput[i] = self.gradInput[i] or input[1].new()
     tables.chain('mul', self.gradInput[i]:resizeAs(input[i]), gradOutput, input, i)

@@ -10,6 +10,7 @@ end
 function CSubTable:updateOutput(input)
   tables.tensors(self, input, 2)
   tables.sameElements(self, input)
+  tables.typesLike(self, self.output, "the output's type: convert the module or the input", input, 'input', 2)
   self.output:resizeAs(input[1]):copy(input[1]):add(-1, input[2])
   return self.output
 end

@@ -27,6 +27,19 @@ local function setup(self, input)
   if gater:dim() ~= 1 and gater:dim() ~= 2 then
     check.error(('%s: gater must be 1-D or 2-D, got %s'):format(name, check.sizestr(gater)))
   end
+  -- the mixture multiplies the gater's weights into the experts: one element type (the tensor
+  -- methods raised otherwise, naming cmul)
+  local function sameType(expert, what)
+    if torch.isTensor(expert) and expert:type() ~= gater:type() then
+      check.error(('%s: %s is a %s of size %s, expected a %s (the gater\'s type)'):format(
+        name, what, expert:type(), check.sizestr(expert), gater:type()))
+    end
+  end
+  if torch.type(experts) == 'table' then
+    for i = 1, #experts do sameType(experts[i], ('expert %d'):format(i)) end
+  else
+    sameType(experts, 'experts')
+  end
   self.dimG = gater:dim()
   self.dim = self.dim or self.dimG
   local n = gater:size(self.dimG)

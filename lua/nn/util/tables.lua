@@ -35,10 +35,26 @@ function tables.sameElements(module, input, what)
   end
 end
 
--- b must be a tensor of a's type (for the kernels, which read any element type as given).
-function tables.sameType(module, a, b)
-  if a:type() ~= b:type() then
-    check.error(('%s: expected %s, got %s'):format(torch.type(module), a:type(), b:type()))
+-- Each tensor of list (from index `from`, but `skip`) must be of like's type: the tensor methods
+-- the elementwise table modules run (add, cmul, cdiv, ...) take operands of one element type,
+-- and raised from inside them naming the method, not the module. `role` says what like is
+-- ("the output's type: convert the module or the input"), `what` names the list ('input').
+function tables.typesLike(module, like, role, list, what, from, skip)
+  local want = like:type()
+  for i = from or 1, #list do
+    local t = list[i]
+    if i ~= skip and t:type() ~= want then
+      check.error(('%s: %s[%d] is a %s of size %s, expected a %s (%s)'):format(torch.type(module),
+        what or 'input', i, t:type(), check.sizestr(t), want, role))
+    end
+  end
+end
+
+-- gradOutput must be of like's type (where it is combined with, or set into, tensors of it).
+function tables.gradOutputType(module, gradOutput, like, role)
+  if gradOutput:type() ~= like:type() then
+    check.error(('%s: gradOutput is a %s of size %s, expected a %s (%s)'):format(torch.type(module),
+      gradOutput:type(), check.sizestr(gradOutput), like:type(), role))
   end
 end
 
@@ -63,6 +79,7 @@ function tables.pair(module, input)
     check.error(('%s: input must be two vectors or matrices of the same size, got %s and %s')
       :format(torch.type(module), check.sizestr(x1), check.sizestr(x2)))
   end
+  tables.typesLike(module, x1, "input[1]'s type", { x1, x2 }, 'input', 2)
   return x1, x2
 end
 
@@ -134,10 +151,10 @@ function tables.extremum(cls, compare, indexField)
     tables.tensors(self, input)
     tables.sameElements(self, input)
     loss.checkHost(self, input[1])
+    tables.typesLike(self, self.output, "the output's type: convert the module or the input", input, 'input', 2)
     local index = self[indexField]:resizeAs(input[1]):fill(1)
     self.output:resizeAs(input[1]):copy(input[1])
     for i = 2, #input do
-      tables.sameType(self, self.output, input[i])
       backend.of(index).table_extremum_update(self, compare, self.output, index, input[i], i)
     end
     return self.output
@@ -146,7 +163,7 @@ function tables.extremum(cls, compare, indexField)
   function cls:updateGradInput(input, gradOutput)
     tables.tensors(self, input)
     tables.gradOutputLike(self, gradOutput, self[indexField])
-    tables.sameType(self, self[indexField], gradOutput)
+    tables.gradOutputType(self, gradOutput, self[indexField], "the type of " .. indexField)
     for i = 1, #input do
       self.gradInput[i] = self.gradInput[i] or input[i].new()
       local gi = self.gradInput[i]:resizeAs(input[i])
