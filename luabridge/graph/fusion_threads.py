@@ -7,6 +7,10 @@ pthread condition), as many as torch.setnumthreads allows, never more than the f
 the host's thread rule (blas.threadsFor) is lent. Each chunk runs the same numpy loops the one-thread
 kernel runs, so the values are the same bit for bit. These helpers act on the calling thread's
 runtime; LUABRIDGE_FUSION_THREADS=0 turns the threads off for every runtime.
+
+The workers end when `stop()` is called in their runtime's thread (a later threaded run starts
+new ones), within a second or so of that thread's end (they look while idle), or when their
+runtime is collected; at interpreter exit they are daemon threads, parked, and never woken.
 """
 from __future__ import annotations
 
@@ -33,3 +37,12 @@ def jobs() -> tuple[int, int]:
     b, m = _module()
     runs, helped = b.call(m.runs)
     return int(runs), int(helped)
+
+
+def stop() -> None:
+    """Ends this thread's runtime's team of workers (fused groups, parallel loops) and waits for
+    them; a later threaded run starts a new team. Loads nothing: a runtime that never ran a
+    threaded group has no team."""
+    b = bridge()
+    b.call(b.load("local m = package.loaded['luabridge.graph.fusion_threads']; if m then m.stop() end",
+                  "=fusion_threads.stop"))

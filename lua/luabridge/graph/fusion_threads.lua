@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
   uint8_t mutex[64], wake[64], done[64];
   int64_t generation, stop, want, next, chunks, chunk, n, busy, failed, runs, helped;
+  int64_t owner, ownerStart;
   luabridge_fusion_kernel *kernel;
   char message[240];
 } luabridge_fusion_team;
@@ -37,6 +38,10 @@ int luabridge_fusion_lock(void *m) __asm__("pthread_mutex_lock");
 int luabridge_fusion_unlock(void *m) __asm__("pthread_mutex_unlock");
 int luabridge_fusion_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
 int luabridge_fusion_wait(void *c, void *m) __asm__("pthread_cond_wait");
+typedef struct { long sec, nsec; } luabridge_fusion_timespec;
+int luabridge_fusion_timedwait(void *c, void *m, const luabridge_fusion_timespec *t) __asm__("pthread_cond_timedwait");
+int luabridge_fusion_clock(int clock, luabridge_fusion_timespec *t) __asm__("clock_gettime");
+int luabridge_fusion_gettid(void) __asm__("gettid");
 int luabridge_fusion_broadcast(void *c) __asm__("pthread_cond_broadcast");
 int luabridge_fusion_getpid(void) __asm__("getpid");
 ]]
@@ -118,14 +123,56 @@ local function runChunks(team, kernel, worker)
   return own
 end
 
--- A worker's life (its own thread and runtime): jobs until the team stops.
+-- Seconds an idle worker waits before it looks whether the thread that owns its team still
+-- runs (a runtime serves one thread: once that thread ended, no job can come).
+M.WATCH_SECONDS = 1
+
+-- The start time of thread tid of this process (field 22 of /proc/self/task/<tid>/stat), or
+-- nil where it cannot be read (the thread ended; not Linux).
+local function startOf(tid)
+  local f = io.open(('/proc/self/task/%d/stat'):format(tid), 'r')
+  if not f then return nil end
+  local line = f:read('*l')
+  f:close()
+  -- the command in parentheses may hold spaces: fields from the last ')' on; state is field 3
+  local rest = line and line:match('.*%)%s+(.*)')
+  if not rest then return nil end
+  local k = 2
+  for field in rest:gmatch('%S+') do
+    k = k + 1
+    if k == 22 then return tonumber(field) end
+  end
+  return nil
+end
+
+-- Whether the thread that made team t has ended (false where that cannot be told).
+local function ownerEnded(t)
+  if t.owner == 0 then return false end
+  return startOf(tonumber(t.owner)) ~= tonumber(t.ownerStart)
+end
+
+-- A worker's life (its own thread and runtime): jobs until the team stops, or until the thread
+-- that owns the team has ended (its runtime can run no job: the workers of a thread that ended
+-- no longer wait for Python to collect its runtime; a pool's terminate(), a thread's end).
 function M.work(address, index)
   local team = ffi.cast('luabridge_fusion_team *', address)
   local kernels, kept, seen = {}, 0, 0
+  local now = ffi.new('luabridge_fusion_timespec')
   lock(team.mutex)
   while team.stop == 0 do
     if team.generation == seen then
-      wait(team.wake, team.mutex)
+      C.luabridge_fusion_clock(0, now)   -- CLOCK_REALTIME, the condition's clock
+      now.sec = now.sec + M.WATCH_SECONDS
+      if C.luabridge_fusion_timedwait(team.wake, team.mutex, now) ~= 0 and team.generation == seen then
+        -- timed out idle: read /proc without the mutex
+        unlock(team.mutex)
+        local ended = ownerEnded(team)
+        lock(team.mutex)
+        if ended then
+          team.stop = 1
+          C.luabridge_fusion_broadcast(team.wake)
+        end
+      end
     else
       seen = team.generation
       if index < team.want and team.next < team.chunks then
@@ -181,8 +228,17 @@ end
 -- Python's threads.Thread), the team has fewer and the caller runs the chunks nobody takes.
 local function teamOf(n)
   local now = C.luabridge_fusion_getpid()
+  if team and pid == now and team.stop ~= 0 then
+    -- its workers ended (they found this team's thread gone: a function of this runtime called
+    -- from another thread since): a new team
+    if guard then ffi.gc(guard, nil); guard = nil end
+    pid = nil
+  end
   if pid ~= now then
     team, workers, pid, M.startError = newTeam(), {}, now, nil
+    local ok, tid = pcall(function() return C.luabridge_fusion_gettid() end)
+    local start = ok and startOf(tid)
+    if start then team.owner, team.ownerStart = tid, start end
     local t, owner = team, now
     guard = ffi.gc(ffi.new('char[1]'), function() release(t, owner) end)
   end
