@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+import luabridge
 from helpers import lua_fn
 
 MIRROR = Path(os.environ.get("LUABRIDGE_MIRROR") or Path(__file__).resolve().parents[2] / ".mirror")
@@ -28,8 +30,11 @@ available = lua_fn("""function()
 end""")
 
 
-def source(repo: str, path: str) -> str:
-    """The file `path` of the mirrored repository `repo` (owner+name) at its HEAD, or a skip."""
+def source(repo: str, path: str | tuple[str, ...]) -> str:
+    """The file `path` of the mirrored repository `repo` (owner+name) at its HEAD, or a skip; for
+    several paths, their texts joined by SEPARATOR."""
+    if isinstance(path, tuple):
+        return SEPARATOR.join(source(repo, p) for p in path)
     git_dir = MIRROR / repo / "repo"
     if not git_dir.is_dir():
         pytest.skip(f"{git_dir} is absent (the corpus mirror exists only on the project's machine)")
@@ -42,10 +47,16 @@ def source(repo: str, path: str) -> str:
     return done.stdout
 
 
+SEPARATOR = "\n--[[@@]]\n"
+
 # fb.resnet.torch's models/resnet.lua at depth 20 for CIFAR-10 (shortcut type %s): `require 'cunn'`
 # and the global `cudnn` (main.lua requires cudnn) stand for nn's modules, as cudnn.convert(model, nn)
 # would give
 RESNET = r"""function(src)
+      if package.loaded.cudnn then   -- the cudnn thread: resnet.lua's cudnn layers as they are
+        return loadstring(src, '@models/resnet.lua')()({ depth = 20, dataset = 'cifar10', shortcutType = '%s',
+          tensorType = 'torch.FloatTensor' }), { 3, 32, 32 }
+      end
       local saved, savedCunn = rawget(_G, 'cudnn'), package.loaded.cunn
       cudnn = { SpatialConvolution = nn.SpatialConvolution, SpatialAveragePooling = nn.SpatialAveragePooling,
                 ReLU = nn.ReLU, SpatialBatchNormalization = nn.SpatialBatchNormalization, version = 5005 }
@@ -59,12 +70,39 @@ RESNET = r"""function(src)
       return model, { 3, 32, 32 }
     end"""
 
+# wide-residual-networks' models/wide-resnet.lua (its utils.lua through paths.dofile; utils.testModel's
+# print silenced) at depth 16, widen factor 2, dropout %s; train.lua turns it into cudnn's layers
+# with cudnn.convert(net, cudnn) (then :cuda(), left out): the "_cudnn" rows do that
+WRN = r"""function(src)
+      local modelSrc, utilsSrc = src:match('^(.-)\n%%-%%-%%[%%[@@%%]%%]\n(.*)$')
+      local savedDofile, savedPrint = paths.dofile, print
+      paths.dofile = function(f)
+        assert(f == 'utils.lua', f)
+        return loadstring(utilsSrc, '@models/utils.lua')()
+      end
+      print = function() end
+      local ok, model = pcall(function()
+        return loadstring(modelSrc, '@models/wide-resnet.lua')()({ depth = 16, widen_factor = 2, num_classes = 10,
+          dropout = %s })
+      end)
+      paths.dofile, print = savedDofile, savedPrint
+      assert(ok, model)
+      if package.loaded.cudnn then cudnn.convert(model, cudnn) end
+      return model:float(), { 3, 32, 32 }
+    end"""
+
 # Builders: each gets the model file's source and returns the Float model and its input sizes
 # (without the batch). The files run unchanged but for what needs a GPU (noted per builder).
+# The rows ending in "_cudnn" run where `require 'cudnn'` was done (LUABRIDGE_CUDA_ON_CPU=1, a
+# thread of their own): their layers are cudnn's classes (lua/cudnn), on CPU Float tensors.
 BUILDERS = {
-    "resnet20_cifar_B": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % "B"),
+    "resnet20_cifar_B": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % ("B", "B")),
     # shortcut A (opts.lua's default for CIFAR): average pooling and nn.Concat(Identity, MulConstant(0))
-    "resnet20_cifar_A": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % "A"),
+    "resnet20_cifar_A": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % ("A", "A")),
+    "resnet20_cifar_A_cudnn": ("facebook+fb.resnet.torch", "models/resnet.lua", RESNET % ("A", "A")),
+    "wrn_16_2": ("szagoruyko+wide-residual-networks", ("models/wide-resnet.lua", "models/utils.lua"), WRN % 0),
+    "wrn_16_2_dropout_cudnn": ("szagoruyko+wide-residual-networks", ("models/wide-resnet.lua", "models/utils.lua"),
+                               WRN % 0.3),
     "vgg_bn_drop": ("szagoruyko+cifar.torch", "models/vgg_bn_drop.lua", r"""function(src)
       return loadstring(src, '@models/vgg_bn_drop.lua')():float(), { 3, 32, 32 }
     end"""),
@@ -107,7 +145,7 @@ HARNESS = lua_fn(r"""function(builder, src, batch)
   local twin = model:clone()
   local x = torch.FloatTensor(batch, unpack(sizes)):normal()
   local worst, where = 0, 'none'
-  local wasPlanned = false
+  local wasPlanned, rootPlanned, why = false, false, nil
 
   local maxDiff = dofile('@COMPARE@')
   local function note(d, what)
@@ -122,6 +160,8 @@ HARNESS = lua_fn(r"""function(builder, src, batch)
     for _, m in ipairs(model:listModules()) do   -- the root, or containers planned on their own
       wasPlanned = wasPlanned or planConv.planned(m)
     end
+    rootPlanned = rootPlanned or planConv.planned(model)
+    why = why or planConv.why(model)
     note(maxDiff(out, ref), what .. ': output')
     if out ~= model.output then note(math.huge, what .. ': forward returned a tensor other than .output') end
     if readAll then
@@ -154,12 +194,18 @@ HARNESS = lua_fn(r"""function(builder, src, batch)
   change(function(m) m:clearState() end)
   both(x, ':clearState() then forward 1', false)
   both(x2, ':clearState() then forward 2', true)
+  -- the modules of class name or of a subclass (cudnn's), in the tree's order
+  local function find(m, name)
+    local list = {}
+    for _, x in ipairs(m:listModules()) do if torch.isTypeOf(x, name) then list[#list + 1] = x end end
+    return list
+  end
   change(function(m)
-    local convs = m:findModules('nn.SpatialConvolution')
-    if #convs == 0 then convs = m:findModules('nn.SpatialFullConvolution') end
+    local convs = find(m, 'nn.SpatialConvolution')
+    if #convs == 0 then convs = find(m, 'nn.SpatialFullConvolution') end
     convs[math.ceil(#convs / 2)].weight:mul(-1.25)
     convs[#convs].weight:add(0.01)
-    for _, b in ipairs(m:findModules('nn.SpatialBatchNormalization')) do b.running_var:mul(1.5) end
+    for _, b in ipairs(find(m, 'nn.SpatialBatchNormalization')) do b.running_var:mul(1.5) end
   end)
   both(x, 'weights changed in place, forward 1', false)
   both(x2, 'weights changed in place, forward 2', true)
@@ -179,22 +225,51 @@ HARNESS = lua_fn(r"""function(builder, src, batch)
   both(x2, 'torch.save/load then forward 2', false)
   both(x, 'torch.save/load then forward 3', true)
   nn.plans.enabled = true
-  return worst, where, wasPlanned
+  return worst, where, wasPlanned, rootPlanned, why
 end""".replace("@COMPARE@", str(Path(__file__).resolve().parent / "plans_compare.lua")))
 
 TOL = 2e-5
 
 
+@pytest.fixture(scope="module")
+def cudnn_thread():
+    """A thread whose runtime has done `require 'cudnn'` (LUABRIDGE_CUDA_ON_CPU=1 while it loads):
+    cudnn's classes stay out of the other tests' runtime."""
+    pool = ThreadPoolExecutor(max_workers=1)
+    old = os.environ.get("LUABRIDGE_CUDA_ON_CPU")
+    os.environ["LUABRIDGE_CUDA_ON_CPU"] = "1"
+    try:
+        pool.submit(luabridge.require, "cudnn").result()
+    finally:
+        if old is None:
+            del os.environ["LUABRIDGE_CUDA_ON_CPU"]
+        else:
+            os.environ["LUABRIDGE_CUDA_ON_CPU"] = old
+    yield pool
+    pool.shutdown()
+
+
+# the models whose root container plans as a whole (the others plan their inner containers)
+ROOT_PLANNED = {"resnet20_cifar_A", "resnet20_cifar_A_cudnn", "resnet20_cifar_B", "wrn_16_2", "wrn_16_2_dropout_cudnn",
+                "vgg_bn_drop"}
+
+
 @pytest.mark.parametrize("name", sorted(BUILDERS))
-def test_planned_matches_layer_by_layer(name: str) -> None:
+def test_planned_matches_layer_by_layer(name: str, request: pytest.FixtureRequest) -> None:
     repo, path, builder = BUILDERS[name]
     src = source(repo, path)
     if not available():
         pytest.skip("oneDNN is not installed (pip install 'luabridge[onednn]'): nothing is planned")
-    worst, where, planned = HARNESS(builder, src, 2)
+    if name.endswith("_cudnn"):
+        pool = request.getfixturevalue("cudnn_thread")
+        worst, where, planned, root_planned, why = pool.submit(HARNESS, builder, src, 2).result()
+    else:
+        worst, where, planned, root_planned, why = HARNESS(builder, src, 2)
     assert worst < TOL, f"{name}: planned and layer-by-layer differ by {worst} at {where}"
     if name != "dcgan_generator":   # its only planned-kind module is the last convolution
         assert planned, f"{name}: never planned"
+    if name in ROOT_PLANNED:
+        assert root_planned, f"{name}: the whole model never planned ({why})"
 
 
 # fb.resnet.torch's CIFAR block with its default shortcut A, written out (runs without the
@@ -228,7 +303,7 @@ def test_inplace_after_planned_branch(body_end: str) -> None:
         builder = builder.replace("1, 1, 1, 1)):add(nn.SpatialBatchNormalization(n))\n",
                                   "1, 1, 1, 1)):add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))\n")
         assert builder != INPLACE_AFTER_BRANCH
-    worst, where, planned = HARNESS(builder, "", 2)
+    worst, where, planned, _, _ = HARNESS(builder, "", 2)
     assert worst < TOL, f"planned and layer-by-layer differ by {worst} at {where}"
     assert planned
 

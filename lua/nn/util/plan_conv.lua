@@ -31,6 +31,7 @@ local planConv = {}
 local states = setmetatable({}, { __mode = 'k' })
 local WEAK = { __mode = 'v' }
 local lazyOf = setmetatable({}, { __mode = 'k' })   -- module left lazy -> the state holding it
+local whyNot = setmetatable({}, { __mode = 'k' })   -- root -> why its last forward ran no plan
 local learning = 0   -- > 0 while a root runs (or reruns) layer by layer: nothing plans then
 
 ------------------------------------------------------------------------------------------------
@@ -213,6 +214,33 @@ FIELDS['nn.SpatialConvolutionMM'], TENSORS['nn.SpatialConvolutionMM'] = FIELDS['
 -- convolutions planned (SpatialConvolutionMM's 2D weight has the 4D one's memory order)
 local CONVS = { ['nn.SpatialConvolution'] = true, ['nn.SpatialConvolutionMM'] = true }
 
+-- cudnn's layers (lua/cudnn: subclasses of nn's, as checkpoints and cudnn.convert make them) plan
+-- as the nn class they derive from where their forward is that class's own function: the
+-- activations, poolings and batch normalizations (cudnn's batch norm differs in its backward
+-- only), and cudnn.SpatialConvolution with one group (its forward calls nn's then; `groups` is
+-- in its signature, so a grouped one is never run by a plan made for one group).
+local CUDNN = { SpatialConvolution = true, SpatialBatchNormalization = true, ReLU = true, SpatialMaxPooling = true }
+for name in pairs(CUDNN) do
+  FIELDS['cudnn.' .. name], TENSORS['cudnn.' .. name] = FIELDS['nn.' .. name], TENSORS['nn.' .. name]
+end
+FIELDS['cudnn.SpatialConvolution'] = { 'groups', unpack(FIELDS['nn.SpatialConvolution']) }
+
+-- The class m is planned as ('nn.SpatialConvolution', ...), or nil.
+local function kindOf(m)
+  local name = torch.typename(m)
+  if not name or name:sub(1, 6) ~= 'cudnn.' then return name end
+  local short = name:sub(7)
+  if not CUDNN[short] then return nil end
+  local cls, base = torch.getmetatable(name), torch.getmetatable('nn.' .. short)
+  if not cls or not base then return nil end
+  if short == 'SpatialConvolution' then
+    if (rawget(m, 'groups') or 1) ~= 1 then return nil end
+  elseif cls.updateOutput ~= base.updateOutput then
+    return nil
+  end
+  return 'nn.' .. short
+end
+
 local function storagePointer(t)
   local s = t:storage()
   return s and torch.pointer(s) or 0
@@ -297,7 +325,7 @@ local function flatten(seq, items, ranges, sig)
 end
 
 local function isReLU(m)
-  return torch.typename(m) == 'nn.ReLU' and rawget(m, 'threshold') == 0 and rawget(m, 'val') == 0
+  return kindOf(m) == 'nn.ReLU' and rawget(m, 'threshold') == 0 and rawget(m, 'val') == 0
 end
 
 local function floatTensor(t) return torch.typename(t) == 'torch.FloatTensor' end
@@ -306,7 +334,7 @@ local function floatTensor(t) return torch.typename(t) == 'torch.FloatTensor' en
 -- after it and its output sizes; nil when items[i] does not start one.
 local function convUnit(items, i, sizes)
   local c = items[i] and items[i].m
-  if not CONVS[torch.typename(c)] or #sizes ~= 4 or sizes[2] ~= c.nInputPlane
+  if not CONVS[kindOf(c)] or #sizes ~= 4 or sizes[2] ~= c.nInputPlane
       or (c.dilationW or 1) ~= 1 or (c.dilationH or 1) ~= 1 or not floatTensor(c.weight)
       or c.weight:nElement() ~= c.nOutputPlane * c.nInputPlane * c.kH * c.kW
       or (c.bias and (not floatTensor(c.bias) or c.bias:nElement() ~= c.nOutputPlane)) then
@@ -319,7 +347,7 @@ local function convUnit(items, i, sizes)
   local param = { weight = c.weight, bias = c.bias }
   local mods, j = { c }, i + 1
   local bn = items[j] and items[j].m
-  if torch.typename(bn) == 'nn.SpatialBatchNormalization' and bn.train == false and bn.eps > 0
+  if kindOf(bn) == 'nn.SpatialBatchNormalization' and bn.train == false and bn.eps > 0
       and floatTensor(bn.running_mean) and floatTensor(bn.running_var)
       and bn.running_mean:nElement() == out[2] and bn.running_var:nElement() == out[2]
       and (bn.weight == nil or floatTensor(bn.weight) and bn.weight:nElement() == out[2])
@@ -338,25 +366,31 @@ end
 
 local function maxPoolUnit(items, i, sizes)
   local p = items[i] and items[i].m
-  if torch.typename(p) ~= 'nn.SpatialMaxPooling' or #sizes ~= 4 then return nil end
+  if kindOf(p) ~= 'nn.SpatialMaxPooling' or #sizes ~= 4 then return nil end
   local out = sizesOf(rawget(p, 'output'))
   if not out or #out ~= 4 or out[2] ~= sizes[2] then return nil end
   return { steps = { { kind = 'maxpool', kH = p.kH, kW = p.kW, dH = p.dH, dW = p.dW, padH = p.padH,
     padW = p.padW, out = out } }, params = {}, mods = { p }, next = i + 1, sizes = out, convs = 0 }
 end
 
--- A branch of a residual block: nn.Identity (nil steps) or an nn.Sequential made only of
--- convolution units; false when it is neither.
+-- A branch of a residual block: nn.Identity (nil steps), a convolution (wide-residual-networks'
+-- shortcut) or an nn.Sequential made only of convolution units; false when it is none of these.
 local function chain(branch, sizes, sig)
   local name = torch.typename(branch)
   if name == 'nn.Identity' then
     record(sig, branch)
     return { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0, identity = true }
   end
-  if name ~= 'nn.Sequential' then return false end
   local items, ranges = {}, {}
-  flatten(branch, items, ranges, sig)
-  local whole = { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0 }
+  local whole = { steps = {}, params = {}, mods = {}, sizes = sizes, convs = 0 }
+  if CONVS[kindOf(branch)] then
+    items[1] = setmetatable({ m = branch }, WEAK)
+  elseif name == 'nn.Sequential' then
+    flatten(branch, items, ranges, sig)
+    whole.mods[1] = branch
+  else
+    return false
+  end
   for _, r in ipairs(ranges) do
     if r.last < r.first then return false end
     whole.mods[#whole.mods + 1] = r.seq
@@ -463,14 +497,18 @@ local function append(seg, u)
 end
 
 -- Plans root's flattened modules (their outputs hold the layer-by-layer run's): pieces, each a
--- segment or a module run as it is; nil when nothing is worth planning.
+-- segment or a module run as it is; nil and the reason when nothing is planned.
 local function build(root, input, sig)
   local items, ranges = {}, {}
   flatten(root, items, ranges, sig)
-  for _, r in ipairs(ranges) do if r.last < r.first then return nil end end
+  for _, r in ipairs(ranges) do
+    if r.last < r.first then return nil, 'an empty nn.Sequential inside' end
+  end
   local seen = {}
   for _, it in ipairs(items) do
-    if seen[it.m] then return nil end   -- a module met twice: its output is not one value
+    if seen[it.m] then   -- a module met twice: its output is not one value
+      return nil, ('%s is in the tree twice'):format(torch.type(it.m))
+    end
     seen[it.m] = true
     record(sig, it.m)
   end
@@ -506,13 +544,19 @@ local function build(root, input, sig)
     else
       close()
       pieces[#pieces + 1] = items[i]
-      local out = sizesOf(rawget(items[i].m, 'output'))
-      if not out then return nil end
-      sizes, i = out, i + 1
+      local o = rawget(items[i].m, 'output')
+      if torch.isTensor(o) then
+        sizes = sizesOf(o)
+      elseif type(o) == 'table' then
+        sizes = {}   -- a table (a ConcatTable's branches): no segment starts on it
+      else
+        return nil, ('%s left no output'):format(torch.type(items[i].m))
+      end
+      i = i + 1
     end
   end
   close()
-  if convs == 0 then return nil end
+  if convs == 0 then return nil, 'no convolution the planner knows' end
   -- the modules left lazy: all those of a segment but its last, and the nested Sequentials
   -- whose last module is one of those
   local lazy, isLazy = {}, {}
@@ -559,14 +603,16 @@ local function runPlan(st, root, input)
       local exe = p.exes[threads]
       if exe == nil then
         local why
-        exe = backend.of(current).plan_conv_compile(p.program, threads)
+        exe, why = backend.of(current).plan_conv_compile(p.program, threads)
         if not exe then
           st.plan = nil   -- oneDNN refuses a step: layer by layer while this signature holds
+          st.why = 'oneDNN refused a step: ' .. tostring(why)
           return nil
         end
         p.exes[threads] = exe
       end
-      if not sameSizes(sizesOf(current), p.program.input) or not backend.of(current).plan_conv_supported(current) then
+      local now = sizesOf(current)
+      if not now or not sameSizes(now, p.program.input) or not backend.of(current).plan_conv_supported(current) then
         return nil   -- a module before it gave other sizes than when planned: plan again
       end
       if not p.out then
@@ -598,12 +644,20 @@ function planConv.forward(root, input, layerByLayer)
   if root.train ~= false and planConv.training and learning == 0 then
     return planConv.training.forward(root, input, layerByLayer)
   end
-  if learning > 0 or root.train ~= false or not torch.isTensor(input) or input:dim() ~= 4
-      or not backend.of(input).plan_conv_supported(input) then
+  if learning > 0 then return layerByLayer(root, input) end
+  local why
+  if root.train ~= false then why = 'training mode'
+  elseif not torch.isTensor(input) or input:dim() ~= 4 then why = 'the input is not a 4D tensor'
+  elseif not backend.of(input).plan_conv_supported(input) then
+    why = torch.type(input) .. ' has no plans here (Float on the CPU with oneDNN only)'
+  end
+  if why then
+    whyNot[root] = why
     return layerByLayer(root, input)
   end
   local key = inputKey(input)
   if st and st.key == key and holds(st.sig) then
+    whyNot[root] = st.why
     if not st.plan then return layerByLayer(root, input) end
     local plan = st.plan
     local ok, out = pcall(runPlan, st, root, input)
@@ -616,6 +670,7 @@ function planConv.forward(root, input, layerByLayer)
       error(out, 0)
     end
     if out ~= nil then st.ran = true; return out end
+    whyNot[root] = st.why or 'a module before a segment gave other sizes than when planned'
     if not st.plan then return layerByLayer(root, input) end
   end
   learning = learning + 1
@@ -623,8 +678,10 @@ function planConv.forward(root, input, layerByLayer)
   learning = learning - 1
   if not ok then error(out, 0) end
   st = { root = setmetatable({ root }, WEAK), layerByLayer = layerByLayer, key = key, sig = newSignature() }
-  local planned, plan = pcall(build, root, input, st.sig)
+  local planned, plan, reason = pcall(build, root, input, st.sig)
   st.plan = planned and plan or nil
+  if not st.plan then st.why = planned and reason or 'the planner failed: ' .. tostring(plan) end
+  whyNot[root] = st.why or 'planned from this forward (run layer by layer)'
   states[root] = st
   return out
 end
@@ -651,11 +708,18 @@ function planConv.planned(root)
   return st ~= nil and st.ran == true
 end
 
+-- Why root's last forward ran no evaluation-mode plan (a sentence), or nil when it ran one (or
+-- never ran with plans on, or ran inside another root's layer-by-layer run).
+function planConv.why(root)
+  if planConv.planned(root) then return nil end
+  return whyNot[root]
+end
+
 -- What nn/util/plan_train.lua (training mode) shares with this file.
 planConv.internal = {
   makeLazy = makeLazy, settle = settle, rerun = rerun, record = record, newSignature = newSignature,
   holds = holds, flatten = flatten, sizesOf = sizesOf, sameSizes = sameSizes, isReLU = isReLU,
-  floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS,
+  floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS, kindOf = kindOf,
   -- while > 0 nothing plans (a root runs or reruns layer by layer)
   enter = function() learning = learning + 1 end, leave = function() learning = learning - 1 end,
   busy = function() return learning > 0 end,

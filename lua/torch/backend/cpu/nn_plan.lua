@@ -156,16 +156,33 @@ local function compile(program)
     local padB = (oH - 1) * s.dH + s.kH - H - s.padH
     local padR = (oW - 1) * s.dW + s.kW - W - s.padW
     if s.kind == 'conv' then
-      local attr, channel = postOps(O, s.bn, s.sum and values[s.sum].md, s.relu)
-      keep(attr)
-      local sum = s.sum and values[s.sum]
-      local dstMd = sum and sum.md or keep(dnnl.md(size, true))
       local wSizes = { O, C, s.kH, s.kW }
-      local pd, why = dnnl.pd('dnnl_convolution_forward_primitive_desc_create', 'convolution forward',
-        dnnl.FORWARD_INFERENCE, dnnl.CONVOLUTION_DIRECT, keep(dnnl.md(program.values[s.src], true)),
-        keep(dnnl.md(wSizes, true)),
-        s.bias and keep(dnnl.md({ O })) or nil, dstMd, dnnl.dims { s.dH, s.dW }, dnnl.dims { 0, 0 },
-        dnnl.dims { s.padH, s.padW }, dnnl.dims { padB, padR }, attr)
+      local function convPd(dstMd, attr)
+        return dnnl.pd('dnnl_convolution_forward_primitive_desc_create', 'convolution forward',
+          dnnl.FORWARD_INFERENCE, dnnl.CONVOLUTION_DIRECT, keep(dnnl.md(program.values[s.src], true)),
+          keep(dnnl.md(wSizes, true)),
+          s.bias and keep(dnnl.md({ O })) or nil, dstMd, dnnl.dims { s.dH, s.dW }, dnnl.dims { 0, 0 },
+          dnnl.dims { s.padH, s.padW }, dnnl.dims { padB, padR }, attr)
+      end
+      local sum, sumTemp = s.sum and values[s.sum], nil
+      if sum then
+        -- the residual's shortcut in the layout this convolution picks for its output: oneDNN's
+        -- jit kernels take a binary post-op's operand (and the output) in that layout only, and
+        -- in another (a segment's plain input as the shortcut) its reference kernel runs, some
+        -- 50 times slower (a CIFAR ResNet's first block after a table-output module)
+        local probe = convPd(keep(dnnl.md(size, true)), keep((postOps(O, s.bn, nil, s.relu))))
+        local want = probe and keep(probe) and queryMd(probe, ARG.DST)
+        if want and lib().dnnl_memory_desc_equal(want, sum.md) == 0 then
+          sumTemp = alloc.take(tonumber(lib().dnnl_memory_desc_get_size(want)))
+          local mem = memory(want, sumTemp.p)
+          steps[#steps + 1] = reorderStep(sum.md, sum.mem, want, mem)
+          sum = { md = want, mem = mem }
+        end
+      end
+      local attr, channel = postOps(O, s.bn, sum and sum.md, s.relu)
+      keep(attr)
+      local dstMd = sum and sum.md or keep(dnnl.md(size, true))
+      local pd, why = convPd(dstMd, attr)
       if not pd then return nil, why end
       keep(pd)
       local conv = { O = O }
@@ -207,6 +224,7 @@ local function compile(program)
       end
       newValue(s.dst, queryMd(pd, ARG.DST))
       if temp then alloc.give(temp) end
+      if sumTemp then alloc.give(sumTemp) end
       args[#args + 1] = { ARG.DST, values[s.dst].mem }
       steps[#steps + 1] = step(primitive(pd, 'convolution'), args)
       steps[#steps].name = 'conv ' .. implName(pd)
