@@ -234,3 +234,82 @@ def test_parallel_loop_runs_every_item_once_and_reports_errors(lua):
     for line in err.split("\n"):
         assert "item 100002 failed" in line
     assert "test loop: argument 2 is a string, not a number" in type_err
+
+
+CONV = """
+local spec, x, go, split, threads = ...
+require 'nn'
+local blas = require 'torch.backend.cpu.blas'
+local parallel = require 'torch.backend.cpu.parallel'
+local conv = require 'torch.backend.cpu.nn_conv'
+local saved = { blas.watchLoad, torch.getnumthreads(), conv.splitBatch }
+blas.watchLoad, conv.splitBatch = false, split
+torch.setnumthreads(threads)
+local ok, a, b, c, d = pcall(function()
+  torch.manualSeed(7)
+  local m = loadstring('return ' .. spec)():float()
+  m:zeroGradParameters()
+  local runs = parallel.runs
+  local out = m:forward(x):clone()
+  m:accGradParameters(x, go, 0.5)
+  return out, m.gradWeight:clone(), m.gradBias:clone(), parallel.runs - runs
+end)
+blas.watchLoad, conv.splitBatch = saved[1], saved[3]
+torch.setnumthreads(saved[2])
+if not ok then error(a, 0) end
+return a, b, c, d
+"""
+
+
+def _conv_ref(x, w, bias, stride, pad):
+    """float64 convolution (B, C, H, W) * (O, C, kH, kW) and its patches (for the gradients)."""
+    B, C, H, W = x.shape
+    O, _, kH, kW = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    oH, oW = (H + 2 * pad[0] - kH) // stride[0] + 1, (W + 2 * pad[1] - kW) // stride[1] + 1
+    cols = np.empty((B, C, kH, kW, oH, oW))
+    for i in range(kH):
+        for j in range(kW):
+            cols[:, :, i, j] = xp[:, :, i:i + stride[0] * oH:stride[0], j:j + stride[1] * oW:stride[1]]
+    cols = cols.reshape(B, C * kH * kW, oH * oW)
+    out = np.einsum("ok,bkn->bon", w.reshape(O, -1), cols) + bias[None, :, None]
+    return out.reshape(B, O, oH, oW), cols
+
+
+# (C, O, kW, kH, dW, dH, padW, padH), input (B, H, W): first layers of few input channels
+CONV_CASES = [
+    ((1, 20, 5, 5, 1, 1, 0, 0), (64, 28, 28)),    # LeNet's first convolution
+    ((1, 6, 5, 5, 1, 1, 2, 2), (40, 32, 32)),
+    ((3, 20, 3, 5, 2, 1, 1, 2), (48, 17, 19)),
+]
+
+
+@pytest.mark.parametrize("case, size", CONV_CASES)
+def test_first_layer_convolution_split_over_the_batch(lua, rng, case, size):
+    C, O, kW, kH, dW, dH, pW, pH = case
+    B, H, W = size
+    spec = f"nn.SpatialConvolution({C}, {O}, {kW}, {kH}, {dW}, {dH}, {pW}, {pH})"
+    x = rng.standard_normal((B, C, H, W)).astype(np.float32)
+    weights = lua.eval(f"function() require 'nn'; torch.manualSeed(7); local m = {spec}:float(); return m.weight, m.bias end")
+    w, bias = (N(t).astype(np.float64) for t in weights())
+    want, cols = _conv_ref(x.astype(np.float64), w.reshape(O, C, kH, kW), bias, (dH, dW), (pH, pW))
+    go = rng.standard_normal(want.shape).astype(np.float32)
+    g64 = go.astype(np.float64).reshape(B, O, -1)
+    want_gw = 0.5 * np.einsum("bon,bkn->ok", g64, cols)
+    want_gb = 0.5 * g64.sum(axis=(0, 2))
+    bound_gw = 0.5 * np.einsum("bon,bkn->ok", np.abs(g64), np.abs(cols))
+    bound_gb = 0.5 * np.abs(g64).sum(axis=(0, 2))
+    run = lua.eval(f"loadstring([==[{CONV}]==])")
+    results = {}
+    for split, threads in ((False, 1), (False, 2), (True, 2), (True, 3)):
+        out, gw, gb, runs = run(spec, T(x), T(go), split, threads)
+        results[split, threads] = (N(out), N(gw), N(gb))
+        if split and threads >= 2:
+            assert runs == 2, "the split passes did not run"
+        np.testing.assert_allclose(N(out), want, rtol=1e-5, atol=1e-5)
+        # float32 sums of B x N products: within 1e-5 of the sums of their magnitudes
+        np.testing.assert_array_less(np.abs(N(gw).reshape(O, -1) - want_gw), 1e-5 * bound_gw + 1e-6)
+        np.testing.assert_array_less(np.abs(N(gb) - want_gb), 1e-5 * bound_gb + 1e-6)
+    # the weight gradient's groups do not depend on the thread count: the same bits on 2 and 3
+    for a, b in zip(results[True, 2], results[True, 3]):
+        assert a.tobytes() == b.tobytes()

@@ -20,6 +20,7 @@ local blas = require 'torch.backend.cpu.blas'
 local unfold = require 'torch.backend.cpu.unfold'
 local convdnnl = require 'torch.backend.cpu.dnnl_nn'
 local planes = require 'torch.backend.cpu.planes'
+local convThreads = require 'torch.backend.cpu.conv_threads'
 
 local conv = {}
 local ptr = apply.ptr
@@ -183,8 +184,21 @@ local function onednn(g, pass)
   return convdnnl.threads() >= 2 and d or nil
 end
 
+-- First layers of fewer than 16 input channels whose output channels fill oneDNN's blocks
+-- poorly (LeNet's 1 -> 20: 20 of 32) on 2 threads or more: im2col split over the batch
+-- (conv_threads.lua), where oneDNN's 2 threads only match one of im2col (256 images: forward
+-- 2.3 ms on 1 thread of im2col, 2.3 on 2 of oneDNN; weight gradient 3.0 / 2.6). nil: not here.
+-- conv.splitBatch = false keeps those on oneDNN.
+conv.splitBatch = true
+local function split(g)
+  if not conv.splitBatch or g.C >= 16 or g.O / ceil16(g.O) >= conv.dnnlChannels.fill then return nil end
+  return convThreads.threads(g, g.dt)
+end
+
 backend.register('cpu', {
   spatial_conv_forward = function(e, g, output, input, weight, bias)
+    local n = split(g)
+    if n then return convThreads.forward(e, g, n, input, weight, bias, output) end
     local d = onednn(g, 'forward')
     if not (d and convdnnl.forward(d, input, weight, bias, output)) then
       conv.forward(e, g, input, weight, bias, output)
@@ -197,6 +211,8 @@ backend.register('cpu', {
     end
   end,
   spatial_conv_acc_grad = function(e, g, gradWeight, gradBias, input, gradOutput, scale)
+    local n = split(g)
+    if n then return convThreads.accGrad(e, g, n, input, gradOutput, gradWeight, gradBias, scale) end
     local d = onednn(g, 'accGrad')
     if not (d and convdnnl.accGrad(d, input, gradOutput, gradWeight, gradBias, scale)) then
       conv.accGrad(e, g, input, gradOutput, gradWeight, gradBias, scale)

@@ -33,8 +33,9 @@ end
 
 -- The text the workers compile: function(P, N) giving kernel(lo, hi) over the pointers P (cast
 -- to the signature's ctypes) and numbers N.
+-- (the pointer types are made once per text: not by a cast from a type string at every job)
 local function workerText(name, src, ctypes)
-  local args, decl, np, nn = {}, {}, 0, 0
+  local args, decl, types, np, nn = {}, {}, {}, 0, 0
   for k, ct in ipairs(ctypes) do
     args[k] = 'a' .. k
     if ct == 'number' then
@@ -42,13 +43,14 @@ local function workerText(name, src, ctypes)
       decl[k] = ('local a%d = N[%d]'):format(k, nn)
     else
       np = np + 1
-      decl[k] = ('local a%d = ffi.cast(%q, P[%d])'):format(k, ct, np)
+      types[#types + 1] = ('local t%d = ffi.typeof(%q)'):format(k, ct)
+      decl[k] = ('local a%d = ffi.cast(t%d, P[%d])'):format(k, k, np)
     end
   end
   local list = table.concat(args, ', ')
-  return ('-- %s\nlocal ffi = require "ffi"\nlocal f = (function()\n%s\nend)()\n' ..
+  return ('-- %s\nlocal ffi = require "ffi"\n%s\nlocal f = (function()\n%s\nend)()\n' ..
     'return function(P, N)\n  %s\n  return function(lo, hi) return f(lo, hi%s) end\nend\n'):format(
-    name, src, table.concat(decl, '\n  '), #args > 0 and ', ' .. list or '')
+    name, table.concat(types, '\n'), src, table.concat(decl, '\n  '), #args > 0 and ', ' .. list or '')
 end
 
 -- parallel.loop(name, src, signature)[dt]: the loop for element type dt, callable as
