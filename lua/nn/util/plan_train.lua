@@ -311,10 +311,8 @@ local function rerun(st, root, lazy)
       if type(list) == 'table' then for _, c in ipairs(list) do spare(c) end end
     end
     spare(root)
-    local rootGrad = rawget(root, 'gradInput')
     ok, err = pcall(root.updateGradInput, root, st.inputCopy, st.gradOutputCopy)
     for mod, k in pairs(kept) do rawset(mod, 'gradInput', k[1]) end
-    rawset(root, 'gradInput', rootGrad)
   end
   for _, s in ipairs(stats) do s[1].running_mean:copy(s[2]); s[1].running_var:copy(s[3]) end
   return ok, err
@@ -424,6 +422,13 @@ function planTrain.backward(root, input, gradOutput, scale)
         if not gi:isContiguous() then gi = current.new():resize(unpack(p.program.input)) end
       end
       b.plan_train_backward(p.exe, current:contiguous(), gi, p.params, scale or 1)
+      -- a ReLU in place at the end writes its mask into the gradient it got, as torch7's
+      local lastM = p.last
+      if I.isReLU(lastM) and rawget(lastM, 'inplace') then
+        p.mask = p.mask or torch.ByteTensor()
+        p.mask:resize(p.out:size()):copy(p.out:le(0))
+        current:maskedFill(p.mask, 0)
+      end
       rawset(p.first, 'gradInput', gi)
       current = gi
     else

@@ -582,10 +582,15 @@ local function trainCompile(program)
         B[#B + 1] = named(step(primitive(bpd, 'relu backward'), { { ARG.DIFF_DST, gd }, { ARG.DST, values[s.dst].mem },
           { ARG.DIFF_SRC, G } }), 'relu bwd', bpd)
       end
-      -- both branches get G: the first takes it as it is, a second adds it
+      -- both branches get G: as it is where their layout is the sum's, else reordered into theirs
       for _, id in ipairs { s.a, s.b } do
         if wanted(id) then
-          if not diffs[id] then diffs[id] = G else add({ md = values[id].md, mem = diffs[id] }, G) end
+          local md, g = values[id].md, G
+          if lib().dnnl_memory_desc_equal(md, dstMd) == 0 then
+            g = buffer(md)
+            B[#B + 1] = reorderStep(dstMd, G, md, g)
+          end
+          if not diffs[id] then diffs[id] = g else add({ md = md, mem = diffs[id] }, g) end
         end
       end
     elseif s.kind == 'maxpool' then

@@ -1,0 +1,299 @@
+"""Training-mode plans for conv nets (lua/nn/util/plan_train.lua, backend family nn_plan): several
+training steps (forward, criterion, backward, updateParameters) of a planned model against the same
+model run layer by layer (nn.plans.enabled = false) and against a Double twin run layer by layer
+(the exact values, to float64 rounding): outputs, every module's output and gradInput read after
+a step, the weights' gradients, the weights, the batch norms' running statistics, save_mean and
+save_std; plans dropped when the mode, the input's sizes or a module's fields change; a bad input
+or gradient raises torch7's error.
+
+Tolerances. The planned run computes the same arithmetic as the layer-by-layer Float run in another
+order (oneDNN's blocked sums, the batch norm and its ReLU in one pass), each rounded to float32
+(a relative 6e-8 per operation). A training step's gradients amplify that rounding: a batch norm
+over few values per channel subtracts nearly equal sums, so the layer-by-layer Float run itself
+differs from the exact (Double) values by up to some 1e-2 relative on ResNet-18's weight gradients
+at batch 2. So each planned value must lie as close to the exact one as the layer-by-layer Float
+value does, within a factor (ERR_FACTOR) for the different order of the sums, plus FLOOR (a few
+float32 roundings of the value's magnitude) where the Float run happens to land on the exact one."""
+import pytest
+
+from helpers import lua_fn
+
+available = lua_fn("""function()
+  require 'nn'
+  return require('torch.backend').cpu.plan_conv_supported(torch.FloatTensor(1))
+end""")
+pytestmark = pytest.mark.skipif(not available(), reason="oneDNN is not installed (pip install 'luabridge[onednn]')")
+
+ERR_FACTOR = 4.0
+FLOOR = 1e-6
+
+HARNESS = r"""
+require 'nn'
+local planConv = require 'nn.util.plan_conv'
+local H = {}
+
+-- fb.resnet.torch's basic blocks at small sizes, with the corners of what a training plan serves:
+-- convolutions with bias, a batch norm without affine parameters, ReLU not in place, CAddTable
+-- not in place, a strided convolution shortcut, padded max pooling
+function H.resnet()
+  local width = 8
+  local function block(n, stride, inplace)
+    local from = width
+    width = n
+    local body = nn.Sequential()
+      :add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1):noBias())
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(inplace))
+      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1))
+      :add(nn.SpatialBatchNormalization(n, 1e-3, 0.2, inplace))
+    local shortcut = nn.Identity()
+    if from ~= n or stride ~= 1 then
+      shortcut = nn.Sequential():add(nn.SpatialConvolution(from, n, 1, 1, stride, stride):noBias())
+        :add(nn.SpatialBatchNormalization(n))
+    end
+    return nn.Sequential():add(nn.ConcatTable():add(body):add(shortcut)):add(nn.CAddTable(inplace))
+      :add(nn.ReLU(inplace))
+  end
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(3, 8, 5, 5, 2, 2, 2, 2))
+    :add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+    :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1))
+    :add(nn.Sequential():add(block(8, 1, true)):add(block(8, 1, false)))
+    :add(nn.Sequential():add(block(16, 2, true)):add(block(16, 1, true)))
+    :add(nn.SpatialAveragePooling(3, 3, 1, 1))
+    :add(nn.View(16):setNumInputDims(3))
+    :add(nn.Linear(16, 5))
+  return model, { 3, 20, 20 }, 5
+end
+
+-- bench/real_models.lua's ResNet-18 (fb.resnet.torch's), as the bench trains it: no gradient for
+-- the input batch
+function H.resnet18()
+  local models = dofile('bench/real_models.lua')
+  local model = models.resnet18(10)
+  model.modules[1].gradInput = nil
+  return model, { 3, 224, 224 }, 10
+end
+
+local function copyOf(v)
+  if torch.type(v) == 'table' then
+    local c = {}
+    for i, x in ipairs(v) do c[i] = copyOf(x) end
+    return c
+  end
+  return torch.isTensor(v) and v:clone():double() or v
+end
+
+-- what a program can read after a step: every module's output and gradInput, the gradients,
+-- the batch norms' statistics
+local function observed(model)
+  local r = {}
+  for _, m in ipairs(model:listModules()) do
+    r[#r + 1] = copyOf(m.output); r[#r + 1] = copyOf(m.gradInput)
+    if torch.typename(m) == 'nn.SpatialBatchNormalization' then
+      r[#r + 1] = copyOf(m.running_mean); r[#r + 1] = copyOf(m.running_var)
+      r[#r + 1] = copyOf(m.save_mean); r[#r + 1] = copyOf(m.save_std)
+    end
+  end
+  local _, g = model:parameters()
+  r[#r + 1] = copyOf(g)
+  return r
+end
+
+-- flat list of tensors in v
+local function flat(v, out)
+  out = out or {}
+  if torch.type(v) == 'table' then for _, x in ipairs(v) do flat(x, out) end
+  elseif torch.isTensor(v) then out[#out + 1] = v end
+  return out
+end
+
+-- steps of training from the same start: the values after each step ([step] = list), whether the
+-- plan ran (every step after the first), and how many modules a planned backward left lazy.
+-- quiet: the steps read only the parameters, their gradients and the statistics (nothing
+-- materializes) but for the last, which reads everything; split: the backward as
+-- updateGradInput then accGradParameters (layer by layer after a planned forward)
+function H.train(name, batch, steps, how, quiet, split)
+  torch.manualSeed(1)
+  local model, sizes, classes = H[name]()
+  local x = torch.FloatTensor(batch, unpack(sizes)):normal()
+  local y = torch.LongTensor(batch):random(1, classes)
+  local criterion = nn.CrossEntropyCriterion()
+  if how == 'double' then model:double(); criterion:double(); x = x:double()
+  else model:float(); criterion:float() end
+  model:training()
+  nn.plans.enabled = how == 'planned'
+  local planned, lazy = {}, 0
+  local results = {}
+  for s = 1, steps do
+    model:zeroGradParameters()
+    local out = model:forward(x)
+    criterion:forward(out, y)
+    if split then
+      local go = criterion:backward(out, y)
+      model:updateGradInput(x, go)
+      model:accGradParameters(x, go)
+    else
+      model:backward(x, criterion:backward(out, y))
+    end
+    planned[s] = planConv.planned(model)
+    if s == steps then
+      local function walk(m)   -- raw reads: nothing materializes
+        if rawget(m, 'gradInput') == nil and m ~= model.modules[1] then lazy = lazy + 1 end
+        for _, c in ipairs(rawget(m, 'modules') or {}) do walk(c) end
+      end
+      walk(model)
+    end
+    if quiet and s < steps then
+      local _, g = model:parameters()
+      local r = { copyOf(g) }
+      for _, bn in ipairs(model:findModules('nn.SpatialBatchNormalization')) do
+        r[#r + 1] = copyOf(bn.running_mean); r[#r + 1] = copyOf(bn.running_var)
+      end
+      results[s] = flat(r)
+    else
+      results[s] = flat(observed(model))
+    end
+    model:updateParameters(0.05)
+  end
+  results[steps + 1] = flat(observed(model))   -- reading changed nothing: the weights after it
+  nn.plans.enabled = true
+  return results, planned, lazy
+end
+
+-- The worst (planned - exact) / (float - exact + floor) ratio, and the values where it is worst:
+-- each value's error against the Double run measured in units of the layer-by-layer Float run's
+-- error (floor * its magnitude at least).
+function H.compare(name, batch, steps, factor, floor, quiet, split)
+  local P, planned, lazy = H.train(name, batch, steps, 'planned', quiet, split)
+  local E = H.train(name, batch, steps, 'eager', quiet)
+  local D = H.train(name, batch, steps, 'double', quiet)
+  local worst, where = 0, ''
+  for s = 1, #D do
+    assert(#P[s] == #D[s] and #E[s] == #D[s], 'different numbers of values')
+    for i = 1, #D[s] do
+      local p, e, d = P[s][i], E[s][i], D[s][i]
+      assert(p:isSameSizeAs(d) and e:isSameSizeAs(d), 'sizes differ')
+      if d:nElement() > 0 then
+        local scale = d:clone():abs():max()
+        local errP = (p - d):abs():max()
+        local errE = (e - d):abs():max()
+        local ratio = errP / (factor * errE + floor * math.max(scale, 1e-3))
+        if ratio > worst then
+          worst, where = ratio, ('step %d value %d: planned off by %.3g, float by %.3g, magnitude %.3g')
+            :format(s, i, errP, errE, scale)
+        end
+      end
+    end
+  end
+  return worst, where, planned, lazy
+end
+
+-- A change after planned steps: the next steps against a twin with the same change, both Float
+function H.afterChange(code)
+  local change = loadstring('return ' .. code)()
+  local function run(planned)
+    torch.manualSeed(1)
+    local model, sizes = H.resnet()
+    model:float():training()
+    local x = torch.FloatTensor(4, unpack(sizes)):normal()
+    nn.plans.enabled = planned
+    local function step(input)
+      model:zeroGradParameters()
+      local out = model:forward(input)
+      local go = out:clone():fill(0.1)
+      model:backward(input, go)
+      local _, g = model:parameters()
+      return { out:clone(), copyOf(g) }
+    end
+    step(x); step(x)
+    local x1 = change(model, x) or x
+    local r = { step(x1), step(x1) }
+    local didPlan = planConv.planned(model)
+    nn.plans.enabled = true
+    return r, didPlan
+  end
+  local a, planned = run(true)
+  local b = run(false)
+  local worst = 0
+  local fa, fb = flat(a), flat(b)
+  for i = 1, #fb do
+    local d = (fa[i]:double() - fb[i]:double()):abs():max() / math.max(1, fb[i]:clone():abs():max())
+    worst = math.max(worst, d)
+  end
+  return worst, planned
+end
+
+return H
+"""
+
+harness = lua_fn("function(code) return loadstring(code)() end")
+_H = {}
+
+
+def H():  # noqa: N802 - the Lua harness table
+    if "h" not in _H:
+        _H["h"] = harness(HARNESS)
+    return _H["h"]
+
+
+@pytest.mark.parametrize("name,batch,steps,quiet", [
+    ("resnet", 4, 4, False), ("resnet", 2, 3, False), ("resnet", 3, 4, True), ("resnet18", 2, 3, False),
+])
+def test_training_steps_match_layer_by_layer(name: str, batch: int, steps: int, quiet: bool) -> None:
+    worst, where, planned, lazy = H().compare(name, batch, steps, ERR_FACTOR, FLOOR, quiet, False)
+    planned = [planned[i + 1] for i in range(steps)]
+    assert planned == [False] + [True] * (steps - 1), "the first step plans, the next ones run the plan"
+    assert lazy > 0, "a planned backward leaves the inner modules' gradInput lazy"
+    assert worst <= 1, f"{name}: {where}"
+
+
+def test_split_backward_after_planned_forward() -> None:
+    # updateGradInput + accGradParameters read the modules' outputs: they materialize, and the
+    # running statistics stay those of one forward per step
+    worst, where, planned, _ = H().compare("resnet", 3, 3, ERR_FACTOR, FLOOR, False, True)
+    assert planned[2] and planned[3]
+    assert worst <= 1, where
+
+
+CHANGES = {
+    "mode": "function(m) m:evaluate(); m:training() end",
+    "input size": "function(m, x) return x:narrow(1, 1, 3):clone() end",
+    "bn momentum": "function(m) m:findModules('nn.SpatialBatchNormalization')[3].momentum = 0.5 end",
+    "weight replaced": "function(m) local c = m:findModules('nn.SpatialConvolution')[2]; "
+                       "c.weight = c.weight:clone():mul(-1) end",
+    "gradWeight replaced": "function(m) local c = m:findModules('nn.SpatialConvolution')[4]; "
+                           "c.gradWeight = c.gradWeight:clone() end",
+    "module replaced": "function(m) m.modules[3] = nn.Tanh():float() end",
+    "one module evaluates": "function(m) m:findModules('nn.SpatialBatchNormalization')[1]:evaluate() end",
+    "getParameters": "function(m) local p = m:getParameters(); p:mul(0.9) end",
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_plan_follows_changes(change: str) -> None:
+    worst, planned = H().afterChange(CHANGES[change])
+    assert worst < 1e-4, change
+    assert planned, "planned again after the change"
+
+
+errors = lua_fn(r"""function(H)
+  torch.manualSeed(1)
+  local model, sizes = H.resnet()
+  model:float():training()
+  local x = torch.FloatTensor(2, unpack(sizes)):normal()
+  for _ = 1, 2 do model:forward(x); model:backward(x, model.output:clone():fill(1)) end
+  model:forward(x)
+  local ok1, e1 = pcall(function() return model:backward(x, torch.FloatTensor(2, 7):fill(1)) end)
+  local ok2, e2 = pcall(function() return model:forward(torch.FloatTensor(2, 4, 20, 20):normal()) end)
+  -- still usable, planned again
+  model:forward(x); model:backward(x, model.output:clone():fill(1))
+  model:forward(x); model:backward(x, model.output:clone():fill(1))
+  return ok1, tostring(e1), ok2, tostring(e2), require('nn.util.plan_conv').planned(model)
+end""")
+
+
+def test_bad_input_clear_error() -> None:
+    ok1, e1, ok2, e2, planned = errors(H())
+    assert not ok1 and "nn.Linear" in e1 and "7" in e1
+    assert not ok2 and "nn.SpatialConvolution" in e2 and "4" in e2
+    assert planned
