@@ -44,8 +44,8 @@ local function vertices(self, input, target)
   if type(target) == 'number' then
     self._target:resize(self.nClasses):copy(self.simplex[target])
   else
-    self._target:resize(t:size(1), self.nClasses)
-    for i = 1, t:size(1) do self._target[i]:copy(self.simplex[targets.at(t, i - 1)]) end
+    -- the rows of the targets' classes (checked integers in range): an index_select
+    self._target:index(self.simplex, 1, t:long())
   end
   if input:nElement() ~= self._target:nElement() then
     check.error(('%s: input of size %s does not match %d targets of %d classes'):format(

@@ -4,7 +4,6 @@
 local check = require 'torch.core.check'
 local loss = require 'nn.util.loss'
 local cosine = require 'nn.util.cosine'
-local targets = require 'nn.util.targets'
 local backend = require 'torch.backend'
 local CosineEmbeddingCriterion, parent = torch.class('nn.CosineEmbeddingCriterion', 'nn.Criterion')
 
@@ -32,6 +31,7 @@ local function prepare(self, input, y)
     y = self._y
   end
   check.tensorOf(name, y, 'target')
+  loss.checkHost(self, y)
   if y:nElement() ~= x1:size(1) then
     check.error(('%s: %d labels for %d pairs'):format(name, y:nElement(), x1:size(1)))
   end
@@ -43,26 +43,19 @@ local function prepare(self, input, y)
   return x1, x2, y
 end
 
--- Each pair's loss and the factor of its cosine's gradient in the loss.
-local function pairLoss(y, c, margin)
-  if y == 1 then return 1 - c, -1 end
-  if c > margin then return c - margin, 1 end
-  return 0, 0
-end
-
--- The pairs' cosines (N x 1, in self._cos) and the labels' pointer reader.
+-- The pairs' cosines (N x 1, in self._cos).
 local function cosines(self, x1, x2)
   self._cos = self._cos or x1.new()
   return cosine.forward(self, x1, x2, self._cos)
 end
 
-local at = targets.at
-
+-- The pairs' losses (1 - c for y = 1, max(0, c - margin) for y = -1) and their gradients'
+-- factors are the op table's loops (nn_loss: cosine_embedding_forward, cosine_embedding_coef).
 function CosineEmbeddingCriterion:updateOutput(input, y)
   local x1, x2, labels = prepare(self, input, y)
   local cos = cosines(self, x1, x2)
-  local n, sum = labels:size(1), 0
-  for i = 0, n - 1 do sum = sum + pairLoss(at(labels, i), at(cos, i), self.margin) end
+  local n = labels:size(1)
+  local sum = backend.of(cos).cosine_embedding_forward(labels, cos, self.margin)
   if self.sizeAverage then sum = sum / n end
   self.output = sum
   return sum
@@ -75,12 +68,8 @@ function CosineEmbeddingCriterion:updateGradInput(input, y)
   local coef = (self._coef or x1.new()):resize(n, 1)
   self._coef = coef
   local scale = self.sizeAverage and 1 / n or 1
-  local cp = backend.of(coef).ptr(coef)
-  for i = 0, n - 1 do
-    local l, f = pairLoss(at(labels, i), at(cos, i), self.margin)
-    -- as torch7's, a pair of zero loss gets no gradient
-    cp[i] = l > 0 and f * scale or 0
-  end
+  -- as torch7's, a pair of zero loss gets no gradient
+  backend.of(coef).cosine_embedding_coef(coef, labels, cos, self.margin, scale)
   local g1, g2 = self.gradInput[1], self.gradInput[2]
   cosine.backward(self, x1, x2, coef, g1, g2)
   if input[1]:dim() == 1 then

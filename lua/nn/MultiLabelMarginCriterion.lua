@@ -3,7 +3,9 @@
 -- max(0, 1 - x[j] + x[d]) / #x, averaged over samples when sizeAverage. self.isTarget marks
 -- the listed classes as torch7's does.
 local check = require 'torch.core.check'
+local loss = require 'nn.util.loss'
 local targets = require 'nn.util.targets'
+local backend = require 'torch.backend'
 local MultiLabelMarginCriterion, parent =
   torch.class('nn.MultiLabelMarginCriterion', 'nn.Criterion')
 
@@ -18,6 +20,7 @@ local function frames(self, input, target)
   local name = torch.type(self)
   local nframe, dim = targets.frames(self, input)
   check.tensorOf(name, target, 'target')
+  loss.checkHost(self, target)
   -- the kernels walk the target with the input's rows and columns: same sizes, not just count
   if not target:isSameSizeAs(input) then
     check.error(('%s: inconsistent target size %s for input of size %s'):format(
@@ -28,50 +31,17 @@ local function frames(self, input, target)
       :format(name, dim, tostring(target:min()), tostring(target:max())))
   end
   self.isTarget = self.isTarget:typeAs(input):resize(target:size()):zero()
-  local ip, irs, ics = targets.rows(self.isTarget)
-  local tp, trs, tcs = targets.rows(target)
-  for i = 0, nframe - 1 do
-    for k = 0, dim - 1 do
-      local c = math.floor(tonumber(tp[i * trs + k * tcs]))
-      if c == 0 then break end
-      ip[i * irs + (c - 1) * ics] = 1
-    end
-  end
+  backend.of(input).multi_label_margin_mark(self.isTarget, target)
   return target, nframe, dim
 end
 
--- The summed hinges max(0, 1 - x[j] + x[d]) over listed classes j and unlisted d of every
--- sample; with gp (gradInput's pointer and steps), each active hinge also moves g
--- from gradInput[j] to gradInput[d].
-local function hinges(self, input, target, nframe, dim, g, gp, grs, gcs)
-  local p, rs, cs = targets.rows(input)
-  local ip, irs, ics = targets.rows(self.isTarget)
-  local tp, trs, tcs = targets.rows(target)
-  local sum = 0
-  for i = 0, nframe - 1 do
-    local row, irow = i * rs, i * irs
-    for k = 0, dim - 1 do
-      local j = math.floor(tonumber(tp[i * trs + k * tcs])) - 1
-      if j < 0 then break end
-      local xj = tonumber(p[row + j * cs])
-      for d = 0, dim - 1 do
-        -- branch-free unless a gradient is wanted (isTarget holds 0 or 1)
-        local h = math.max(0, 1 - xj + tonumber(p[row + d * cs])) * (1 - ip[irow + d * ics])
-        sum = sum + h
-        if gp and h > 0 then
-          local grow = i * grs
-          gp[grow + j * gcs] = gp[grow + j * gcs] - g
-          gp[grow + d * gcs] = gp[grow + d * gcs] + g
-        end
-      end
-    end
-  end
-  return sum
-end
+-- The passes are the op table's (nn_loss: multi_label_margin_mark, multi_label_margin: the
+-- summed hinges max(0, 1 - x[j] + x[d]) over listed classes j and unlisted d, and their
+-- gradient).
 
 function MultiLabelMarginCriterion:updateOutput(input, target)
   local t, nframe, dim = frames(self, input, target)
-  local sum = hinges(self, input, t, nframe, dim) / dim
+  local sum = backend.of(input).multi_label_margin(input, t, self.isTarget) / dim
   if self.sizeAverage then sum = sum / nframe end
   self.output = sum
   return sum
@@ -81,6 +51,6 @@ function MultiLabelMarginCriterion:updateGradInput(input, target)
   local t, nframe, dim = frames(self, input, target)
   local g = self.sizeAverage and 1 / (nframe * dim) or 1 / dim
   self.gradInput:resizeAs(input):zero()
-  hinges(self, input, t, nframe, dim, g, targets.rows(self.gradInput))
+  backend.of(input).multi_label_margin(input, t, self.isTarget, g, self.gradInput)
   return self.gradInput
 end

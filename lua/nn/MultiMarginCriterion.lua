@@ -4,6 +4,7 @@
 local check = require 'torch.core.check'
 local loss = require 'nn.util.loss'
 local targets = require 'nn.util.targets'
+local backend = require 'torch.backend'
 local MultiMarginCriterion, parent = torch.class('nn.MultiMarginCriterion', 'nn.Criterion')
 
 function MultiMarginCriterion:__init(p, weights, margin)
@@ -31,22 +32,10 @@ local function frames(self, input, target)
   return t, nframe, dim
 end
 
+-- The passes are the op table's (nn_loss: multi_margin_forward, multi_margin_backward).
 function MultiMarginCriterion:updateOutput(input, target)
   local t, nframe, dim = frames(self, input, target)
-  local p, rs, cs = targets.rows(input)
-  local margin, square = self.margin, self.p == 2
-  local sum = 0
-  for i = 0, nframe - 1 do
-    local c = targets.at(t, i)
-    local row = i * rs
-    local xc = tonumber(p[row + (c - 1) * cs])
-    local rowSum = 0
-    for d = 0, dim - 1 do
-      local z = margin - xc + tonumber(p[row + d * cs])
-      if d ~= c - 1 and z > 0 then rowSum = rowSum + (square and z * z or z) end
-    end
-    sum = sum + rowSum * targets.classWeight(self.weights, c)
-  end
+  local sum = backend.of(input).multi_margin_forward(input, t, self.weights, self.p, self.margin)
   sum = sum / dim
   if self.sizeAverage then sum = sum / nframe end
   self.output = sum
@@ -55,25 +44,8 @@ end
 
 function MultiMarginCriterion:updateGradInput(input, target)
   local t, nframe, dim = frames(self, input, target)
-  local p, rs, cs = targets.rows(input)
   self.gradInput:resizeAs(input)
-  local gp, grs, gcs = targets.rows(self.gradInput)
-  local margin, square = self.margin, self.p == 2
   local g = self.sizeAverage and 1 / (nframe * dim) or 1 / dim
-  for i = 0, nframe - 1 do
-    local c = targets.at(t, i)
-    local row, grow = i * rs, i * grs
-    local xc = tonumber(p[row + (c - 1) * cs])
-    local scale = g * targets.classWeight(self.weights, c)
-    local gc = 0
-    for d = 0, dim - 1 do
-      local z = margin - xc + tonumber(p[row + d * cs])
-      local h = 0
-      if d ~= c - 1 and z > 0 then h = square and 2 * scale * z or scale end
-      gp[grow + d * gcs] = h
-      gc = gc - h
-    end
-    gp[grow + (c - 1) * gcs] = gc
-  end
+  backend.of(input).multi_margin_backward(self.gradInput, input, t, self.weights, self.p, self.margin, g)
   return self.gradInput
 end

@@ -1,14 +1,12 @@
 -- Class-index targets (1-based) of the classification criterions: a number or a tensor of any
--- type, read element by element through its pointer. The passes of ClassNLLCriterion and
--- SpatialClassNLLCriterion are the op table's (the nn_loss family).
+-- type. The loops reading them (the range check, and the passes of ClassNLLCriterion,
+-- SpatialClassNLLCriterion, MultiMarginCriterion, MultiLabelMarginCriterion) are the op
+-- table's (the nn_loss family).
 local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local loss = require 'nn.util.loss'
 
 local targets = {}
-
--- The pointer to t's first element (a host tensor: the criterions check that first).
-local function ptr(t) return backend.of(t).ptr(t) end
 
 -- target as a tensor: a number goes into a 1-element buffer kept in self._targetNumber.
 function targets.tensor(self, target)
@@ -24,11 +22,6 @@ function targets.tensor(self, target)
   return target
 end
 
--- The value at the 0-based position i of a 1-D tensor t.
-function targets.at(t, i)
-  return tonumber(ptr(t)[i * t:stride(1)])
-end
-
 -- Checks self.weights (a public field, also read from files) against nClasses: classWeight
 -- reads it through its first stride, so it must be 1-D with one weight per class.
 function targets.checkWeights(self, nClasses)
@@ -39,29 +32,15 @@ function targets.checkWeights(self, nClasses)
   end
 end
 
--- The weight of 1-based class c in the 1-D tensor w (1 when there are no weights).
-function targets.classWeight(w, c)
-  if not w then return 1 end
-  return tonumber(ptr(w)[(c - 1) * w:stride(1)])
-end
-
--- Checks that every index read by at() is an integer in [1, nClasses] (or is `ignore`).
+-- Checks that t's first `count` class indices (1-D, a host tensor) are integers in
+-- [1, nClasses] (or `ignore`).
 function targets.checkRange(self, t, count, nClasses, ignore)
-  local p, s = ptr(t), t:stride(1)   -- read once: each read of a tensor's fields is a lookup
-  for i = 0, count - 1 do
-    local c = tonumber(p[i * s])
-    if c ~= ignore and not (c >= 1 and c <= nClasses and c == math.floor(c)) then
-      check.error(('%s: target %s out of range, expected a class index in [1, %d]'):format(
-        torch.type(self), tostring(c), nClasses))
-    end
+  loss.checkHost(self, t)
+  local c = backend.of(t).class_target_check(t, count, nClasses, ignore)
+  if c ~= nil then
+    check.error(('%s: target %s out of range, expected a class index in [1, %d]'):format(
+      torch.type(self), tostring(c), nClasses))
   end
-end
-
--- The element pointer and the steps between rows and between columns of a 1-D (one row) or
--- 2-D tensor.
-function targets.rows(t)
-  if t:dim() == 1 then return ptr(t), 0, t:stride(1) end
-  return ptr(t), t:stride(1), t:stride(2)
 end
 
 -- Validates a 1-D or 2-D input of samples; returns the sample count and the row length.

@@ -29,3 +29,9 @@ function ops.spatial_class_nll_backward(m, gradInput, input, target, weights, si
 end
 
 backend.register('cuda', ops)
+-- The CPU criterions' loops (MultiMarginCriterion, MultiLabelMarginCriterion,
+-- CosineEmbeddingCriterion, the class-index range check): those criterions take CPU tensors
+-- only and say so first (nn.util.loss's checkHost); a device tensor reaching one of these is
+-- the error of an op the device lacks.
+backend.lacks('cuda', { 'class_target_check', 'multi_margin_forward', 'multi_margin_backward',
+  'multi_label_margin_mark', 'multi_label_margin', 'cosine_embedding_forward', 'cosine_embedding_coef' })
