@@ -8,30 +8,41 @@ import sys
 
 from processes import run_in_own_group
 
-# Runs the child body in a forked child while a thread of the parent holds the lock, and
-# prints "child exit N" or "child hung"; the child leaves through the interpreter's normal exit
-# (atexit joins the executor threads it knows of) unless the body calls os._exit.
-_FORK_WHILE_HELD = r"""
-import os, sys, threading, time
-import numpy as np
+# hold(): a thread of this process takes blocked.py's pool lock and keeps it until the function
+# hold() returns is called (which joins the thread).
+_HOLD = r"""
+import threading
 from luabridge.providers.torch_cpu import blocked
+def hold():
+    held, release = threading.Event(), threading.Event()
+    def holder():
+        with blocked._pool_lock:
+            held.set()
+            release.wait()
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait()
+    def let_go():
+        release.set()
+        t.join()
+    return let_go
+"""
+
+# A child forked while a thread of the parent holds the lock; prints "child exit N" or "child
+# hung". The child leaves through the interpreter's normal exit (atexit joins the executor
+# threads it knows of).
+_FORK_WHILE_HELD = _HOLD + r"""
+import os, sys, time
+import numpy as np
 prog = blocked.Program("x = x * k", ["x"], ["k"])
 a = np.ones(1 << 20)
 blocked.run_program(prog, "Double", a.size, 2, [a.ctypes.data], [2.0])   # the parent's pool
-held, release = threading.Event(), threading.Event()
-def holder():
-    with blocked._pool_lock:
-        held.set()
-        release.wait()
-t = threading.Thread(target=holder)
-t.start()
-held.wait()
+let_go = hold()
 pid = os.fork()
 if pid == 0:
     blocked.run_program(prog, "Double", a.size, 2, [a.ctypes.data], [3.0])
     sys.exit(0 if np.all(a == 6.0) else 1)
-release.set()
-t.join()
+let_go()
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
     done, status = os.waitpid(pid, os.WNOHANG)
@@ -64,11 +75,10 @@ def test_multiprocessing_fork_workers_run_lua_programs_on_two_threads() -> None:
     """torch.elementwise on 2 threads in the parent, then in multiprocessing's fork workers (made
     while a parent thread held the pool's lock), then in the parent again: the same values, and
     the pool's workers end with close()/join() (no hang at the workers' exit)."""
-    out = _py(r"""
-import multiprocessing as mp, threading
+    out = _py(_HOLD + r"""
+import multiprocessing as mp
 import numpy as np
 import luabridge
-from luabridge.providers.torch_cpu import blocked
 RUN = '''(function()
   require 'torch'
   require('torch.backend.cpu.blas').watchLoad = false
@@ -85,18 +95,10 @@ def work(k):
     return f(k), blocked._pool_pid == os.getpid()   # the child's own pool ran it
 if __name__ == '__main__':
     parent = f(2.0)
-    held, release = threading.Event(), threading.Event()
-    def holder():
-        with blocked._pool_lock:
-            held.set()
-            release.wait()
-    t = threading.Thread(target=holder)
-    t.start()
-    held.wait()
+    let_go = hold()
     ctx = mp.get_context('fork')
     pool = ctx.Pool(2)
-    release.set()
-    t.join()
+    let_go()
     res = pool.map_async(work, [2.0, 3.0, 4.0])
     print('children', res.get(timeout=120))
     pool.close()
