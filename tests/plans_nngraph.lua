@@ -107,14 +107,34 @@ local function readable(models, params, grads)
   return list
 end
 
+-- Runs rep(r) for r = 1, reps with nn.plans.enabled = enabled (put back afterwards, after an
+-- error too); returns how many of the last rep's gModule forwards and backwards ran a plan.
+function H.counted(enabled, reps, rep)
+  local was = plans.enabled
+  plans.enabled = enabled
+  local counts = { forward = 0, backward = 0 }
+  local of, ob = plan.forward, plan.backward
+  local ok, err = xpcall(function()
+    for r = 1, reps do
+      if r == reps then
+        plan.forward = function(...) counts.forward = counts.forward + 1; return of(...) end
+        plan.backward = function(...) counts.backward = counts.backward + 1; return ob(...) end
+      end
+      rep(r)
+    end
+  end, debug.traceback)
+  plan.forward, plan.backward = of, ob
+  plans.enabled = was
+  if not ok then error(err, 0) end
+  return counts.forward, counts.backward
+end
+
 -- Runs a char-rnn step model `proto` through time on clones sharing its parameters (as
 -- char-rnn's clone_many_times), `reps` times: each rep zeroes the gradients, runs forward
 -- through time from state0 and (when train) backward through time with gradients gy[t] on the
 -- log-probabilities; xs[t]: the inputs' first entry at step t. Returns the readable tensors,
 -- and how many of the clones' last forward and backward ran a plan with chains.
 function H.throughTime(proto, enabled, xs, state0, gy, train, reps, seed)
-  local was = plans.enabled
-  plans.enabled = enabled
   local p = proto:clone()
   local params, grads = p:getParameters()
   local clones = {}
@@ -123,38 +143,27 @@ function H.throughTime(proto, enabled, xs, state0, gy, train, reps, seed)
     if train then clones[t]:training() else clones[t]:evaluate() end
   end
   local nState = #state0
-  local counts = { forward = 0, backward = 0 }
-  local of, ob = plan.forward, plan.backward
-  local ok, err = xpcall(function()
-    for rep = 1, reps do
-      torch.manualSeed(seed or 7)
-      grads:zero()
-      local state, inputs = state0, {}
-      if rep == reps then
-        plan.forward = function(...) counts.forward = counts.forward + 1; return of(...) end
-        plan.backward = function(...) counts.backward = counts.backward + 1; return ob(...) end
-      end
-      for t = 1, #xs do
-        inputs[t] = { xs[t], unpack(state) }
-        local out = clones[t]:forward(inputs[t])
-        state = { unpack(out, 1, nState) }
-      end
-      if train then
-        local gradState = {}
-        for i = 1, nState do gradState[i] = state0[i]:clone():zero() end
-        for t = #xs, 1, -1 do
-          local gout = { unpack(gradState) }
-          gout[nState + 1] = gy[t]
-          local gin = clones[t]:backward(inputs[t], gout)
-          gradState = { unpack(gin, 2, nState + 1) }
-        end
+  local nf, nb = H.counted(enabled, reps, function()
+    torch.manualSeed(seed or 7)
+    grads:zero()
+    local state, inputs = state0, {}
+    for t = 1, #xs do
+      inputs[t] = { xs[t], unpack(state) }
+      local out = clones[t]:forward(inputs[t])
+      state = { unpack(out, 1, nState) }
+    end
+    if train then
+      local gradState = {}
+      for i = 1, nState do gradState[i] = state0[i]:clone():zero() end
+      for t = #xs, 1, -1 do
+        local gout = { unpack(gradState) }
+        gout[nState + 1] = gy[t]
+        local gin = clones[t]:backward(inputs[t], gout)
+        gradState = { unpack(gin, 2, nState + 1) }
       end
     end
-  end, debug.traceback)
-  plan.forward, plan.backward = of, ob
-  plans.enabled = was
-  if not ok then error(err, 0) end
-  return readable(clones, params, grads), counts.forward, counts.backward
+  end)
+  return readable(clones, params, grads), nf, nb
 end
 
 -- The largest difference between two lists of tensors, relative to the largest magnitude
@@ -176,28 +185,15 @@ end
 -- with plans on or off; returns the readable tensors and the number of planned calls in the
 -- last rep.
 function H.fixed(proto, enabled, input, gradOutput, train, reps)
-  local was = plans.enabled
-  plans.enabled = enabled
   local m = proto:clone()
   local params, grads = m:getParameters()
   if train then m:training() else m:evaluate() end
-  local counts = { forward = 0, backward = 0 }
-  local of, ob = plan.forward, plan.backward
-  local ok, err = xpcall(function()
-    for rep = 1, reps do
-      grads:zero()
-      if rep == reps then
-        plan.forward = function(...) counts.forward = counts.forward + 1; return of(...) end
-        plan.backward = function(...) counts.backward = counts.backward + 1; return ob(...) end
-      end
-      m:forward(input)
-      if train then m:backward(input, gradOutput, 0.5) end
-    end
-  end, debug.traceback)
-  plan.forward, plan.backward = of, ob
-  plans.enabled = was
-  if not ok then error(err, 0) end
-  return readable({ m }, params, grads), counts.forward, counts.backward
+  local nf, nb = H.counted(enabled, reps, function()
+    grads:zero()
+    m:forward(input)
+    if train then m:backward(input, gradOutput, 0.5) end
+  end)
+  return readable({ m }, params, grads), nf, nb
 end
 
 -- char-rnn's model `kind` in element type typ ('float', 'double') through `steps` steps on
@@ -223,4 +219,5 @@ end
 
 H.plan = plan
 H.plans = plans
+H.readable = readable
 return H
