@@ -161,23 +161,32 @@ local saved = { blas.watchLoad, torch.getnumthreads() }
 blas.watchLoad = false
 torch.setnumthreads(threads)
 local m = nn.SpatialMaxPooling(2, 2, 2, 2):float()
-local x = torch.FloatTensor(16, 20, 24, 24):normal()
+local x = torch.FloatTensor(128, 20, 24, 24):normal()
 local go = m:forward(x):clone():normal()
+local parallel = require 'torch.backend.cpu.parallel'
+local runs = parallel.runs
+-- the first chunk's and the last one's (a worker's, on 2 threads)
 m.indices[{ 3, 4, 5, 6 }] = 24 * 24 + 1
 local ok, err = pcall(function() return m:backward(x, go) end)
-m.indices[{ 3, 4, 5, 6 }] = 0
+m.indices[{ 3, 4, 5, 6 }] = 1
+m.indices[{ 127, 4, 5, 6 }] = 0
 local ok2, err2 = pcall(function() return m:backward(x, go) end)
+m.indices[{ 127, 4, 5, 6 }] = 24 * 24
+local ok3 = pcall(function() return m:backward(x, go) end)
 blas.watchLoad = saved[1]
 torch.setnumthreads(saved[2])
-return ok, tostring(err), ok2, tostring(err2)
+return ok, tostring(err), ok2, tostring(err2), ok3, parallel.runs - runs
 """
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_changed_indices_raise_before_writing(lua, threads):
-    ok, err, ok2, err2 = lua.eval(f"loadstring([==[{CHANGED_INDICES}]==])")(threads)
+    ok, err, ok2, err2, ok3, runs = lua.eval(f"loadstring([==[{CHANGED_INDICES}]==])")(threads)
     assert not ok and "nn.SpatialMaxPooling: indices outside 1..576" in err
     assert not ok2 and "nn.SpatialMaxPooling: indices outside 1..576" in err2
+    assert ok3   # in range again: the backward runs
+    if threads == 2:
+        assert runs >= 3   # the checks ran on threads
 
 
 LOOP = """

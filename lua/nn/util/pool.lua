@@ -84,6 +84,15 @@ function pool.unpool(small, big, indices, P, n, m, backward)
   backend.of(small).max_unpool(small, big, indices, P, n, m, backward)
 end
 
+-- ops.pool_max_indices_ok(indices, plane): whether every index is in 1..plane (the CPU has its
+-- own, on threads; elsewhere their min and max)
+backend.define('pool_max_indices_ok', function(ops)
+  if rawget(ops, 'pool_max_indices_ok') then return nil end
+  return function(indices, plane)
+    return indices:nElement() == 0 or indices:min() >= 1 and indices:max() <= plane
+  end
+end)
+
 -- output, indices = max pooling of input (the module's fields are resized; indices are a
 -- LongTensor of input's device)
 function pool.maxForward(self, input, g)
@@ -106,7 +115,7 @@ function pool.maxBackward(self, input, gradOutput, g)
   end
   -- indices is a public field: one check keeps a changed one from writing outside gradInput
   local plane = g.I[1] * g.I[2] * g.I[3]
-  if ix:nElement() > 0 and (ix:min() < 1 or ix:max() > plane) then
+  if not backend.of(input).pool_max_indices_ok(ix, plane) then
     shape.fail(self, ('indices outside 1..%d (changed since updateOutput?)'):format(plane))
   end
   backend.of(input).pool_max_backward(g, self.gradInput, gradOutput, ix)

@@ -135,6 +135,16 @@ local threaded = {
 -- Elements of work (input elements read or gradInput elements written) a thread must have:
 -- about 30 us of these loops (waking a worker costs a few)
 local PLANE_LEAST = 32768
+
+-- Whether n indices from xp + xo are all in 1..top: a chunk with one outside raises (the
+-- caller's pcall turns that into false)
+local indicesIn = parallel.loop('pool indices check', [[
+return function(lo, hi, xp, xo, top)
+  for q = xo + lo, xo + hi - 1 do
+    local at = xp[q]
+    if at < 1 or at > top then error('outside', 0) end
+  end
+end]], { 'int64_t *', 'number', 'number' })
 for name, body in pairs { avgForward = avgForward,
                           avgBackward = avgBackward } do
   loops[name] = apply.perType('pool ' .. name, (header:gsub('BODY', function() return body end)))
@@ -414,6 +424,18 @@ backend.register('cpu', {
       unfold.zero(gi)
       scatter(gi, gradOutput, indices, g.P, plane, oplane)
     end
+  end,
+  -- whether the indices (torch7's, of max pooling; the front end's check before the backward
+  -- pass reads them) are all in 1..plane: one pass over them on the threaded loops, else
+  -- their min and max (parallel.enabled false, or not a contiguous LongTensor)
+  pool_max_indices_ok = function(indices, plane)
+    local n = indices:nElement()
+    if n == 0 then return true end
+    if not parallel.enabled or torch.type(indices) ~= 'torch.LongTensor' or not indices:isContiguous() then
+      return indices:min() >= 1 and indices:max() <= plane
+    end
+    local threads = parallel.threads(n, 2 * PLANE_LEAST)
+    return (pcall(indicesIn[indices._dt], threads, n, indices._st._ptr, indices._off, plane))
   end,
   pool_avg_forward = function(g, output, input, countPad, divide)
     if convdnnl.avgPool(g, output, input, countPad, divide) then return end
