@@ -65,15 +65,20 @@ local function im2col(col, img, base, C, H, W, kH, kW, dH, dW, padH, padW, oH, o
     end
   end
 end
+
+-- a thread's columns (K1 x N; row K all ones when K1 > K), its product, one OpenMP thread
+local function setup(K, K1, N, gemm, omp)
+  local col = ffi.new('float[?]', K1 * N)
+  for n = K * N, K1 * N - 1 do col[n] = 1 end
+  ffi.cast(ompType, omp)(1)
+  return col, ffi.cast(gemmType, gemm)
+end
 ]]
 
 local forwardSrc = im2col .. [[
 return function(lo, hi, img, io, out, oo, w, gemm, omp, C, H, W, O, kH, kW, dH, dW, padH, padW, oH, oW, K1)
   local N, K = oH * oW, C * kH * kW
-  local col = ffi.new('float[?]', K1 * N)
-  for n = K * N, K1 * N - 1 do col[n] = 1 end
-  local sgemm = ffi.cast(gemmType, gemm)
-  ffi.cast(ompType, omp)(1)
+  local col, sgemm = setup(K, K1, N, gemm, omp)
   for b = lo, hi - 1 do
     im2col(col, img, io + b * C * H * W, C, H, W, kH, kW, dH, dW, padH, padW, oH, oW)
     local status = sgemm(78, 78, O, N, K1, 1, w, K1, col, N, 0, out + (oo + b * O * N), N)
@@ -86,10 +91,7 @@ end]]
 local gradSrc = im2col .. [[
 return function(lo, hi, img, io, go, goo, sums, gemm, omp, C, H, W, O, kH, kW, dH, dW, padH, padW, oH, oW, K1, B, groups, scale)
   local N, K = oH * oW, C * kH * kW
-  local col = ffi.new('float[?]', K1 * N)
-  for n = K * N, K1 * N - 1 do col[n] = 1 end
-  local sgemm = ffi.cast(gemmType, gemm)
-  ffi.cast(ompType, omp)(1)
+  local col, sgemm = setup(K, K1, N, gemm, omp)
   for g = lo, hi - 1 do
     local b0, b1 = math.floor(g * B / groups), math.floor((g + 1) * B / groups)
     for b = b0, b1 - 1 do

@@ -41,31 +41,22 @@ end]]
 
 -- Max pooling's gradient needs no window walk: each output's gradient goes to its index (1-based
 -- in its plane) in gradInput (zeroed). ip/io: gradInput, op/oo: gradOutput, xp/xo: indices.
-local maxScatter = [[
-return function(ip, io, op, oo, xp, xo, P, plane, oplane)
-  for p = 0, P - 1 do
-    local ib, ob, xb = io + p * plane - 1, oo + p * oplane, xo + p * oplane
-    for q = 0, oplane - 1 do
-      local at = xp[xb + q]
-      if at > 0 then ip[ib + at] = ip[ib + at] + op[ob + q] end
-    end
-  end
-end]]
-
--- The same, each plane of gradInput zeroed first (esize: its element's bytes): on threads, each
--- plane is zeroed and filled by the thread that has it in cache
-local maxScatterZero = [[
+-- maxScatterZero zeroes each plane of gradInput first (esize: its element's bytes): on threads,
+-- each plane is zeroed and filled by the thread that has it in cache.
+local scatterLoop = [[
 local fill = require('ffi').fill
 return function(ip, io, op, oo, xp, xo, P, plane, oplane, esize)
   for p = 0, P - 1 do
     local ib, ob, xb = io + p * plane - 1, oo + p * oplane, xo + p * oplane
-    fill(ip + (ib + 1), plane * esize)
+    ZERO
     for q = 0, oplane - 1 do
       local at = xp[xb + q]
       if at > 0 then ip[ib + at] = ip[ib + at] + op[ob + q] end
     end
   end
 end]]
+local maxScatter = scatterLoop:gsub('ZERO', '')
+local maxScatterZero = scatterLoop:gsub('ZERO', 'fill(ip + (ib + 1), plane * esize)')
 
 -- average pooling (no dilation): the divisor counts the padded window (clipped at the padded
 -- border) when countPad, else the in-image part; divide = false multiplies back by the kernel
