@@ -112,7 +112,7 @@ end
 -- quiet: the steps read only the parameters, their gradients and the statistics (nothing
 -- materializes) but for the last, which reads everything; split: the backward as
 -- updateGradInput then accGradParameters (layer by layer after a planned forward)
-function H.train(name, batch, steps, how, quiet, split)
+function H.train(name, batch, steps, how, quiet, split, alternate)
   torch.manualSeed(1)
   local model, sizes, classes = H[name]()
   local x = torch.FloatTensor(batch, unpack(sizes)):normal()
@@ -124,7 +124,13 @@ function H.train(name, batch, steps, how, quiet, split)
   nn.plans.enabled = how == 'planned'
   local planned, lazy = {}, 0
   local results = {}
+  local blas = require 'torch.backend.cpu.blas'
+  local watch, threads = blas.watchLoad, torch.getnumthreads()
   for s = 1, steps do
+    if alternate then   -- 1, 2, 1, ... threads: a plan's exes per thread count share buffers
+      blas.watchLoad = false
+      torch.setnumthreads(2 - s % 2)
+    end
     model:zeroGradParameters()
     local out = model:forward(x)
     criterion:forward(out, y)
@@ -157,16 +163,18 @@ function H.train(name, batch, steps, how, quiet, split)
   end
   results[steps + 1] = flat(observed(model))   -- reading changed nothing: the weights after it
   nn.plans.enabled = true
+  blas.watchLoad = watch
+  torch.setnumthreads(threads)
   return results, planned, lazy
 end
 
 -- The worst (planned - exact) / (float - exact + floor) ratio, and the values where it is worst:
 -- each value's error against the Double run measured in units of the layer-by-layer Float run's
 -- error (floor * its magnitude at least).
-function H.compare(name, batch, steps, factor, floor, quiet, split)
-  local P, planned, lazy = H.train(name, batch, steps, 'planned', quiet, split)
-  local E = H.train(name, batch, steps, 'eager', quiet)
-  local D = H.train(name, batch, steps, 'double', quiet)
+function H.compare(name, batch, steps, factor, floor, quiet, split, alternate)
+  local P, planned, lazy = H.train(name, batch, steps, 'planned', quiet, split, alternate)
+  local E = H.train(name, batch, steps, 'eager', quiet, false, alternate)
+  local D = H.train(name, batch, steps, 'double', quiet, false, alternate)
   local worst, where = 0, ''
   for s = 1, #D do
     assert(#P[s] == #D[s] and #E[s] == #D[s], 'different numbers of values')
@@ -252,6 +260,12 @@ def test_split_backward_after_planned_forward() -> None:
     # running statistics stay those of one forward per step
     worst, where, planned, _ = H().compare("resnet", 3, 3, ERR_FACTOR, FLOOR, False, True)
     assert planned[2] and planned[3]
+    assert worst <= 1, where
+
+
+def test_thread_counts_alternate() -> None:
+    worst, where, planned, _ = H().compare("resnet", 4, 5, ERR_FACTOR, FLOOR, True, False, True)
+    assert all(planned[i] for i in range(2, 6))
     assert worst <= 1, where
 
 

@@ -217,7 +217,8 @@ local function build(root, input, sig)
     local u = convUnit(items, i, sizes) or residualUnit(items, i, sizes, sig) or maxPoolUnit(items, i, sizes)
     if u then
       if not seg then
-        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes } }, params = {}, value = 0, count = 0,
+        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes }, pool = {} }, params = {}, value = 0,
+          count = 0,
           items = {}, mods = {}, convs = 0, exes = {} }
       end
       for k = i, u.next - 1 do seg.items[#seg.items + 1] = items[k] end

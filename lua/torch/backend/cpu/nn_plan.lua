@@ -313,6 +313,7 @@ backend.register('cpu', {
 --             { kind = 'bn', src, dst, relu = bool, affine = bool, eps },
 --             { kind = 'add', a, b, dst, relu = bool },
 --             { kind = 'maxpool', src, dst, kH, kW, dH, dW, padH, padW } } }
+-- program.pool: the buffers (a table the caller keeps with the program; filled here).
 -- params[i] for step i: conv { weight, bias, gradWeight, gradBias }; bn { module = the
 -- SpatialBatchNormalization } (its tensors read and written at each run).
 require 'torch.backend.cpu.dnnl_eltwise'   -- declares the eltwise and binary primitives
@@ -340,9 +341,16 @@ local function trainCompile(program)
   local fwdUser, bwdUser = {}, {}
   local F, B = {}, {}
   local values, info = {}, {}
-  -- a fresh buffer laid out as md
+  -- a buffer laid out as md: the k-th of the program's pool, which the exes made for other
+  -- thread counts share (one runs at a time, its forward and backward together; each makes its
+  -- buffers in the same order)
+  local pool, k = program.pool, 0
   local function buffer(md)
-    local t = keep(torch.FloatTensor(math.max(1, math.ceil(tonumber(lib().dnnl_memory_desc_get_size(md)) / 4))))
+    local n = math.max(1, math.ceil(tonumber(lib().dnnl_memory_desc_get_size(md)) / 4))
+    k = k + 1
+    local t = pool[k]
+    if not t or t:nElement() < n then t = torch.FloatTensor(n); pool[k] = t end
+    keep(t)
     return memory(md, ptr(t))
   end
   local function userMemory(list, md)
