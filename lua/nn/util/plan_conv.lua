@@ -13,7 +13,8 @@
 --     is read in place, the output reordered once into a plain tensor; every other module runs
 --     as it always did, between segments.
 -- The later forwards with the same input sizes, tree, fields and mode run the plan (the backend
--- family nn_plan; a device without it, other element types and training mode run layer by layer).
+-- family nn_plan; a device without it and other element types run layer by layer; training mode plans
+-- itself in nn/util/plan_train.lua).
 --
 -- What a program sees stays torch7's: the modules a segment skips (all but its last) lose their
 -- `output` (and a max pooling its `indices`) until something reads them: their metatable is
