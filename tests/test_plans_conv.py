@@ -1,7 +1,8 @@
 """Whole-model plans for conv nets (lua/nn/util/plan_conv.lua, backend family nn_plan): every
 planned model against the same model run layer by layer (nn.plans.enabled = false): the output,
 every module's output (read after the planned forward: skipped ones are materialized on read),
-gradients after an evaluation-mode backward, training mode (layer by layer either way); plans
+gradients after an evaluation-mode backward, a training-mode step (its first forward runs layer by layer:
+planned training steps are tests/test_plans_train.py's); plans
 dropped when the tree, a module's fields, the weights' values, the input's sizes or the mode
 change; torch.type / isTypeOf / clearState / torch.save on a model that ran planned; a failed
 forward raises torch7's error and leaves the model usable."""
@@ -210,7 +211,7 @@ HARNESS = r"""function(models)
   function H.compareTrain(name, batch)
     local results = {}
     -- one thread for both runs: the thread count (from the CPUs free at each call) changes how
-    -- oneDNN splits a batch norm's sums, and training runs layer by layer either way
+    -- oneDNN splits a batch norm's sums; a first forward runs layer by layer either way
     local threads = torch.getnumthreads()
     torch.setnumthreads(1)
     for k, on in ipairs { false, true } do
