@@ -20,6 +20,10 @@
 -- gradInput, train, constants, ...) or any node's module change, or an input's type or size
 -- changes; gModule:type, clearState and replace drop it too (a loaded or cloned gModule plans
 -- afresh: plans live beside the gModules, never in their fields or files).
+-- Where the op table has a second thread for products (backend/cpu/gemm_async.lua, off by
+-- default), a planned forward posts every other independent Linear product to it and waits
+-- before the first step reading the output, and the accGradParameters pass shares its Linear
+-- weight gradients with it (plan.sharedLinear, plan.sharedAcc); every call returns with them done.
 local backend = require 'torch.backend'
 local plans = require 'nn.util.plans'
 local utils = require 'nngraph.utils'
@@ -521,6 +525,47 @@ local function compileWith(prog, S)
   return backend.of(first).chain_compile(prog, S.T)
 end
 
+-- The forward's Linear steps whose products may run on a second thread: step index -> the
+-- index of the first later step reading the node's output (the run waits for the product
+-- there; #steps + 1: at the end). A Linear qualifies when it is an nn.Linear of one node
+-- (its output written by no other) and the step after it does not read its output; every
+-- other one qualifying is posted (the same ones on every run: each Linear's weight stays in
+-- the cache of the thread that runs it; an LSTM layer's i2h product goes to the worker while
+-- this thread runs its h2h).
+local function linearPosts(gm, steps)
+  local uses = {}
+  for _, node in ipairs(gm.forwardnodes) do
+    local m = node.data.module
+    if m then uses[m] = (uses[m] or 0) + 1 end
+  end
+  local at = {}
+  for i, s in ipairs(steps) do
+    if s.chain then
+      for _, d in ipairs(s.chain.members) do at[d] = i end
+    else
+      at[s.node.data] = i
+    end
+  end
+  local users, posts, any = dataGraph(gm), {}, false
+  local give = true   -- every other qualifying Linear between two waits: the threads share them
+  for i, s in ipairs(steps) do
+    local m = s.node and s.node.data.module
+    if s.chain then give = true end
+    if m and torch.type(m) == 'nn.Linear' and uses[m] == 1 then
+      local first = #steps + 1
+      for _, u in ipairs(users[s.node.data] or {}) do
+        local j = at[u]
+        if j and j > i and j < first then first = j end
+      end
+      if first > i + 1 then
+        if give then posts[i], any = first, true end
+        give = not give
+      end
+    end
+  end
+  return any and posts or nil
+end
+
 -- After a forward run layer by layer: plans gm for these inputs (a plan without chains says
 -- only that there is nothing to fuse: gm then runs as before, without planning again).
 function plan.afterForward(gm, inputs)
@@ -544,7 +589,8 @@ function plan.afterForward(gm, inputs)
     for _, d in ipairs(chain.members) do inChain[d] = chain end
   end
   P.fsteps = schedule(gm.forwardnodes, inChain, producers)
-  if not P.fsteps then P.fchains, P.none = {}, true end
+  if not P.fsteps then P.fchains, P.none = {}, true; return end
+  P.fposts = linearPosts(gm, P.fsteps)
 end
 
 -- After a backward run layer by layer: adds the backward to gm's plan.
@@ -566,16 +612,36 @@ function plan.afterBackward(gm)
   local bsteps = schedule(gm.backwardnodes, inChain, function(d) return users[d] or {} end)
   if not bsteps then return end
   local clear, acc = {}, {}
+  -- the accGradParameters pass may share its Linear nodes' weight gradients with a second
+  -- thread when every module with parameters in it is an nn.Linear (no other pass then writes
+  -- memory those products write, unless a gradWeight is shared, which acc_pending catches)
+  local linear, others, give = nil, false, true
   for _, s in ipairs(bsteps) do
     if s.node then
       clear[#clear + 1] = s.node.data
-      if s.node.data.module then acc[#acc + 1] = s end
+      local m = s.node.data.module
+      if m then
+        acc[#acc + 1] = s
+        if torch.type(m) == 'nn.Linear' then
+          -- every other Linear posts its weight gradient (the same ones on every run, so each
+          -- gradWeight stays in the cache of the thread accumulating it)
+          local ok = torch.isTensor(m.gradWeight) and (not m.bias or torch.isTensor(m.gradBias))
+          s.linear, s.post = ok, ok and give
+          if ok then give = not give end
+          linear = linear or (s.linear and m)
+          others = others or not s.linear
+        else
+          local params = m:parameters()
+          others = others or (params ~= nil and #params > 0)
+        end
+      end
     end
   end
   for _, chain in ipairs(chains) do
     for _, b in ipairs(chain.boundary) do clear[#clear + 1] = b[1] end
   end
   P.bsteps, P.clear, P.acc = bsteps, clear, acc
+  P.accLinear = not others and linear or nil
 end
 
 -- gm's plan for a forward on these inputs, or nil (a plan that no longer stands is dropped).
@@ -607,13 +673,32 @@ local function dropAfterFailure(gm, P)
   if current[gm] == P then current[gm] = nil end
 end
 
--- Runs gm's forward with plan P; step(node, k, func, users) is gModule's node step.
-function plan.forward(gm, P, step, users)
+-- A Linear step's module call that posts its product to the op table's second thread
+-- (linear_forward_async) and returns its output (filled by the time the first step reading it
+-- runs), or runs the module as before. posted: whether the last call posted.
+local postOps, posted = nil, false
+local function postForward(m, input)
+  posted = torch.isTensor(input) and postOps.linear_forward_async(m.output, input, m.weight, m.bias) or false
+  if posted then return m.output end
+  return m:updateOutput(input)
+end
+
+local function forwardSteps(gm, P, step, users, posts, ops)
   local steps = P.fsteps
+  local waitAt = #steps + 2
   for i = 1, #steps do
+    if i >= waitAt then
+      ops.acc_wait()
+      waitAt = #steps + 2
+    end
     local s = steps[i]
     local chain = s.chain
-    if not chain then
+    local post = posts and posts[i]
+    if post then
+      postOps = ops
+      step(s.node, s.k, postForward, users)
+      if posted and post < waitAt then waitAt = post end
+    elseif not chain then
       step(s.node, s.k, 'updateOutput', users)
     else
       fillDynamic(chain.fslots)
@@ -633,6 +718,21 @@ function plan.forward(gm, P, step, users)
       end
     end
   end
+end
+
+-- Runs gm's forward with plan P; step(node, k, func, users) is gModule's node step. With
+-- plan.sharedLinear and a second thread free, Linear steps post their products (fposts) and
+-- the run waits for each before the first step reading it; every product has finished when
+-- this returns (or raises).
+function plan.forward(gm, P, step, users)
+  local posts = P.fposts
+  local ops = posts and plan.sharedLinear and backend.of(P.fsteps[next(posts)].node.data.module.weight)
+  if not (ops and ops.acc_async_ready(P.fsteps[next(posts)].node.data.module.weight)) then
+    return forwardSteps(gm, P, step, users, nil, nil)
+  end
+  local ok, err = pcall(forwardSteps, gm, P, step, users, posts, ops)
+  ops.acc_wait()
+  if not ok then error(err, 0) end
 end
 
 local clearTable = require 'table.clear'
@@ -695,10 +795,48 @@ function plan.backward(gm, P, gradOutput, step, inputs)
   end
 end
 
+-- The accGradParameters pass with the Linear nodes' weight gradients shared with the op
+-- table's second thread (linear_acc_async: every other Linear's posted, the rest run here).
+local function accShared(acc, ops, step, scale)
+  for i = 1, #acc do
+    local s = acc[i]
+    local posted = false
+    if s.post then
+      local d = s.node.data
+      local m, input = d.module, d.input
+      input = input and #input == 1 and input[1]
+      local grad = #d.gradOutput > 1 and d.gradOutputBuffer or d.gradOutput[1]
+      local gw = m.gradWeight
+      if torch.isTensor(input) and torch.isTensor(grad) and m.weight:isSameSizeAs(gw) then
+        posted = ops.linear_acc_async(gw, m.bias and m.gradBias, input, grad, m.bias and m.addBuffer, scale)
+      end
+      if not posted and ops.acc_pending(gw) then ops.acc_wait() end
+    elseif s.linear and ops.acc_pending(s.node.data.module.gradWeight) then
+      ops.acc_wait()
+    end
+    if not posted then step(s.node, s.k, scale) end
+  end
+end
+
 -- accGradParameters with plan P (the chains' modules have no parameters); step is gModule's.
+-- Every product posted has finished when it returns (or raises).
 function plan.acc(gm, P, step, scale)
   local acc = P.acc
-  for i = 1, #acc do step(acc[i].node, acc[i].k, scale) end
+  local linear = P.accLinear
+  local ops = linear and plan.sharedAcc and backend.of(linear.gradWeight)
+  if not (ops and ops.acc_async_ready(linear.gradWeight)) then
+    for i = 1, #acc do step(acc[i].node, acc[i].k, scale) end
+    return
+  end
+  local ok, err = pcall(accShared, acc, ops, step, scale or 1)
+  ops.acc_wait()
+  if not ok then error(err, 0) end
 end
+
+-- Whether planned accGradParameters passes may share their Linear nodes' weight gradients with
+-- a second thread (where the op table has one; tests turn it off to compare both paths).
+plan.sharedAcc = true
+-- Whether planned forwards may run Linear nodes' products on a second thread.
+plan.sharedLinear = true
 
 return plan

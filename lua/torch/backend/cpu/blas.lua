@@ -169,6 +169,13 @@ if loadavg >= 0 then
   end
 end
 
+-- CPUs that other threads of this process hold until heldUntil (gemm_async's worker while it
+-- runs or waits for jobs): no call gets a thread there (blas.hold).
+local heldCpus, heldUntil = 0, 0
+function blas.hold(n, seconds)
+  heldCpus, heldUntil = n, n > 0 and now() + seconds or 0
+end
+
 -- Whether calls count the free CPUs (a benchmark that has the machine to itself while other
 -- work waits, by priority, may turn it off).
 blas.watchLoad = true
@@ -178,9 +185,14 @@ blas.watchLoad = true
 -- (oneDNN's OpenMP team, Python threads, the executor's team), for which OpenBLAS's workers
 -- still spinning after a threaded product hold their CPUs: a second oneDNN thread woken beside
 -- one took an MLP step at batch 256 from 5.9 to 16 ms on 2 cores (bench/real_models.py).
-function blas.threadsFor(work, least, foreign)
+-- `holder`: the call is the one holding CPUs (blas.hold), which it does not count against itself.
+function blas.threadsFor(work, least, foreign, holder)
   local n = blas.threads
   if n == 1 or work < 2 * least then return 1 end
+  if heldCpus > 0 and not holder and now() < heldUntil then
+    n = math.min(n, blas.cpus - heldCpus)
+    if n <= 1 then return 1 end
+  end
   -- a child forked after oneDNN's OpenMP team grew runs every pass on one thread (dnnl.lua)
   local dnnl = package.loaded['torch.backend.cpu.dnnl']
   if type(dnnl) == 'table' and dnnl.forkedChild and dnnl.forkedChild() then return 1 end

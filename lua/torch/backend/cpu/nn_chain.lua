@@ -322,4 +322,91 @@ end
 
 local function chainCompile(prog, T) return compile(prog, T) end
 
-backend.register('cpu', { chain_compile = chainCompile })
+------------------------------------------------------------------------------------------------
+-- Linear nodes' weight gradients on a second thread (a plan's accGradParameters pass, issue 25):
+-- gradWeight += scale * gradOutput^T . input runs on gemm_async's worker while this thread goes
+-- on with the next nodes (their products, the bias gradients). Float only (the worker runs
+-- oneDNN's dnnl_sgemm); only while a second CPU is free for it (blas.threadsFor's rule, counting
+-- OpenBLAS's spinning workers as busy). The caller (lua/nngraph/plan.lua) picks which products
+-- go: the two threads share a pass's products.
+local blas = require 'torch.backend.cpu.blas'
+local async = require 'torch.backend.cpu.gemm_async'
+local apply = require 'torch.backend.cpu.apply'
+local ptr, isContiguous = apply.ptr, apply.isContiguous
+
+-- Whether a pass may post products now (`acc_async_ready`; false: run them all here).
+local function accAsyncReady(like)
+  return async.enabled and like._dt == Float and blas.threads > 1 and blas.threadsFor(2e6, 1e6, true, true) > 1
+end
+
+local function matrix(t, rows, cols)
+  local sz = t._sz
+  return t._dt == Float and #sz == 2 and sz[1] == rows and sz[2] == cols and isContiguous(t)
+end
+
+-- The first and one-past-last byte of t's elements (t contiguous).
+local function span(t)
+  local p = ffi.cast('uintptr_t', ptr(t))
+  return p, p + 4 * t._sz[1] * t._sz[2]
+end
+local function apart(a, b)
+  local a0, a1 = span(a)
+  local b0, b1 = span(b)
+  return a1 <= b0 or b1 <= a0
+end
+
+-- gradWeight (O x I) += scale * gradOutput (n x O)^T . input (n x I) posted to the worker, and
+-- gradBias (O, or nil) += scale * gradOutput^T . ones (n) here; true when done so, false (nothing
+-- touched) when an operand is not a contiguous Float matrix of those sizes, gradWeight overlaps
+-- an operand, or the worker is unavailable: the caller runs the module's own pass.
+local function linearAccAsync(gw, gb, input, gradOutput, ones, scale)
+  local O, I = gw._sz[1], gw._sz[2]
+  if #gw._sz ~= 2 or #input._sz ~= 2 then return false end
+  local n = input._sz[1]
+  if n < 1 or not matrix(gw, O, I) or not matrix(input, n, I) or not matrix(gradOutput, n, O)
+      or not apart(gw, input) or not apart(gw, gradOutput) then
+    return false
+  end
+  if gb and not (gb._dt == Float and #gb._sz == 1 and gb._sz[1] == O and isContiguous(gb)
+      and ones and ones._dt == Float and #ones._sz == 1 and ones._sz[1] == n and isContiguous(ones)) then
+    return false
+  end
+  if async.pending(ptr(gw)) then async.wait() end
+  if not async.post(true, false, O, I, n, scale, ptr(gradOutput), O, ptr(input), I, 1, ptr(gw), I) then
+    return false
+  end
+  if gb then blas.gemv(Float, false, O, n, scale, ptr(gradOutput), O, ptr(ones), 1, 1, ptr(gb), 1) end
+  return true
+end
+
+-- A Linear's forward, out (n x O) = input (n x I) . weight (O x I)^T + bias (O, or nil),
+-- posted to the worker (out first filled with the bias rows: the product adds to them); true
+-- when posted, false (nothing touched) when an operand is not a contiguous Float matrix of
+-- those sizes, out overlaps an operand, or the worker is unavailable.
+local function linearForwardAsync(out, input, weight, bias)
+  if #input._sz ~= 2 or #weight._sz ~= 2 then return false end
+  local n, I, O = input._sz[1], input._sz[2], weight._sz[1]
+  if n < 1 or not matrix(out, n, O) or not matrix(input, n, I) or not matrix(weight, O, I)
+      or not apart(out, input) or not apart(out, weight) then
+    return false
+  end
+  if bias then
+    if not (bias._dt == Float and #bias._sz == 1 and bias._sz[1] == O and isContiguous(bias)) then return false end
+    local b0, b1 = ffi.cast('uintptr_t', ptr(bias)), ffi.cast('uintptr_t', ptr(bias)) + 4 * O
+    local o0, o1 = span(out)
+    if not (b1 <= o0 or o1 <= b0) then return false end
+  end
+  if async.pending(ptr(out)) then async.wait() end
+  if bias then
+    local o, b, row = ptr(out), ptr(bias), 4 * O
+    for i = 0, n - 1 do ffi.copy(o + i * O, b, row) end
+  end
+  return async.post(false, true, n, O, I, 1, ptr(input), I, ptr(weight), I, bias and 1 or 0, ptr(out), O)
+end
+
+-- Whether a product posted and not yet waited for writes t's elements.
+local function accPending(t) return async.pending(ptr(t)) end
+
+backend.register('cpu', { chain_compile = chainCompile, acc_async_ready = accAsyncReady,
+  linear_acc_async = linearAccAsync, linear_forward_async = linearForwardAsync, acc_pending = accPending,
+  acc_wait = async.wait })

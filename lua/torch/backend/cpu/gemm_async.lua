@@ -1,0 +1,223 @@
+-- Float products on a second thread, beside the calling one (issue 25: the char-rnn LSTM's
+-- products are too small for two threads to split one of them: 2.1M multiply-adds take 34 us
+-- on one thread of oneDNN's matmul, 36 on two of OpenBLAS's, 68 on two of oneDNN's, whose
+-- sleeping OpenMP workers take that long to wake; but a step has independent products, e.g. the
+-- parameter gradients of its Linear nodes, which one thread can run while the other goes on).
+--
+-- One worker: a threads.Thread runtime of its own (it loads nothing but ffi) that takes jobs
+-- in order from a queue in memory outside every Lua runtime (malloc'd, kept for the process:
+-- a pthread mutex, two conditions, a ring of jobs) and runs each with oneDNN's dnnl_sgemm
+-- (row-major; the worker asks OpenMP for one thread first), whose address the caller hands it.
+-- After its last job the worker keeps checking the queue for M.spinSeconds before it sleeps
+-- on the condition, so that jobs posted close together find it awake. While it may run, a
+-- threaded BLAS call gets no thread on its CPU (blas.hold). Off by default (M.enabled).
+--
+--   M.post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)  row-major C = alpha op(A) op(B)
+--     + beta C, queued (returns at once; false where no worker can run it: the caller runs it)
+--   M.wait()    returns once every job posted has run (raises the first failure's status)
+--   M.pending(c)  whether a job not yet finished writes c (the caller must wait before using c)
+--   M.busy()    whether a job posted has not finished;  M.queue(): the queue (its busyTime and
+--     lateTime: the seconds the worker ran jobs and the seconds from post to start, summed)
+--
+-- Operands must stay valid and untouched (c unread and unwritten by anyone else) until M.wait
+-- returns. A forked child gets a queue and worker of its own.
+local ffi = require 'ffi'
+
+ffi.cdef [[
+typedef struct {
+  int64_t ta, tb, m, n, k, lda, ldb, ldc;
+  double alpha, beta, postedAt;
+  const float *a, *b;
+  float *c;
+} luabridge_gemm_job;
+typedef struct {
+  uint8_t mutex[64], wake[64], done[64];
+  volatile int64_t posted, finished, stop, sleeping, waiting, failed;
+  double spin, busyTime, lateTime;
+  void *sgemm, *ompThreads;
+  luabridge_gemm_job jobs[64];
+} luabridge_gemm_queue;
+typedef int (*luabridge_gemm_sgemm)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+  const float *, int64_t, float, float *, int64_t);
+typedef struct { long s; long ns; } luabridge_gemm_timespec;
+void *luabridge_gemm_malloc(size_t n) __asm__("malloc");
+int luabridge_gemm_mutex_init(void *m, const void *attr) __asm__("pthread_mutex_init");
+int luabridge_gemm_lock(void *m) __asm__("pthread_mutex_lock");
+int luabridge_gemm_unlock(void *m) __asm__("pthread_mutex_unlock");
+int luabridge_gemm_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
+int luabridge_gemm_wait(void *c, void *m) __asm__("pthread_cond_wait");
+int luabridge_gemm_signal(void *c) __asm__("pthread_cond_signal");
+int luabridge_gemm_getpid(void) __asm__("getpid");
+int luabridge_gemm_clock(int clock, luabridge_gemm_timespec *ts) __asm__("clock_gettime");
+]]
+local blas = require 'torch.backend.cpu.blas'
+local C = ffi.C
+local lock, unlock = C.luabridge_gemm_lock, C.luabridge_gemm_unlock
+local SLOTS = 64
+
+local M = {}
+
+-- Whether callers may post: off unless LUABRIDGE_GEMM_ASYNC=1 (or set true). Measured on the
+-- shared 2-core development VM (bench/lstm_threads.py, char-rnn's training step at 2 threads,
+-- A/B alternating, best of 5-12): 40.9 against 44.7 ms with the machine at load 3.7, but equal
+-- or up to 12% slower at load 5-7 (the worker spinning between jobs is scheduled beside the
+-- caller, or loses its CPU to other processes, and adds 30-40 ms of CPU time a step); not
+-- shown faster on an idle machine, so not the default. Tests turn it on to check both paths.
+M.enabled = os.getenv('LUABRIDGE_GEMM_ASYNC') == '1'
+-- How long the idle worker keeps looking for jobs before it sleeps (about a clone's backward).
+M.spinSeconds = 2e-3
+
+local ts = ffi.new('luabridge_gemm_timespec')
+local function now()
+  C.luabridge_gemm_clock(1, ts)
+  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
+end
+
+-- The worker's life (its own thread and runtime).
+function M.work(address)
+  local q = ffi.cast('luabridge_gemm_queue *', address)
+  local sgemm = ffi.cast('luabridge_gemm_sgemm', q.sgemm)
+  ffi.cast('void (*)(int)', q.ompThreads)(1)
+  local T, N = string.byte('T'), string.byte('N')
+  lock(q.mutex)
+  while q.stop == 0 do
+    if q.finished < q.posted then
+      local j = q.jobs[q.finished % SLOTS]
+      unlock(q.mutex)
+      local t0 = now()
+      local status = sgemm(j.ta ~= 0 and T or N, j.tb ~= 0 and T or N, j.m, j.n, j.k, j.alpha, j.a, j.lda,
+        j.b, j.ldb, j.beta, j.c, j.ldc)
+      local t1 = now()
+      lock(q.mutex)
+      q.busyTime, q.lateTime = q.busyTime + (t1 - t0), q.lateTime + (t0 - j.postedAt)
+      if status ~= 0 and q.failed == 0 then q.failed = status end
+      q.finished = q.finished + 1
+      if q.waiting ~= 0 and q.finished == q.posted then C.luabridge_gemm_signal(q.done) end
+    else
+      -- look without the mutex (the fields are volatile: LuaJIT reloads them on every pass)
+      -- and without sched_yield (which hands the CPU to any other process there for its slice)
+      local until_, seen = now() + q.spin, q.posted
+      unlock(q.mutex)
+      while q.posted == seen and q.stop == 0 and now() < until_ do end
+      lock(q.mutex)
+      if q.finished == q.posted and q.stop == 0 then
+        q.sleeping = 1
+        C.luabridge_gemm_wait(q.wake, q.mutex)
+        q.sleeping = 0
+      end
+    end
+  end
+  unlock(q.mutex)
+end
+
+local queue, worker, pid, guard = nil, nil, nil, nil
+
+-- C targets of the jobs not known finished (address -> true), cleared by M.wait
+local targets = {}
+
+local function release(q, owner)
+  if C.luabridge_gemm_getpid() ~= owner then return end
+  lock(q.mutex)
+  q.stop = 1
+  C.luabridge_gemm_signal(q.wake)
+  unlock(q.mutex)
+end
+
+-- This process's queue with its worker started, or nil where none can run.
+local function queueOf()
+  local here = C.luabridge_gemm_getpid()
+  if pid == here then return queue end
+  pid, queue, worker, targets = here, nil, nil, {}
+  if M.startError then return nil end
+  local ok, err = pcall(function()
+    local dnnl = require 'torch.backend.cpu.dnnl'
+    assert(dnnl.available and dnnl.lib, 'oneDNN is not loaded')
+    local gomp = ffi.load('libgomp.so.1')
+    local raw = C.luabridge_gemm_malloc(ffi.sizeof('luabridge_gemm_queue'))
+    assert(raw ~= nil, 'out of memory')
+    ffi.fill(raw, ffi.sizeof('luabridge_gemm_queue'))
+    local q = ffi.cast('luabridge_gemm_queue *', raw)
+    assert(C.luabridge_gemm_mutex_init(q.mutex, nil) == 0 and C.luabridge_gemm_cond_init(q.wake, nil) == 0
+           and C.luabridge_gemm_cond_init(q.done, nil) == 0, 'pthread init failed')
+    pcall(ffi.cdef, [[int dnnl_sgemm(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
+      const float *, int64_t, float, float *, int64_t);]])
+    q.sgemm = ffi.cast('void *', dnnl.lib.dnnl_sgemm)
+    q.ompThreads = ffi.cast('void *', gomp.omp_set_num_threads)
+    q.spin = M.spinSeconds
+    local address = tonumber(ffi.cast('uintptr_t', q))
+    worker = require('threads.Thread')(("require('torch.backend.cpu.gemm_async').work(%.0f)"):format(address))
+    queue = q
+    local owner = here
+    guard = ffi.gc(ffi.new('char[1]'), function() release(q, owner) end)
+  end)
+  if not ok then M.startError = tostring(err) end
+  return queue
+end
+
+function M.post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+  local q = M.enabled and queueOf()
+  if not q then return false end
+  lock(q.mutex)
+  while q.posted - q.finished >= SLOTS do
+    q.waiting = 1
+    C.luabridge_gemm_wait(q.done, q.mutex)
+  end
+  local j = q.jobs[q.posted % SLOTS]
+  j.ta, j.tb, j.m, j.n, j.k = ta and 1 or 0, tb and 1 or 0, m, n, k
+  j.alpha, j.a, j.lda, j.b, j.ldb, j.beta, j.c, j.ldc = alpha, a, lda, b, ldb, beta, c, ldc
+  j.postedAt = now()
+  q.posted = q.posted + 1
+  q.spin = M.spinSeconds
+  -- the worker's CPU, while it runs this and looks for more, is no other product's
+  blas.hold(1, M.spinSeconds + 1e-3)
+  if q.sleeping ~= 0 then C.luabridge_gemm_signal(q.wake) end
+  unlock(q.mutex)
+  targets[tonumber(ffi.cast('uintptr_t', c))] = true
+  M.posts = (M.posts or 0) + 1
+  return true
+end
+
+-- Whether a job posted has not finished yet (read without the mutex).
+function M.busy()
+  local q = queue
+  return q ~= nil and q.finished < q.posted and pid == C.luabridge_gemm_getpid()
+end
+
+function M.pending(c)
+  return targets[tonumber(ffi.cast('uintptr_t', c))] == true
+end
+
+-- Waits for every job posted (spinning a while first: the last job is usually near its end).
+function M.wait()
+  local q = queue
+  if not q or pid ~= C.luabridge_gemm_getpid() then return end
+  local until_, posted = now() + 2e-4, q.posted
+  while q.finished < posted and now() < until_ do end
+  lock(q.mutex)
+  while q.finished < q.posted do
+    q.waiting = 1
+    C.luabridge_gemm_wait(q.done, q.mutex)
+  end
+  q.waiting = 0
+  local failed = q.failed
+  q.failed = 0
+  unlock(q.mutex)
+  if next(targets) then targets = {} end
+  if failed ~= 0 then
+    error(('gemm on the second thread: dnnl_sgemm failed (status %d)'):format(tonumber(failed)), 2)
+  end
+end
+
+-- Stops this process's worker and waits for it (a later post starts a new one).
+function M.queue() return queue end
+
+function M.stop()
+  if not queue or pid ~= C.luabridge_gemm_getpid() then return end
+  M.wait()
+  release(queue, pid)
+  worker:free()
+  queue, worker, pid = nil, nil, nil
+  if guard then ffi.gc(guard, nil); guard = nil end
+end
+
+return M
