@@ -6,7 +6,7 @@ require 'nn'
 require 'nngraph'
 local plan = require 'nngraph.plan'
 local here = debug.getinfo(1, 'S').source:sub(2):match('^(.*)/[^/]*$') or '.'
-local H = dofile(here .. '/plans_nngraph.lua')   -- H.counted, H.readable
+local H = dofile(here .. '/plans_nngraph.lua')   -- H.clones, H.counted, H.readable
 
 local C = {}
 
@@ -46,12 +46,7 @@ end
 -- losses), and how many of the last rep's forwards and backwards ran a plan.
 function C.throughTime(proto, typ, enabled, xs, ys, hidden, layers, train, reps, seed)
   local p = proto:clone():type(typ == 'float' and 'torch.FloatTensor' or 'torch.DoubleTensor')
-  local params, grads = p:getParameters()
-  local clones = {}
-  for t = 1, #xs do
-    clones[t] = p:clone('weight', 'bias', 'gradWeight', 'gradBias')
-    if train then clones[t]:training() else clones[t]:evaluate() end
-  end
+  local clones, params, grads = H.clones(p, #xs, train)
   local batch = xs[1]:size(1)
   local function zeros() return params.new(batch, hidden):zero() end
   local losses = params.new(#xs)

@@ -134,14 +134,20 @@ end
 -- through time from state0 and (when train) backward through time with gradients gy[t] on the
 -- log-probabilities; xs[t]: the inputs' first entry at step t. Returns the readable tensors,
 -- and how many of the clones' last forward and backward ran a plan with chains.
-function H.throughTime(proto, enabled, xs, state0, gy, train, reps, seed)
-  local p = proto:clone()
+-- n clones of step model p sharing its parameters, in training or evaluation mode; then p's
+-- flattened parameters and gradients.
+function H.clones(p, n, train)
   local params, grads = p:getParameters()
   local clones = {}
-  for t = 1, #xs do
+  for t = 1, n do
     clones[t] = p:clone('weight', 'bias', 'gradWeight', 'gradBias')
     if train then clones[t]:training() else clones[t]:evaluate() end
   end
+  return clones, params, grads
+end
+
+function H.throughTime(proto, enabled, xs, state0, gy, train, reps, seed)
+  local clones, params, grads = H.clones(proto:clone(), #xs, train)
   local nState = #state0
   local nf, nb = H.counted(enabled, reps, function()
     torch.manualSeed(seed or 7)

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from helpers import lua_fn
-from test_plans_real_models import HARNESS, TOL, available, cudnn_thread  # noqa: F401 (a fixture)
+from test_plans_real_models import HARNESS, HARNESS_SRC, TOL, available, check_through_time, cudnn_lua  # noqa: F401
 
 needs_onednn = pytest.mark.skipif(not available(), reason="oneDNN is not installed: nothing is planned")
 
@@ -173,16 +173,15 @@ end"""
 
 @needs_onednn
 @pytest.mark.parametrize("how", ["direct", "convert", "file"])
-def test_cudnn_layers_plan(how: str, cudnn_thread: Any) -> None:
-    worst, where, planned, root_planned, why = cudnn_thread.submit(
-        HARNESS, CUDNN.replace("@HOW@", how), "", 2).result()
+def test_cudnn_layers_plan(how: str, cudnn_lua: Any) -> None:
+    worst, where, planned, root_planned, why = cudnn_lua(HARNESS_SRC)(CUDNN.replace("@HOW@", how), "", 2)
     assert worst < TOL, f"planned and layer-by-layer differ by {worst} at {where}"
     assert planned and root_planned, why
 
 
 # What the planner declines and runs as the module's own pass: a grouped cudnn convolution (its
 # forward is not nn's), a cudnn class whose forward was replaced, groups changed after planning.
-_cudnn_declines = lua_fn(r"""function()
+_CUDNN_DECLINES = r"""function()
   local planConv = require 'nn.util.plan_conv'
   local maxDiff = dofile('@COMPARE@')
   torch.manualSeed(4)
@@ -208,7 +207,9 @@ _cudnn_declines = lua_fn(r"""function()
   local grouped = make(2)
   local twin = grouped:clone()
   local d = math.max(both(grouped, twin), both(grouped, twin), both(grouped, twin))
-  results[#results + 1] = { 'grouped', d, planConv.planned(grouped), rawget(grouped.modules[2], 'output') ~= nil }
+  results[#results + 1] = d
+  results[#results + 1] = planConv.planned(grouped)
+  results[#results + 1] = rawget(grouped.modules[2], 'output') ~= nil
   -- one group, planned; then groups = 2 (weights kept: the same values as two groups of the
   -- first half): the plan is dropped, the grouped forward runs
   local one = make(1)
@@ -221,7 +222,9 @@ _cudnn_declines = lua_fn(r"""function()
     c.weight = c.weight:narrow(2, 1, 2):clone()
   end
   d = math.max(d, both(one, twin))
-  results[#results + 1] = { 'groups changed', d, plannedBefore, planConv.planned(one) }
+  results[#results + 1] = d
+  results[#results + 1] = plannedBefore
+  results[#results + 1] = planConv.planned(one)
   -- a cudnn class whose forward is not nn's any more: never fused
   local relu = torch.getmetatable('cudnn.ReLU')
   local saved = rawget(relu, 'updateOutput')
@@ -234,23 +237,24 @@ _cudnn_declines = lua_fn(r"""function()
     local m = make(1)
     twin = m:clone()
     d = math.max(both(m, twin), both(m, twin), both(m, twin))
-    results[#results + 1] = { 'forward replaced', d, planConv.planned(m), tostring(planConv.why(m)) }
+    results[#results + 1] = d
+    results[#results + 1] = planConv.planned(m)
   end)
   relu.updateOutput = saved
   assert(ok, err)
-  return results
-end""".replace("@COMPARE@", str(HERE / "plans_compare.lua")))
+  return unpack(results)
+end""".replace("@COMPARE@", str(HERE / "plans_compare.lua"))
 
 
 @needs_onednn
-def test_cudnn_declines(cudnn_thread: Any) -> None:
-    results = cudnn_thread.submit(_cudnn_declines).result()
-    grouped, changed, replaced = (results[i] for i in (1, 2, 3))
-    # (Lua lists: 1-based) the name, the largest difference, then what each case checks
-    assert grouped[2] < TOL and grouped[3] and grouped[4], list(grouped.values())
-    assert changed[2] < TOL and changed[3] and not changed[4], list(changed.values())
-    # the convolutions (and the batch norm) still plan; the replaced ReLUs run as they are
-    assert replaced[2] < TOL and replaced[3], list(replaced.values())
+def test_cudnn_declines(cudnn_lua: Any) -> None:
+    r = cudnn_lua(_CUDNN_DECLINES)()
+    # grouped: the difference, planned (the last convolution), its batch norm run as it is
+    assert r[0] < TOL and r[1] and r[2], r
+    # groups changed after planning: the difference, planned before, not after
+    assert r[3] < TOL and r[4] and not r[5], r
+    # the ReLUs' forward replaced: the difference, the convolutions and batch norm still planned
+    assert r[6] < TOL and r[7], r
 
 
 _why = lua_fn(r"""function()
@@ -304,11 +308,4 @@ def test_nested_table_inputs_gmodule(typ: str, train: bool, dropout: float) -> N
     the gates' SelectTables and one for each layer's input sum; Double equals the layer-by-layer
     run bit for bit, Float to float32 rounding (the backward's steps round to float32 each, where
     the modules' loops compute in double and round once)."""
-    worst, same, unequal, nf, nb, count, fused = _PTB(typ, train, dropout, 2)
-    assert same and count > 100
-    assert nf == 4 and nb == (4 if train else 0)
-    assert fused == 4
-    if typ == "double":
-        assert unequal == 0 and worst == 0
-    else:
-        assert worst < 1e-6
+    check_through_time(_PTB(typ, train, dropout, 2), 4, typ, train)

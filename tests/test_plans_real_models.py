@@ -14,13 +14,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-import luabridge
 from helpers import lua_fn
+from test_cudnn import cudnn_lua  # noqa: F401 (the fixture: a thread whose runtime has cudnn)
 
 MIRROR = Path(os.environ.get("LUABRIDGE_MIRROR") or Path(__file__).resolve().parents[2] / ".mirror")
 
@@ -128,7 +127,7 @@ BUILDERS = {
     end"""),
 }
 
-HARNESS = lua_fn(r"""function(builder, src, batch)
+HARNESS_SRC = r"""function(builder, src, batch)
   require 'nn'
   local build = loadstring('return ' .. builder)()
   local planConv = require 'nn.util.plan_conv'
@@ -226,27 +225,10 @@ HARNESS = lua_fn(r"""function(builder, src, batch)
   both(x, 'torch.save/load then forward 3', true)
   nn.plans.enabled = true
   return worst, where, wasPlanned, rootPlanned, why
-end""".replace("@COMPARE@", str(Path(__file__).resolve().parent / "plans_compare.lua")))
+end""".replace("@COMPARE@", str(Path(__file__).resolve().parent / "plans_compare.lua"))
+HARNESS = lua_fn(HARNESS_SRC)
 
 TOL = 2e-5
-
-
-@pytest.fixture(scope="module")
-def cudnn_thread():
-    """A thread whose runtime has done `require 'cudnn'` (LUABRIDGE_CUDA_ON_CPU=1 while it loads):
-    cudnn's classes stay out of the other tests' runtime."""
-    pool = ThreadPoolExecutor(max_workers=1)
-    old = os.environ.get("LUABRIDGE_CUDA_ON_CPU")
-    os.environ["LUABRIDGE_CUDA_ON_CPU"] = "1"
-    try:
-        pool.submit(luabridge.require, "cudnn").result()
-    finally:
-        if old is None:
-            del os.environ["LUABRIDGE_CUDA_ON_CPU"]
-        else:
-            os.environ["LUABRIDGE_CUDA_ON_CPU"] = old
-    yield pool
-    pool.shutdown()
 
 
 # the models whose root container plans as a whole (the others plan their inner containers)
@@ -260,9 +242,8 @@ def test_planned_matches_layer_by_layer(name: str, request: pytest.FixtureReques
     src = source(repo, path)
     if not available():
         pytest.skip("oneDNN is not installed (pip install 'luabridge[onednn]'): nothing is planned")
-    if name.endswith("_cudnn"):
-        pool = request.getfixturevalue("cudnn_thread")
-        worst, where, planned, root_planned, why = pool.submit(HARNESS, builder, src, 2).result()
+    if name.endswith("_cudnn"):   # test_cudnn's thread, whose runtime has done require 'cudnn'
+        worst, where, planned, root_planned, why = request.getfixturevalue("cudnn_lua")(HARNESS_SRC)(builder, src, 2)
     else:
         worst, where, planned, root_planned, why = HARNESS(builder, src, 2)
     assert worst < TOL, f"{name}: planned and layer-by-layer differ by {worst} at {where}"
@@ -442,9 +423,16 @@ def test_wojzaremba_lstm(typ: str, train: bool) -> None:
     module's output and gradInput, the parameters' gradients, the losses), Float to float32
     rounding."""
     src = source("wojzaremba+lstm", "main.lua")
-    worst, same, unequal, nf, nb, count, fused = _WOJZAREMBA(src, typ, train)
+    check_through_time(_WOJZAREMBA(src, typ, train), 5, typ, train)
+
+
+def check_through_time(result: tuple, steps: int, typ: str, train: bool) -> None:
+    """tests/plans_cover.lua's C.compare of a 2-layer model through `steps` steps: the same tensors
+    (over 100) planned and layer by layer, every clone's forward (and backward) planned with 4 fused
+    chains, Double bit for bit and Float to float32 rounding."""
+    worst, same, unequal, nf, nb, count, fused = result
     assert same and count > 100
-    assert nf == 5 and nb == (5 if train else 0)
+    assert nf == steps and nb == (steps if train else 0)
     assert fused == 4
     if typ == "double":
         assert unequal == 0 and worst == 0
