@@ -75,9 +75,10 @@ end"""
 
 # seg-nn-compression's sblock1 (there a ConcatTable { Identity, bottom } after the planned
 # Sequential): a planned Sequential (a residual block after a convolution) in a ConcatTable whose
-# CAddTable(true) adds the other branch's output into the planned Sequential's output in place. Reading the inner outputs (a rerun) after a second planned forward left the
-# residual block's lazy ConcatTable's first entry at the rerun's spare tensor: not the tensor the
-# in-place sum went into (fixed by 6a10c2f; this model fails without that fix).
+# CAddTable(true) adds the other branch's output into the planned Sequential's output in place.
+# Reading the inner outputs (a rerun) after a second planned forward left the residual block's
+# lazy ConcatTable's first entry at the rerun's spare tensor, not the tensor the in-place sum went
+# into: 0.87 off (fixed by 6a10c2f; checked: this test fails with that fix reverted).
 SUM_INTO_PLANNED_OUTPUT = r"""function()
   local function block(n)
     local body = nn.Sequential():add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(n))
