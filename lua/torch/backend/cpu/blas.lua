@@ -197,6 +197,13 @@ function blas.threadsFor(work, least, foreign, holder)
   local dnnl = package.loaded['torch.backend.cpu.dnnl']
   if type(dnnl) == 'table' and dnnl.forkedChild and dnnl.forkedChild() then return 1 end
   if work < n * least then n = floor(work / least) end
+  -- oneDNN's OpenMP workers spin a while after a multi-threaded pass (dnnl.lua): OpenBLAS's
+  -- threads do not take their CPUs meanwhile (a oneDNN pass, foreign here, reuses them)
+  if not foreign and type(dnnl) == 'table' and (dnnl.teamSpinning or 0) > 0
+      and dnnl.now() < dnnl.teamSpinUntil then
+    n = math.min(n, blas.cpus - dnnl.teamSpinning)
+    if n <= 1 then return 1 end
+  end
   if foreign and spinning > 0 and now() < spinUntil then
     n = math.max(1, math.min(n, blas.cpus - spinning))
   end

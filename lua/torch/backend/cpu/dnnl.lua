@@ -10,9 +10,22 @@
 -- is per calling thread), and, unless
 -- the environment says otherwise, OpenMP's idle workers sleep at once (OMP_WAIT_POLICY=PASSIVE,
 -- read when libgomp loads) instead of spinning against OpenBLAS and the Lua thread.
+-- GOMP_SPINCOUNT=N set by the user makes them spin for N checks first (about 25 ns each on the
+-- 2-core Xeon): the next pass within that time finds them awake (a 2-thread 256^3 matmul back
+-- to back: 226 us asleep, 131 us at N = 10000; ResNet-18's training step at batch 8 on 2
+-- threads, bench/conv_passes.lua alternating on the shared VM: 481-534 ms asleep against
+-- 431-453 at N = 10000 in 4 pairs at load 5-7, but no gain in 3 pairs at load 8, and none for
+-- VGG's or DCGAN's: not the default). Spinning workers' CPUs are then busy for OpenBLAS's
+-- products until dnnl.teamSpinUntil (blas.threadsFor).
 local ffi = require 'ffi'
 
 local dnnl = { available = false, enabled = false }
+-- How long OpenMP's idle workers spin after a pass (0: they sleep at once; set from the
+-- environment when the library loads: GOMP_SPINCOUNT checks of about 25 ns, measured 0.25 ms
+-- of CPU time after each pass at 10000), and the workers of the last multi-threaded pass,
+-- spinning until teamSpinUntil (CLOCK_MONOTONIC seconds): blas.threadsFor gives OpenBLAS's
+-- products no thread on their CPUs meanwhile.
+dnnl.teamSpinSeconds, dnnl.teamSpinning, dnnl.teamSpinUntil = 0, 0, 0
 
 ffi.cdef [[
 typedef int dnnl_status_t;
@@ -126,6 +139,16 @@ dnnl.check = check
 local function load()
   if not os.getenv('OMP_WAIT_POLICY') and not os.getenv('GOMP_SPINCOUNT') then
     ffi.C.setenv('OMP_WAIT_POLICY', 'PASSIVE', 0)
+  end
+  local policy, count = (os.getenv('OMP_WAIT_POLICY') or ''):upper(), tonumber(os.getenv('GOMP_SPINCOUNT') or '')
+  if count then   -- libgomp's GOMP_SPINCOUNT overrides the policy ('infinite': for ever)
+    dnnl.teamSpinSeconds = math.min(count * 2.5e-8, 1e9)
+  elseif os.getenv('GOMP_SPINCOUNT') then
+    dnnl.teamSpinSeconds = 1e9
+  elseif policy == 'ACTIVE' then
+    dnnl.teamSpinSeconds = 1e9
+  elseif policy ~= 'PASSIVE' then
+    dnnl.teamSpinSeconds = 3e5 * 2.5e-8   -- libgomp's default count
   end
   local path
   for _, p in ipairs(candidates()) do
@@ -273,6 +296,15 @@ local function executeAll(plan)
   lib.dnnl_stream_wait(stream)
 end
 
+pcall(ffi.cdef, [[typedef struct { long s; long ns; } luabridge_dnnl_timespec;
+int luabridge_dnnl_clock_gettime(int clock, luabridge_dnnl_timespec *ts) __asm__("clock_gettime");]])
+local ts = ffi.new('luabridge_dnnl_timespec')
+local function now()
+  ffi.C.luabridge_dnnl_clock_gettime(1, ts)
+  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
+end
+dnnl.now = now
+
 function dnnl.run(plan, ...)
   if plan.threads > 1 and dnnl.forkedChild() then
     error(('oneDNN: a pass made for %d threads in a process forked after OpenMP started its threads '
@@ -281,12 +313,20 @@ function dnnl.run(plan, ...)
   local user = plan.user
   for i = 1, select('#', ...) do lib.dnnl_memory_set_data_handle(user[i], (select(i, ...))) end
   gomp.omp_set_num_threads(plan.threads)
+  if plan.threads > 1 and dnnl.teamSpinSeconds > 0 then
+    dnnl.teamSpinning, dnnl.teamSpinUntil = plan.threads - 1, now() + dnnl.teamSpinSeconds
+  end
   local unblock = plan.threads > teamMade and blockCtrlC()
-  if not unblock then return executeAll(plan) end
+  if not unblock then
+    executeAll(plan)
+    if plan.threads > 1 and dnnl.teamSpinSeconds > 0 then dnnl.teamSpinUntil = now() + dnnl.teamSpinSeconds end
+    return
+  end
   -- the team grows here: the mask comes back even when a primitive fails (SIGINT stayed blocked)
   local ok, err = pcall(executeAll, plan)
   unblock()
   if not ok then error(err, 0) end
+  if plan.threads > 1 and dnnl.teamSpinSeconds > 0 then dnnl.teamSpinUntil = now() + dnnl.teamSpinSeconds end
   teamMade = plan.threads
   teamPid = teamPid or ffi.C.luabridge_dnnl_getpid()
 end
