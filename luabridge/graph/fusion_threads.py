@@ -10,7 +10,7 @@ runtime; LUABRIDGE_FUSION_THREADS=0 turns the threads off for every runtime.
 
 The workers end when `stop()` is called in their runtime's thread (a later threaded run starts
 new ones), within a second or so of that thread's end (they look while idle), or when their
-runtime is collected; at interpreter exit they are daemon threads, parked, and never woken.
+runtime is collected. They are daemon threads: interpreter exit does not wait for them.
 """
 from __future__ import annotations
 
