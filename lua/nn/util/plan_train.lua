@@ -450,6 +450,16 @@ function planTrain.settle(root)
   if st then I.settle(st); st.ran, st.backed = false, nil end
 end
 
+-- The oneDNN implementations root's last planned run ran, one list per segment (tests).
+function planTrain.steps(root)
+  local st = states[root]
+  local lists = {}
+  for _, p in ipairs(st and st.plan and st.plan.pieces or {}) do
+    if p.exe then lists[#lists + 1] = backend.of(p.out).plan_train_steps(p.exe) end
+  end
+  return lists
+end
+
 function planTrain.planned(root)
   local st = states[root]
   return st ~= nil and st.ran == true

@@ -498,20 +498,29 @@ local function trainCompile(program)
       local g, conv = it.g, it.conv
       local O = program.values[s.dst][2]
       local wpd
+      -- the layouts oneDNN picks for the source and the gradient (the forward's, where it reads
+      -- a plain source of few channels, take its reference kernel): reordered where they differ
       wpd, why = dnnl.pd('dnnl_convolution_backward_weights_primitive_desc_create', 'convolution backward weights',
-        dnnl.CONVOLUTION_DIRECT, it.srcMd, keep(dnnl.md(g.wSizes, true)), s.bias and keep(dnnl.md({ O })) or nil,
-        dstMd, g.strides, g.dil, g.padL, g.padR, it.pd, nil)
+        dnnl.CONVOLUTION_DIRECT, keep(dnnl.md(program.values[s.src], true)), keep(dnnl.md(g.wSizes, true)),
+        s.bias and keep(dnnl.md({ O })) or nil, keep(dnnl.md(program.values[s.dst], true)), g.strides, g.dil,
+        g.padL, g.padR, it.pd, nil)
       if not wpd then return nil, why end
       keep(wpd)
-      if lib().dnnl_memory_desc_equal(queryMd(wpd, ARG.SRC), it.srcMd) == 0
-          or lib().dnnl_memory_desc_equal(queryMd(wpd, ARG.DIFF_DST), dstMd) == 0 then
-        return nil, 'convolution backward weights: another layout'
+      local srcMem, gdW = it.srcMem, gd
+      local wantSrc, wantDiff = queryMd(wpd, ARG.SRC), queryMd(wpd, ARG.DIFF_DST)
+      if lib().dnnl_memory_desc_equal(wantSrc, it.srcMd) == 0 then
+        srcMem = buffer(wantSrc)
+        B[#B + 1] = reorderStep(it.srcMd, it.srcMem, wantSrc, srcMem)
+      end
+      if lib().dnnl_memory_desc_equal(wantDiff, dstMd) == 0 then
+        gdW = buffer(wantDiff)
+        B[#B + 1] = reorderStep(dstMd, gd, wantDiff, gdW)
       end
       conv.gw = ffi.new('float[?]', conv.n)
       local dwMd = queryMd(wpd, ARG.DIFF_WEIGHTS)
       local plainW = keep(dnnl.md(g.wSizes))
       local dwMem = memory(plainW, conv.gw)
-      local args = { { ARG.SRC, it.srcMem }, { ARG.DIFF_DST, gd } }
+      local args = { { ARG.SRC, srcMem }, { ARG.DIFF_DST, gdW } }
       local after
       if lib().dnnl_memory_desc_equal(dwMd, plainW) == 0 then
         local blocked = buffer(dwMd)
@@ -528,16 +537,19 @@ local function trainCompile(program)
       if after then B[#B + 1] = after end
       if wanted(s.src) then
         ok, why = contribute(s.src, function(mem)
-          local srcMd = values[s.src].md
+          -- in the layout oneDNN picks, then reordered into the value's where they differ (a
+          -- plain gradient, asked for, runs its reference kernel: seconds, not milliseconds)
+          local target = mem
           local dpd, w = dnnl.pd('dnnl_convolution_backward_data_primitive_desc_create', 'convolution backward data',
-            dnnl.CONVOLUTION_DIRECT, srcMd, keep(dnnl.md(g.wSizes, true)), dstMd, g.strides, g.dil, g.padL, g.padR,
-            it.pd, nil)
+            dnnl.CONVOLUTION_DIRECT, keep(dnnl.md(program.values[s.src], true)), keep(dnnl.md(g.wSizes, true)), dstMd,
+            g.strides, g.dil, g.padL, g.padR, it.pd, nil)
           if not dpd then return nil, w end
           keep(dpd)
-          if lib().dnnl_memory_desc_equal(queryMd(dpd, ARG.DIFF_SRC), srcMd) == 0
-              or lib().dnnl_memory_desc_equal(queryMd(dpd, ARG.DIFF_DST), dstMd) == 0 then
+          if lib().dnnl_memory_desc_equal(queryMd(dpd, ARG.DIFF_DST), dstMd) == 0 then
             return nil, 'convolution backward data: another layout'
           end
+          local srcMd = queryMd(dpd, ARG.DIFF_SRC)
+          if lib().dnnl_memory_desc_equal(srcMd, values[s.src].md) == 0 then mem = buffer(srcMd) end
           local wMem
           wMem, conv.bwdWeight = userMemory(bwdUser, plainW)
           local wantW = queryMd(dpd, ARG.WEIGHTS)
@@ -548,6 +560,7 @@ local function trainCompile(program)
           end
           B[#B + 1] = named(step(primitive(dpd, 'convolution backward data'),
             { { ARG.DIFF_DST, gd }, { ARG.WEIGHTS, wMem }, { ARG.DIFF_SRC, mem } }), 'conv bwd data', dpd)
+          if mem ~= target then B[#B + 1] = reorderStep(srcMd, mem, values[s.src].md, target) end
           return true
         end)
       end
@@ -642,9 +655,22 @@ local function accumulate(dst, src, n, scale)
   for i = 0, n - 1 do p[i * s] = p[i * s] + scale * src[i] end
 end
 
+-- The names of a training exe's steps, forward then backward (oneDNN's implementation names:
+-- tests check that no step runs a reference kernel).
+local function nnPlan_trainSteps(exe)
+  local names = {}
+  for _, part in ipairs { exe.fwd, exe.bwd } do
+    for _, s in ipairs(part.before) do names[#names + 1] = s.name or '?' end
+    names[#names + 1] = part.main.name or '?'
+  end
+  return names
+end
+
 local trainHandles = {}
 
 backend.register('cpu', {
+  -- the names of exe's steps (oneDNN's implementations), forward then backward
+  plan_train_steps = function(exe) return nnPlan_trainSteps(exe) end,
   plan_train_compile = function(program, threads)
     dnnl.setThreads(threads)
     local exe, why = trainCompile(program)
@@ -724,7 +750,7 @@ backend.register('cpu', {
 
 -- For profiles (bench/plans_conv.lua): the milliseconds of each step of exe, run alone `reps`
 -- times after a run of the whole exe (which set the buffers' handles).
-local nnPlan = {}
+local nnPlan = { trainSteps = nnPlan_trainSteps }
 function nnPlan.profile(exe, reps)
   local sys = require 'sys'
   local list = {}

@@ -7,4 +7,4 @@ backend.register('cuda', {
   plan_conv_supported = function() return false end,
 })
 backend.lacks('cuda', { 'plan_conv_threads', 'plan_conv_compile', 'plan_conv_run', 'plan_train_compile',
-  'plan_train_forward', 'plan_train_backward' })
+  'plan_train_forward', 'plan_train_backward', 'plan_train_steps' })
