@@ -87,14 +87,7 @@ local function convUnit(items, i, sizes)
   return { steps = steps, params = params, mods = mods, next = j, sizes = out, convs = 1 }
 end
 
-local function maxPoolUnit(items, i, sizes)
-  local p = items[i] and items[i].m
-  if torch.typename(p) ~= 'nn.SpatialMaxPooling' or #sizes ~= 4 then return nil end
-  local out = sizesOf(rawget(p, 'output'))
-  if not out or #out ~= 4 or out[2] ~= sizes[2] then return nil end
-  return { steps = { { kind = 'maxpool', kH = p.kH, kW = p.kW, dH = p.dH, dW = p.dW, padH = p.padH,
-    padW = p.padW, out = out } }, params = { {} }, mods = { p }, next = i + 1, sizes = out, convs = 0 }
-end
+local maxPoolUnit = I.maxPoolUnit   -- (its step has no parameters)
 
 -- a residual branch: nn.Identity or an nn.Sequential of convolution units
 local function chain(branch, sizes, sig)

@@ -353,6 +353,14 @@ local function trainCompile(program)
     keep(t)
     return memory(md, ptr(t))
   end
+  -- mem (laid out as md) in the layout want, through a reorder appended to list where they
+  -- differ, into a buffer (or, with own, memory oneDNN allocates)
+  local function laidOut(list, md, mem, want, own)
+    if lib().dnnl_memory_desc_equal(want, md) ~= 0 then return mem end
+    local to = own and keep(memory(want, ALLOCATE)) or buffer(want)
+    list[#list + 1] = reorderStep(md, mem, want, to)
+    return to
+  end
   local function userMemory(list, md)
     list[#list + 1] = memory(md, nil)
     return list[#list], #list
@@ -386,18 +394,9 @@ local function trainCompile(program)
       local userW = keep(dnnl.md(g.wSizes))
       local wMem
       wMem, conv.fwdWeight = userMemory(fwdUser, userW)
-      local wantW = queryMd(pd, ARG.WEIGHTS)
-      if lib().dnnl_memory_desc_equal(wantW, userW) == 0 then
-        local blocked = keep(memory(wantW, ALLOCATE))
-        F[#F + 1] = reorderStep(userW, wMem, wantW, blocked)
-        wMem = blocked
-      end
-      local srcMd, srcMem = src.md, src.mem
-      local wantSrc = queryMd(pd, ARG.SRC)
-      if lib().dnnl_memory_desc_equal(wantSrc, src.md) == 0 then
-        srcMd, srcMem = wantSrc, buffer(wantSrc)
-        F[#F + 1] = reorderStep(src.md, src.mem, wantSrc, srcMem)
-      end
+      wMem = laidOut(F, userW, wMem, queryMd(pd, ARG.WEIGHTS), true)
+      local srcMd = queryMd(pd, ARG.SRC)
+      local srcMem = laidOut(F, src.md, src.mem, srcMd)
       local args = { { ARG.SRC, srcMem }, { ARG.WEIGHTS, wMem } }
       if s.bias then
         local bMem
@@ -506,16 +505,8 @@ local function trainCompile(program)
         g.padL, g.padR, it.pd, nil)
       if not wpd then return nil, why end
       keep(wpd)
-      local srcMem, gdW = it.srcMem, gd
-      local wantSrc, wantDiff = queryMd(wpd, ARG.SRC), queryMd(wpd, ARG.DIFF_DST)
-      if lib().dnnl_memory_desc_equal(wantSrc, it.srcMd) == 0 then
-        srcMem = buffer(wantSrc)
-        B[#B + 1] = reorderStep(it.srcMd, it.srcMem, wantSrc, srcMem)
-      end
-      if lib().dnnl_memory_desc_equal(wantDiff, dstMd) == 0 then
-        gdW = buffer(wantDiff)
-        B[#B + 1] = reorderStep(dstMd, gd, wantDiff, gdW)
-      end
+      local srcMem = laidOut(B, it.srcMd, it.srcMem, queryMd(wpd, ARG.SRC))
+      local gdW = laidOut(B, dstMd, gd, queryMd(wpd, ARG.DIFF_DST))
       conv.gw = ffi.new('float[?]', conv.n)
       local dwMd = queryMd(wpd, ARG.DIFF_WEIGHTS)
       local plainW = keep(dnnl.md(g.wSizes))
@@ -552,12 +543,7 @@ local function trainCompile(program)
           if lib().dnnl_memory_desc_equal(srcMd, values[s.src].md) == 0 then mem = buffer(srcMd) end
           local wMem
           wMem, conv.bwdWeight = userMemory(bwdUser, plainW)
-          local wantW = queryMd(dpd, ARG.WEIGHTS)
-          if lib().dnnl_memory_desc_equal(wantW, plainW) == 0 then
-            local blocked = keep(memory(wantW, ALLOCATE))
-            B[#B + 1] = reorderStep(plainW, wMem, wantW, blocked)
-            wMem = blocked
-          end
+          wMem = laidOut(B, plainW, wMem, queryMd(dpd, ARG.WEIGHTS), true)
           B[#B + 1] = named(step(primitive(dpd, 'convolution backward data'),
             { { ARG.DIFF_DST, gd }, { ARG.WEIGHTS, wMem }, { ARG.DIFF_SRC, mem } }), 'conv bwd data', dpd)
           if mem ~= target then B[#B + 1] = reorderStep(srcMd, mem, values[s.src].md, target) end
@@ -606,11 +592,8 @@ local function trainCompile(program)
       -- both branches get G: as it is where their layout is the sum's, else reordered into theirs
       for _, id in ipairs { s.a, s.b } do
         if wanted(id) then
-          local md, g = values[id].md, G
-          if lib().dnnl_memory_desc_equal(md, dstMd) == 0 then
-            g = buffer(md)
-            B[#B + 1] = reorderStep(dstMd, G, md, g)
-          end
+          local md = values[id].md
+          local g = laidOut(B, dstMd, G, md)
           if not diffs[id] then diffs[id] = g else add({ md = md, mem = diffs[id] }, g) end
         end
       end
