@@ -267,6 +267,13 @@ end
 
 local handles = {}
 
+-- handles[index] = t's data, contiguous (the contiguous copy, if made, kept in held for the run)
+local function point(handles, held, index, t)
+  local c = t:contiguous()
+  held[#held + 1] = c
+  handles[index] = ptr(c)
+end
+
 backend.register('cpu', {
   -- whether plans serve tensors like t (Float, with oneDNN on)
   plan_conv_supported = function(t)
@@ -285,14 +292,8 @@ backend.register('cpu', {
     handles[1], handles[2] = ptr(input), ptr(output)
     for i, conv in ipairs(exe.convs) do
       local p = params[i]
-      local w = p.weight:contiguous()
-      held[#held + 1] = w
-      handles[conv.weightIndex] = ptr(w)
-      if conv.biasIndex then
-        local b = p.bias:contiguous()
-        held[#held + 1] = b
-        handles[conv.biasIndex] = ptr(b)
-      end
+      point(handles, held, conv.weightIndex, p.weight)
+      if conv.biasIndex then point(handles, held, conv.biasIndex, p.bias) end
       if conv.scale then foldStatistics(conv, p.bn) end
     end
     dnnl.run(exe, unpack(handles, 1, n))
@@ -668,14 +669,8 @@ backend.register('cpu', {
     trainHandles[1], trainHandles[2] = ptr(input), ptr(output)
     for _, conv in ipairs(exe.convs) do
       local p = params[conv.step]
-      local w = p.weight:contiguous()
-      held[#held + 1] = w
-      trainHandles[conv.fwdWeight] = ptr(w)
-      if conv.fwdBias then
-        local b = p.bias:contiguous()
-        held[#held + 1] = b
-        trainHandles[conv.fwdBias] = ptr(b)
-      end
+      point(trainHandles, held, conv.fwdWeight, p.weight)
+      if conv.fwdBias then point(trainHandles, held, conv.fwdBias, p.bias) end
     end
     for _, bn in ipairs(exe.bns) do
       local m = params[bn.step].module
@@ -704,11 +699,7 @@ backend.register('cpu', {
     trainHandles[1] = ptr(gradOutput)
     if exe.inputGrad then trainHandles[2] = ptr(gradInput) end
     for _, conv in ipairs(exe.convs) do
-      if conv.bwdWeight then
-        local w = params[conv.step].weight:contiguous()
-        held[#held + 1] = w
-        trainHandles[conv.bwdWeight] = ptr(w)
-      end
+      if conv.bwdWeight then point(trainHandles, held, conv.bwdWeight, params[conv.step].weight) end
     end
     for _, bn in ipairs(exe.bns) do
       local m = params[bn.step].module
