@@ -83,15 +83,17 @@ end
 function H.reset()
   stats, order = {}, {}
   local q = require('torch.backend.cpu.gemm_async').queue()
-  if q then H.posted0, H.busy0, H.late0 = tonumber(q.posted), q.busyTime, q.lateTime end
+  if q then H.posted0, H.busy0, H.late0, H.stolen0 = tonumber(q.posted), q.busyTime, q.lateTime, tonumber(q.stolen) end
 end
 function H.worker()
   local q = require('torch.backend.cpu.gemm_async').queue()
   if not q or not H.posted0 then return '' end
   local n = tonumber(q.posted) - H.posted0
   if n == 0 then return 'worker: no jobs' end
-  return ('worker: %d jobs, %.1f us each running, %.1f us each from post to start'):format(n,
-    (q.busyTime - H.busy0) / n * 1e6, (q.lateTime - H.late0) / n * 1e6)
+  local stolen = tonumber(q.stolen) - H.stolen0
+  local ran = n - stolen
+  return ('products posted: %d, %d run by the worker (%.1f us each, %.1f us from post to start), %d by the caller'):format(
+    n, ran, (q.busyTime - H.busy0) / math.max(ran, 1) * 1e6, (q.lateTime - H.late0) / math.max(ran, 1) * 1e6, stolen)
 end
 function H.report()
   local out = {}
@@ -143,6 +145,7 @@ def main() -> None:
     variants = [("default", "")] + [tuple(v.split("=", 1)) for v in args.variant]
     threads = [int(t) for t in args.threads.split(",")]
     best: dict = {}
+    every: dict = {}
     for r in range(args.rounds + 1):
         for name, code in variants:
             for n in threads:
@@ -167,6 +170,7 @@ def main() -> None:
                 if r == 0:
                     continue   # warm-up round
                 key = (name, n)
+                every.setdefault(key, []).append(wall)
                 if key not in best or wall < best[key][0]:
                     best[key] = (wall, cpu)
     h.setThreads(os.cpu_count() or 1)
@@ -174,7 +178,8 @@ def main() -> None:
           f"batch {args.batch}, {'eval' if args.eval else 'train'}")
     for name, _ in variants:
         print(f"{name:>16}: " + "  ".join(
-            f"{n}t {best[(name, n)][0] * 1e3:7.2f} ms (cpu {best[(name, n)][1] * 1e3:7.2f})" for n in threads))
+            f"{n}t {best[(name, n)][0] * 1e3:7.2f} ms (cpu {best[(name, n)][1] * 1e3:7.2f}, median "
+            f"{float(np.median(every[(name, n)])) * 1e3:7.2f})" for n in threads))
 
 
 if __name__ == "__main__":
