@@ -333,3 +333,41 @@ def test_bad_input_clear_error() -> None:
     assert not ok1 and "nn.Linear" in e1 and "7" in e1
     assert not ok2 and "nn.SpatialConvolution" in e2 and "4" in e2
     assert planned
+
+
+variants = lua_fn(r"""function(H, variant)
+  local function run(planned)
+    torch.manualSeed(1)
+    local model, sizes = H.resnet()
+    model:float():training()
+    local x = torch.FloatTensor(3, unpack(sizes)):normal()
+    nn.plans.enabled = planned
+    local r = {}
+    for s = 1, 3 do
+      model:zeroGradParameters()
+      local out = model:forward(x)
+      local go = out:clone():fill(0.2)
+      if variant == 'scale' then model:backward(x, go, 0.5)
+      else model:backward(x:clone(), go) end   -- another tensor than the forward's: layer by layer
+      local _, g = model:parameters()
+      for i = 1, #g do r[#r + 1] = g[i]:clone() end
+      r[#r + 1] = model.gradInput:clone()
+      model:updateParameters(0.05)
+    end
+    nn.plans.enabled = true
+    return r
+  end
+  local a, b = run(true), run(false)
+  local worst = 0
+  for i = 1, #a do
+    worst = math.max(worst, (a[i]:double() - b[i]:double()):abs():max() / math.max(1, b[i]:clone():abs():max()))
+  end
+  return worst
+end""")
+
+
+@pytest.mark.parametrize("variant", ["scale", "other input"])
+def test_backward_scale_and_other_input(variant: str) -> None:
+    # scale: the gradients accumulate scale times theirs, as torch7's; a backward of another
+    # input tensor than the planned forward's runs layer by layer (its outputs materialize)
+    assert variants(H(), variant) < 1e-4
