@@ -6,12 +6,15 @@
 --     convolution with post-ops (the batch norm as a per-channel multiply and add, computed from
 --     the running statistics at each run; the ReLU as an eltwise post-op);
 --   - ConcatTable { body, shortcut } + CAddTable [+ ReLU] (fb.resnet.torch's residual blocks;
---     shortcut nn.Identity or a chain of convolutions) becomes the shortcut's convolutions, then
---     the body's, the last with a sum post-op over the shortcut (and the ReLU);
+--     shortcut nn.Identity, a convolution or a chain of them) becomes the shortcut's
+--     convolutions, then the body's, the last with a sum post-op over the shortcut (and the ReLU);
 --   - SpatialMaxPooling becomes oneDNN's pooling;
+--   - cudnn's SpatialConvolution (one group), SpatialBatchNormalization, ReLU and
+--     SpatialMaxPooling count as nn's (kindOf: their forward is the nn class's);
 --   - runs of these (segments) keep their activations in oneDNN's blocked layouts: the input
 --     is read in place, the output reordered once into a plain tensor; every other module runs
---     as it always did, between segments.
+--     as it always did, between segments (a module whose output is a table too: no segment
+--     starts on a table). planConv.why(root) says why a forward ran no plan.
 -- The later forwards with the same input sizes, tree, fields and mode run the plan (the backend
 -- family nn_plan; a device without it and other element types run layer by layer; training mode plans
 -- itself in nn/util/plan_train.lua).
