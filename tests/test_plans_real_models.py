@@ -224,7 +224,7 @@ HARNESS_SRC = r"""function(builder, src, batch)
   both(x2, 'torch.save/load then forward 2', false)
   both(x, 'torch.save/load then forward 3', true)
   nn.plans.enabled = true
-  return worst, where, wasPlanned, rootPlanned, why
+  return worst, where, wasPlanned, rootPlanned, tostring(why)
 end""".replace("@COMPARE@", str(Path(__file__).resolve().parent / "plans_compare.lua"))
 HARNESS = lua_fn(HARNESS_SRC)
 

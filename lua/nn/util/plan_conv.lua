@@ -640,6 +640,35 @@ local function runPlan(st, root, input)
   return current
 end
 
+-- The folders of nn's and cudnn's own classes (this file is nn/util/plan_conv.lua).
+local LUA_FOLDER = debug.getinfo(1, 'S').source:match('^(@.*[/\\])nn[/\\]util[/\\]plan_conv%.lua$')
+local OWN_FOLDERS = LUA_FOLDER and { LUA_FOLDER .. 'nn/', LUA_FOLDER .. 'cudnn/' } or {}
+
+-- Whether module m's forward, and its children's, is nn's or cudnn's own (not a class or an
+-- instance method of the program's, nor another package's): run twice on one input, no
+-- program sees it.
+local function nnForward(m)
+  if rawget(m, 'updateOutput') ~= nil then return false end
+  local f = m.updateOutput
+  local source = type(f) == 'function' and debug.getinfo(f, 'S').source or ''
+  local own = false
+  for _, folder in ipairs(OWN_FOLDERS) do own = own or source:sub(1, #folder) == folder end
+  if not own then return false end
+  for _, child in ipairs(rawget(m, 'modules') or {}) do
+    if not nnForward(child) then return false end
+  end
+  return true
+end
+
+-- Whether the first forward of plan may run the plan after the layer-by-layer run that made it:
+-- every module it runs as it is (between segments) has nn's own forward.
+local function rerunnable(plan)
+  for _, p in ipairs(plan.pieces) do
+    if not p.program and not nnForward(p.m) then return false end
+  end
+  return true
+end
+
 -- The forward of root (an nn.Sequential) with plans on: its plan where one holds, else
 -- layerByLayer(root, input), then a plan is made from what that run saw.
 function planConv.forward(root, input, layerByLayer)
@@ -685,8 +714,23 @@ function planConv.forward(root, input, layerByLayer)
   local planned, plan, reason = pcall(build, root, input, st.sig)
   st.plan = planned and plan or nil
   if not st.plan then st.why = planned and reason or 'the planner failed: ' .. tostring(plan) end
-  whyNot[root] = st.why or 'planned from this forward (run layer by layer)'
+  whyNot[root] = st.why or 'planned from this forward (run layer by layer: a module between segments is the program\'s)'
   states[root] = st
+  if not st.plan or not rerunnable(st.plan) then return out end
+  -- The output of this first forward comes from the plan too, so that every forward of one input
+  -- gives the same bits (the plan rounds float32 otherwise than the layers: a program comparing
+  -- two forwards exactly, as optnet's tests do, must see them equal). Only where the modules
+  -- between segments are nn's own: a module of the program's may count, print or draw.
+  local ran, planOut = pcall(runPlan, st, root, input)
+  if ran and planOut ~= nil then st.ran, whyNot[root] = true, nil; return planOut end
+  -- the plan could not run after all (oneDNN refused a step): the layers' values throughout
+  settle(st)
+  learning = learning + 1
+  ok, out = pcall(layerByLayer, root, input)
+  learning = learning - 1
+  if not ok then error(out, 0) end
+  whyNot[root] = st.why or (ran and 'the plan declined its first run' or 'the plan failed: ' .. tostring(planOut))
+  st.plan = nil
   return out
 end
 
