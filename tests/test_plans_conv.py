@@ -211,7 +211,7 @@ HARNESS = r"""function(models)
   function H.compareTrain(name, batch)
     local results = {}
     -- one thread for both runs: the thread count (from the CPUs free at each call) changes how
-    -- oneDNN splits a batch norm's sums; a first forward runs layer by layer either way
+    -- oneDNN splits a batch norm's sums
     local threads = torch.getnumthreads()
     torch.setnumthreads(1)
     for k, on in ipairs { false, true } do
@@ -286,9 +286,17 @@ def test_eval_matches_layer_by_layer(name: str, batch: int, planned: bool) -> No
         assert lazy > 0, "a planned forward leaves the modules it skipped lazy"
 
 
+# A training step's first forward runs its plan too (nn/util/plan_train.lua): the weight and bias
+# gradients are sums over the batch and the planes (162 products for the inception model's
+# branches) that the plan adds in another order, and batch norm over 2 images amplifies their
+# float32 rounding; tests/test_plans_train.py bounds each value by the layer-by-layer run's own
+# distance from a Double twin.
+TRAIN_TOL = 1e-4
+
+
 @pytest.mark.parametrize("name,batch", [("resnet", 2), ("vgg", 3), ("lenet", 1), ("inception", 2)])
 def test_training_matches_layer_by_layer(name: str, batch: int) -> None:
-    assert H().compareTrain(name, batch) < TOL
+    assert H().compareTrain(name, batch) < TRAIN_TOL
 
 
 CHANGES = {

@@ -127,3 +127,74 @@ def test_a_refused_first_run_gives_the_layers_values() -> None:
     assert not planned
     assert "refused by the test" in why, why
 
+
+
+# Training mode (nn/util/plan_train.lua): the first forward restores the running statistics and
+# the generator before it runs the new plan, so it changes them once, as one forward does.
+_TRAINING = lua_fn(r"""function(withDropout)
+  require 'nn'
+  local planConv = require 'nn.util.plan_conv'
+  torch.manualSeed(8)
+  local function branch(n)
+    return nn.Sequential():add(nn.SpatialConvolution(8, n, 3, 3, 1, 1, 1, 1))
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
+  end
+  local model = nn.Sequential():add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1))
+    :add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+  if withDropout then model:add(nn.Dropout(0.3)) end
+  -- a Concat between segments (run as it is), with batch norms of its own inside
+  model:add(nn.Concat(2):add(branch(4)):add(branch(6)))
+    :add(nn.SpatialConvolution(10, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+  model:float():training()
+  local twin = model:clone()
+  local x = torch.FloatTensor(4, 3, 10, 10):normal()
+  local function stats(m)
+    local list = {}
+    for _, bn in ipairs(m:findModules('nn.SpatialBatchNormalization')) do
+      list[#list + 1] = bn.running_mean:clone(); list[#list + 1] = bn.running_var:clone()
+    end
+    return list
+  end
+  local before = stats(model)
+  torch.manualSeed(9)
+  nn.plans.enabled = false
+  local layers = twin:forward(x):clone()
+  local twinDraw = torch.uniform()
+  nn.plans.enabled = true
+  torch.manualSeed(9)
+  local first = model:forward(x):clone()
+  local draw = torch.uniform()
+  local planned = planConv.planned(model)
+  -- the statistics moved once: as far from where they were as the twin's, to rounding
+  local worstStat, moved = 0, 0
+  local mine, theirs = stats(model), stats(twin)
+  for i = 1, #mine do
+    worstStat = math.max(worstStat, (mine[i] - theirs[i]):abs():max())
+    moved = math.max(moved, (theirs[i] - before[i]):abs():max())
+  end
+  local second = model:forward(x):clone()
+  return planned, (first - second):abs():max(), (first - layers):abs():max() / layers:abs():max(),
+    draw == twinDraw, worstStat, moved
+end""")
+
+
+@needs_onednn
+def test_training_first_forward_runs_the_plan_once() -> None:
+    planned, same, off, same_draw, worst_stat, moved = _TRAINING(False)
+    assert planned, "the first training forward did not run the plan"
+    assert same == 0.0, f"the first and second training forwards of one input differ by {same}"
+    assert off < TOL, off
+    assert same_draw
+    assert moved > 1e-3, moved   # the statistics do move in one forward (momentum 0.1)
+    assert worst_stat < 1e-5, f"running statistics {worst_stat} from one layer-by-layer forward's"
+
+
+@needs_onednn
+def test_training_first_forward_with_dropout_draws_once() -> None:
+    """Dropout between segments draws its mask again from the same state: the same mask as the
+    layer-by-layer run, and the generator where one forward leaves it."""
+    planned, _, off, same_draw, worst_stat, _ = _TRAINING(True)
+    assert planned
+    assert off < TOL, off
+    assert same_draw, "the generator is not where one forward leaves it"
+    assert worst_stat < 1e-5, worst_stat

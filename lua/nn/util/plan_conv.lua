@@ -768,6 +768,7 @@ planConv.internal = {
   makeLazy = makeLazy, settle = settle, rerun = rerun, record = record, newSignature = newSignature,
   holds = holds, flatten = flatten, sizesOf = sizesOf, sameSizes = sameSizes, isReLU = isReLU,
   floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS, maxPoolUnit = maxPoolUnit, kindOf = kindOf,
+  rerunnable = rerunnable,
   -- while > 0 nothing plans (a root runs or reruns layer by layer)
   enter = function() learning = learning + 1 end, leave = function() learning = learning - 1 end,
   busy = function() return learning > 0 end,

@@ -231,7 +231,7 @@ local function build(root, input, sig)
   close()
   if convs == 0 then return nil end
   -- outputs left lazy: a segment's modules but its last; gradInputs: all but its first
-  local fields, bns, isLazyOut, isLazyGrad = setmetatable({}, { __mode = 'k' }), {}, {}, {}
+  local fields, isLazyOut, isLazyGrad = setmetatable({}, { __mode = 'k' }), {}, {}
   for _, p in ipairs(pieces) do
     if p.program then
       p.first = p.items[1].m
@@ -246,7 +246,6 @@ local function build(root, input, sig)
       for _, m in ipairs(p.mods) do
         if m ~= p.last then isLazyOut[m] = true end
         if m ~= p.first then isLazyGrad[m] = true end
-        if torch.typename(m) == 'nn.SpatialBatchNormalization' then bns[#bns + 1] = m end
       end
     end
   end
@@ -265,8 +264,8 @@ local function build(root, input, sig)
   local OUT, GRAD, BOTH = { 'output', 'indices' }, { 'gradInput' }, { 'output', 'indices', 'gradInput' }
   for m in pairs(isLazyOut) do fields[m] = isLazyGrad[m] and BOTH or OUT end
   for m in pairs(isLazyGrad) do if not isLazyOut[m] then fields[m] = GRAD end end
-  return { pieces = pieces, lazyFwd = lazyFwd, lazyAll = lazyAll, fields = fields, bns = setmetatable(bns, WEAK),
-    outLinks = outLinks, gradLinks = gradLinks }
+  return { pieces = pieces, lazyFwd = lazyFwd, lazyAll = lazyAll, fields = fields, outLinks = outLinks,
+    gradLinks = gradLinks }
 end
 
 ------------------------------------------------------------------------------------------------
@@ -277,15 +276,27 @@ local function inputKey(input)
   return ('%s %d %d %d %d %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()))
 end
 
+-- The running statistics of root's modules (every batch norm, those the plan runs as they are
+-- too): what a forward in training changes besides outputs.
+local function runningStats(root)
+  local stats = {}
+  for _, m in ipairs(root:listModules()) do
+    if torch.isTensor(rawget(m, 'running_mean')) and torch.isTensor(rawget(m, 'running_var')) then
+      stats[#stats + 1] = { m, m.running_mean:clone(), m.running_var:clone() }
+    end
+  end
+  return stats
+end
+
+local function putBack(stats)
+  for _, s in ipairs(stats) do s[1].running_mean:copy(s[2]); s[1].running_var:copy(s[3]) end
+end
+
 -- The rerun that materializes a training plan's modules: the forward (as evaluation plans'), then
 -- the gradients of the inputs after a planned backward; running statistics put back, the
 -- gradInputs of the modules not left lazy kept.
 local function rerun(st, root, lazy)
-  local plan = st.plan
-  local stats = {}
-  for _, bn in ipairs(plan and plan.bns or {}) do
-    stats[#stats + 1] = { bn, bn.running_mean:clone(), bn.running_var:clone() }
-  end
+  local stats = runningStats(root)
   local outLazy, gradLazy = {}, {}
   for m, saved in pairs(lazy) do
     for _, k in ipairs(saved.fields) do
@@ -308,7 +319,7 @@ local function rerun(st, root, lazy)
     ok, err = pcall(root.updateGradInput, root, st.inputCopy, st.gradOutputCopy)
     for mod, k in pairs(kept) do rawset(mod, 'gradInput', k[1]) end
   end
-  for _, s in ipairs(stats) do s[1].running_mean:copy(s[2]); s[1].running_var:copy(s[3]) end
+  putBack(stats)
   return ok, err
 end
 
@@ -374,6 +385,7 @@ function planTrain.forward(root, input, layerByLayer)
     if out ~= nil then st.ran, st.input = true, input; return out end
     if not st.plan then return layerByLayer(root, input) end
   end
+  local stats, rng = runningStats(root), torch.getRNGState()
   I.enter()
   local ok, out = pcall(layerByLayer, root, input)
   I.leave()
@@ -383,6 +395,24 @@ function planTrain.forward(root, input, layerByLayer)
   local planned, plan = pcall(build, root, input, st.sig)
   st.plan = planned and plan or nil
   states[root] = st
+  if not st.plan or not I.rerunnable(st.plan) then return out end
+  -- As in evaluation (plan_conv.lua), this first forward's output comes from the plan too, so
+  -- that every forward of one input gives the same bits: from the statistics and the generator
+  -- as they were before it, so that it changes them once, as one forward does.
+  putBack(stats)
+  torch.setRNGState(rng)
+  local ran, planOut = pcall(runForward, st, root, input)
+  if ran and planOut ~= nil then st.ran, st.input = true, input; return planOut end
+  -- the plan could not run after all (oneDNN refused a step): layer by layer again, from the
+  -- same statistics and generator
+  I.settle(st)
+  st.plan = nil
+  putBack(stats)
+  torch.setRNGState(rng)
+  I.enter()
+  ok, out = pcall(layerByLayer, root, input)
+  I.leave()
+  if not ok then error(out, 0) end
   return out
 end
 
