@@ -26,10 +26,23 @@ PLAIN = r"""function()
   return model:float(), { 3, 12, 12 }
 end"""
 
+# the model's twin (a clone before any forward) and the twin's layer-by-layer output for a batch
+# of 2 normal inputs: twin, x, layers
+TWIN = r"""local function twinOf(model, sizes)
+  local twin = model:clone()
+  local x = torch.FloatTensor(2, unpack(sizes)):normal()
+  nn.plans.enabled = false
+  local layers = twin:forward(x):clone()
+  nn.plans.enabled = true
+  return twin, x, layers
+end
+"""
+
 # (the two forwards' largest difference, planned after the first forward, the layers' difference
 # from the plan's first output, the number of Float values compared)
 _FORWARDS = lua_fn(r"""function(builder)
   require 'nn'
+""" + TWIN + r"""
   local planConv = require 'nn.util.plan_conv'
   torch.manualSeed(5)
   local model, sizes = loadstring('return ' .. builder)()()
@@ -38,11 +51,7 @@ _FORWARDS = lua_fn(r"""function(builder)
     bn.weight:uniform(0.5, 1.5); bn.bias:uniform(-0.2, 0.2)
   end
   model:evaluate()
-  local twin = model:clone()
-  local x = torch.FloatTensor(2, unpack(sizes)):normal()
-  nn.plans.enabled = false
-  local layers = twin:forward(x):clone()
-  nn.plans.enabled = true
+  local twin, x, layers = twinOf(model, sizes)
   local first = model:forward(x):clone()
   local plannedFirst = planConv.planned(model)
   local second = model:forward(x):clone()
@@ -99,16 +108,13 @@ def test_a_program_module_between_segments_runs_once_a_forward() -> None:
 # oneDNN refusing a step when the first forward runs the plan: the layers' values, the plan dropped
 _REFUSED = lua_fn(r"""function(builder)
   require 'nn'
+""" + TWIN + r"""
   local planConv = require 'nn.util.plan_conv'
   local cpu = require('torch.backend').cpu
   torch.manualSeed(7)
   local model, sizes = loadstring('return ' .. builder)()()
   model:evaluate()
-  local twin = model:clone()
-  local x = torch.FloatTensor(2, unpack(sizes)):normal()
-  nn.plans.enabled = false
-  local layers = twin:forward(x):clone()
-  nn.plans.enabled = true
+  local twin, x, layers = twinOf(model, sizes)
   local compile = cpu.plan_conv_compile
   cpu.plan_conv_compile = function() return nil, 'refused by the test' end
   local ok, out = pcall(function() return model:forward(x):clone() end)
