@@ -56,14 +56,16 @@ def test_stop_ends_the_workers_and_a_later_run_starts_new_ones() -> None:
 base = tasks()
 print('first', group(1), tasks() - base)
 fusion_threads.stop()
-print('after stop', tasks() - base)
+print('after stop', settle(base, 5) - base)
 fusion_threads.stop()   # again: nothing to stop
 print('again', group(2), tasks() - base)
 fusion_threads.stop()
-print('end', tasks() - base)
+print('end', settle(base, 5) - base)
 """)
     assert "first True 1" in out, out
-    assert "after stop 0" in out, out        # stop() waits for them: gone on return
+    # stop() joins them: gone on return, though their /proc/self/task entry can outlast the join
+    # by a moment on a busy machine
+    assert "after stop 0" in out, out
     assert "again True 1" in out, out
     assert "end 0" in out, out
 

@@ -12,11 +12,32 @@ the second forward on. Where the plan cannot run after all (oneDNN refuses a ste
 the layers' own throughout."""
 from __future__ import annotations
 
+from typing import Iterator
+
 import pytest
 
 from helpers import lua_fn
 from test_plans_cover import SHORTCUT_A, TABLES, needs_onednn
 from test_plans_real_models import TOL
+
+_PIN = lua_fn(r"""function(watch, threads)
+  local blas = require 'torch.backend.cpu.blas'
+  local was, count = blas.watchLoad, torch.getnumthreads()
+  blas.watchLoad = watch
+  torch.setnumthreads(threads)
+  return was, count
+end""")
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Iterator[None]:
+    """Every forward on one thread: the count blas.threadsFor picks follows the machine's load,
+    and oneDNN splits a batch norm's sums by it, so two forwards would round apart where the
+    count changed between them."""
+    watch, count = _PIN(False, 1)
+    yield
+    _PIN(watch, count)
+
 
 PLAIN = r"""function()
   local model = nn.Sequential():add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1))

@@ -13,7 +13,11 @@ over few values per channel subtracts nearly equal sums, so the layer-by-layer F
 differs from the exact (Double) values by up to some 1e-2 relative on ResNet-18's weight gradients
 at batch 2. So each planned value must lie as close to the exact one as the layer-by-layer Float
 value does, within a factor (ERR_FACTOR) for the different order of the sums, plus FLOOR (a few
-float32 roundings of the value's magnitude) where the Float run happens to land on the exact one."""
+float32 roundings of the value's magnitude) where the Float run happens to land on the exact one.
+The factor is 10: on values that cancel to nearly nothing (a batch norm's bias gradient, about
+1e-16 in Double) and at batch 2, one thread's planned sums measured up to 7.4x the layer-by-layer
+run's distance (a wrong value is off by its own magnitude, not by rounding). Both runs use one
+thread, so the comparison does not follow the machine's load."""
 import pytest
 
 from helpers import lua_fn
@@ -24,7 +28,7 @@ available = lua_fn("""function()
 end""")
 pytestmark = pytest.mark.skipif(not available(), reason="oneDNN is not installed (pip install 'luabridge[onednn]')")
 
-ERR_FACTOR = 4.0
+ERR_FACTOR = 10.0
 FLOOR = 1e-6
 
 HARNESS = r"""
@@ -143,9 +147,12 @@ function H.train(name, batch, steps, how, quiet, split, alternate)
   local results = {}
   local blas = require 'torch.backend.cpu.blas'
   local watch, threads = blas.watchLoad, torch.getnumthreads()
+  -- one thread unless alternating: the count blas.threadsFor would pick follows the machine's
+  -- load, and oneDNN splits a batch norm's sums by it, so the runs compared would round apart
+  blas.watchLoad = false
+  torch.setnumthreads(1)
   for s = 1, steps do
     if alternate then   -- 1, 2, 1, ... threads: a plan's exes per thread count share buffers
-      blas.watchLoad = false
       torch.setnumthreads(2 - s % 2)
     end
     model:zeroGradParameters()
