@@ -10,8 +10,8 @@ A variant is a Lua snippet run before its timing block (and `--reset` after it, 
 defaults back): e.g. `--variant 'short1=require("torch.backend.cpu.blas").minWork.gemmShortK=1e9'`.
 `--profile` adds, per thread count, the time inside the BLAS products by shape (blas.gemm, ger,
 gemv, axpy wrapped with a monotonic clock) and the thread count each got.
-Take the bench lock first (`mkdir /tmp/notes/locks/BENCH`); --priority (root) runs at autogroup
-nice -20 as bench/real_models.py does.
+Time it with nothing else running: --priority (root) runs at autogroup nice -20 as
+bench/real_models.py does.
 """
 from __future__ import annotations
 
