@@ -176,3 +176,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if reporter is not None:
         reporter.write_line("\n" + message, red=True)
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# Source for a script run in a subprocess that forks: await_child(pid, seconds) prints "child exit
+# N" once the forked child ends, or kills it and prints "child hung" when it outlives `seconds`.
+AWAIT_CHILD = r"""
+import os as _os, time as _time
+def await_child(pid, seconds):
+    deadline = _time.monotonic() + seconds
+    while _time.monotonic() < deadline:
+        done, status = _os.waitpid(pid, _os.WNOHANG)
+        if done:
+            print("child exit", _os.waitstatus_to_exitcode(status))
+            return
+        _time.sleep(0.05)
+    _os.kill(pid, 9)
+    _os.waitpid(pid, 0)
+    print("child hung")
+"""

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_script
+from processes import AWAIT_CHILD
 
 
 def th(tmp_path: Path, source: str) -> str:
@@ -354,8 +355,8 @@ def test_onednn_in_a_child_forked_after_its_threads_started() -> None:
     """GNU OpenMP is not fork-safe: a child forked after oneDNN ran a pass on 2 threads waited
     for ever in its next pass (an activation, a convolution). The child now runs oneDNN on one
     thread, with the parent's values; a plan made for 2 threads raises a clear error there."""
-    out = py(r"""
-import os, time
+    out = py(AWAIT_CHILD + r"""
+import os
 import luabridge
 f = luabridge.eval('''(function()
   require 'nn'
@@ -381,16 +382,6 @@ if pid == 0:
     child = f(None)
     forced = f(2)
     os._exit(0 if child == parent and 'not fork-safe' in str(forced) else 3)
-deadline = time.monotonic() + 120
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        print('child exit', os.waitstatus_to_exitcode(status))
-        break
-    time.sleep(0.1)
-else:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    print('child hung')
+await_child(pid, 120)
 """)
     assert "child exit 0" in out, out

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from processes import run_in_own_group
+from processes import AWAIT_CHILD, run_in_own_group
 
 # hold(): a thread of this process takes blocked.py's pool lock and keeps it until the function
 # hold() returns is called (which joins the thread).
@@ -31,8 +31,8 @@ def hold():
 # A child forked while a thread of the parent holds the lock; prints "child exit N" or "child
 # hung". The child leaves through the interpreter's normal exit (atexit joins the executor
 # threads it knows of).
-_FORK_WHILE_HELD = _HOLD + r"""
-import os, sys, time
+_FORK_WHILE_HELD = _HOLD + AWAIT_CHILD + r"""
+import os, sys
 import numpy as np
 prog = blocked.Program("x = x * k", ["x"], ["k"])
 a = np.ones(1 << 20)
@@ -43,17 +43,7 @@ if pid == 0:
     blocked.run_program(prog, "Double", a.size, 2, [a.ctypes.data], [3.0])
     sys.exit(0 if np.all(a == 6.0) else 1)
 let_go()
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    if done:
-        print("child exit", os.waitstatus_to_exitcode(status))
-        break
-    time.sleep(0.05)
-else:
-    os.kill(pid, 9)
-    os.waitpid(pid, 0)
-    print("child hung")
+await_child(pid, 60)
 print("parent", bool(np.all(a == 2.0)))
 """
 
