@@ -86,6 +86,30 @@ function H.vgg()
   return model, { 3, 11, 11 }, 4
 end
 
+-- the residual blocks' other forms (plan_conv.lua's residualUnit serves both kinds of plan): a
+-- bare convolution as the shortcut (wide-residual-networks'), the shortcut first in its
+-- ConcatTable and ending in a ReLU, and nn.Identity first with CAddTable(true) (the sum would
+-- go into the block's input: not planned, run as it is between segments; the ReLU before it
+-- not in place, since a planned in-place ReLU's backward masks the gradient by the output as the
+-- forward left it, torch7's by its values after such a sum: see docs/plans-conv.md)
+function H.shortcuts()
+  local function body(from, n, stride)
+    return nn.Sequential():add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1):noBias())
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
+      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1):noBias()):add(nn.SpatialBatchNormalization(n))
+  end
+  local reluShortcut = nn.Sequential():add(nn.SpatialConvolution(12, 12, 1, 1):noBias())
+    :add(nn.SpatialBatchNormalization(12)):add(nn.ReLU(true))
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+    :add(nn.ConcatTable():add(body(8, 12, 2)):add(nn.SpatialConvolution(8, 12, 1, 1, 2, 2)))
+    :add(nn.CAddTable(true)):add(nn.ReLU(true))
+    :add(nn.ConcatTable():add(reluShortcut):add(body(12, 12, 1))):add(nn.CAddTable()):add(nn.ReLU())
+    :add(nn.ConcatTable():add(nn.Identity()):add(body(12, 12, 1))):add(nn.CAddTable(true)):add(nn.ReLU(true))
+    :add(nn.SpatialAveragePooling(5, 5, 1, 1)):add(nn.View(12):setNumInputDims(3)):add(nn.Linear(12, 5))
+  return model, { 3, 10, 10 }, 5
+end
+
 -- bench/real_models.lua's ResNet-18 (fb.resnet.torch's), as the bench trains it: no gradient for
 -- the input batch
 function H.resnet18()
@@ -273,7 +297,7 @@ def H():  # noqa: N802 - the Lua harness table
 
 @pytest.mark.parametrize("name,batch,steps,quiet", [
     ("resnet", 4, 4, False), ("resnet", 2, 3, False), ("resnet", 3, 4, True), ("vgg", 5, 3, False),
-    ("resnet18", 2, 3, False),
+    ("resnet18", 2, 3, False), ("shortcuts", 3, 3, False),
 ])
 def test_training_steps_match_layer_by_layer(name: str, batch: int, steps: int, quiet: bool) -> None:
     worst, where, planned, lazy, refs = H().compare(name, batch, steps, ERR_FACTOR, FLOOR, quiet, False)

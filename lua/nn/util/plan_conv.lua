@@ -377,12 +377,24 @@ local function maxPoolUnit(items, i, sizes)
     padW = p.padW, out = out } }, params = {}, mods = { p }, next = i + 1, sizes = out, convs = 0 }
 end
 
+local function sameSizes(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- What evaluation plans and training plans (nn/util/plan_train.lua) each make of the units they
+-- share, the residual blocks: kind.unit(items, i, sizes) is a convolution unit as the kind plans
+-- it (nil where items[i] starts none), kind.record(sig, m) records what it depends on, and
+-- kind.sum(u) makes the block's add of u.residual = { body, shortcut, last } (u.relu: the ReLU
+-- after the add, or nil).
+
 -- A branch of a residual block: nn.Identity (nil steps), a convolution (wide-residual-networks'
 -- shortcut) or an nn.Sequential made only of convolution units; false when it is none of these.
-local function chain(branch, sizes, sig)
+local function chain(kind, branch, sizes, sig)
   local name = torch.typename(branch)
   if name == 'nn.Identity' then
-    record(sig, branch)
+    kind.record(sig, branch)
     return { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0, identity = true }
   end
   local items, ranges = {}, {}
@@ -401,31 +413,44 @@ local function chain(branch, sizes, sig)
   end
   local i = 1
   while i <= #items do
-    local u = convUnit(items, i, whole.sizes)
+    local u = kind.unit(items, i, whole.sizes)
     if not u then return false end
     for k, s in ipairs(u.steps) do whole.steps[#whole.steps + 1], whole.params[#whole.params + 1] = s, u.params[k] end
-    for _, m in ipairs(u.mods) do whole.mods[#whole.mods + 1] = m; record(sig, m) end
+    for _, m in ipairs(u.mods) do whole.mods[#whole.mods + 1] = m; kind.record(sig, m) end
     whole.sizes, whole.convs, i = u.sizes, whole.convs + 1, u.next
   end
   if #whole.steps == 0 then return false end
   return whole
 end
 
-local function sameSizes(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do if a[i] ~= b[i] then return false end end
-  return true
+-- sig gets what probe recorded
+local function merge(sig, probe)
+  for k = 1, #probe.objects do
+    local n = #sig.objects + 1
+    sig.objects[n], sig.keys[n], sig.values[n] = probe.objects[k], probe.keys[k], probe.values[k]
+  end
+  for k = 1, #probe.owners do
+    local n = #sig.owners + 1
+    sig.owners[n], sig.names[n], sig.tensors[n], sig.shapes[n] = probe.owners[k], probe.names[k],
+      probe.tensors[k], probe.shapes[k]
+  end
+  for k = 1, #probe.containers do
+    local n = #sig.containers + 1
+    sig.containers[n], sig.lists[n], sig.counts[n], sig.children[n] = probe.containers[k], probe.lists[k],
+      probe.counts[k], probe.children[k]
+  end
 end
 
--- ConcatTable { body, shortcut } + CAddTable [+ ReLU] at items[i].
-local function residualUnit(items, i, sizes, sig)
+-- ConcatTable { body, shortcut } + CAddTable [+ ReLU] at items[i], planned as `kind`: the
+-- shortcut's steps, then the body's, then what kind.sum adds; nil when it is no such block.
+local function residualUnit(kind, items, i, sizes, sig)
   local ct, add = items[i] and items[i].m, items[i + 1] and items[i + 1].m
   if torch.typename(ct) ~= 'nn.ConcatTable' or #ct.modules ~= 2 or torch.typename(add) ~= 'nn.CAddTable'
       or #sizes ~= 4 then
     return nil
   end
   local probe = newSignature()
-  local a, b = chain(ct.modules[1], sizes, probe), chain(ct.modules[2], sizes, probe)
+  local a, b = chain(kind, ct.modules[1], sizes, probe), chain(kind, ct.modules[2], sizes, probe)
   if not a or not b or (a.identity and b.identity) then return nil end
   -- in place, the sum goes into the first branch's output: not into the block's input
   if a.identity and add.inplace then return nil end
@@ -445,26 +470,21 @@ local function residualUnit(items, i, sizes, sig)
   local j = i + 2
   local relu = items[j] and items[j].m
   if isReLU(relu) then
-    last.relu = true
+    u.relu = relu
     u.mods[#u.mods + 1], j = relu, j + 1
   end
   u.next = j
-  for k = 1, #probe.objects do
-    local n = #sig.objects + 1
-    sig.objects[n], sig.keys[n], sig.values[n] = probe.objects[k], probe.keys[k], probe.values[k]
-  end
-  for k = 1, #probe.owners do
-    local n = #sig.owners + 1
-    sig.owners[n], sig.names[n], sig.tensors[n], sig.shapes[n] = probe.owners[k], probe.names[k],
-      probe.tensors[k], probe.shapes[k]
-  end
-  for k = 1, #probe.containers do
-    local n = #sig.containers + 1
-    sig.containers[n], sig.lists[n], sig.counts[n], sig.children[n] = probe.containers[k], probe.lists[k],
-      probe.counts[k], probe.children[k]
-  end
+  kind.sum(u)
+  merge(sig, probe)
   return u
 end
+
+-- The unit of a plan of `kind` starting at items[i]: a convolution unit, a residual block or a
+-- max pooling; nil where none starts.
+local function unitAt(kind, items, i, sizes, sig)
+  return kind.unit(items, i, sizes) or residualUnit(kind, items, i, sizes, sig) or maxPoolUnit(items, i, sizes)
+end
+
 
 -- Wires a unit's steps into segment seg: value ids, the sum of a residual block.
 local function append(seg, u)
@@ -502,7 +522,12 @@ end
 
 -- Plans root's flattened modules (their outputs hold the layer-by-layer run's): pieces, each a
 -- segment or a module run as it is; nil and the reason when nothing is planned.
-local function build(root, input, sig)
+-- Root's tree flattened (through nested nn.Sequentials: flatten) and cut into pieces for plans
+-- of `kind`: segments (runs of the kind's units, their modules' outputs holding the layer-by-
+-- layer run's) and items run as they are, with how many convolutions the segments plan; a
+-- segment kind.keep(seg) declines runs as it is too. Nil and the reason when nothing can be
+-- planned.
+local function cut(kind, root, input, sig)
   local items, ranges = {}, {}
   flatten(root, items, ranges, sig)
   for _, r in ipairs(ranges) do
@@ -514,15 +539,14 @@ local function build(root, input, sig)
       return nil, ('%s is in the tree twice'):format(torch.type(it.m))
     end
     seen[it.m] = true
-    record(sig, it.m)
+    kind.record(sig, it.m)
   end
   local pieces, seg = {}, nil
   local sizes = sizesOf(input)
   local convs = 0
   local function close()
     if not seg then return end
-    if seg.convs == 0 then
-      -- no convolution: not worth two reorders, the modules run as they are
+    if not kind.keep(seg) then
       for _, it in ipairs(seg.items) do pieces[#pieces + 1] = it end
     else
       seg.program.output = seg.value
@@ -533,15 +557,15 @@ local function build(root, input, sig)
   end
   local i = 1
   while i <= #items do
-    local u = convUnit(items, i, sizes) or residualUnit(items, i, sizes, sig) or maxPoolUnit(items, i, sizes)
+    local u = unitAt(kind, items, i, sizes, sig)
     if u then
       if not seg then
-        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes } }, params = {}, value = 0, count = 0,
-          items = {}, mods = {}, convs = 0, exes = {} }
+        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes }, pool = {} }, params = {}, value = 0,
+          count = 0, items = {}, mods = {}, convs = 0, exes = {} }
       end
       for k = i, u.next - 1 do seg.items[#seg.items + 1] = items[k] end
       for _, m in ipairs(u.mods) do seg.mods[#seg.mods + 1] = m end
-      append(seg, u)
+      kind.append(seg, u)
       seg.convs = seg.convs + u.convs
       seg.last = u.mods[#u.mods]
       sizes, i = u.sizes, u.next
@@ -561,6 +585,18 @@ local function build(root, input, sig)
   end
   close()
   if convs == 0 then return nil, 'no convolution the planner knows' end
+  return pieces, items, ranges
+end
+
+-- evaluation plans: the add a binary post-op of the body's last convolution (append), with
+-- the ReLU after it; a segment without a convolution is not worth two reorders
+local EVAL = { unit = convUnit, record = record, append = append,
+  sum = function(u) if u.relu then u.residual.last.relu = true end end,
+  keep = function(seg) return seg.convs > 0 end }
+
+local function build(root, input, sig)
+  local pieces, items, ranges = cut(EVAL, root, input, sig)
+  if not pieces then return nil, items end
   -- the modules left lazy: all those of a segment but its last, and the nested Sequentials
   -- whose last module is one of those
   local lazy, isLazy = {}, {}
@@ -591,10 +627,15 @@ local function inputKey(input)
   return ('%s %d %d %d %d %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()))
 end
 
-local function runPlan(st, root, input)
+-- Runs st's plan on input, as `kind` (evaluation's or training's: kind.compile / kind.run, the
+-- backend's ops; kind.lazy, what a run leaves lazy; kind.inputs, whether each piece keeps its
+-- input for the backward): the output, or nil when the plan cannot run (oneDNN refused a step,
+-- or a module before a segment gave other sizes than when planned: plan again).
+local function runPieces(kind, st, input)
   local plan = st.plan
   local current = input
-  local threads = backend.of(input).plan_conv_threads()
+  local b = backend.of(input)
+  local threads = b.plan_conv_threads()
   st.inputCopy = st.inputCopy or input.new()
   st.inputCopy:resizeAs(input):copy(input)
   if plan.mixed == nil then
@@ -603,11 +644,12 @@ local function runPlan(st, root, input)
   end
   st.rng = plan.mixed and torch.getRNGState() or nil
   for _, p in ipairs(plan.pieces) do
+    if kind.inputs then p.input = current end
     if p.program then
       local exe = p.exes[threads]
       if exe == nil then
         local why
-        exe, why = backend.of(current).plan_conv_compile(p.program, threads)
+        exe, why = kind.compile(b, p.program, threads)
         if not exe then
           st.plan = nil   -- oneDNN refuses a step: layer by layer while this signature holds
           st.why = 'oneDNN refused a step: ' .. tostring(why)
@@ -616,8 +658,8 @@ local function runPlan(st, root, input)
         p.exes[threads] = exe
       end
       local now = sizesOf(current)
-      if not now or not sameSizes(now, p.program.input) or not backend.of(current).plan_conv_supported(current) then
-        return nil   -- a module before it gave other sizes than when planned: plan again
+      if not now or not sameSizes(now, p.program.input) or not b.plan_conv_supported(current) then
+        return nil
       end
       if not p.out then
         -- the tensor the layer-by-layer run left in the segment's last module, as torch7 reuses
@@ -627,8 +669,8 @@ local function runPlan(st, root, input)
       end
       if not p.out or not p.out:isContiguous() then p.out = current.new() end
       p.out:resize(unpack(p.program.values[p.program.output]))
-      local src = current:contiguous()
-      backend.of(src).plan_conv_run(exe, src, p.out, p.params)
+      p.exe = exe
+      kind.run(b, exe, current:contiguous(), p.out, p.params)
       rawset(p.last, 'output', p.out)
       current = p.out
     else
@@ -636,9 +678,14 @@ local function runPlan(st, root, input)
     end
   end
   for _, l in ipairs(plan.links) do rawset(l.seq, 'output', rawget(l.from, 'output')) end
-  makeLazy(st, plan.lazy)
+  kind.lazy(st, plan)
   return current
 end
+
+EVAL.compile = function(b, program, threads) return b.plan_conv_compile(program, threads) end
+EVAL.run = function(b, exe, src, out, params) b.plan_conv_run(exe, src, out, params) end
+EVAL.lazy = function(st, plan) makeLazy(st, plan.lazy) end
+local function runPlan(st, root, input) return runPieces(EVAL, st, input) end
 
 -- The folders of nn's and cudnn's own classes (this file is nn/util/plan_conv.lua).
 local LUA_FOLDER = debug.getinfo(1, 'S').source:match('^(@.*[/\\])nn[/\\]util[/\\]plan_conv%.lua$')
@@ -767,7 +814,7 @@ end
 planConv.internal = {
   makeLazy = makeLazy, settle = settle, rerun = rerun, record = record, newSignature = newSignature,
   holds = holds, flatten = flatten, sizesOf = sizesOf, sameSizes = sameSizes, isReLU = isReLU,
-  floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS, maxPoolUnit = maxPoolUnit, kindOf = kindOf,
+  floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS, cut = cut, runPieces = runPieces, kindOf = kindOf,
   rerunnable = rerunnable,
   -- while > 0 nothing plans (a root runs or reruns layer by layer)
   enter = function() learning = learning + 1 end, leave = function() learning = learning - 1 end,

@@ -87,68 +87,6 @@ local function convUnit(items, i, sizes)
   return { steps = steps, params = params, mods = mods, next = j, sizes = out, convs = 1 }
 end
 
-local maxPoolUnit = I.maxPoolUnit   -- (its step has no parameters)
-
--- a residual branch: nn.Identity or an nn.Sequential of convolution units
-local function chain(branch, sizes, sig)
-  local name = torch.typename(branch)
-  if name == 'nn.Identity' then
-    record(sig, branch)
-    return { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0, identity = true }
-  end
-  if name ~= 'nn.Sequential' then return false end
-  local items, ranges = {}, {}
-  I.flatten(branch, items, ranges, sig)
-  local whole = { steps = {}, params = {}, mods = { branch }, sizes = sizes, convs = 0 }
-  for _, r in ipairs(ranges) do
-    if r.last < r.first then return false end
-    whole.mods[#whole.mods + 1] = r.seq
-  end
-  local i = 1
-  while i <= #items do
-    local u = convUnit(items, i, whole.sizes)
-    if not u then return false end
-    for k, s in ipairs(u.steps) do whole.steps[#whole.steps + 1], whole.params[#whole.params + 1] = s, u.params[k] end
-    for _, m in ipairs(u.mods) do whole.mods[#whole.mods + 1] = m; record(sig, m) end
-    whole.sizes, whole.convs, i = u.sizes, whole.convs + 1, u.next
-  end
-  if #whole.steps == 0 then return false end
-  return whole
-end
-
-local function residualUnit(items, i, sizes, sig)
-  local ct, add = items[i] and items[i].m, items[i + 1] and items[i + 1].m
-  if torch.typename(ct) ~= 'nn.ConcatTable' or #ct.modules ~= 2 or torch.typename(add) ~= 'nn.CAddTable'
-      or #sizes ~= 4 then
-    return nil
-  end
-  local a, b = chain(ct.modules[1], sizes, sig), chain(ct.modules[2], sizes, sig)
-  if not a or not b or (a.identity and b.identity) then return nil end
-  local body, shortcut = a, b
-  if a.identity then body, shortcut = b, a end
-  local last = body.steps[#body.steps]
-  if last.relu or not sameSizes(body.sizes, shortcut.sizes) then return nil end
-  local out = sizesOf(rawget(add, 'output'))
-  if not out or not sameSizes(out, body.sizes) then return nil end
-  local sum = { kind = 'add', out = out }
-  local u = { steps = {}, params = {}, mods = { ct }, sizes = out, convs = body.convs + shortcut.convs,
-    residual = { body = body, shortcut = shortcut, sum = sum } }
-  for _, part in ipairs { shortcut, body } do
-    for k, s in ipairs(part.steps) do u.steps[#u.steps + 1], u.params[#u.params + 1] = s, part.params[k] end
-    for _, m in ipairs(part.mods) do u.mods[#u.mods + 1] = m end
-  end
-  u.steps[#u.steps + 1], u.params[#u.params + 1] = sum, {}
-  u.mods[#u.mods + 1] = add
-  record(sig, ct); record(sig, add)
-  local j = i + 2
-  if I.isReLU(items[j] and items[j].m) then
-    sum.relu = true
-    u.mods[#u.mods + 1], j = items[j].m, j + 1
-  end
-  u.next = j
-  return u
-end
-
 -- wires a unit's steps into segment seg (value ids)
 local function append(seg, u)
   local function new(s)
@@ -176,60 +114,27 @@ local function append(seg, u)
   seg.value = current
 end
 
+-- What training plans make of plan_conv.lua's pieces (I.cut): their own convolution unit, a
+-- residual block's add a step of its own (a oneDNN binary add, the ReLU after it a post-op),
+-- and a segment without a batch norm run as it is: little to fuse, and eager's convolutions
+-- pick channels-last where the blocked layouts pad channels (LeNet's)
+local TRAIN = { unit = convUnit, record = record, append = append,
+  sum = function(u)
+    local sum = { kind = 'add', out = u.sizes, relu = u.relu ~= nil }
+    u.residual.sum = sum
+    u.steps[#u.steps + 1], u.params[#u.params + 1] = sum, {}
+  end,
+  keep = function(seg)
+    if seg.convs == 0 then return false end
+    for _, s in ipairs(seg.program.steps) do if s.kind == 'bn' then return true end end
+    return false
+  end }
+
 -- the pieces of root's flattened tree: segments and modules run as they are; nil when no
 -- convolution is planned
 local function build(root, input, sig)
-  local items, ranges = {}, {}
-  I.flatten(root, items, ranges, sig)
-  for _, r in ipairs(ranges) do if r.last < r.first then return nil end end
-  local seen = {}
-  for _, it in ipairs(items) do
-    if seen[it.m] then return nil end
-    seen[it.m] = true
-    record(sig, it.m)
-  end
-  local pieces, seg, convs = {}, nil, 0
-  local sizes = sizesOf(input)
-  local function close()
-    if not seg then return end
-    local bns = 0
-    for _, s in ipairs(seg.program.steps) do if s.kind == 'bn' then bns = bns + 1 end end
-    -- no batch norm: little to fuse, and eager's convolutions pick channels-last where the
-    -- blocked layouts pad channels (LeNet's): the modules run as they are
-    if seg.convs == 0 or bns == 0 then
-      for _, it in ipairs(seg.items) do pieces[#pieces + 1] = it end
-    else
-      seg.program.output = seg.value
-      pieces[#pieces + 1] = seg
-      convs = convs + seg.convs
-    end
-    seg = nil
-  end
-  local i = 1
-  while i <= #items do
-    local u = convUnit(items, i, sizes) or residualUnit(items, i, sizes, sig) or maxPoolUnit(items, i, sizes)
-    if u then
-      if not seg then
-        seg = { program = { input = sizes, steps = {}, values = { [0] = sizes }, pool = {} }, params = {}, value = 0,
-          count = 0,
-          items = {}, mods = {}, convs = 0, exes = {} }
-      end
-      for k = i, u.next - 1 do seg.items[#seg.items + 1] = items[k] end
-      for _, m in ipairs(u.mods) do seg.mods[#seg.mods + 1] = m end
-      append(seg, u)
-      seg.convs = seg.convs + u.convs
-      seg.last = u.mods[#u.mods]
-      sizes, i = u.sizes, u.next
-    else
-      close()
-      pieces[#pieces + 1] = items[i]
-      local out = sizesOf(rawget(items[i].m, 'output'))
-      if not out then return nil end
-      sizes, i = out, i + 1
-    end
-  end
-  close()
-  if convs == 0 then return nil end
+  local pieces, items, ranges = I.cut(TRAIN, root, input, sig)
+  if not pieces then return nil end
   -- outputs left lazy: a segment's modules but its last; gradInputs: all but its first
   local fields, isLazyOut, isLazyGrad = setmetatable({}, { __mode = 'k' }), {}, {}
   for _, p in ipairs(pieces) do
@@ -249,11 +154,11 @@ local function build(root, input, sig)
       end
     end
   end
-  local outLinks, gradLinks = {}, {}
+  local links, gradLinks = {}, {}
   for _, r in ipairs(ranges) do
     local lastModule, firstModule = items[r.last].m, items[r.first].m
     if isLazyOut[lastModule] then isLazyOut[r.seq] = true
-    else outLinks[#outLinks + 1] = { seq = r.seq, from = lastModule } end
+    else links[#links + 1] = { seq = r.seq, from = lastModule } end
     if isLazyGrad[firstModule] then isLazyGrad[r.seq] = true
     else gradLinks[#gradLinks + 1] = { seq = r.seq, from = firstModule } end
   end
@@ -264,7 +169,7 @@ local function build(root, input, sig)
   local OUT, GRAD, BOTH = { 'output', 'indices' }, { 'gradInput' }, { 'output', 'indices', 'gradInput' }
   for m in pairs(isLazyOut) do fields[m] = isLazyGrad[m] and BOTH or OUT end
   for m in pairs(isLazyGrad) do if not isLazyOut[m] then fields[m] = GRAD end end
-  return { pieces = pieces, lazyFwd = lazyFwd, lazyAll = lazyAll, fields = fields, outLinks = outLinks,
+  return { pieces = pieces, lazyFwd = lazyFwd, lazyAll = lazyAll, fields = fields, links = links,
     gradLinks = gradLinks }
 end
 
@@ -323,47 +228,11 @@ local function rerun(st, root, lazy)
   return ok, err
 end
 
-local function runForward(st, root, input)
-  local plan = st.plan
-  local current = input
-  local b = backend.of(input)
-  local threads = b.plan_conv_threads()
-  st.inputCopy = st.inputCopy or input.new()
-  st.inputCopy:resizeAs(input):copy(input)
-  if plan.mixed == nil then
-    plan.mixed = false
-    for _, p in ipairs(plan.pieces) do if not p.program then plan.mixed = true end end
-  end
-  st.rng = plan.mixed and torch.getRNGState() or nil
-  for _, p in ipairs(plan.pieces) do
-    p.input = current
-    if p.program then
-      local exe = p.exes[threads]
-      if exe == nil then
-        exe = b.plan_train_compile(p.program, threads)
-        if not exe then st.plan = nil; return nil end
-        p.exes[threads] = exe
-      end
-      if not sameSizes(sizesOf(current), p.program.input) or not b.plan_conv_supported(current) then return nil end
-      if not p.out then
-        local o = rawget(p.last, 'output')
-        if torch.isTensor(o) and torch.typename(o) == torch.typename(current) and o:isContiguous() then p.out = o end
-      end
-      if not p.out or not p.out:isContiguous() then p.out = current.new() end
-      p.out:resize(unpack(p.program.values[p.program.output]))
-      local src = current:contiguous()
-      p.src, p.exe = src, exe
-      b.plan_train_forward(exe, src, p.out, p.params)
-      rawset(p.last, 'output', p.out)
-      current = p.out
-    else
-      current = p.owner:rethrowErrors(p.m, p.index, 'updateOutput', current)
-    end
-  end
-  for _, l in ipairs(plan.outLinks) do rawset(l.seq, 'output', rawget(l.from, 'output')) end
-  I.makeLazy(st, plan.lazyFwd, function(m) return { 'output', 'indices' } end)
-  return current
-end
+TRAIN.inputs = true
+TRAIN.compile = function(b, program, threads) return b.plan_train_compile(program, threads) end
+TRAIN.run = function(b, exe, src, out, params) b.plan_train_forward(exe, src, out, params) end
+TRAIN.lazy = function(st, plan) I.makeLazy(st, plan.lazyFwd) end
+local function runForward(st, root, input) return I.runPieces(TRAIN, st, input) end
 
 function planTrain.forward(root, input, layerByLayer)
   local st = states[root]
@@ -379,7 +248,7 @@ function planTrain.forward(root, input, layerByLayer)
     local ok, out = pcall(runForward, st, root, input)
     if not ok then
       st.failed = true
-      I.makeLazy(st, plan.lazyFwd, function() return { 'output', 'indices' } end)
+      I.makeLazy(st, plan.lazyFwd)
       error(out, 0)
     end
     if out ~= nil then st.ran, st.input = true, input; return out end
