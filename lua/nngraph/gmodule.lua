@@ -277,10 +277,27 @@ function gModule:updateGradInput(input, gradOutput)
   return self.gradInput
 end
 
-function gModule:accGradParameters(input, gradOutput, scale)
+local function accGradParameters(self, gradOutput, scale, checked)
   checkGradOutput(self, gradOutput)
-  local P = plannable(self) and plan.backwardPlan(self)
+  local P = plannable(self) and plan.backwardPlan(self, checked)
   if P then plan.acc(self, P, accStep, scale) else self:_eachNode(self.backwardnodes, accStep, scale) end
+end
+
+function gModule:accGradParameters(input, gradOutput, scale)
+  accGradParameters(self, gradOutput, scale, false)
+end
+
+-- As nn.Module's; the plan checked by updateGradInput stands for accGradParameters right after
+-- it (a plan's check reads its chains' fields: cold tables in a long unrolled sequence).
+function gModule:backward(input, gradOutput, scale)
+  scale = scale or 1
+  self:updateGradInput(input, gradOutput)
+  if self.accGradParameters == gModule.accGradParameters and self.updateGradInput == gModule.updateGradInput then
+    accGradParameters(self, gradOutput, scale, true)
+  else   -- a subclass's or an instance's own passes
+    self:accGradParameters(input, gradOutput, scale)
+  end
+  return self.gradInput
 end
 
 -- Forgets the inputs and gradients kept in the nodes.

@@ -65,6 +65,8 @@ end
 local function nodeKind(data)
   local m = data.module
   if m then
+    -- a module with passes of its own (set on the instance) runs as itself
+    if rawget(m, 'updateOutput') ~= nil or rawget(m, 'updateGradInput') ~= nil then return nil end
     local t = torch.type(m)
     local inputs = data.input or {}
     if t == 'nn.OneHot' then   -- indices (a Long vector) to rows of outputSize
@@ -218,34 +220,54 @@ local function findChains(gm)
   return kept, users
 end
 
--- The fields a chain's modules must keep for its kernels to stand for them: every field's
--- value (and the entries of table fields: a CAddTable's gradInput list, a SplitTable's output),
--- plus the inplace flags where absent; and every node's module (gm's node lists and verbose flag:
--- valid() reads them from gm).
+-- The fields a chain's modules must keep for its kernels to stand for them: the tensors the
+-- kernels write and read (output and gradInput, and the entries of table ones: a CAddTable's
+-- gradInput list, a SplitTable's output), the inplace flags, the fields that say what the module
+-- computes (constant_scalar, SplitTable's dimension, OneHot's outputSize), and instance
+-- methods (none, or the ones planned with); and each member node's module (gm's node lists and
+-- verbose flag: valid() reads them from gm). A plan checks these on every call, on tables that
+-- are cold in a long unrolled sequence (char-rnn's 50 clones): the list is what the kernels
+-- depend on, not every field (a module's other fields do not change what it computes).
+-- With plan.checkAllFields a plan checks every field of its chains' modules and every node's
+-- module too, as before (tests compare both).
+local moduleKeys = { 'output', 'gradInput', 'inplace', 'train', 'updateOutput', 'updateGradInput' }
+local typeKeys = {
+  ['nn.MulConstant'] = { 'constant_scalar' }, ['nn.AddConstant'] = { 'constant_scalar' },
+  ['nn.SplitTable'] = { 'dimension', 'nInputDims' }, ['nn.OneHot'] = { 'outputSize' },
+}
 local function snapshot(P, chains, gm)
-  local tbls, keys, vals, n = {}, {}, {}, 0
-  local function add(t, k)
-    n = n + 1
-    tbls[n], keys[n], vals[n] = t, k, rawget(t, k)   -- vals may hold nils: n counts
-  end
-  for _, chain in ipairs(chains) do
-    for _, d in ipairs(chain.members) do
-      local m = d.module
-      if m then
-        add(m, 'inplace')
-        for k, v in pairs(m) do
-          if k ~= 'inplace' then
-            add(m, k)
-            if utils.istable(v) and (k == 'output' or k == 'gradInput') then
+  local function list(all)
+    local tbls, keys, vals, n = {}, {}, {}, 0
+    local function add(t, k)
+      n = n + 1
+      tbls[n], keys[n], vals[n] = t, k, rawget(t, k)   -- vals may hold nils: n counts
+    end
+    for _, chain in ipairs(chains) do
+      for _, d in ipairs(chain.members) do
+        local m = d.module
+        if not all then add(d, 'module') end
+        if m then
+          local listed = {}
+          for _, k in ipairs(moduleKeys) do add(m, k); listed[k] = true end
+          for _, k in ipairs(typeKeys[torch.type(m)] or {}) do add(m, k); listed[k] = true end
+          if all then
+            for k in pairs(m) do if not listed[k] then add(m, k) end end
+          end
+          for _, k in ipairs { 'output', 'gradInput' } do
+            local v = rawget(m, k)
+            if utils.istable(v) then
               for k2 in pairs(v) do add(v, k2) end
             end
           end
         end
       end
     end
+    if all then
+      for _, node in ipairs(gm.forwardnodes) do add(node.data, 'module') end
+    end
+    return { tbls = tbls, keys = keys, vals = vals, n = n }
   end
-  for _, node in ipairs(gm.forwardnodes) do add(node.data, 'module') end
-  P.tbls, P.keys, P.vals, P.nfields = tbls, keys, vals, n
+  P.fields, P.allFields = list(false), list(true)
   -- gm's own fields are read from gm itself: a plan (the value of a weak-keyed table) holding
   -- its gModule would keep it alive for good (LuaJIT has no ephemerons)
   P.forwardnodes, P.backwardnodes = rawget(gm, 'forwardnodes'), rawget(gm, 'backwardnodes')
@@ -307,8 +329,9 @@ local function valid(gm, P, inputs)
       or rawget(gm, 'backwardnodes') ~= P.backwardnodes then
     return false
   end
-  local tbls, keys, vals = P.tbls, P.keys, P.vals
-  for i = 1, P.nfields do
+  local F = plan.checkAllFields and P.allFields or P.fields
+  local tbls, keys, vals = F.tbls, F.keys, F.vals
+  for i = 1, F.n do
     if rawget(tbls[i], keys[i]) ~= vals[i] then return false end
   end
   if inputs and not sameInputs(inputs, P.inShape, P, 0) then return false end
@@ -684,10 +707,16 @@ function plan.forwardPlan(gm, inputs)
   return P
 end
 
--- gm's plan for a backward, or nil.
-function plan.backwardPlan(gm)
+-- gm's plan for a backward, or nil. checked: the plan was found valid by the call that ran
+-- just before (gModule:backward's updateGradInput, for its accGradParameters: nothing else runs
+-- between them), so its fields are not read again.
+function plan.backwardPlan(gm, checked)
   local P = current[gm]
   if not P or not P.bsteps then return nil end
+  if checked then
+    if P.dead or not plans.enabled then return nil end
+    return P
+  end
   if not valid(gm, P) then current[gm] = nil; return nil end
   return P
 end
@@ -710,7 +739,9 @@ end
 -- runs), or runs the module as before. posted: whether the last call posted.
 local postOps, posted = nil, false
 local function postForward(m, input)
-  posted = torch.isTensor(input) and postOps.linear_forward_async(m.output, input, m.weight, m.bias) or false
+  -- (the node's module is read per call: one replaced since planning runs as itself)
+  posted = torch.isTensor(input) and torch.type(m) == 'nn.Linear'
+    and postOps.linear_forward_async(m.output, input, m.weight, m.bias) or false
   if posted then return m.output end
   return m:updateOutput(input)
 end
@@ -833,7 +864,8 @@ local function accShared(acc, ops, step, scale)
   for i = 1, #acc do
     local s = acc[i]
     local posted = false
-    if s.post then
+    local isLinear = torch.type(s.node.data.module) == 'nn.Linear'   -- (replaced since planning?)
+    if s.post and isLinear then
       local d = s.node.data
       local m, input = d.module, d.input
       input = input and #input == 1 and input[1]
@@ -843,7 +875,7 @@ local function accShared(acc, ops, step, scale)
         posted = ops.linear_acc_async(gw, m.bias and m.gradBias, input, grad, m.bias and m.addBuffer, scale)
       end
       if not posted and ops.acc_pending(gw) then ops.acc_wait() end
-    elseif s.linear and ops.acc_pending(s.node.data.module.gradWeight) then
+    elseif s.linear and isLinear and ops.acc_pending(s.node.data.module.gradWeight) then
       ops.acc_wait()
     end
     if not posted then step(s.node, s.k, scale) end
@@ -870,5 +902,8 @@ end
 plan.sharedAcc = true
 -- Whether planned forwards may run Linear nodes' products on a second thread.
 plan.sharedLinear = true
+-- Whether a plan's check on every call reads every field of its chains' modules and every
+-- node's module (snapshot() above), not only those its kernels depend on.
+plan.checkAllFields = false
 
 return plan
