@@ -6,16 +6,8 @@
 -- the GIL while Lua runs).
 local ffi = require 'ffi'
 local transfer = require 'threads.transfer'
-
-ffi.cdef [[
-int luabridge_mutex_init(void *m, const void *attr) __asm__("pthread_mutex_init");
-int luabridge_mutex_lock(void *m) __asm__("pthread_mutex_lock");
-int luabridge_mutex_unlock(void *m) __asm__("pthread_mutex_unlock");
-int luabridge_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
-int luabridge_cond_wait(void *c, void *m) __asm__("pthread_cond_wait");
-int luabridge_cond_signal(void *c) __asm__("pthread_cond_signal");
-int luabridge_cond_broadcast(void *c) __asm__("pthread_cond_broadcast");
-]]
+-- declares luabridge_mutex_* and luabridge_cond_* (pthread_mutex_init, ...) for ffi.C
+require 'threads.pthread'
 
 local py = rawget(_G, '__luabridge_py')
 local handles = { C = ffi.C }

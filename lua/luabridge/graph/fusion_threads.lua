@@ -32,21 +32,11 @@ typedef struct {
   luabridge_fusion_kernel *kernel;
   char message[240];
 } luabridge_fusion_team;
-void *luabridge_fusion_malloc(size_t n) __asm__("malloc");
-int luabridge_fusion_mutex_init(void *m, const void *attr) __asm__("pthread_mutex_init");
-int luabridge_fusion_lock(void *m) __asm__("pthread_mutex_lock");
-int luabridge_fusion_unlock(void *m) __asm__("pthread_mutex_unlock");
-int luabridge_fusion_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
-int luabridge_fusion_wait(void *c, void *m) __asm__("pthread_cond_wait");
-typedef struct { long sec, nsec; } luabridge_fusion_timespec;
-int luabridge_fusion_timedwait(void *c, void *m, const luabridge_fusion_timespec *t) __asm__("pthread_cond_timedwait");
-int luabridge_fusion_clock(int clock, luabridge_fusion_timespec *t) __asm__("clock_gettime");
-int luabridge_fusion_gettid(void) __asm__("gettid");
-int luabridge_fusion_broadcast(void *c) __asm__("pthread_cond_broadcast");
-int luabridge_fusion_getpid(void) __asm__("getpid");
 ]]
-local C = ffi.C
-local lock, unlock, wait = C.luabridge_fusion_lock, C.luabridge_fusion_unlock, C.luabridge_fusion_wait
+-- the pthread calls and the team's control block (threads/pthread.lua: gemm_async's worker too)
+local pthread = require 'threads.pthread'
+local lock, unlock, wait, broadcast = pthread.lock, pthread.unlock, pthread.wait, pthread.broadcast
+local getpid = pthread.getpid
 
 local M = {}
 
@@ -119,7 +109,7 @@ local function runChunks(team, kernel, worker)
     end
     team.busy = team.busy - 1
   end
-  if team.busy == 0 then C.luabridge_fusion_broadcast(team.done) end
+  if team.busy == 0 then broadcast(team.done) end
   return own
 end
 
@@ -157,20 +147,20 @@ end
 function M.work(address, index)
   local team = ffi.cast('luabridge_fusion_team *', address)
   local kernels, kept, seen = {}, 0, 0
-  local now = ffi.new('luabridge_fusion_timespec')
+  local now = ffi.new('luabridge_pthread_timespec')
   lock(team.mutex)
   while team.stop == 0 do
     if team.generation == seen then
-      C.luabridge_fusion_clock(0, now)   -- CLOCK_REALTIME, the condition's clock
+      pthread.clock(0, now)   -- CLOCK_REALTIME, the condition's clock
       now.sec = now.sec + M.WATCH_SECONDS
-      if C.luabridge_fusion_timedwait(team.wake, team.mutex, now) ~= 0 and team.generation == seen then
+      if pthread.timedwait(team.wake, team.mutex, now) ~= 0 and team.generation == seen then
         -- timed out idle: read /proc without the mutex
         unlock(team.mutex)
         local ended = ownerEnded(team)
         lock(team.mutex)
         if ended then
           team.stop = 1
-          C.luabridge_fusion_broadcast(team.wake)
+          broadcast(team.wake)
         end
       end
     else
@@ -200,34 +190,16 @@ end
 
 local team, workers, pid, serials, guard = nil, {}, nil, 0, nil
 
--- Stops team t's workers without waiting for them: they wake, see `stop` and end. Run when the
--- runtime that made t closes (or collects its guard): its workers would otherwise wait for
--- jobs for the rest of the process, each thread holding a runtime of its own (one per closed
--- runtime: a program starting threads that each run a large group piled them up). t's memory
--- stays (a worker may still be reading it); only the process that made t touches it (a forked
--- child's copy of a mutex may be held by a thread the child does not have).
-local function release(t, owner)
-  if C.luabridge_fusion_getpid() ~= owner then return end
-  lock(t.mutex)
-  t.stop = 1
-  C.luabridge_fusion_broadcast(t.wake)
-  unlock(t.mutex)
-end
-
-local function newTeam()
-  local t = ffi.cast('luabridge_fusion_team *', C.luabridge_fusion_malloc(ffi.sizeof('luabridge_fusion_team')))
-  assert(t ~= nil, 'fused group threads: out of memory')
-  ffi.fill(t, ffi.sizeof('luabridge_fusion_team'))
-  assert(C.luabridge_fusion_mutex_init(t.mutex, nil) == 0 and C.luabridge_fusion_cond_init(t.wake, nil) == 0
-         and C.luabridge_fusion_cond_init(t.done, nil) == 0, 'fused group threads: pthread init failed')
-  return t
-end
+-- A team's guard (pthread.guard) stops its workers without waiting for them when the runtime
+-- that made it closes (or collects the guard): they would otherwise wait for jobs for the rest
+-- of the process, each thread holding a runtime of its own (one per closed runtime: a program
+-- starting threads that each run a large group piled them up).
 
 -- This runtime's team with at least n workers (started here; a new team after a fork, whose
 -- child has none of the parent's threads). Where no thread can be started (a runtime without
 -- Python's threads.Thread), the team has fewer and the caller runs the chunks nobody takes.
 local function teamOf(n)
-  local now = C.luabridge_fusion_getpid()
+  local now = getpid()
   if team and pid == now and team.stop ~= 0 then
     -- its workers ended (they found this team's thread gone: a function of this runtime called
     -- from another thread since): a new team
@@ -235,12 +207,12 @@ local function teamOf(n)
     pid = nil
   end
   if pid ~= now then
-    team, workers, pid, M.startError = newTeam(), {}, now, nil
-    local ok, tid = pcall(function() return C.luabridge_fusion_gettid() end)
+    team, workers, pid, M.startError = pthread.block('luabridge_fusion_team', 'fused group threads'), {}, now, nil
+    local ok, tid = pcall(function() return pthread.gettid() end)
     local start = ok and startOf(tid)
     if start then team.owner, team.ownerStart = tid, start end
-    local t, owner = team, now
-    guard = ffi.gc(ffi.new('char[1]'), function() release(t, owner) end)
+    guard = pthread.guard(team, now)
+    pthread.team(M.stop)
   end
   if #workers < n and not M.startError then
     local address = tonumber(ffi.cast('uintptr_t', team))
@@ -308,7 +280,7 @@ function M.run(d, kernel, n, threads, align)
   t.next, t.busy, t.failed, t.want = 0, 0, 0, threads
   t.generation = t.generation + 1
   t.runs = t.runs + 1
-  C.luabridge_fusion_broadcast(t.wake)
+  broadcast(t.wake)
   local own = runChunks(t, kernel)
   while t.busy > 0 do wait(t.done, t.mutex) end
   t.kernel = nil
@@ -322,11 +294,9 @@ end
 
 -- Stops this runtime's workers and waits for them (a later job starts new ones).
 function M.stop()
-  if not team or pid ~= C.luabridge_fusion_getpid() then return end
-  release(team, pid)
-  for _, w in ipairs(workers) do w:free() end
-  team, workers, pid = nil, {}, nil
-  if guard then ffi.gc(guard, nil); guard = nil end
+  if not team or pid ~= getpid() then return end
+  pthread.finish(team, pid, workers, guard)
+  team, workers, pid, guard = nil, {}, nil, nil
 end
 
 -- The jobs this runtime has split over threads, and the chunks its workers ran (tests check

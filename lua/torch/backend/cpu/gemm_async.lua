@@ -43,20 +43,11 @@ typedef struct {
 } luabridge_gemm_queue;
 typedef int (*luabridge_gemm_sgemm)(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
   const float *, int64_t, float, float *, int64_t);
-typedef struct { long s; long ns; } luabridge_gemm_timespec;
-void *luabridge_gemm_malloc(size_t n) __asm__("malloc");
-int luabridge_gemm_mutex_init(void *m, const void *attr) __asm__("pthread_mutex_init");
-int luabridge_gemm_lock(void *m) __asm__("pthread_mutex_lock");
-int luabridge_gemm_unlock(void *m) __asm__("pthread_mutex_unlock");
-int luabridge_gemm_cond_init(void *c, const void *attr) __asm__("pthread_cond_init");
-int luabridge_gemm_wait(void *c, void *m) __asm__("pthread_cond_wait");
-int luabridge_gemm_signal(void *c) __asm__("pthread_cond_signal");
-int luabridge_gemm_getpid(void) __asm__("getpid");
-int luabridge_gemm_clock(int clock, luabridge_gemm_timespec *ts) __asm__("clock_gettime");
 ]]
 local blas = require 'torch.backend.cpu.blas'
-local C = ffi.C
-local lock, unlock = C.luabridge_gemm_lock, C.luabridge_gemm_unlock
+-- the pthread calls and the queue's control block (threads/pthread.lua: fusion_threads' team too)
+local pthread = require 'threads.pthread'
+local lock, unlock, signal, getpid = pthread.lock, pthread.unlock, pthread.signal, pthread.getpid
 local SLOTS = 64
 local ompThreadsType = ffi.typeof('void (*)(int)')
 
@@ -76,10 +67,10 @@ M.enabled = os.getenv('LUABRIDGE_GEMM_ASYNC') == '1'
 -- 57.7 ms against 55.1 at 0; 0.2 ms: 58.2.
 M.spinSeconds = 0
 
-local ts = ffi.new('luabridge_gemm_timespec')
+local ts = ffi.new('luabridge_pthread_timespec')
 local function now()
-  C.luabridge_gemm_clock(1, ts)
-  return tonumber(ts.s) + tonumber(ts.ns) * 1e-9
+  pthread.clock(1, ts)
+  return tonumber(ts.sec) + tonumber(ts.nsec) * 1e-9
 end
 
 local T, N = string.byte('T'), string.byte('N')
@@ -107,7 +98,7 @@ function M.work(address)
       q.busyTime, q.lateTime = q.busyTime + (t1 - t0), q.lateTime + (t0 - job.postedAt)
       if status ~= 0 and q.failed == 0 then q.failed = status end
       q.finished = q.finished + 1
-      if q.waiting ~= 0 and q.finished == q.posted then C.luabridge_gemm_signal(q.done) end
+      if q.waiting ~= 0 and q.finished == q.posted then signal(q.done) end
     else
       -- look without the mutex (the fields are volatile: LuaJIT reloads them on every pass)
       -- and without sched_yield (which hands the CPU to any other process there for its slice)
@@ -117,7 +108,7 @@ function M.work(address)
       lock(q.mutex)
       if q.finished == q.posted and q.stop == 0 then
         q.sleeping = 1
-        C.luabridge_gemm_wait(q.wake, q.mutex)
+        pthread.wait(q.wake, q.mutex)
         q.sleeping = 0
       end
     end
@@ -133,17 +124,9 @@ local callerSgemm, callerOmpThreads
 -- C targets of the jobs not known finished (address -> true), cleared by M.wait
 local targets = {}
 
-local function release(q, owner)
-  if C.luabridge_gemm_getpid() ~= owner then return end
-  lock(q.mutex)
-  q.stop = 1
-  C.luabridge_gemm_signal(q.wake)
-  unlock(q.mutex)
-end
-
 -- This process's queue with its worker started, or nil where none can run.
 local function queueOf()
-  local here = C.luabridge_gemm_getpid()
+  local here = getpid()
   if pid == here then return queue end
   pid, queue, worker, targets = here, nil, nil, {}
   if M.startError then return nil end
@@ -151,12 +134,7 @@ local function queueOf()
     local dnnl = require 'torch.backend.cpu.dnnl'
     assert(dnnl.available and dnnl.lib, 'oneDNN is not loaded')
     local gomp = ffi.load('libgomp.so.1')
-    local raw = C.luabridge_gemm_malloc(ffi.sizeof('luabridge_gemm_queue'))
-    assert(raw ~= nil, 'out of memory')
-    ffi.fill(raw, ffi.sizeof('luabridge_gemm_queue'))
-    local q = ffi.cast('luabridge_gemm_queue *', raw)
-    assert(C.luabridge_gemm_mutex_init(q.mutex, nil) == 0 and C.luabridge_gemm_cond_init(q.wake, nil) == 0
-           and C.luabridge_gemm_cond_init(q.done, nil) == 0, 'pthread init failed')
+    local q = pthread.block('luabridge_gemm_queue', 'gemm on the second thread')
     pcall(ffi.cdef, [[int dnnl_sgemm(char, char, int64_t, int64_t, int64_t, float, const float *, int64_t,
       const float *, int64_t, float, float *, int64_t);]])
     q.sgemm = ffi.cast('void *', dnnl.lib.dnnl_sgemm)
@@ -167,8 +145,8 @@ local function queueOf()
     local address = tonumber(ffi.cast('uintptr_t', q))
     worker = require('threads.Thread')(("require('torch.backend.cpu.gemm_async').work(%.0f)"):format(address))
     queue = q
-    local owner = here
-    guard = ffi.gc(ffi.new('char[1]'), function() release(q, owner) end)
+    guard = pthread.guard(q, here)
+    pthread.team(M.stop)
   end)
   if not ok then M.startError = tostring(err) end
   return queue
@@ -190,7 +168,7 @@ function M.post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
   q.spin = M.spinSeconds
   -- the worker's CPU, while it runs this and looks for more, is no other product's
   blas.hold(1, M.spinSeconds + 1e-3)   -- the job's own time, then the spin
-  if q.sleeping ~= 0 then C.luabridge_gemm_signal(q.wake) end
+  if q.sleeping ~= 0 then signal(q.wake) end
   unlock(q.mutex)
   targets[tonumber(ffi.cast('uintptr_t', c))] = true
   M.posts = (M.posts or 0) + 1
@@ -200,7 +178,7 @@ end
 -- Whether a job posted has not finished yet (read without the mutex).
 function M.busy()
   local q = queue
-  return q ~= nil and q.finished < q.posted and pid == C.luabridge_gemm_getpid()
+  return q ~= nil and q.finished < q.posted and pid == getpid()
 end
 
 function M.pending(c)
@@ -213,7 +191,7 @@ end
 local callerJob = ffi.new('luabridge_gemm_job')
 function M.wait()
   local q = queue
-  if not q or pid ~= C.luabridge_gemm_getpid() then return end
+  if not q or pid ~= getpid() then return end
   lock(q.mutex)
   if q.taken < q.posted then
     local sgemm = callerSgemm
@@ -235,7 +213,7 @@ function M.wait()
   lock(q.mutex)
   while q.finished < q.posted do
     q.waiting = 1
-    C.luabridge_gemm_wait(q.done, q.mutex)
+    pthread.wait(q.done, q.mutex)
   end
   q.waiting = 0
   local failed = q.failed
@@ -247,16 +225,14 @@ function M.wait()
   end
 end
 
--- Stops this process's worker and waits for it (a later post starts a new one).
 function M.queue() return queue end
 
+-- Stops this runtime's worker and waits for it (a later post starts a new one).
 function M.stop()
-  if not queue or pid ~= C.luabridge_gemm_getpid() then return end
+  if not queue or pid ~= getpid() then return end
   M.wait()
-  release(queue, pid)
-  worker:free()
-  queue, worker, pid = nil, nil, nil
-  if guard then ffi.gc(guard, nil); guard = nil end
+  pthread.finish(queue, pid, { worker }, guard)
+  queue, worker, pid, guard = nil, nil, nil, nil
 end
 
 return M
