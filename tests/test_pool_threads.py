@@ -110,6 +110,24 @@ def test_threaded_max_pooling_equals_serial_and_numpy(lua, rng, p, size, dnnl):
             assert got[3] == 0
 
 
+@pytest.mark.parametrize("batch, runs", [(64, 1), (256, 3)])
+def test_unrolled_backward_on_threads_only_from_its_least(lua, rng, batch, runs):
+    # LeNet's second pooling: the forward splits at both batches; the unrolled backward (and the
+    # indices check) only at 256 (nn_pool.lua's UNROLLED_BACK_LEAST: at 64 a worker's wake-up
+    # cost more than the half pass); values as the serial loops', bit for bit, and numpy's
+    x = rng.standard_normal((batch, 50, 8, 8)).astype(np.float32)
+    want, widx = pool_ref(x.reshape(-1, 8, 8).astype(np.float64), (2, 2), (2, 2), (0, 0))
+    go = rng.standard_normal(want.shape).astype(np.float32)
+    want_gi = _grad_ref(go.astype(np.float64), widx, (8, 8))
+    spec = _spec((2, 2, 2, 2, 0, 0, False))
+    serial = _run(lua, spec, x, go.reshape(batch, 50, 4, 4), False, 1)
+    got = _run(lua, spec, x, go.reshape(batch, 50, 4, 4), True, 2)
+    assert got[3] == runs
+    np.testing.assert_allclose(got[2].reshape(want_gi.shape), want_gi, rtol=1e-6, atol=1e-6)
+    for a, b in zip(serial[:3], got[:3]):
+        assert a.tobytes() == b.tobytes()
+
+
 @pytest.mark.parametrize("double", [False, True])
 def test_threaded_max_pooling_double_and_noncontiguous(lua, rng, double):
     # a transposed (non-contiguous) batch: the module pools its contiguous copy

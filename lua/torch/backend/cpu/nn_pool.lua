@@ -126,6 +126,12 @@ local threaded = {
 -- Elements of work (input elements read or gradInput elements written) a thread must have:
 -- about 30 us of these loops (waking a worker costs a few)
 local PLANE_LEAST = 32768
+-- The same for the unrolled backward on small planes (LeNet's second pooling: about 0.26 ns an
+-- element, a third of the forward's): on 2 threads it lost at 102K and 205K elements a thread
+-- (batch 64 and 128: 1.5x and 1.2-1.3x the one-thread time, bench/loop_threads.lua; 0.100
+-- against 0.092 ms inside LeNet's step at batch 64, bench/two_threads.lua) and was even at
+-- 410K (batch 256): a worker's wake-up on a shared VM is tens of µs
+local UNROLLED_BACK_LEAST = 262144
 
 -- Whether n indices from xp + xo are all in 1..top: a chunk with one outside raises (the
 -- caller's pcall turns that into false)
@@ -341,9 +347,9 @@ end
 -- The thread count of a max pooling pass of `work` elements over g's planes on the threaded
 -- loops (parallel.lua); nil where they are off (parallel.enabled false: the loops before them,
 -- called as before) or the type is not Float or Double.
-local function threadsFor(g, dt, work)
+local function threadsFor(g, dt, work, least)
   if not parallel.enabled or (dt.name ~= 'Float' and dt.name ~= 'Double') then return nil end
-  return math.min(parallel.threads(work, PLANE_LEAST), g.P)
+  return math.min(parallel.threads(work, least or PLANE_LEAST), g.P)
 end
 
 local function unrolls(g)
@@ -401,9 +407,10 @@ backend.register('cpu', {
   pool_max_backward = function(g, gradInput, gradOutput, indices)
     local gi = gradInput
     local plane, oplane = planeSizes(g)
-    local n = threadsFor(g, gi._dt, g.P * plane)
+    local unrolled = unrolls(g) and g.I[2] * g.I[3] <= 64
+    local n = threadsFor(g, gi._dt, g.P * plane, unrolled and UNROLLED_BACK_LEAST or nil)
     local ip, io, op, oo, xp, xo = gi._st._ptr, gi._off, gradOutput._st._ptr, gradOutput._off, indices._st._ptr, indices._off
-    if unrolls(g) and g.I[2] * g.I[3] <= 64 then
+    if unrolled then
       if not tiles(g) then unfold.zero(gi) end
       local loop = unrolledMax(gi._dt, g, true)
       if n then loop[2](n, g.P, ip, io, op, oo, xp, xo, plane, oplane)
