@@ -182,8 +182,6 @@ elseif mode == 'aborts' then
   for k in pairs(counts) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return counts[a] > counts[b] end)
   for _, k in ipairs(keys) do print(('%6d  %s'):format(counts[k], k)) end
-elseif mode == 'thp' then
-  dofile('/tmp/lstmstep_thp.lua')
 elseif mode == 'time' then
   print(('best step of %d: %.2f ms'):format(steps, best(steps) * 1e3))
 end

@@ -142,3 +142,79 @@ def test_backward_checks_once_and_keeps_overrides(h: Any) -> None:
     assert acc >= 2            # planned accGradParameters from the second backward on
     np.testing.assert_allclose(N(gp), N(rgp), rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(N(gi), N(rgi), rtol=2e-5, atol=2e-6)
+
+
+_FIRST_BACKWARD = lua_fn("""function(H, rerun, relu)
+  local plan, plans = H.plan, H.plans
+  plan.rerunFirstBackward = rerun
+  torch.manualSeed(9)
+  local B, S = 8, 16   -- sizes where the modules' Float passes run numpy's loops, as the chains
+  local m = H.lstm(6, S, 2, 0, false):float()
+  if relu then   -- a module whose updateGradInput writes its gradOutput: no second run
+    for _, node in ipairs(m.forwardnodes) do
+      if node.data.module and torch.type(node.data.module) == 'nn.LogSoftMax' then
+        node.data.module = nn.Sequential():add(nn.ReLU(true)):add(nn.LogSoftMax()):float()
+      end
+    end
+  end
+  local ref = m:clone()
+  local input = { torch.FloatTensor(B, 6):normal(), torch.FloatTensor(B, S):normal(), torch.FloatTensor(B, S):normal(),
+                  torch.FloatTensor(B, S):normal(), torch.FloatTensor(B, S):normal() }
+  local gout = {}
+  for i = 1, 4 do gout[i] = torch.FloatTensor(B, S):normal() end
+  gout[5] = torch.FloatTensor(B, 6):normal()
+  local function grads(g)
+    local list = {}
+    for _, mod in ipairs(g:listModules()) do
+      local gi = mod.gradInput
+      if torch.isTensor(gi) then list[#list + 1] = gi:clone()
+      elseif type(gi) == 'table' then for _, t in ipairs(gi) do if torch.isTensor(t) then list[#list + 1] = t:clone() end end end
+    end
+    return list
+  end
+  local function worst(a, b)
+    local w = 0
+    for i = 1, #a do
+      if a[i]:nElement() > 0 then w = math.max(w, (a[i]:double() - b[i]:double()):abs():max()) end
+    end
+    return w
+  end
+  local _, gp = m:getParameters()
+  local _, rgp = ref:getParameters()
+  gp:zero(); rgp:zero()
+  plans.enabled = false
+  ref:forward(input); ref:backward(input, gout)
+  plans.enabled = true
+  m:forward(input); m:backward(input, gout)          -- planned forward, the backward planned here
+  local first, firstParams = grads(m), gp:clone()
+  local layered = worst(first, grads(ref))
+  local once = (gp:double() - rgp:double()):abs():max()
+  gp:zero()
+  m:forward(input); m:backward(input, gout)          -- a planned backward
+  local again = worst(first, grads(m))
+  plan.rerunFirstBackward = true
+  return again, layered, once, (gp:double() - firstParams:double()):abs():max(), #first
+end""")
+
+
+def test_first_backward_runs_the_plan(h: Any) -> None:
+    """The backward that plans (the first) ends with the planned backward's values: a second
+    backward of the same input gives the same bits; the parameters' gradients are accumulated
+    once; with rerunFirstBackward off the first backward is the layer-by-layer one (its Float
+    roundings differ in the last bits)."""
+    again, layered, once, params_again, count = _FIRST_BACKWARD(h, True, False)
+    assert count > 20
+    assert again == 0.0
+    assert layered < 2e-5          # against plans off: float32 roundings only
+    assert once < 2e-5             # gradients accumulated once, not twice
+    assert params_again < 2e-5
+    again_off, _, once_off, _, _ = _FIRST_BACKWARD(h, False, False)
+    assert once_off < 2e-5
+    assert 0.0 < again_off < 2e-5  # the old path: the second backward's last bits differ
+
+
+def test_first_backward_with_an_inplace_module(h: Any) -> None:
+    """A module that writes its gradOutput (ReLU(true)) keeps the first backward layer by
+    layer: its gradients are right, accumulated once."""
+    _, layered, once, _, _ = _FIRST_BACKWARD(h, True, True)
+    assert layered < 2e-5 and once < 2e-5

@@ -271,7 +271,12 @@ function gModule:updateGradInput(input, gradOutput)
     end
     self.outnode.data.gradOutput[1] = gradOutput
     self:_eachNode(self.backwardnodes, backwardStep, w.inputs)
-    if plannable(self) then plan.afterBackward(self) end
+    if plannable(self) then
+      plan.afterBackward(self)
+      -- the plan's first backward: its chains' gradients as every later backward's
+      local P2 = plan.rerunFirstBackward and plan.backwardPlan(self, true)
+      if P2 and P2.rerun then plan.backward(self, P2, gradOutput, backwardStep, w.inputs) end
+    end
   end
   self.gradInput = self.innode.data.gradOutput[1]
   return self.gradInput

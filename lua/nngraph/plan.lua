@@ -648,6 +648,26 @@ function plan.afterForward(gm, inputs)
   P.fposts = linearPosts(gm, P.fsteps)
 end
 
+-- Modules whose updateGradInput reads its input and gradOutput and writes its own gradInput
+-- only (run twice on the same values, it leaves the same values): the first backward of a plan
+-- may run layer by layer and then planned (plan.rerunFirstBackward).
+local pureGradInput = {}
+for _, t in ipairs { 'Linear', 'LogSoftMax', 'SoftMax', 'Identity', 'Reshape', 'View', 'SplitTable',
+                     'JoinTable', 'SelectTable', 'NarrowTable', 'Narrow', 'Select', 'OneHot', 'Sigmoid', 'Tanh',
+                     'ReLU', 'CAddTable', 'CMulTable', 'CSubTable', 'MulConstant', 'AddConstant', 'Dropout',
+                     'LookupTable', 'Mul', 'CMul', 'Add', 'Transpose' } do
+  pureGradInput['nn.' .. t] = true
+end
+local function rerunnable(gm)
+  for _, node in ipairs(gm.backwardnodes) do
+    local m = node.data.module
+    if m and (not pureGradInput[torch.type(m)] or m.inplace or rawget(m, 'updateGradInput') ~= nil) then
+      return false
+    end
+  end
+  return true
+end
+
 -- After a backward run layer by layer: adds the backward to gm's plan.
 function plan.afterBackward(gm)
   local P = current[gm]
@@ -697,6 +717,7 @@ function plan.afterBackward(gm)
   end
   P.bsteps, P.clear, P.acc = bsteps, clear, acc
   P.accLinear = not others and linear or nil
+  P.rerun = rerunnable(gm)
 end
 
 -- gm's plan for a forward on these inputs, or nil (a plan that no longer stands is dropped).
@@ -902,6 +923,12 @@ end
 plan.sharedAcc = true
 -- Whether planned forwards may run Linear nodes' products on a second thread.
 plan.sharedLinear = true
+-- Whether the backward that makes a plan's backward runs it too, after its layer-by-layer run,
+-- where every module's updateGradInput is pure (pureGradInput above): a Float chain's fused
+-- backward rounds each step where the modules' loops round once, so otherwise the first
+-- backward's gradients differ from the later ones' in the last bits. Parameters' gradients
+-- are accumulated once (accGradParameters runs after, from the planned gradients).
+plan.rerunFirstBackward = true
 -- Whether a plan's check on every call reads every field of its chains' modules and every
 -- node's module (snapshot() above), not only those its kernels depend on.
 plan.checkAllFields = false
