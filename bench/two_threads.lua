@@ -4,27 +4,20 @@
 --   luabridge th bench/two_threads.lua MODEL BATCH REPS CONFIG...
 -- CONFIG: a thread count, then optional switches after colons, e.g. 1, 2, 2:loops=0,
 -- 2:split=0, 2:gemm=8e6 (blas.minWork.gemm), 2:short=5e5 (blas.minWork.gemmShortK),
--- 2:least=4e6 (conv_threads.LEAST), 2:plane=65536 (parallel.least), 1:plans=0 (nn.plans.enabled),
+-- 2:least=4e6 (conv_threads.LEAST), 1:plans=0 (nn.plans.enabled),
 -- 2:tanh=262144 (dnnl_eltwise.limits.ef.Tanh's least).
 -- Prints each pass's best wall time (ms) and the process CPU time over the wall time of all its
 -- runs, per configuration, then the whole step's best and median. blas.watchLoad is off: thread
 -- counts are those asked, whatever else runs (take the bench lock; run at nice -20).
 require 'nn'
-local ffi = require 'ffi'
-pcall(ffi.cdef, [[
-typedef struct { long tv_sec; long tv_nsec; } two_threads_timespec;
-int clock_gettime(int clk, two_threads_timespec *tp);
-]])
-local ts = ffi.new('two_threads_timespec')
-local function clock(id) ffi.C.clock_gettime(id, ts); return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9 end
-local function wall() return clock(1) end
-local function cpu() return clock(2) end
+local timer = torch.Timer()
+local function wall() return timer:time().real end
+local cpu = os.clock   -- the process's CPU time (every thread's)
 
-local args = { ... }
-if #args == 0 and rawget(_G, "arg") then args = arg end
-local name, batch, reps = args[1] or 'lenet', tonumber(args[2] or 64), tonumber(args[3] or 20)
-local specs = {}
-for i = 4, #args do specs[#specs + 1] = args[i] end
+local argv = { ... }
+if #argv == 0 then argv = rawget(_G, "arg") or {} end
+local name, batch, reps = argv[1] or 'lenet', tonumber(argv[2] or 64), tonumber(argv[3] or 20)
+local specs = { select(4, unpack(argv)) }
 if #specs == 0 then specs = { '1', '2:loops=0', '2' } end
 
 local blas = require 'torch.backend.cpu.blas'
@@ -40,7 +33,7 @@ blas.watchLoad = false
 -- the settings a configuration changes, and their values now (restored before each config)
 local defaults = {
   loops = parallel.enabled, split = nnConv.splitBatch, gemm = blas.minWork.gemm,
-  short = blas.minWork.gemmShortK, least = convThreads.LEAST, plane = parallel.least,
+  short = blas.minWork.gemmShortK, least = convThreads.LEAST,
   plans = nn.plans.enabled, tanh = tanhLimit,
 }
 local setters = {
@@ -49,7 +42,6 @@ local setters = {
   gemm = function(v) blas.minWork.gemm = tonumber(v) end,
   short = function(v) blas.minWork.gemmShortK = tonumber(v) end,
   least = function(v) convThreads.LEAST = tonumber(v) end,
-  plane = function(v) if v ~= nil then parallel.least = tonumber(v) end end,
   plans = function(v) nn.plans.enabled = v ~= '0' and v ~= false end,
   tanh = function(v)
     if eltwise.limits then
@@ -135,26 +127,28 @@ local function step()
   update()
 end
 
+-- per configuration (by its index: a name may repeat) each pass's best run and its sums, and
+-- the whole steps' times
 local results = {}
-for _, c in ipairs(configs) do
+for i, c in ipairs(configs) do
   apply(c)
   for _, k in ipairs(order) do stats[k] = { wall = 0, cpu = 0 } end
   step(); step()
-  results[c.name] = { best = {}, sum = {}, totals = {} }
+  results[i] = { best = {}, sum = {}, totals = {} }
+  for _, k in ipairs(order) do results[i].sum[k] = { wall = 0, cpu = 0 } end
 end
 for _ = 1, reps do
-  for _, c in ipairs(configs) do
+  for i, c in ipairs(configs) do
     apply(c)
-    local r = results[c.name]
+    local r = results[i]
     for _, k in ipairs(order) do stats[k] = { wall = 0, cpu = 0 } end
     local w0 = wall()
     step()
     r.totals[#r.totals + 1] = wall() - w0
     for _, k in ipairs(order) do
-      local b, t = r.best[k], r.sum[k] or { wall = 0, cpu = 0 }
-      if not b or stats[k].wall < b.wall then r.best[k] = stats[k] end
-      t.wall, t.cpu = t.wall + stats[k].wall, t.cpu + stats[k].cpu
-      r.sum[k] = t
+      local now, sum = stats[k], r.sum[k]
+      r.best[k] = (r.best[k] and r.best[k].wall <= now.wall) and r.best[k] or now
+      sum.wall, sum.cpu = sum.wall + now.wall, sum.cpu + now.cpu
     end
   end
 end
@@ -165,16 +159,16 @@ for _, c in ipairs(configs) do head[#head + 1] = ('%12s %4s'):format(c.name, 'cp
 print(table.concat(head, ' '))
 for _, k in ipairs(order) do
   local line = { ('%-36s'):format(k) }
-  for _, c in ipairs(configs) do
-    local r, t = results[c.name].best[k], results[c.name].sum[k]
+  for i in ipairs(configs) do
+    local r, t = results[i].best[k], results[i].sum[k]
     line[#line + 1] = ('%12.3f %4.2f'):format(r.wall * 1e3, t.cpu / math.max(t.wall, 1e-9))
   end
   print(table.concat(line, ' '))
 end
 for _, what in ipairs { 'best', 'median' } do
   local line = { ('%-36s'):format('whole step (' .. what .. ')') }
-  for _, c in ipairs(configs) do
-    local t = results[c.name].totals
+  for i in ipairs(configs) do
+    local t = results[i].totals
     table.sort(t)
     local v = what == 'best' and t[1] or t[math.floor((#t + 1) / 2)]
     line[#line + 1] = ('%12.3f %4s'):format(v * 1e3, '')
