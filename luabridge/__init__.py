@@ -5,7 +5,8 @@ from .core.interop import from_dlpack, from_numpy
 from .model import Model
 from .t7.load import load, save
 from .core.proxy import LuaObject, Tensor, to_numpy, unwrap, wrap
-from .core.runtime import LUA52COMPAT, Lua52CompatWarning, add_lua_path, dofile, eval, execute, lua_dir, require, runtime
+from .core.runtime import (LUA52COMPAT, Lua52CompatWarning, add_lua_path, dofile, eval, execute, lua_dir, require,
+                           runtime, stop_workers)
 from .core.version import __version__
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "require",
     "runtime",
     "save",
+    "stop_workers",
     "to_numpy",
     "unwrap",
     "wrap",

@@ -4,11 +4,17 @@
 --
 -- A control block is a struct in malloc'd memory (kept for the process: a worker may still read
 -- it after its owner let it go) that begins with `uint8_t mutex[64], wake[64], done[64]` (a
--- pthread mutex and two conditions) and has a `stop` flag; its workers wait on `wake` and end
--- once they see `stop`. The two teams: luabridge/graph/fusion_threads.lua (fused groups, parallel
--- loops) and torch/backend/cpu/gemm_async.lua (products on a second thread).
+-- pthread mutex and two conditions) and has `stop`, `owner` and `ownerStart` (int64_t); its
+-- workers wait on `wake` and end once they see `stop`, or once the thread that owns the block
+-- has ended (a runtime serves one thread: once that thread ended, no job can come; an idle
+-- worker looks every P.WATCH_SECONDS). The two teams: luabridge/graph/fusion_threads.lua (fused
+-- groups, parallel loops) and torch/backend/cpu/gemm_async.lua (products on a second thread).
 --
---   P.block(ctype, what)          a zeroed ctype struct with its mutex and conditions set up
+--   P.block(ctype, what)          a zeroed ctype struct with its mutex and conditions set up,
+--                                 owned by the calling thread
+--   P.idle(b, field, seen)        a worker's wait on b.wake (the mutex held) for at most
+--                                 P.WATCH_SECONDS; timed out with b[field] still `seen` (no job
+--                                 came), sets b.stop where b's owner thread has ended
 --   P.release(b, owner)           stop b's workers without waiting for them (in process owner only)
 --   P.guard(b, owner)             a cdata whose collection releases b (its runtime closed)
 --   P.finish(b, owner, workers, guard)  release b, join each worker (w:free()), drop the guard
@@ -42,9 +48,35 @@ local P = {
   signal = C.luabridge_cond_signal,
   broadcast = C.luabridge_cond_broadcast,
   getpid = C.luabridge_pthread_getpid,
-  gettid = C.luabridge_pthread_gettid,
   clock = C.luabridge_pthread_clock,
 }
+
+-- Seconds an idle worker waits before it looks whether the thread that owns its block still runs.
+P.WATCH_SECONDS = 1
+
+-- The start time of thread tid of this process (field 22 of /proc/self/task/<tid>/stat), or
+-- nil where it cannot be read (the thread ended; not Linux).
+local function startOf(tid)
+  local f = io.open(('/proc/self/task/%d/stat'):format(tid), 'r')
+  if not f then return nil end
+  local line = f:read('*l')
+  f:close()
+  -- the command in parentheses may hold spaces: fields from the last ')' on; state is field 3
+  local rest = line and line:match('.*%)%s+(.*)')
+  if not rest then return nil end
+  local k = 2
+  for field in rest:gmatch('%S+') do
+    k = k + 1
+    if k == 22 then return tonumber(field) end
+  end
+  return nil
+end
+
+-- Whether the thread that made block b has ended (false where that cannot be told).
+local function ownerEnded(b)
+  if b.owner == 0 then return false end
+  return startOf(tonumber(b.owner)) ~= tonumber(b.ownerStart)
+end
 
 function P.block(ctype, what)
   local size = ffi.sizeof(ctype)
@@ -56,7 +88,26 @@ function P.block(ctype, what)
      or C.luabridge_cond_init(b.done, nil) ~= 0 then
     error(what .. ': pthread init failed', 2)
   end
+  local ok, tid = pcall(function() return C.luabridge_pthread_gettid() end)
+  local start = ok and startOf(tid)
+  if start then b.owner, b.ownerStart = tid, start end
   return b
+end
+
+local deadline = ffi.new('luabridge_pthread_timespec')
+function P.idle(b, field, seen)
+  C.luabridge_pthread_clock(0, deadline)   -- CLOCK_REALTIME, the condition's clock
+  deadline.sec = deadline.sec + P.WATCH_SECONDS
+  if C.luabridge_cond_timedwait(b.wake, b.mutex, deadline) ~= 0 and b[field] == seen and b.stop == 0 then
+    -- timed out: read /proc without the mutex
+    C.luabridge_mutex_unlock(b.mutex)
+    local ended = ownerEnded(b)
+    C.luabridge_mutex_lock(b.mutex)
+    if ended then
+      b.stop = 1
+      C.luabridge_cond_broadcast(b.wake)
+    end
+  end
 end
 
 -- Only the process that made b touches it: a forked child's copy of the mutex may be held by a

@@ -176,6 +176,10 @@ class Bridge:
     def load(self, code: str, chunkname: str) -> Any:
         return _loaded(self.lua.globals().loadstring(code, chunkname))
 
+    def stop_workers(self) -> None:
+        """Ends the worker threads this runtime started and waits for them (luabridge.stop_workers)."""
+        self.call(self.load(_STOP_WORKERS, "=stop_workers"))
+
     def module(self, name: str) -> Any:
         """The Lua module `name` (required on first use): a per-runtime cache for the layers
         above, which keep their Lua helpers here rather than by the id of a runtime."""
@@ -183,6 +187,11 @@ class Bridge:
         if m is None:
             m = self.modules[name] = self.call(self.lua.globals().require, name)
         return m
+
+
+# Every team of worker threads a runtime started registers its stop with lua/threads/pthread.lua;
+# a runtime that never loaded it has none (and this loads nothing)
+_STOP_WORKERS = "local p = package.loaded['threads.pthread']; if p then p.stopAll() end"
 
 
 def _is_interrupt(error: Any) -> bool:
@@ -220,6 +229,21 @@ def bridge() -> Bridge:
 def runtime() -> luajit21.LuaRuntime:
     """The calling thread's LuaJIT runtime, created on first use."""
     return bridge().lua
+
+
+def stop_workers() -> None:
+    """Ends the worker threads that the calling thread's runtime started for its own work, and
+    returns once they have ended: the team that runs large fused groups and the parallel loops
+    (max pooling's), and the second-thread product worker (LUABRIDGE_GEMM_ASYNC=1). The runtime
+    stays usable: a later operation that wants threads starts them again. Without it they end
+    within about a second of their thread's end, or when Python collects the runtime; call it
+    where a thread goes on without luabridge (a server's thread between requests, a thread pool's
+    worker, a test that counts threads), as one calls an executor's shutdown(). Each thread has a
+    runtime of its own, and this acts on the calling thread's only; it makes no runtime where the
+    thread has none."""
+    b = getattr(_thread, "bridge", None)
+    if b is not None:
+        b.stop_workers()
 
 
 def add_lua_path(directory: str | os.PathLike) -> None:

@@ -8,9 +8,10 @@ the host's thread rule (blas.threadsFor) is lent. Each chunk runs the same numpy
 kernel runs, so the values are the same bit for bit. These helpers act on the calling thread's
 runtime; LUABRIDGE_FUSION_THREADS=0 turns the threads off for every runtime.
 
-The workers end when `stop()` is called in their runtime's thread (a later threaded run starts
-new ones), within a second or so of that thread's end (they look while idle), or when their
-runtime is collected. They are daemon threads: interpreter exit does not wait for them.
+The workers end when `stop()` (or `luabridge.stop_workers()`, which ends every team of the
+runtime) is called in their runtime's thread (a later threaded run starts new ones), within a
+second or so of that thread's end (they look while idle), or when their runtime is collected.
+They are daemon threads: interpreter exit does not wait for them.
 """
 from __future__ import annotations
 

@@ -113,56 +113,16 @@ local function runChunks(team, kernel, worker)
   return own
 end
 
--- Seconds an idle worker waits before it looks whether the thread that owns its team still
--- runs (a runtime serves one thread: once that thread ended, no job can come).
-M.WATCH_SECONDS = 1
-
--- The start time of thread tid of this process (field 22 of /proc/self/task/<tid>/stat), or
--- nil where it cannot be read (the thread ended; not Linux).
-local function startOf(tid)
-  local f = io.open(('/proc/self/task/%d/stat'):format(tid), 'r')
-  if not f then return nil end
-  local line = f:read('*l')
-  f:close()
-  -- the command in parentheses may hold spaces: fields from the last ')' on; state is field 3
-  local rest = line and line:match('.*%)%s+(.*)')
-  if not rest then return nil end
-  local k = 2
-  for field in rest:gmatch('%S+') do
-    k = k + 1
-    if k == 22 then return tonumber(field) end
-  end
-  return nil
-end
-
--- Whether the thread that made team t has ended (false where that cannot be told).
-local function ownerEnded(t)
-  if t.owner == 0 then return false end
-  return startOf(tonumber(t.owner)) ~= tonumber(t.ownerStart)
-end
-
 -- A worker's life (its own thread and runtime): jobs until the team stops, or until the thread
 -- that owns the team has ended (its runtime can run no job: the workers of a thread that ended
 -- no longer wait for Python to collect its runtime; a pool's terminate(), a thread's end).
 function M.work(address, index)
   local team = ffi.cast('luabridge_fusion_team *', address)
   local kernels, kept, seen = {}, 0, 0
-  local now = ffi.new('luabridge_pthread_timespec')
   lock(team.mutex)
   while team.stop == 0 do
     if team.generation == seen then
-      pthread.clock(0, now)   -- CLOCK_REALTIME, the condition's clock
-      now.sec = now.sec + M.WATCH_SECONDS
-      if pthread.timedwait(team.wake, team.mutex, now) ~= 0 and team.generation == seen then
-        -- timed out idle: read /proc without the mutex
-        unlock(team.mutex)
-        local ended = ownerEnded(team)
-        lock(team.mutex)
-        if ended then
-          team.stop = 1
-          broadcast(team.wake)
-        end
-      end
+      pthread.idle(team, 'generation', seen)   -- ends the team once its thread has ended
     else
       seen = team.generation
       if index < team.want and team.next < team.chunks then
@@ -208,9 +168,6 @@ local function teamOf(n)
   end
   if pid ~= now then
     team, workers, pid, M.startError = pthread.block('luabridge_fusion_team', 'fused group threads'), {}, now, nil
-    local ok, tid = pcall(function() return pthread.gettid() end)
-    local start = ok and startOf(tid)
-    if start then team.owner, team.ownerStart = tid, start end
     guard = pthread.guard(team, now)
     pthread.team(M.stop)
   end

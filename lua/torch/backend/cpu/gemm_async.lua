@@ -9,7 +9,9 @@
 -- a pthread mutex, two conditions, a ring of jobs) and runs each with oneDNN's dnnl_sgemm
 -- (row-major; the worker asks OpenMP for one thread first), whose address the caller hands it.
 -- After its last job the worker keeps checking the queue for M.spinSeconds (0 by default)
--- before it sleeps on the condition. The caller's wait runs every job the worker has not taken
+-- before it sleeps on the condition; asleep, it looks every second whether the thread of the
+-- runtime that started it still runs, and ends once it has not (threads/pthread.lua; M.stop
+-- and Python's luabridge.stop_workers() end it at once). The caller's wait runs every job the worker has not taken
 -- yet itself, so a worker that is late, asleep or descheduled costs about what running them
 -- here would. While it may run, a threaded BLAS call gets no thread on its CPU (blas.hold).
 -- Off by default (M.enabled).
@@ -37,6 +39,7 @@ typedef struct {
 typedef struct {
   uint8_t mutex[64], wake[64], done[64];
   volatile int64_t posted, taken, finished, stop, sleeping, waiting, failed, stolen;
+  int64_t owner, ownerStart;
   double spin, busyTime, lateTime;
   void *sgemm, *ompThreads;
   luabridge_gemm_job jobs[64];
@@ -108,7 +111,7 @@ function M.work(address)
       lock(q.mutex)
       if q.finished == q.posted and q.stop == 0 then
         q.sleeping = 1
-        pthread.wait(q.wake, q.mutex)
+        pthread.idle(q, 'posted', q.posted)   -- ends the worker once its runtime's thread has ended
         q.sleeping = 0
       end
     end
@@ -127,8 +130,14 @@ local targets = {}
 -- This process's queue with its worker started, or nil where none can run.
 local function queueOf()
   local here = getpid()
-  if pid == here then return queue end
-  pid, queue, worker, targets = here, nil, nil, {}
+  if pid == here and not (queue and queue.stop ~= 0) then return queue end
+  if queue and pid == here then
+    -- its worker ended (it found this runtime's thread gone: a function of this runtime called
+    -- from another thread since): a new queue and worker
+    M.wait()
+    pthread.finish(queue, pid, { worker }, guard)
+  end
+  pid, queue, worker, targets, guard = here, nil, nil, {}, nil
   if M.startError then return nil end
   local ok, err = pcall(function()
     local dnnl = require 'torch.backend.cpu.dnnl'
