@@ -402,3 +402,45 @@ def test_backward_scale_and_other_input(variant: str) -> None:
     # scale: the gradients accumulate scale times theirs, as torch7's; a backward of another
     # input tensor than the planned forward's runs layer by layer (its outputs materialize)
     assert variants(H(), variant) < 1e-4
+
+
+memory = lua_fn(r"""function(H)
+  torch.manualSeed(1)
+  local model, sizes = H.resnet()
+  model:float():training()
+  local x = torch.FloatTensor(4, unpack(sizes)):normal()
+  local planTrain = require 'nn.util.plan_train'
+  local blas = require 'torch.backend.cpu.blas'
+  local watch, threads = blas.watchLoad, torch.getnumthreads()
+  blas.watchLoad = false
+  torch.setnumthreads(1)
+  local kept, planned = {}, {}
+  for s = 1, 4 do
+    model:zeroGradParameters()
+    local out = model:forward(x)
+    kept[#kept + 1] = planTrain.memory(model).lazy
+    model:backward(x, out:clone():fill(0.1))
+    kept[#kept + 1] = planTrain.memory(model).lazy
+    planned[s] = require('nn.util.plan_conv').planned(model)
+    -- step 2 reads an inner output and gradInput (the modules materialize, and hold them again)
+    if s == 2 then
+      local conv = model:findModules('nn.SpatialConvolution')[3]
+      assert(conv.output:nElement() > 0 and conv.gradInput:nElement() > 0)
+    end
+    model:updateParameters(0.05)
+  end
+  local m = planTrain.memory(model)
+  blas.watchLoad = watch
+  torch.setnumthreads(threads)
+  return kept, planned, m.buffers, m.pool
+end""")
+
+
+def test_plan_keeps_no_layer_by_layer_tensors() -> None:
+    # a planned step's lazy modules keep none of the layer-by-layer run's tensors (the values
+    # read after it are the tests above's), and the backward's buffers share memory with the
+    # activations it is done with
+    kept, planned, buffers, pool = memory(H())
+    assert all(planned.values())
+    assert list(kept.values()) == [0] * 8
+    assert 0 < pool < 0.7 * buffers

@@ -270,6 +270,7 @@ function planTrain.forward(root, input, layerByLayer)
   -- as they were before it, so that it changes them once, as one forward does.
   putBack(stats)
   torch.setRNGState(rng)
+  I.release(plan.lazyFwd, I.LAZY_FIELDS)
   local ran, planOut = pcall(runForward, st, root, input)
   if ran and planOut ~= nil then st.ran, st.input = true, input; return planOut end
   -- the plan could not run after all (oneDNN refused a step): layer by layer again, from the
@@ -350,6 +351,20 @@ function planTrain.steps(root)
     if p.exe then lists[#lists + 1] = backend.of(p.out).plan_train_steps(p.exe) end
   end
   return lists
+end
+
+-- What root's training plan holds (tests, bench/plans_train_memory.lua): lazy, the bytes its
+-- lazy modules keep beside the plan; buffers, the bytes of its exes' buffers (forward and
+-- backward) and pool, of the slots they share.
+function planTrain.memory(root)
+  local st = states[root]
+  local r = { lazy = st and I.lazyBytes(st) or 0, buffers = 0, pool = 0 }
+  for _, p in ipairs(st and st.plan and st.plan.pieces or {}) do
+    for _, exe in pairs(p.exes or {}) do
+      r.buffers, r.pool = r.buffers + (exe.bufferBytes or 0), r.pool + (exe.slotBytes or 0)
+    end
+  end
+  return r
 end
 
 function planTrain.planned(root)

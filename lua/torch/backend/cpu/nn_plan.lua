@@ -335,6 +335,63 @@ end
 
 local function named(s, name, pd) s.name = name .. ' ' .. implName(pd); return s end
 
+-- Gives each of a training exe's buffers ({ mem, bytes }) its memory: buffers whose uses (from
+-- the first step reading or writing one to the last, in the order the steps run: the lists
+-- `order`, the forward's then the backward's) do not overlap share a slot, as a gradient does
+-- with the activations the backward has done with and with the gradients before it. Slot k is
+-- the k-th tensor of pool, which the exes made for other thread counts share (one runs at a
+-- time, its forward and backward together); a slot too small for this exe gets a new tensor.
+-- No step relies on a buffer's contents from an earlier run: each is written before it is read.
+local function placeBuffers(buffers, order, pool, keep)
+  local byMem = {}
+  for _, b in ipairs(buffers) do byMem[tostring(ffi.cast('uintptr_t', b.mem))] = b end
+  local t = 0
+  for _, list in ipairs(order) do
+    for _, s in ipairs(list) do
+      t = t + 1
+      for j = 0, s.n - 1 do
+        local b = byMem[tostring(ffi.cast('uintptr_t', s.args[j].memory))]
+        if b then b.first = b.first or t; b.last = t end
+      end
+    end
+  end
+  local used = {}
+  for _, b in ipairs(buffers) do if b.first then used[#used + 1] = b end end
+  table.sort(used, function(x, y) return x.first < y.first or (x.first == y.first and x.bytes > y.bytes) end)
+  local slots = {}   -- { bytes, busyUntil }
+  for _, b in ipairs(used) do
+    -- of the free slots, the smallest that holds b, else the largest (grown)
+    local best
+    for k, slot in ipairs(slots) do
+      if slot.busyUntil < b.first then
+        local other = slots[best]
+        if not other then best = k
+        else
+          local fits, otherFits = slot.bytes >= b.bytes, other.bytes >= b.bytes
+          if fits ~= otherFits then
+            if fits then best = k end
+          elseif (fits and slot.bytes < other.bytes) or (not fits and slot.bytes > other.bytes) then
+            best = k
+          end
+        end
+      end
+    end
+    if not best then slots[#slots + 1] = { bytes = 0, busyUntil = 0 }; best = #slots end
+    local slot = slots[best]
+    slot.bytes, slot.busyUntil, b.slot = math.max(slot.bytes, b.bytes), b.last, best
+  end
+  for k, slot in ipairs(slots) do
+    local n = math.max(1, math.ceil(slot.bytes / 4))
+    if not pool[k] or pool[k]:nElement() < n then pool[k] = torch.FloatTensor(n) end
+    keep(pool[k])
+  end
+  for _, b in ipairs(used) do lib().dnnl_memory_set_data_handle(b.mem, ptr(pool[b.slot])) end
+  local buffered, slotted = 0, 0
+  for _, b in ipairs(used) do buffered = buffered + b.bytes end
+  for _, slot in ipairs(slots) do slotted = slotted + slot.bytes end
+  return buffered, slotted
+end
+
 local function trainCompile(program)
   local exe = { keep = {}, convs = {}, bns = {} }
   holding = exe.keep
@@ -342,17 +399,13 @@ local function trainCompile(program)
   local fwdUser, bwdUser = {}, {}
   local F, B = {}, {}
   local values, info = {}, {}
-  -- a buffer laid out as md: the k-th of the program's pool, which the exes made for other
-  -- thread counts share (one runs at a time, its forward and backward together; each makes its
-  -- buffers in the same order)
-  local pool, k = program.pool, 0
+  -- a buffer laid out as md: its memory comes once every step is made (placeBuffers), from
+  -- the program's pool
+  local buffers = {}
   local function buffer(md)
-    local n = math.max(1, math.ceil(tonumber(lib().dnnl_memory_desc_get_size(md)) / 4))
-    k = k + 1
-    local t = pool[k]
-    if not t or t:nElement() < n then t = torch.FloatTensor(n); pool[k] = t end
-    keep(t)
-    return memory(md, ptr(t))
+    local mem = memory(md, nil)
+    buffers[#buffers + 1] = { mem = mem, bytes = tonumber(lib().dnnl_memory_desc_get_size(md)) }
+    return mem
   end
   -- mem (laid out as md) in the layout want, through a reorder appended to list where they
   -- differ, into a buffer (or, with own, memory oneDNN allocates)
@@ -620,6 +673,7 @@ local function trainCompile(program)
     if not diffs[0] then return nil, 'no gradient reaches the input' end
     B[#B + 1] = reorderStep(values[0].md, diffs[0], inMd, gradInMem)
   end
+  exe.bufferBytes, exe.slotBytes = placeBuffers(buffers, { F, B }, program.pool, keep)
   exe.fwd = { before = F, main = table.remove(F), after = {}, user = fwdUser }
   exe.bwd = { before = B, main = table.remove(B), after = {}, user = bwdUser }
   exe.inputGrad = program.inputGrad
