@@ -4,7 +4,8 @@ their runtime: after their thread ended they waited for jobs until the next garb
 (with gc off, for ever). Now they end on fusion_threads.stop() (waiting for them), within a
 second or two of their thread's end, and the process exits promptly with them parked.
 gemm_async's second-thread worker now ends by itself the same way (luabridge.stop_workers() ends
-both at once: tests/test_stop_workers.py). Threads are counted in /proc/self/task. Each case runs in its own process under a deadline."""
+both at once: tests/test_stop_workers.py). Threads are counted in /proc/self/task. Each case
+runs in its own process under a deadline."""
 from __future__ import annotations
 
 import sys

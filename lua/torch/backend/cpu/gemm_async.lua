@@ -11,9 +11,9 @@
 -- After its last job the worker keeps checking the queue for M.spinSeconds (0 by default)
 -- before it sleeps on the condition; asleep, it looks every second whether the thread of the
 -- runtime that started it still runs, and ends once it has not (threads/pthread.lua; M.stop
--- and Python's luabridge.stop_workers() end it at once). The caller's wait runs every job the worker has not taken
--- yet itself, so a worker that is late, asleep or descheduled costs about what running them
--- here would. While it may run, a threaded BLAS call gets no thread on its CPU (blas.hold).
+-- and Python's luabridge.stop_workers() end it at once). The caller's wait runs every job the
+-- worker has not taken yet itself, so a worker that is late, asleep or descheduled costs about
+-- what running them here would. While it may run, a threaded BLAS call gets no thread on its CPU (blas.hold).
 -- Off by default (M.enabled).
 --
 --   M.post(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)  row-major C = alpha op(A) op(B)
