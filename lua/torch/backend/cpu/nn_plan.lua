@@ -321,17 +321,8 @@ require 'torch.backend.cpu.dnnl_eltwise'   -- declares the eltwise and binary pr
 local blas = require 'torch.backend.cpu.blas'
 local FUSE_NORM_RELU, RELU_USE_DST = 0x8, 0x100
 
-local function reluAttr()
-  local attr = ffi.new('dnnl_primitive_attr_t[1]')
-  check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
-  attr = ffi.gc(attr[0], lib().dnnl_primitive_attr_destroy)
-  local ops = ffi.new('dnnl_post_ops_t[1]')
-  check(lib().dnnl_post_ops_create(ops), 'post_ops_create')
-  ops = ffi.gc(ops[0], lib().dnnl_post_ops_destroy)
-  check(lib().dnnl_post_ops_append_eltwise(ops, RELU, 0, 0), 'post_ops_append_eltwise')
-  check(lib().dnnl_primitive_attr_set_post_ops(attr, ops), 'primitive_attr_set_post_ops')
-  return attr
-end
+-- a ReLU as a post-op (the residual add's)
+local function reluAttr() return (postOps(nil, false, nil, true)) end
 
 local function named(s, name, pd) s.name = name .. ' ' .. implName(pd); return s end
 
