@@ -10,6 +10,10 @@
 --            step's total; the wrappers cost a little each call
 --   sample   LuaJIT's sampling profiler (jit.profile, 1 ms): the share of samples by function
 --            (file:line of its definition) and by the innermost frame under lua/nn*, lua/nngraph
+--   length   the training step's time per time step for sequences of 1 to 50 steps (the clones'
+--            buffers in the caches or not)
+--   ab       the step with this session's plan changes off and on, alternating (steps: rounds)
+--   time     the best step
 --   aborts   the traces LuaJIT aborts or leaves while running the step (jit.attach): where, and
 --            the error number (lj_traceerr.h's order)
 local mode, steps, batch = arg[1] or 'modules', tonumber(arg[2]) or 20, tonumber(arg[3]) or 32
@@ -20,7 +24,7 @@ local models = dofile('bench/real_models.lua')
 require('torch.backend.cpu.blas').watchLoad = false
 torch.setnumthreads(1)
 
-local vocab, hidden, layers, T = 65, 128, 2, 50
+local vocab, hidden, layers, T = 65, 128, 2, tonumber(os.getenv("LSTM_STEPS") or 50)
 torch.manualSeed(1)
 local proto = models.lstm(vocab, hidden, layers):float()
 local x = torch.LongTensor(T, batch):random(1, vocab)
@@ -138,9 +142,9 @@ if mode == 'modules' then
 elseif mode == 'sample' then
   local profile = require 'jit.profile'
   local byFn, byNn, n = {}, {}, 0
-  profile.start('fi1', function(th, samples, vmstate)
+  profile.start(os.getenv('LSTM_SAMPLE') or 'fi1', function(th, samples, vmstate)
     n = n + samples
-    local leaf = profile.dumpstack(th, 'pl', 1)
+    local leaf = profile.dumpstack(th, 'pl', 1) .. (os.getenv('LSTM_VMSTATE') and (' [' .. vmstate .. ']') or '')
     byFn[leaf] = (byFn[leaf] or 0) + samples
     local stack = profile.dumpstack(th, 'pl;', 12)
     local nnFrame
@@ -182,6 +186,58 @@ elseif mode == 'aborts' then
   for k in pairs(counts) do keys[#keys + 1] = k end
   table.sort(keys, function(a, b) return counts[a] > counts[b] end)
   for _, k in ipairs(keys) do print(('%6d  %s'):format(counts[k], k)) end
+elseif mode == 'length' then
+  -- ms per time step against the sequence's length: a short sequence's clones stay in the
+  -- caches between its forward and backward, a long one's do not (each clone keeps every
+  -- module's output and gradInput: about 0.7 MB at batch 32)
+  for _, len in ipairs { 1, 2, 4, 8, 16, 50 } do
+    local xs = torch.LongTensor(len, batch):random(1, vocab)
+    local ys = torch.LongTensor(len, batch):random(1, vocab)
+    local l = models.lstmLoop(proto, layers, hidden, xs, ys, 0.01, true)
+    local reps = math.max(1, math.floor(200 / len))
+    l(3)
+    local b = math.huge
+    for _ = 1, 5 do
+      local t0 = now()
+      l(reps)
+      b = math.min(b, (now() - t0) / reps)
+    end
+    print(('length %3d: %7.3f ms a step, %6.1f us per time step'):format(len, b * 1e3, b / len * 1e6))
+  end
+elseif mode == 'ab' then
+  -- session 13's plan changes off (A: every field checked on every call, updateGradInput and
+  -- accGradParameters each checking the plan, chains reading every slot's arrays) and on (B),
+  -- alternating in one process: two sets of 50 clones, each compiled with its setting
+  local chain = require 'torch.backend.cpu.nn_chain'
+  local plan = require 'nngraph.plan'
+  local newBackward = nn.gModule.backward
+  local function setting(old)
+    plan.checkAllFields = old
+    nn.gModule.backward = old and nn.Module.backward or newBackward
+    chain.cachedChecks = not old
+  end
+  local loops = {}
+  for _, old in ipairs { true, false } do
+    setting(old)
+    loops[old] = models.lstmLoop(proto, layers, hidden, x, y, 0.01, true)
+    loops[old](3)
+  end
+  local times = { [true] = {}, [false] = {} }
+  for _ = 1, steps do
+    for _, old in ipairs { true, false } do
+      setting(old)
+      local t0 = now()
+      loops[old](3)
+      table.insert(times[old], (now() - t0) / 3 * 1e3)
+    end
+  end
+  setting(false)
+  for _, old in ipairs { true, false } do
+    local t = times[old]
+    table.sort(t)
+    print(('%s: best %.2f ms, median %.2f ms (%d rounds of 3 steps)'):format(old and 'A (before)' or 'B (after) ',
+      t[1], t[math.ceil(#t / 2)], #t))
+  end
 elseif mode == 'time' then
   print(('best step of %d: %.2f ms'):format(steps, best(steps) * 1e3))
 end

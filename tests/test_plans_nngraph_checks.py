@@ -218,3 +218,46 @@ def test_first_backward_with_an_inplace_module(h: Any) -> None:
     layer: its gradients are right, accumulated once."""
     _, layered, once, _, _ = _FIRST_BACKWARD(h, True, True)
     assert layered < 2e-5 and once < 2e-5
+
+
+_SLOTS = lua_fn("""function(H, cached)
+  local chain = require 'torch.backend.cpu.nn_chain'
+  local plan, plans = H.plan, H.plans
+  chain.cachedChecks = cached
+  torch.manualSeed(11)
+  local x = nn.Identity()()
+  local sig, tanh = nn.Sigmoid(), nn.Tanh()
+  local y = sig(nn.Linear(5, 6)(x))
+  local m = nn.gModule({ x }, { nn.CMulTable()({ y, tanh(y) }) }):float()
+  local input = torch.FloatTensor(4, 5):normal()
+  local report = {}
+  local function check(name)
+    local P = plan.of(m)
+    local got = m:forward(input):clone()
+    local want = torch.cmul(torch.sigmoid(m.modules[2].output), torch.tanh(torch.sigmoid(m.modules[2].output)))
+    local err = math.max((got - want):abs():max(), (tanh.output - torch.tanh(sig.output)):abs():max())
+    report[#report + 1] = name .. '=' .. string.format('%.3g', err)
+    report[#report + 1] = name .. 'Kept=' .. tostring(P ~= nil and plan.of(m) == P)
+  end
+  m:forward(input); m:forward(input)
+  check('same')
+  tanh.output:set(torch.FloatTensor(4, 6):fill(7))        -- another storage, the same layout
+  check('set')
+  tanh.output:storage():resize(4 * 6 + 1000)              -- the storage reallocated in place
+  check('storage')
+  sig.output:resize(6, 4)                                 -- another layout: declined, dropped
+  check('layout')
+  chain.cachedChecks = true
+  return table.concat(report, ' ')
+end""")
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["cached", "full"])
+def test_chain_slots_follow_their_tensors(h: Any, cached: bool) -> None:
+    """A chain's slot checks (nn_chain's cachedChecks keeps what the last call found) follow a
+    tensor set to another storage and a storage reallocated in place, and decline a new layout."""
+    report = dict(kv.split("=") for kv in _SLOTS(h, cached).split())
+    for name in ("same", "set", "storage", "layout"):
+        assert float(report[name]) < 1e-6, (name, report)
+    assert report["sameKept"] == "true" and report["setKept"] == "true" and report["storageKept"] == "true"
+    assert report["layoutKept"] == "false"

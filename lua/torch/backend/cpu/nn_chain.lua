@@ -35,6 +35,10 @@ local dtype = require 'torch.core.dtype'
 local ufunc = require 'torch.backend.cpu.ufunc'
 
 local fields = object.fields
+local M = {}
+-- Whether compiled chains keep what their slot checks found (see compile's runner); tests
+-- compare both.
+M.cachedChecks = true
 local Float, Double, Long = dtype.Float, dtype.Double, dtype.Long
 
 -- numpy's loops the ops use, by element type: Float's float32 loops, Double's float64 ones
@@ -269,8 +273,49 @@ local function compile(prog, T)
   local nChecks = #checks
   local checkSlot, checkStep, checkN, checkC = {}, {}, {}, {}
   for i, c in ipairs(checks) do checkSlot[i], checkStep[i], checkN[i], checkC[i] = c.a, c.sa, c.n, c.bo end
-  return function(t)
-    local _ = cbuf   -- the constants live as long as the runner
+  -- Each slot is checked on every call against the layout compiled for. cachedChecks (the
+  -- default): per slot, what the last call found is kept: the tensor and its fields table (a
+  -- tensor's fields table is its own for life: torch.core.object), the size and stride arrays
+  -- it checked (resize, set and views install new arrays, so the same arrays hold the same
+  -- sizes: their entries are read again only when the arrays differ), and the storage and its
+  -- fields. In a long unrolled sequence (char-rnn's 50 clones) each slot's tables are cold, so
+  -- the fewer read per call, the fewer cache misses. The storage's element count and address
+  -- are read on every call. Without cachedChecks every entry is read on every call.
+  local lastT, lastF, lastSz, lastStr, lastSt, lastSf = {}, {}, {}, {}, {}, {}
+  local function cachedSlots(t)
+    for s = 1, S do
+      local u = t[s]
+      local f = lastF[s]
+      if u ~= lastT[s] or not f then
+        f = fields[u]
+        if not f then return false end
+        lastT[s], lastF[s], lastSz[s], lastStr[s] = u, f, nil, nil
+      end
+      if f._dt ~= dts[s] then return false end
+      local st, z, r = f._st, f._sz, f._str
+      if not st then return false end
+      if z ~= lastSz[s] or r ~= lastStr[s] then
+        local wz, wr = ez[s], er[s]
+        local nd = #wz
+        if #z ~= nd or #r ~= nd then return false end
+        for d = 1, nd do
+          if z[d] ~= wz[d] or r[d] ~= wr[d] then return false end
+        end
+        lastSz[s], lastStr[s] = z, r
+      end
+      local sf = lastSf[s]
+      if st ~= lastSt[s] or not sf then
+        sf = fields[st]
+        if not sf or not sf._ptr then return false end
+        lastSt[s], lastSf[s] = st, sf
+      end
+      local o = f._off
+      if o < 0 or sf._n < o + ext[s] then return false end
+      B[s] = ffi.cast(charp, sf._ptr + o)
+    end
+    return true
+  end
+  local function fullSlots(t)
     for s = 1, S do
       local f = fields[t[s]]
       if not f or f._dt ~= dts[s] then return false end
@@ -284,6 +329,12 @@ local function compile(prog, T)
       if o < 0 or st._n < o + ext[s] then return false end
       B[s] = ffi.cast(charp, st._ptr + o)
     end
+    return true
+  end
+  local slots = M.cachedChecks and cachedSlots or fullSlots
+  return function(t)
+    local _ = cbuf   -- the constants live as long as the runner
+    if not slots(t) then return false end
     for k = 1, nChecks do   -- indices out of range: declined before anything is written
       local ip, step, C = ffi.cast(longp, B[checkSlot[k]]), checkStep[k], checkC[k]
       for i = 0, checkN[k] - 1 do
@@ -410,3 +461,5 @@ local function accPending(t) return async.pending(ptr(t)) end
 backend.register('cpu', { chain_compile = chainCompile, acc_async_ready = accAsyncReady,
   linear_acc_async = linearAccAsync, linear_forward_async = linearForwardAsync, acc_pending = accPending,
   acc_wait = async.wait })
+
+return M
