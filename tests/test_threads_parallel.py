@@ -37,9 +37,10 @@ def no_thread_left(run: Any) -> Iterator[None]:
     before = set(pool_threads())
     yield
     run("for _ = 1, 3 do collectgarbage() end; return true")   # pools a failed test left
-    # the team of workers the runner's own runtime keeps for threaded passes (max pooling of a
-    # training loop fed by a pool), which would last as long as the runner: ended and waited for
-    run("local m = package.loaded['luabridge.graph.fusion_threads']; if m then m.stop() end; return true")
+    # the teams of workers the runner's own runtime keeps for threaded passes (max pooling of a
+    # training loop fed by a pool; products on a second thread), which would last as long as the
+    # runner: ended and waited for (what luabridge.stop_workers() runs in the runner's thread)
+    run("local p = package.loaded['threads.pthread']; if p then p.stopAll() end; return true")
     gc.collect()
     assert [t for t in pool_threads() if t not in before] == []
 
