@@ -18,117 +18,16 @@ available = lua_fn("""function()
 end""")
 pytestmark = pytest.mark.skipif(not available(), reason="oneDNN is not installed (pip install 'luabridge[onednn]')")
 
-# The models (Float), built the way their projects build them, at small sizes; BN statistics
-# and affine parameters random so that folding them is visible.
+# The models (Float; tests/plan_models.lua, shared with test_plans_train.py), BN statistics and
+# affine parameters random so that folding them is visible.
 MODELS = r"""
-local M = {}
-local function randomStats(model)
-  for _, bn in ipairs(model:findModules('nn.SpatialBatchNormalization')) do
-    bn.running_mean:uniform(-0.2, 0.2); bn.running_var:uniform(0.5, 2)
-    if bn.weight then bn.weight:uniform(0.5, 1.5); bn.bias:uniform(-0.2, 0.2) end
-  end
-  return model
-end
-M.randomStats = randomStats
-
--- fb.resnet.torch's basic blocks (type-B shortcuts: a 1x1 convolution and batch norm where the
--- width changes, else nn.Identity), at 3 x 20 x 20
-function M.resnet()
-  local width = 8
-  local function block(n, stride)
-    local from = width
-    width = n
-    local body = nn.Sequential()
-      :add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1):noBias())
-      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
-      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1):noBias())
-      :add(nn.SpatialBatchNormalization(n))
-    local shortcut = nn.Identity()
-    if from ~= n or stride ~= 1 then
-      shortcut = nn.Sequential():add(nn.SpatialConvolution(from, n, 1, 1, stride, stride):noBias())
-        :add(nn.SpatialBatchNormalization(n))
-    end
-    return nn.Sequential():add(nn.ConcatTable():add(body):add(shortcut)):add(nn.CAddTable(true))
-      :add(nn.ReLU(true))
-  end
-  local model = nn.Sequential()
-    :add(nn.SpatialConvolution(3, 8, 5, 5, 2, 2, 2, 2):noBias())
-    :add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
-    :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1))
-    :add(nn.Sequential():add(block(8, 1)):add(block(8, 1)))
-    :add(nn.Sequential():add(block(16, 2)):add(block(16, 1)))
-    :add(nn.SpatialAveragePooling(3, 3, 1, 1))
-    :add(nn.View(16):setNumInputDims(3))
-    :add(nn.Linear(16, 5))
-  return randomStats(model:float()), { 3, 20, 20 }
-end
-
--- cifar.torch's vgg_bn_drop, smaller: convolutions with bias, batch norm (eps 1e-3), dropout,
--- ceil-mode max pooling, a classifier with 1-D batch norm
-function M.vgg()
-  local model = nn.Sequential()
-  local function conv(from, to, p)
-    model:add(nn.SpatialConvolution(from, to, 3, 3, 1, 1, 1, 1))
-      :add(nn.SpatialBatchNormalization(to, 1e-3)):add(nn.ReLU(true))
-    if p then model:add(nn.Dropout(p)) end
-  end
-  conv(3, 8, 0.3); conv(8, 8); model:add(nn.SpatialMaxPooling(2, 2, 2, 2):ceil())
-  conv(8, 12, 0.4); conv(12, 12); model:add(nn.SpatialMaxPooling(2, 2, 2, 2):ceil())
-  model:add(nn.View(12 * 3 * 3))
-  model:add(nn.Linear(12 * 3 * 3, 10)):add(nn.BatchNormalization(10)):add(nn.ReLU(true))
-  model:add(nn.Linear(10, 4))
-  return randomStats(model:float()), { 3, 11, 11 }
-end
-
--- Caffe's LeNet: convolutions with bias (one SpatialConvolutionMM), no batch norm, max pooling, tanh
-function M.lenet()
-  local model = nn.Sequential()
-    :add(nn.SpatialConvolution(1, 6, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
-    :add(nn.SpatialConvolutionMM(6, 10, 5, 5)):add(nn.SpatialMaxPooling(2, 2, 2, 2))
-    :add(nn.View(10 * 4 * 4)):add(nn.Linear(160, 20)):add(nn.Tanh()):add(nn.Linear(20, 10))
-    :add(nn.LogSoftMax())
-  return model:float(), { 1, 28, 28 }
-end
-
--- an Inception-like module: nn.Concat of branch Sequentials (each planned on its own)
-function M.inception()
-  local function branch(k, n)
-    return nn.Sequential():add(nn.SpatialConvolution(6, n, k, k, 1, 1, (k - 1) / 2, (k - 1) / 2))
-      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
-  end
-  local model = nn.Sequential()
-    :add(nn.SpatialConvolution(3, 6, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))
-    :add(nn.Concat(2):add(branch(1, 4)):add(branch(3, 5))
-      :add(nn.Sequential():add(nn.SpatialMaxPooling(3, 3, 1, 1, 1, 1)):add(branch(1, 3))))
-    :add(nn.SpatialConvolution(12, 4, 1, 1)):add(nn.SpatialBatchNormalization(4))
-  return randomStats(model:float()), { 3, 9, 9 }
-end
-
--- dcgan.torch's generator: full convolutions (not planned), batch norm, ReLU, Tanh
-function M.dcgan()
-  local model = nn.Sequential()
-    :add(nn.SpatialFullConvolution(6, 8, 4, 4)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
-    :add(nn.SpatialFullConvolution(8, 4, 4, 4, 2, 2, 1, 1)):add(nn.SpatialBatchNormalization(4))
-    :add(nn.ReLU(true)):add(nn.SpatialConvolution(4, 3, 3, 3, 1, 1, 1, 1)):add(nn.Tanh())
-  return randomStats(model:float()), { 6, 1, 1 }
-end
--- odd corners: batch norm without affine parameters after a convolution with bias, a 1x1
--- stride-2 convolution on an even size (its last row and column unread), padded max pooling
--- followed by a convolution of many channels (read from a plain tensor mid-model), Threshold
--- (not fused), a ReLU not in place
-function M.corners()
-  local model = nn.Sequential()
-    :add(nn.SpatialConvolution(4, 6, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(6, 1e-5, 0.1, false))
-    :add(nn.ReLU())
-    :add(nn.SpatialConvolution(6, 8, 1, 1, 2, 2)):add(nn.SpatialBatchNormalization(8))
-    :add(nn.Threshold(0.1, 0))
-    :add(nn.SpatialConvolution(8, 20, 3, 3, 1, 1, 1, 1)):add(nn.ReLU(true))
-    :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1)):add(nn.Tanh())
-    :add(nn.SpatialConvolution(20, 24, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(24)):add(nn.ReLU(true))
-  return randomStats(model:float()), { 4, 10, 10 }
-end
+local P = dofile('@MODELS@')
+local M = { randomStats = P.randomStats, copyOf = P.copyOf }
+function M.resnet() local model, sizes = P.resnet(); return P.randomStats(model:float()), sizes end
+function M.vgg() local model, sizes = P.vgg(8, 12); return P.randomStats(model:float()), sizes end
+for _, name in ipairs { 'lenet', 'inception', 'dcgan', 'corners' } do M[name] = P[name] end
 return M
-"""
+""".replace("@MODELS@", str(Path(__file__).resolve().parent / "plan_models.lua"))
 
 HARNESS = r"""function(models)
   require 'nn'
@@ -139,14 +38,7 @@ HARNESS = r"""function(models)
   local maxDiff = dofile('@COMPARE@')
   H.maxDiff = maxDiff
 
-  local function copyOf(v)
-    if torch.type(v) == 'table' then
-      local c = {}
-      for i, x in ipairs(v) do c[i] = copyOf(x) end
-      return c
-    end
-    return torch.isTensor(v) and v:clone() or v
-  end
+  local copyOf = M.copyOf
 
   -- every module's output (listModules order), copied
   local function outputs(model)

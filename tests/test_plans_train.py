@@ -18,6 +18,8 @@ The factor is 10: on values that cancel to nearly nothing (a batch norm's bias g
 1e-16 in Double) and at batch 2, one thread's planned sums measured up to 7.4x the layer-by-layer
 run's distance (a wrong value is off by its own magnitude, not by rounding). Both runs use one
 thread, so the comparison does not follow the machine's load."""
+from pathlib import Path
+
 import pytest
 
 from helpers import lua_fn
@@ -36,97 +38,23 @@ require 'nn'
 local planConv = require 'nn.util.plan_conv'
 local H = {}
 
--- fb.resnet.torch's basic blocks at small sizes, with the corners of what a training plan serves:
--- convolutions with bias, a batch norm without affine parameters, ReLU not in place, CAddTable
--- not in place, a strided convolution shortcut, padded max pooling
-function H.resnet()
-  local width = 8
-  local function block(n, stride, inplace)
-    local from = width
-    width = n
-    local body = nn.Sequential()
-      :add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1):noBias())
-      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(inplace))
-      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1))
-      :add(nn.SpatialBatchNormalization(n, 1e-3, 0.2, inplace))
-    local shortcut = nn.Identity()
-    if from ~= n or stride ~= 1 then
-      shortcut = nn.Sequential():add(nn.SpatialConvolution(from, n, 1, 1, stride, stride):noBias())
-        :add(nn.SpatialBatchNormalization(n))
-    end
-    return nn.Sequential():add(nn.ConcatTable():add(body):add(shortcut)):add(nn.CAddTable(inplace))
-      :add(nn.ReLU(inplace))
-  end
-  local model = nn.Sequential()
-    :add(nn.SpatialConvolution(3, 8, 5, 5, 2, 2, 2, 2))
-    :add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
-    :add(nn.SpatialMaxPooling(3, 3, 2, 2, 1, 1))
-    :add(nn.Sequential():add(block(8, 1, true)):add(block(8, 1, false)))
-    :add(nn.Sequential():add(block(16, 2, true)):add(block(16, 1, true)))
-    :add(nn.SpatialAveragePooling(3, 3, 1, 1))
-    :add(nn.View(16):setNumInputDims(3))
-    :add(nn.Linear(16, 5))
-  return model, { 3, 20, 20 }, 5
+-- the models (tests/plan_models.lua, shared with test_plans_conv.py): fb.resnet.torch's basic
+-- blocks with the corners of what a training plan serves, cifar.torch's vgg_bn_drop, the
+-- residual blocks' other forms, bench/real_models.lua's ResNet-18 as the bench trains it
+local P = dofile('@MODELS@')
+function H.resnet() return P.resnet(true) end
+function H.vgg() return P.vgg(16, 24) end
+H.shortcuts, H.resnet18 = P.shortcuts, P.resnet18
+
+-- the resnet (Float, in training, seed 1) and an input batch of n
+function H.training(n)
+  torch.manualSeed(1)
+  local model, sizes = H.resnet()
+  model:float():training()
+  return model, torch.FloatTensor(n, unpack(sizes)):normal()
 end
 
--- cifar.torch's vgg_bn_drop, smaller: convolution units between Dropouts (each segment starts
--- on a plain tensor of many channels), ceil-mode max pooling, a 1-D batch norm in the classifier
-function H.vgg()
-  local model = nn.Sequential()
-  local function conv(from, to, p)
-    model:add(nn.SpatialConvolution(from, to, 3, 3, 1, 1, 1, 1))
-      :add(nn.SpatialBatchNormalization(to, 1e-3)):add(nn.ReLU(true))
-    if p then model:add(nn.Dropout(p)) end
-  end
-  conv(3, 16, 0.3); conv(16, 16); model:add(nn.SpatialMaxPooling(2, 2, 2, 2):ceil())
-  conv(16, 24, 0.4); conv(24, 24); model:add(nn.SpatialMaxPooling(2, 2, 2, 2):ceil())
-  model:add(nn.View(24 * 3 * 3))
-  model:add(nn.Linear(24 * 3 * 3, 10)):add(nn.BatchNormalization(10)):add(nn.ReLU(true))
-  model:add(nn.Linear(10, 4))
-  return model, { 3, 11, 11 }, 4
-end
-
--- the residual blocks' other forms (plan_conv.lua's residualUnit serves both kinds of plan): a
--- bare convolution as the shortcut (wide-residual-networks'), the shortcut first in its
--- ConcatTable and ending in a ReLU, and nn.Identity first with CAddTable(true) (the sum would
--- go into the block's input: not planned, run as it is between segments; the ReLU before it
--- not in place, since a planned in-place ReLU's backward masks the gradient by the output as the
--- forward left it, torch7's by its values after such a sum: see docs/plans-conv.md)
-function H.shortcuts()
-  local function body(from, n, stride)
-    return nn.Sequential():add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1):noBias())
-      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
-      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1):noBias()):add(nn.SpatialBatchNormalization(n))
-  end
-  local reluShortcut = nn.Sequential():add(nn.SpatialConvolution(12, 12, 1, 1):noBias())
-    :add(nn.SpatialBatchNormalization(12)):add(nn.ReLU(true))
-  local model = nn.Sequential()
-    :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
-    :add(nn.ConcatTable():add(body(8, 12, 2)):add(nn.SpatialConvolution(8, 12, 1, 1, 2, 2)))
-    :add(nn.CAddTable(true)):add(nn.ReLU(true))
-    :add(nn.ConcatTable():add(reluShortcut):add(body(12, 12, 1))):add(nn.CAddTable()):add(nn.ReLU())
-    :add(nn.ConcatTable():add(nn.Identity()):add(body(12, 12, 1))):add(nn.CAddTable(true)):add(nn.ReLU(true))
-    :add(nn.SpatialAveragePooling(5, 5, 1, 1)):add(nn.View(12):setNumInputDims(3)):add(nn.Linear(12, 5))
-  return model, { 3, 10, 10 }, 5
-end
-
--- bench/real_models.lua's ResNet-18 (fb.resnet.torch's), as the bench trains it: no gradient for
--- the input batch
-function H.resnet18()
-  local models = dofile('bench/real_models.lua')
-  local model = models.resnet18(10)
-  model.modules[1].gradInput = nil
-  return model, { 3, 224, 224 }, 10
-end
-
-local function copyOf(v)
-  if torch.type(v) == 'table' then
-    local c = {}
-    for i, x in ipairs(v) do c[i] = copyOf(x) end
-    return c
-  end
-  return torch.isTensor(v) and v:clone():double() or v
-end
+local function copyOf(v) return P.copyOf(v, true) end
 
 -- what a program can read after a step: every module's output and gradInput, the gradients,
 -- the batch norms' statistics
@@ -251,10 +179,7 @@ end
 function H.afterChange(code)
   local change = loadstring('return ' .. code)()
   local function run(planned)
-    torch.manualSeed(1)
-    local model, sizes = H.resnet()
-    model:float():training()
-    local x = torch.FloatTensor(4, unpack(sizes)):normal()
+    local model, x = H.training(4)
     nn.plans.enabled = planned
     local function step(input)
       model:zeroGradParameters()
@@ -283,7 +208,7 @@ function H.afterChange(code)
 end
 
 return H
-"""
+""".replace("@MODELS@", str(Path(__file__).resolve().parent / "plan_models.lua"))
 
 harness = lua_fn("function(code) return loadstring(code)() end")
 _H = {}
@@ -344,10 +269,7 @@ def test_plan_follows_changes(change: str) -> None:
 
 
 errors = lua_fn(r"""function(H)
-  torch.manualSeed(1)
-  local model, sizes = H.resnet()
-  model:float():training()
-  local x = torch.FloatTensor(2, unpack(sizes)):normal()
+  local model, x = H.training(2)
   for _ = 1, 2 do model:forward(x); model:backward(x, model.output:clone():fill(1)) end
   model:forward(x)
   local ok1, e1 = pcall(function() return model:backward(x, torch.FloatTensor(2, 7):fill(1)) end)
@@ -368,10 +290,7 @@ def test_bad_input_clear_error() -> None:
 
 variants = lua_fn(r"""function(H, variant)
   local function run(planned)
-    torch.manualSeed(1)
-    local model, sizes = H.resnet()
-    model:float():training()
-    local x = torch.FloatTensor(3, unpack(sizes)):normal()
+    local model, x = H.training(3)
     nn.plans.enabled = planned
     local r = {}
     for s = 1, 3 do
@@ -405,10 +324,7 @@ def test_backward_scale_and_other_input(variant: str) -> None:
 
 
 memory = lua_fn(r"""function(H)
-  torch.manualSeed(1)
-  local model, sizes = H.resnet()
-  model:float():training()
-  local x = torch.FloatTensor(4, unpack(sizes)):normal()
+  local model, x = H.training(4)
   local planTrain = require 'nn.util.plan_train'
   local blas = require 'torch.backend.cpu.blas'
   local watch, threads = blas.watchLoad, torch.getnumthreads()
