@@ -3,8 +3,9 @@
 -- by layer and then plans what it saw, as evaluation plans do, from these units:
 --   - SpatialConvolution [+ SpatialBatchNormalization (batch statistics) [+ ReLU]]: the batch
 --     norm and its ReLU as one oneDNN primitive (fuse_norm_relu; the mask kept for the backward);
---   - ConcatTable { body, shortcut } + CAddTable [+ ReLU] (fb.resnet.torch's residual blocks;
---     shortcut nn.Identity or a chain of convolution units), the add and its ReLU one primitive;
+--   - ConcatTable { body, shortcut } + CAddTable [+ ReLU] (fb.resnet.torch's residual blocks, as
+--     plan_conv.lua recognizes them: shortcut nn.Identity, a chain of convolution units or a bare
+--     convolution), the add and its ReLU one primitive;
 --   - SpatialMaxPooling.
 -- A run of these (a segment) keeps its activations and their gradients in oneDNN's layouts,
 -- forward and backward (backend op family nn_plan: plan_train_*). A backward right after a
