@@ -5,7 +5,8 @@
 -- CONFIG: a thread count, then optional switches after colons, e.g. 1, 2, 2:loops=0,
 -- 2:split=0, 2:gemm=8e6 (blas.minWork.gemm), 2:short=5e5 (blas.minWork.gemmShortK),
 -- 2:least=4e6 (conv_threads.LEAST), 1:plans=0 (nn.plans.enabled),
--- 2:tanh=262144 (dnnl_eltwise.limits.ef.Tanh's least).
+-- 2:tanh=262144 (dnnl_eltwise.limits.ef.Tanh's least), 2:nhwc=0 / 2:nhwc=noback (oneDNN's
+-- convolutions blocked everywhere / gradInput always blocked: dnnl_nn.lua's convdnnl.nhwc).
 -- Prints each pass's best wall time (ms) and the process CPU time over the wall time of all its
 -- runs, per configuration, then the whole step's best and median. blas.watchLoad is off: thread
 -- counts are those asked, whatever else runs (take the bench lock; run at nice -20).
@@ -28,13 +29,15 @@ local nnConv = optional 'torch.backend.cpu.nn_conv'
 local convThreads = optional 'torch.backend.cpu.conv_threads'
 local eltwise = optional 'torch.backend.cpu.dnnl_eltwise'
 local tanhLimit = eltwise.limits and eltwise.limits.ef.Tanh
+local convdnnl = optional 'torch.backend.cpu.dnnl_nn'
+local nhwcRule = convdnnl.nhwc
 blas.watchLoad = false
 
 -- the settings a configuration changes, and their values now (restored before each config)
 local defaults = {
   loops = parallel.enabled, split = nnConv.splitBatch, gemm = blas.minWork.gemm,
   short = blas.minWork.gemmShortK, least = convThreads.LEAST,
-  plans = nn.plans.enabled, tanh = tanhLimit,
+  plans = nn.plans.enabled, tanh = tanhLimit, nhwc = 'rule',
 }
 local setters = {
   loops = function(v) parallel.enabled = v ~= '0' and v ~= false end,
@@ -43,6 +46,11 @@ local setters = {
   short = function(v) blas.minWork.gemmShortK = tonumber(v) end,
   least = function(v) convThreads.LEAST = tonumber(v) end,
   plans = function(v) nn.plans.enabled = v ~= '0' and v ~= false end,
+  nhwc = function(v)
+    if not nhwcRule then return end
+    convdnnl.nhwc = v == 'rule' and nhwcRule or v == '0' and function() return false end
+      or function(C, O, pass) return pass ~= 'backward' and nhwcRule(C, O, pass) end
+  end,
   tanh = function(v)
     if eltwise.limits then
       eltwise.limits.ef.Tanh = type(v) == 'table' and v or { one = tanhLimit.one, least = tonumber(v) }

@@ -79,13 +79,17 @@ end
 -- Measured on one AVX-512 core, best of 8, ms blocked -> channels-last: LeNet's 20 -> 50 at
 -- batch 256 forward 9.4 -> 6.1, weight gradient 10.8 -> 7.4 (on 2 threads 5.7 -> 3.4 and 6.0 ->
 -- 4.3); 24 -> 32 1.9 -> 1.5; 50 -> 100 9.1 -> 7.6. gradInput (over the output channels) stays
--- blocked: 64 -> 50 gained (6.8 -> 5.6) but 50 -> 100 lost (8.5 -> 9.3), and DCGAN's first
--- layer (a gradInput pass of 100 channels) took the whole forward from 153 to 163 ms.
+-- blocked from 32 input channels: 64 -> 50 gained (6.8 -> 5.6) but 50 -> 100 lost (8.5 -> 9.3),
+-- and DCGAN's first layer (a gradInput pass of 100 channels) took the whole forward from 153 to
+-- 163 ms; below 32 (under two blocks, the second part padding) it is channels-last too: LeNet's
+-- 20 -> 50 gradInput on 2 threads 1.50-1.58 against 1.61-1.62 ms at batch 64 and 5.60-5.82
+-- against 5.91-6.27 at 256, 8 of 8 alternating pairs (bench/two_threads.lua's 2:nhwc=all).
 -- Off (false): blocked everywhere.
 convdnnl.channelsLast = true
 
 function convdnnl.nhwc(C, O, pass)
-  return convdnnl.channelsLast and pass ~= 'backward' and C > 16 and C % 16 ~= 0
+  if not convdnnl.channelsLast or C <= 16 or C % 16 == 0 then return false end
+  return pass ~= 'backward' or C < 32
 end
 
 -- an activation's descriptor in the primitive: channels-last, or the layout oneDNN picks
