@@ -30,21 +30,20 @@ conv_run = lua_fn("""function(threads, channelsLast, nIn, nOut, k, s, p, x, w, b
   require 'nn'
   local blas = require 'torch.backend.cpu.blas'
   local convdnnl = require 'torch.backend.cpu.dnnl_nn'
-  local saved = { blas.watchLoad, torch.getnumthreads(), convdnnl.channelsLast }
-  blas.watchLoad, convdnnl.channelsLast = false, channelsLast
-  torch.setnumthreads(threads)
-  local ok, out, gi, gw, gb = pcall(function()
-    local m = nn.SpatialConvolution(nIn, nOut, k, k, s, s, p, p):float()
-    m.weight:copy(w); m.bias:copy(b)
-    m:zeroGradParameters()
-    local out = m:forward(x):clone()
-    local gi = m:backward(x, go):clone()
-    return out, gi, m.gradWeight:clone(), m.gradBias:clone()
-  end)
-  blas.watchLoad, convdnnl.channelsLast = saved[1], saved[3]
-  torch.setnumthreads(saved[2])
+  -- the settings for this run, put back after it whatever happens
+  local before = { watch = blas.watchLoad, threads = torch.getnumthreads(), layout = convdnnl.channelsLast }
+  local function set(v) blas.watchLoad, convdnnl.channelsLast = v.watch, v.layout; torch.setnumthreads(v.threads) end
+  set { watch = false, threads = threads, layout = channelsLast }
+  local m = nn.SpatialConvolution(nIn, nOut, k, k, s, s, p, p):float()
+  m.weight:copy(w); m.bias:copy(b)
+  m:zeroGradParameters()
+  local ok, out = pcall(m.forward, m, x)
+  local okBack, gi = false, nil
+  if ok then okBack, gi = pcall(m.backward, m, x, go) end
+  set(before)
   if not ok then error(out, 0) end
-  return out, gi, gw, gb
+  if not okBack then error(gi, 0) end
+  return out:clone(), gi:clone(), m.gradWeight:clone(), m.gradBias:clone()
 end""")
 
 
