@@ -9,6 +9,8 @@
 --     shortcut nn.Identity, a convolution or a chain of them) becomes the shortcut's
 --     convolutions, then the body's, the last with a sum post-op over the shortcut (and the ReLU);
 --   - SpatialMaxPooling becomes oneDNN's pooling;
+--   - a SpatialBatchNormalization [+ ReLU] that follows no convolution (pre-activation blocks)
+--     becomes one oneDNN batch normalization with the running statistics (planConv.preactivation);
 --   - cudnn's SpatialConvolution (one group), SpatialBatchNormalization, ReLU and
 --     SpatialMaxPooling count as nn's (kindOf: their forward is the nn class's);
 --   - runs of these (segments) keep their activations in oneDNN's blocked layouts: the input
