@@ -8,14 +8,17 @@
 --            accGradParameters (class methods wrapped with a monotonic clock; a module called
 --            inside another counts in both), the plan's fused chains, the criterion, and the
 --            step's total; the wrappers cost a little each call
---   sample   LuaJIT's sampling profiler (jit.profile, 1 ms): the share of samples by function
---            (file:line of its definition) and by the innermost frame under lua/nn*, lua/nngraph
+--            and, per pass, the plan's node steps (modules included)
+--   sample   LuaJIT's sampling profiler (jit.profile, 1 ms; LSTM_SAMPLE=li1 for lines,
+--            LSTM_VMSTATE=1 to add the VM state): the share of samples by leaf frame and by the
+--            innermost frame under lua/nn*, lua/nngraph
 --   length   the training step's time per time step for sequences of 1 to 50 steps (the clones'
 --            buffers in the caches or not)
 --   ab       the step with this session's plan changes off and on, alternating (steps: rounds)
 --   time     the best step
 --   aborts   the traces LuaJIT aborts or leaves while running the step (jit.attach): where, and
 --            the error number (lj_traceerr.h's order)
+-- LSTM_STEPS=n sets the sequence's length (50).
 local mode, steps, batch = arg[1] or 'modules', tonumber(arg[2]) or 20, tonumber(arg[3]) or 32
 require 'nn'
 require 'nngraph'
@@ -24,7 +27,7 @@ local models = dofile('bench/real_models.lua')
 require('torch.backend.cpu.blas').watchLoad = false
 torch.setnumthreads(1)
 
-local vocab, hidden, layers, T = 65, 128, 2, tonumber(os.getenv("LSTM_STEPS") or 50)
+local vocab, hidden, layers, T = 65, 128, 2, tonumber(os.getenv('LSTM_STEPS') or 50)
 torch.manualSeed(1)
 local proto = models.lstm(vocab, hidden, layers):float()
 local x = torch.LongTensor(T, batch):random(1, vocab)
@@ -76,6 +79,23 @@ if mode == 'modules' then
     end
   end
   local plan = require 'nngraph.plan'
+  -- the node steps a plan runs (modules included), by pass
+  for _, name in ipairs { 'forward', 'backward', 'acc' } do
+    local f = plan[name]
+    local label = 'plan:' .. name .. ' node steps'
+    local function timed(step)
+      return function(...)
+        local t0 = now()
+        step(...)
+        add(label, now() - t0)
+      end
+    end
+    if name == 'backward' then
+      plan[name] = function(gm, P, g, step, ...) return f(gm, P, g, timed(step), ...) end
+    else
+      plan[name] = function(gm, P, step, ...) return f(gm, P, timed(step), ...) end
+    end
+  end
   for _, name in ipairs { 'forward', 'backward', 'acc', 'forwardPlan', 'backwardPlan' } do wrap(plan, name, 'plan') end
   -- the fused chains: wrap the compiled runners of every clone's plan
   local clones = {}

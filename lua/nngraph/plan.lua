@@ -17,9 +17,12 @@
 -- declines when one differs: the chain's nodes then run one by one and the plan is dropped.
 -- Chains are Float or Double, each of one type (OneHot's Long indices aside).
 -- A plan is dropped when nn.plans.enabled is false, a chain module's fields (its output,
--- gradInput, train, constants, ...) or any node's module change, or an input's type or size
--- changes; gModule:type, clearState and replace drop it too (a loaded or cloned gModule plans
--- afresh: plans live beside the gModules, never in their fields or files).
+-- gradInput, inplace, train, constants, instance methods: snapshot() lists them) or a chain
+-- member node's module change, or an input's type or size changes; gModule:type, clearState
+-- and replace drop it too (a loaded or cloned gModule plans afresh: plans live beside the
+-- gModules, never in their fields or files). The backward that plans runs the planned backward
+-- after its layer-by-layer run where that is safe (plan.rerunFirstBackward), so that every
+-- backward of a plan gives the same bits.
 -- Where the op table has a second thread for products (backend/cpu/gemm_async.lua, off by
 -- default), a planned forward posts every other independent Linear product to it and waits
 -- before the first step reading the output, and the accGradParameters pass shares its Linear
