@@ -6,25 +6,13 @@ accGradParameters. Each case runs the planned gModule beside a layer-by-layer co
 changed the same way and compares what a program reads."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from helpers import N, lua_fn
-
-HELPERS = str(Path(__file__).resolve().parent / "plans_nngraph.lua")
-
-_H = lua_fn("""function(path)
-  package.loaded['plans_nngraph_helpers'] = package.loaded['plans_nngraph_helpers'] or dofile(path)
-  return package.loaded['plans_nngraph_helpers']
-end""")
-
-
-@pytest.fixture(scope="module")
-def h(lua) -> Any:
-    return _H(HELPERS)
+from test_plans_nngraph import h  # noqa: F401  (the fixture: tests/plans_nngraph.lua's helpers)
 
 
 _CHANGES = lua_fn("""function(H, all)

@@ -282,6 +282,16 @@ local function compile(prog, T)
   -- the fewer read per call, the fewer cache misses. The storage's element count and address
   -- are read on every call. Without cachedChecks every entry is read on every call.
   local lastT, lastF, lastSz, lastStr, lastSt, lastSf = {}, {}, {}, {}, {}, {}
+  -- whether size and stride arrays z, r hold slot s's compiled layout
+  local function laidOut(s, z, r)
+    local wz, wr = ez[s], er[s]
+    local nd = #wz
+    if #z ~= nd or #r ~= nd then return false end
+    for d = 1, nd do
+      if z[d] ~= wz[d] or r[d] ~= wr[d] then return false end
+    end
+    return true
+  end
   local function cachedSlots(t)
     for s = 1, S do
       local u = t[s]
@@ -295,12 +305,7 @@ local function compile(prog, T)
       local st, z, r = f._st, f._sz, f._str
       if not st then return false end
       if z ~= lastSz[s] or r ~= lastStr[s] then
-        local wz, wr = ez[s], er[s]
-        local nd = #wz
-        if #z ~= nd or #r ~= nd then return false end
-        for d = 1, nd do
-          if z[d] ~= wz[d] or r[d] ~= wr[d] then return false end
-        end
+        if not laidOut(s, z, r) then return false end
         lastSz[s], lastStr[s] = z, r
       end
       local sf = lastSf[s]
@@ -319,12 +324,8 @@ local function compile(prog, T)
     for s = 1, S do
       local f = fields[t[s]]
       if not f or f._dt ~= dts[s] then return false end
-      local st, z, r, wz, wr = f._st, f._sz, f._str, ez[s], er[s]
-      local nd = #wz
-      if not st or #z ~= nd then return false end
-      for d = 1, nd do
-        if z[d] ~= wz[d] or r[d] ~= wr[d] then return false end
-      end
+      local st = f._st
+      if not st or not laidOut(s, f._sz, f._str) then return false end
       local o = f._off
       if o < 0 or st._n < o + ext[s] then return false end
       B[s] = ffi.cast(charp, st._ptr + o)
