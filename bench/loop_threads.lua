@@ -1,6 +1,6 @@
 -- Where the threaded loops (lua/torch/backend/cpu/parallel.lua: max pooling's loops, LeNet's
 -- first convolution split over the batch in conv_threads.lua) pay on 2 threads: LeNet's two max
--- poolings and its first convolution, forward and backward, at several batch sizes, with the
+-- poolings and its first convolution, forward, gradInput and weight gradient, at several batch sizes, with the
 -- loops on and off (parallel.enabled), alternating call by call in this process (a pooling's
 -- gradInput includes the check of its indices).
 --   luabridge th bench/loop_threads.lua [REPS] [BATCH...]

@@ -1,6 +1,8 @@
 -- Per-pass times of a training step (bench/real_models.lua's LeNet, DCGAN's generator, or
--- bench/nn_models.py's 784-512-512-10 MLP) under several configurations that alternate step by
--- step in one process: thread count and the switches of the threaded paths.
+-- bench/nn_models.py's 784-512-512-10 MLP; DCGAN: its forward in training mode, as
+-- bench/real_models.py's row) under several configurations that alternate step by step in one
+-- process: thread count and the switches of the threaded paths. TWO_THREADS_WHOLE=1: whole steps
+-- only (timing a pass makes it an instance method, which keeps the model from running as a plan).
 --   luabridge th bench/two_threads.lua MODEL BATCH REPS CONFIG...
 -- CONFIG: a thread count, then optional switches after colons, e.g. 1, 2, 2:loops=0,
 -- 2:split=0, 2:gemm=8e6 (blas.minWork.gemm), 2:short=5e5 (blas.minWork.gemmShortK),
