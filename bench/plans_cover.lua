@@ -3,9 +3,10 @@
 -- project): plans off and on alternating in one process, best of `rounds` rounds of `reps`
 -- forwards each, wall and process CPU time per forward.
 --
---   luabridge th bench/plans_cover.lua MODEL [rounds] [reps] [threads] [preact]
+--   luabridge th bench/plans_cover.lua MODEL [rounds] [reps] [threads] [preact] [train]
 --   preact: also times plans with pre-activation batch norms left out of segments
---   (planConv.preactivation = false), alternating with the other two.
+--   (planConv.preactivation = false), alternating with the other two; train: training steps
+--   (forward, backward of a gradient of ones, SGD update) instead of evaluation forwards.
 --   MODEL: resnet20A (fb.resnet.torch, CIFAR-10, shortcut A, batch 16), preresnet20 (its
 --   preresnet.lua, CIFAR-10, batch 16), preresnet18 (ImageNet, batch 2), resnet20A_cudnn (the same
 --   with cudnn's layers: needs LUABRIDGE_CUDA_ON_CPU=1), wrn16_4 (wide-residual-networks, batch 4),
@@ -15,7 +16,7 @@
 require 'nn'
 local planConv = require 'nn.util.plan_conv'
 local name, rounds, reps, threads = arg[1], tonumber(arg[2] or 5), tonumber(arg[3] or 5), tonumber(arg[4] or 1)
-local preact = arg[5] == 'preact'
+local preact, train = arg[5] == 'preact', arg[6] == 'train'
 torch.setnumthreads(threads)
 require('torch.backend.cpu.blas').watchLoad = false
 
@@ -103,7 +104,17 @@ models.ptb_lstm_train = function() return models.ptb_lstm(true) end
 assert(models[name], 'unknown model ' .. tostring(name))
 torch.manualSeed(1)
 local model, input = models[name]()
-if input then
+if input and train then
+  model:training()
+  local gradOutput
+  forward = function()
+    model:zeroGradParameters()
+    local out = model:forward(input)
+    gradOutput = gradOutput or out:clone():fill(1 / out:nElement())
+    model:backward(input, gradOutput)
+    model:updateParameters(1e-3)
+  end
+elseif input then
   model:evaluate()
   forward = function() model:forward(input) end
 end

@@ -40,11 +40,12 @@ local H = {}
 
 -- the models (tests/plan_models.lua, shared with test_plans_conv.py): fb.resnet.torch's basic
 -- blocks with the corners of what a training plan serves, cifar.torch's vgg_bn_drop, the
--- residual blocks' other forms, bench/real_models.lua's ResNet-18 as the bench trains it
+-- residual blocks' other forms, bench/real_models.lua's ResNet-18 as the bench trains it,
+-- pre-activation blocks (preresnet.lua's, wide-residual-networks')
 local P = dofile('@MODELS@')
 function H.resnet() return P.resnet(true) end
 function H.vgg() return P.vgg(16, 24) end
-H.shortcuts, H.resnet18 = P.shortcuts, P.resnet18
+H.shortcuts, H.resnet18, H.preresnet, H.wide = P.shortcuts, P.resnet18, P.preresnet, P.wide
 
 -- the resnet (Float, in training, seed 1) and an input batch of n
 function H.training(n)
@@ -222,7 +223,7 @@ def H():  # noqa: N802 - the Lua harness table
 
 @pytest.mark.parametrize("name,batch,steps,quiet", [
     ("resnet", 4, 4, False), ("resnet", 2, 3, False), ("resnet", 3, 4, True), ("vgg", 5, 3, False),
-    ("resnet18", 2, 3, False), ("shortcuts", 3, 3, False),
+    ("resnet18", 2, 3, False), ("shortcuts", 3, 3, False), ("preresnet", 3, 3, False), ("wide", 2, 3, False),
 ])
 def test_training_steps_match_layer_by_layer(name: str, batch: int, steps: int, quiet: bool) -> None:
     worst, where, planned, lazy, refs = H().compare(name, batch, steps, ERR_FACTOR, FLOOR, quiet, False)

@@ -6,6 +6,8 @@
 --   - ConcatTable { body, shortcut } + CAddTable [+ ReLU] (fb.resnet.torch's residual blocks, as
 --     plan_conv.lua recognizes them: shortcut nn.Identity, a chain of convolution units or a bare
 --     convolution), the add and its ReLU one primitive;
+--   - SpatialBatchNormalization [+ ReLU] following no convolution (pre-activation blocks), the
+--     same fused primitive;
 --   - SpatialMaxPooling.
 -- A run of these (a segment) keeps its activations and their gradients in oneDNN's layouts,
 -- forward and backward (backend op family nn_plan: plan_train_*). A backward right after a
@@ -54,6 +56,28 @@ end
 
 local function vector(t, n) return floatTensor(t) and t:nElement() == n end
 
+-- batch norm in training (with the batch's statistics) [+ ReLU] at items[i], over an input of
+-- `sizes`: its step (the ReLU fused: fuse_norm_relu, the mask kept for the backward)
+local function batchNorm(items, i, sizes)
+  local bn, C = items[i] and items[i].m, sizes[2]
+  if #sizes ~= 4 or torch.typename(bn) ~= 'nn.SpatialBatchNormalization' or bn.train == false or sizes[1] <= 1
+      or bn.eps <= 0 or not (vector(bn.running_mean, C) and vector(bn.running_var, C))
+      or not (torch.isTensor(rawget(bn, 'save_mean')) and torch.isTensor(rawget(bn, 'save_std')))
+      or not ((bn.weight == nil and bn.bias == nil) or (vector(bn.weight, C) and vector(bn.bias, C)
+        and vector(bn.gradWeight, C) and vector(bn.gradBias, C))) then
+    return nil
+  end
+  local out = sizesOf(rawget(bn, 'output'))
+  if not out or not sameSizes(out, sizes) then return nil end
+  local s = { kind = 'bn', affine = bn.weight ~= nil, eps = bn.eps, out = out }
+  local mods, j = { bn }, i + 1
+  if I.isReLU(items[j] and items[j].m) then
+    s.relu = true
+    mods[2], j = items[j].m, j + 1
+  end
+  return { steps = { s }, params = { { module = bn } }, mods = mods, next = j, sizes = out, convs = 0 }
+end
+
 -- conv [+ batch norm in training [+ ReLU]] at items[i]
 local function convUnit(items, i, sizes)
   local c = items[i] and items[i].m
@@ -70,22 +94,20 @@ local function convUnit(items, i, sizes)
   local steps = { { kind = 'conv', kH = c.kH, kW = c.kW, dH = c.dH, dW = c.dW, padH = c.padH, padW = c.padW,
     bias = c.bias ~= nil, out = out } }
   local params = { { weight = c.weight, bias = c.bias, gradWeight = c.gradWeight, gradBias = c.gradBias } }
-  local mods, j = { c }, i + 1
-  local bn, C = items[j] and items[j].m, out[2]
-  if torch.typename(bn) == 'nn.SpatialBatchNormalization' and bn.train ~= false and out[1] > 1 and bn.eps > 0
-      and vector(bn.running_mean, C) and vector(bn.running_var, C)
-      and torch.isTensor(rawget(bn, 'save_mean')) and torch.isTensor(rawget(bn, 'save_std'))
-      and ((bn.weight == nil and bn.bias == nil) or (vector(bn.weight, C) and vector(bn.bias, C)
-        and vector(bn.gradWeight, C) and vector(bn.gradBias, C))) then
-    local s = { kind = 'bn', affine = bn.weight ~= nil, eps = bn.eps, out = out }
-    steps[2], params[2] = s, { module = bn }
-    mods[#mods + 1], j = bn, j + 1
-    if I.isReLU(items[j] and items[j].m) then
-      s.relu = true
-      mods[#mods + 1], j = items[j].m, j + 1
-    end
+  local u = { steps = steps, params = params, mods = { c }, next = i + 1, sizes = out, convs = 1 }
+  local bn = batchNorm(items, i + 1, out)
+  if bn then
+    steps[2], params[2] = bn.steps[1], bn.params[1]
+    for _, m in ipairs(bn.mods) do u.mods[#u.mods + 1] = m end
+    u.next = bn.next
   end
-  return { steps = steps, params = params, mods = mods, next = j, sizes = out, convs = 1 }
+  return u
+end
+
+-- a batch norm [+ ReLU] that follows no convolution (a pre-activation block's): a unit of its own
+local function bnUnit(items, i, sizes)
+  if not planConv.preactivation then return nil end
+  return batchNorm(items, i, sizes)
 end
 
 -- wires a unit's steps into segment seg (value ids)
@@ -119,7 +141,8 @@ end
 -- residual block's add a step of its own (a oneDNN binary add, the ReLU after it a post-op),
 -- and a segment without a batch norm run as it is: little to fuse, and eager's convolutions
 -- pick channels-last where the blocked layouts pad channels (LeNet's)
-local TRAIN = { unit = convUnit, record = record, append = append,
+local TRAIN = { record = record, append = append,
+  unit = function(items, i, sizes) return convUnit(items, i, sizes) or bnUnit(items, i, sizes) end,
   sum = function(u)
     local sum = { kind = 'add', out = u.sizes, relu = u.relu ~= nil }
     u.residual.sum = sum
