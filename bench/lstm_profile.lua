@@ -18,7 +18,8 @@
 --   time     the best step
 --   aborts   the traces LuaJIT aborts or leaves while running the step (jit.attach): where, and
 --            the error number (lj_traceerr.h's order)
--- LSTM_STEPS=n sets the sequence's length (50).
+-- LSTM_STEPS=n sets the sequence's length (50); LSTM_EVAL=1 makes ab time the forward in
+-- evaluation mode.
 local mode, steps, batch = arg[1] or 'modules', tonumber(arg[2]) or 20, tonumber(arg[3]) or 32
 require 'nn'
 require 'nngraph'
@@ -239,7 +240,7 @@ elseif mode == 'ab' then
   local loops = {}
   for _, old in ipairs { true, false } do
     setting(old)
-    loops[old] = models.lstmLoop(proto, layers, hidden, x, y, 0.01, true)
+    loops[old] = models.lstmLoop(proto, layers, hidden, x, y, 0.01, os.getenv('LSTM_EVAL') == nil)
     loops[old](3)
   end
   local times = { [true] = {}, [false] = {} }
