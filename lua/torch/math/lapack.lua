@@ -20,9 +20,10 @@ local function isColumnMajor(t, rows, cols)
     and (t._str[1] == 1 or rows == 1) and (t._str[2] == rows or cols == 1)
 end
 
+-- (new size and stride arrays, never the old ones changed: a tensor's arrays are immutable once
+-- installed, which compiled chains rely on, nn_chain.lua's cachedChecks)
 local function transposeInPlace(t)
-  t._sz[1], t._sz[2] = t._sz[2], t._sz[1]
-  t._str[1], t._str[2] = t._str[2], t._str[1]
+  t._sz, t._str = { t._sz[2], t._sz[1] }, { t._str[2], t._str[1] }
 end
 
 -- A rows x cols column-major tensor for LAPACK to write: res itself when it can be made one
@@ -164,7 +165,9 @@ local function gels(...)
   local rb, ra, b, a = withResults(2, 2, ...)
   local A, B = linearSystem('gels', rb, ra, b, a, false)
   failed('gels', backend.of(A).gels(A, B), 'the %d-th diagonal element of the triangular factor of A is zero')
-  B._sz[1] = a._sz[2]  -- the solution is the first n rows (B keeps its leading dimension)
+  local sz = { unpack(B._sz) }
+  sz[1] = a._sz[2]   -- the solution is the first n rows (B keeps its leading dimension)
+  B._sz = sz
   return finish(B, rb), finish(A, ra)
 end
 
@@ -361,7 +364,7 @@ local function qr(...)
   rr = rr or a.new()
   torch.triu(rr, packed:narrow(1, 1, min(m, n)))
   rq = orgqr(rq or a.new(), packed, tau)
-  rq._sz[2] = min(m, n)   -- Q is its first k columns
+  rq._sz = { rq._sz[1], min(m, n) }   -- Q is its first k columns
   return rq, rr
 end
 
