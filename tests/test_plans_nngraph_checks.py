@@ -249,3 +249,36 @@ def test_chain_slots_follow_their_tensors(h: Any, cached: bool) -> None:
         assert float(report[name]) < 1e-6, (name, report)
     assert report["sameKept"] == "true" and report["setKept"] == "true" and report["storageKept"] == "true"
     assert report["layoutKept"] == "false"
+
+
+_RESHAPE = lua_fn("""function(H)
+  local plan, plans = H.plan, H.plans
+  torch.manualSeed(7)
+  local x = nn.Identity()()
+  local y = nn.Tanh()(nn.Reshape(4)(nn.Sigmoid()(nn.Linear(3, 4)(x))))
+  local m = nn.gModule({ x }, { y }):float()
+  local input = torch.FloatTensor(5, 3):normal()
+  m:forward(input); m:forward(input)
+  local P = plan.of(m)
+  for _, n in ipairs(m.forwardnodes) do
+    local r = n.data.module
+    if torch.type(r) == 'nn.Reshape' then
+      r.size, r.nelement, r.batchsize = torch.LongStorage { 2, 2 }, 4, torch.LongStorage { 0, 2, 2 }
+    end
+  end
+  local got = m:forward(input):clone()
+  plans.enabled = false
+  local want = m:forward(input):clone()
+  plans.enabled = true
+  return tostring(P ~= nil), got:size():totable(), want:size():totable(), (got:view(-1) - want:view(-1)):abs():max()
+end""")
+
+
+def test_reshape_size_change_drops_the_plan(h: Any) -> None:
+    """A Reshape in a chain given new sizes: the plan stands no more, the output takes the new
+    shape (the sizes are among the fields a plan checks)."""
+    planned, got, want, err = _RESHAPE(h)
+    assert planned == "true"
+    assert list(want.values()) == [5, 2, 2]
+    assert list(got.values()) == [5, 2, 2]
+    assert err == 0.0

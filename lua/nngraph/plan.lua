@@ -237,6 +237,7 @@ local moduleKeys = { 'output', 'gradInput', 'inplace', 'train', 'updateOutput', 
 local typeKeys = {
   ['nn.MulConstant'] = { 'constant_scalar' }, ['nn.AddConstant'] = { 'constant_scalar' },
   ['nn.SplitTable'] = { 'dimension', 'nInputDims' }, ['nn.OneHot'] = { 'outputSize' },
+  ['nn.Reshape'] = { 'size', 'nelement', 'batchsize', 'batchMode' },
 }
 local function snapshot(P, chains, gm)
   local function list(all)
