@@ -30,8 +30,13 @@ local blas = {}
 -- it: the LSTM's forward 45 -> 49 us), except where BLAS sees an n x k . (m x k)^T product
 -- (ta false, tb true: row-major a^T . b, Linear's gradWeight) with k <= 64, from 1M (0.67x to
 -- 0.92x from 1M to 4M: the LSTM's 512x128x50 gradWeight 46 -> 33 us). gemv pays from 1M elements
--- (138 -> 63 us at 1024^2; even at 512^2), dot never (even from 1M to 16M elements).
-blas.minWork = { gemm = 4e6, gemmDouble = 5e5, gemmShortK = 5e5, shortK = 64, gemv = 5e5, vector = math.huge }
+-- (138 -> 63 us at 1024^2; even at 512^2), dot never (even from 1M to 16M elements). axpy
+-- (the SGD update params:add(-lr, grads), a training plan's gradient accumulation) pays from
+-- 1M Float elements: 0.25 -> 0.17 ms at 1M, 3.66 -> 1.94 at 11.7M (ResNet-18's parameters), and
+-- lost at 0.3M (0.052 -> 0.066), even at 0.67M (bench/serial_passes.lua's findings,
+-- docs/performance.md "Serial fractions, pass by pass"); math.huge keeps it on one thread.
+blas.minWork = { gemm = 4e6, gemmDouble = 5e5, gemmShortK = 5e5, shortK = 64, gemv = 5e5, vector = math.huge,
+                 axpy = 5e5 }
 
 -- The least multiply-adds per thread for a gemm of this type, transposes and k (as blas.gemm gets them).
 function blas.gemmLeast(dt, ta, tb, k)
@@ -272,7 +277,7 @@ local function ffiBlas(fn)
   if saxpy and daxpy then
     function blas.axpy(dt, n, alpha, x, incx, y, incy)
       local f = dt.name == 'Double' and daxpy or saxpy
-      local used = size(n, minWork.vector)
+      local used = size(n, minWork.axpy)
       f(n, alpha, x, incx, y, incy)
       restore(used)
     end
