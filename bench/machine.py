@@ -63,6 +63,22 @@ def thread_cpu_times() -> dict[int, float]:
     return times
 
 
+def thread_time(step: Callable[[int], Any], reps: int, threads: int) -> tuple[float, float]:
+    """`step(reps)`'s serial fraction on `threads` threads (see serial_fraction) and the CPU
+    seconds of all of this process's threads per step (the calling thread's and the workers')."""
+    main = threading.get_native_id()
+    before = thread_cpu_times()
+    t0 = time.perf_counter()
+    step(reps)
+    wall = time.perf_counter() - t0
+    after = thread_cpu_times()
+    spent = {tid: cpu - before.get(tid, 0.0) for tid, cpu in after.items()}
+    workers = sum(cpu for tid, cpu in spent.items() if tid != main)
+    parallel = min(workers / max(threads - 1, 1), wall) if threads > 1 else 0.0
+    serial = wall - parallel
+    return serial / max(serial + threads * parallel, 1e-12), sum(spent.values()) / reps
+
+
 def serial_fraction(step: Callable[[int], Any], reps: int, threads: int) -> float:
     """Amdahl's serial fraction of `step` run on `threads` threads, from thread CPU time: the
     workers' CPU time spread evenly over threads - 1 workers is the wall time spent in parallel
@@ -70,16 +86,7 @@ def serial_fraction(step: Callable[[int], Any], reps: int, threads: int) -> floa
     As a share of the one-thread work: serial / (serial + threads * parallel). A worker that
     spins while it waits counts as working, so a library whose threads spin looks more parallel
     than it is (the Karp-Flatt figure, from wall times alone, has no such bias)."""
-    main = threading.get_native_id()
-    before = thread_cpu_times()
-    t0 = time.perf_counter()
-    step(reps)
-    wall = time.perf_counter() - t0
-    after = thread_cpu_times()
-    workers = sum(cpu - before.get(tid, 0.0) for tid, cpu in after.items() if tid != main)
-    parallel = min(workers / max(threads - 1, 1), wall)
-    serial = wall - parallel
-    return serial / (serial + threads * parallel)
+    return thread_time(step, reps, threads)[0]
 
 
 def karp_flatt(one_thread: float, n_threads: float, threads: int) -> float:

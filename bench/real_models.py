@@ -33,7 +33,9 @@ one-thread work that ran on one thread) from thread CPU time (bench/machine.py s
 the workers' CPU time is the wall time in parallel regions; threads that spin while waiting count
 as working, so it is a lower bound: PyTorch's OpenMP workers spin and read near 0) and from the
 wall times alone (Karp-Flatt), and the speed-up over one thread that Amdahl's law allows on 8 and
-16 cores with the Karp-Flatt fraction. On a machine shared with other work, --priority (as root)
+16 cores with the Karp-Flatt fraction, beside each side's CPU time per step (all threads, from the
+same block: bench/machine.py thread_time); printed with --quick too, and for any count above 1
+even without a 1-thread run (the Karp-Flatt columns then read -). On a machine shared with other work, --priority (as root)
 runs the bench and its hog ahead of that work, so that "idle" means the bench alone.
 """
 from __future__ import annotations
@@ -52,7 +54,7 @@ import numpy as np
 
 import luabridge
 import nn_models
-from machine import amdahl_speedup, cores, cpu_name, gemm_gflops, karp_flatt, serial_fraction, vector_extension
+from machine import amdahl_speedup, cores, cpu_name, gemm_gflops, karp_flatt, thread_time, vector_extension
 
 ROOT = Path(__file__).resolve().parent
 MODELS = ROOT / "real_models.lua"
@@ -408,6 +410,7 @@ def flops(step: Callable[[int], Any]) -> float:
 class Timing:
     best: float                # seconds per step, the best repeat
     serial: Optional[float]    # the serial fraction from thread CPU time (machine.serial_fraction); None at 1 thread
+    cpu: Optional[float] = None   # CPU seconds of all threads per step (machine.thread_time); None at 1 thread
 
 
 def time_step(step: Callable[[int], Any], threads: int, quick: bool) -> Timing:
@@ -418,8 +421,10 @@ def time_step(step: Callable[[int], Any], threads: int, quick: bool) -> Timing:
     once = time.perf_counter() - t0
     reps = max(1, int((0.3 if quick else 1.0) / max(once, 1e-6)))
     best = nn_models.best_time(step, reps, 2 if quick else 4, threads)
-    serial = serial_fraction(step, max(reps, int(1.0 / max(best, 1e-6)) + 1), threads) if threads > 1 else None
-    return Timing(best, serial)
+    if threads == 1:
+        return Timing(best, None)
+    serial, cpu = thread_time(step, max(reps, int(1.0 / max(best, 1e-6)) + 1), threads)
+    return Timing(best, serial, cpu)
 
 
 def set_threads(n: int) -> None:
@@ -493,8 +498,9 @@ def ms(seconds: float) -> str:
 HEADER = ("| row | batch | threads | ours ms | PyTorch ms | ours/PyTorch | ours Nt/1t | PyTorch Nt/1t "
           "| GFLOP/s ours | GFLOP/s PyTorch | ours % of peak |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
-SERIAL_HEADER = ("| row | batch | threads | serial ours | serial PyTorch | Karp-Flatt ours | Karp-Flatt PyTorch "
-                 "| Amdahl 8 / 16 cores, ours | PyTorch |\n|---|---|---|---|---|---|---|---|---|")
+SERIAL_HEADER = ("| row | batch | threads | CPU ms ours | CPU ms PyTorch | serial ours | serial PyTorch "
+                 "| Karp-Flatt ours | Karp-Flatt PyTorch | Amdahl 8 / 16 cores, ours | PyTorch |\n"
+                 "|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def table_rows(row: Row, results: dict[int, Result], peaks: dict[int, float]) -> Iterator[str]:
@@ -518,7 +524,7 @@ def serial_rows(row: Row, results: dict[int, Result]) -> Iterator[str]:
     near 0 whatever the step does); from the CPU-time one only when no 1-thread run was made."""
     counts = sorted(results)
     base = results[counts[0]]
-    for n in counts[1:]:
+    for n in (k for k in counts if k > 1):
         r = results[n]
         if counts[0] == 1:
             flatt = [karp_flatt(b.best, t.best, n) for b, t in ((base.ours, r.ours), (base.theirs, r.theirs))]
@@ -527,7 +533,8 @@ def serial_rows(row: Row, results: dict[int, Result]) -> Iterator[str]:
         else:
             shown, serial = "- | -", [r.ours.serial, r.theirs.serial]
         projected = [" / ".join(f"{amdahl_speedup(f, k):.1f}x" for k in (8, 16)) for f in serial]
-        yield (f"| {row.label} | {row.batch} | {n} | {r.ours.serial:.2f} | {r.theirs.serial:.2f} | {shown} | "
+        yield (f"| {row.label} | {row.batch} | {n} | {ms(r.ours.cpu)} | {ms(r.theirs.cpu)} | "
+               f"{r.ours.serial:.2f} | {r.theirs.serial:.2f} | {shown} | "
                f"{projected[0]} | {projected[1]} |")
 
 
@@ -573,10 +580,11 @@ def main() -> None:
                 r = results[row.key][n]
                 print(f"| {row.label} | {row.batch} | {n} | {ms(r.ours.best)} | {ms(r.reference.best)} | "
                       f"{r.ours.best / r.reference.best:.2f} |", flush=True)
-    if len(counts) > 1:
+    if counts[-1] > 1:
         print("\nserial fraction of a step (the share of its one-thread work that ran on one thread), from thread "
               "CPU time (a lower bound: waiting workers that spin count as working) and from wall times "
-              "(Karp-Flatt), and the speed-up over one thread Amdahl's law allows with the Karp-Flatt fraction")
+              "(Karp-Flatt), and the speed-up over one thread Amdahl's law allows with the Karp-Flatt fraction; "
+              "CPU ms: all threads' CPU time per step in the block that measured the fraction")
         print(SERIAL_HEADER)
         for row in rows:
             print("\n".join(serial_rows(row, results[row.key])), flush=True)

@@ -51,3 +51,28 @@ def test_serial_fraction_from_known_cpu_times(monkeypatch):
     monkeypatch.setattr(machine, "thread_cpu_times", lambda: next(readings))
     monkeypatch.setattr(machine.time, "perf_counter", lambda: next(clock))
     assert machine.serial_fraction(lambda reps: None, 1, threads=4) == pytest.approx(0.2)
+
+
+def test_thread_time_gives_the_fraction_and_cpu_per_step(monkeypatch):
+    """The same readings over 2 steps: fraction 0.2, and (1.0 + 1.5) s of CPU over 2 steps."""
+    main = threading.get_native_id()
+    readings = iter([{main: 0.0, 1: 0.0, 2: 0.0, 3: 0.0}, {main: 1.0, 1: 0.5, 2: 0.5, 3: 0.5}])
+    clock = iter([10.0, 11.0])
+    monkeypatch.setattr(machine, "thread_cpu_times", lambda: next(readings))
+    monkeypatch.setattr(machine.time, "perf_counter", lambda: next(clock))
+    fraction, cpu = machine.thread_time(lambda reps: None, 2, threads=4)
+    assert fraction == pytest.approx(0.2)
+    assert cpu == pytest.approx(1.25)
+
+
+def test_serial_rows_without_a_one_thread_run():
+    """bench/real_models.py --threads 2 alone (no 1-thread count) still prints the serial table's
+    row: the CPU-time columns, Karp-Flatt's as '-' and Amdahl's from the CPU-time fraction."""
+    rm = load_bench("real_models.py", "bench_real_models_rows")
+    t = rm.Timing(0.010, 0.25, 0.018)
+    row = rm.ROWS[0]
+    lines = list(rm.serial_rows(row, {2: rm.Result(t, rm.Timing(0.008, 0.0, 0.016), 1e9)}))
+    assert len(lines) == 1
+    cells = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert cells[2:9] == ["2", "18.00", "16.00", "0.25", "0.00", "-", "-"]
+    assert cells[9] == f"{machine.amdahl_speedup(0.25, 8):.1f}x / {machine.amdahl_speedup(0.25, 16):.1f}x"
