@@ -307,8 +307,8 @@ end""".replace("@COVER@", str(HERE / "plans_cover.lua")))
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
 @pytest.mark.parametrize("dropout", [0, 0.5])
 def test_nested_table_inputs_gmodule(typ: str, train: bool, dropout: float) -> None:
-    """Every clone's forward (and backward) runs its plan, with one fused chain per layer past
-    the gates' SelectTables and one for each layer's input sum; Double equals the layer-by-layer
+    """Every clone's forward (and backward) runs its plan, with one fused chain per layer (the
+    input sum, the gates' SplitTable and SelectTables, the gates); Double equals the layer-by-layer
     run bit for bit, Float to float32 rounding (the backward's steps round to float32 each, where
     the modules' loops compute in double and round once)."""
     check_through_time(_PTB(typ, train, dropout, 2), 4, typ, train)

@@ -1,7 +1,7 @@
 """What an nngraph plan checks on every call (lua/nngraph/plan.lua's snapshot): the fields its
-fused kernels depend on (each chain module's output, gradInput, inplace, train, instance
-methods, constants; each chain member node's module), with plan.checkAllFields reading every
-field as before; and gModule:backward, which checks the plan once for updateGradInput and
+fused kernels depend on (each chain module's kind's reads: output, gradInput, inplace, constants,
+sizes; instance methods; each chain member node's module; the gModule's mode; test_plans_nngraph_fields.py
+checks the reads), with plan.checkAllFields reading every field as before; and gModule:backward, which checks the plan once for updateGradInput and
 accGradParameters. Each case runs the planned gModule beside a layer-by-layer copy (plans off)
 changed the same way and compares what a program reads."""
 from __future__ import annotations

