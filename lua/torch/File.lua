@@ -8,6 +8,7 @@ local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.core.check'
 local dtype = require 'torch.core.dtype'
+local bump = require('torch.core.versions').bump   -- a read into a storage bumps its version
 local host = require('torch.backend').host   -- numpy's loops (ufunc_loop, ufunc_reduce)
 local format = require 'torch.t7format'   -- limits, type codes, class names: shared with luabridge.t7.reader
 local band = require('bit').band
@@ -399,6 +400,7 @@ for name, k in pairs(kinds) do
     end
     if torch.typename(arg) == storageName then
       local n = arg._n
+      bump(arg)
       local got = readElements(self, k, dataPtr(arg), n)
       if got < n then shortRead(self, got, n) end
       return got

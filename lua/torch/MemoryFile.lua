@@ -3,6 +3,7 @@
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local check = require 'torch.core.check'
+local bump = require('torch.core.versions').bump   -- writes into the storage bump its version
 require 'torch.File'
 
 local MemoryFile = torch.class('torch.MemoryFile', 'torch.File')
@@ -51,6 +52,7 @@ function MemoryFile:_write(p, n)
   if n <= 0 then return 0 end
   local st, stop = self._st, self._pos + n
   if stop + 1 > st._n then st:resize(math.max(stop + 1, 2 * st._n)) end
+  bump(st)
   ffi.copy(st._ptr + self._pos, p, n)
   self._pos = stop
   if stop > self._size then
@@ -124,6 +126,7 @@ end
 function MemoryFile:storage()
   local st = opened(self)
   st:resize(self._size + 1)
+  bump(st)
   st._ptr[self._size] = 0
   return st
 end

@@ -5,6 +5,11 @@ local dtype = require 'torch.core.dtype'
 local memory = require 'torch.core.memory'
 local check = require 'torch.core.check'
 local object = require 'torch.core.object'
+local versions = require 'torch.core.versions'
+
+-- Every write below bumps the buffer's write version, and every raw pointer handed out marks it
+-- escaped (core/versions.lua: what a plan's cached weights rely on).
+local bump, escape = versions.bump, versions.escape
 
 local Storage = {}     -- methods shared by every storage type
 local byName = {}      -- 'torch.FloatStorage' -> metatable
@@ -40,8 +45,10 @@ end
 
 function Storage.size(s) return s._n end
 function Storage.elementSize(s) return s._dt.size end
-function Storage.data(s) return s._ptr end
-function Storage.pointer(s) return s._ptr end
+function Storage.data(s) escape(s); return s._ptr end
+-- for the Python side's views of the memory (luabridge/core/memory.py): the buffer is viewed
+function Storage._viewed(s) versions.viewed(s) end
+function Storage.pointer(s) escape(s); return s._ptr end
 
 -- One element set, then copied over the rest in doubling blocks: a few memcpy calls, not a Lua
 -- loop per element (a 2^31-element storage fills in about a second).
@@ -50,6 +57,7 @@ function Storage.fill(s, v)
   if dt.half then check.error('fill: not supported for HalfStorage (copy from a FloatStorage)') end
   check.number('fill', v, 'value')
   if n == 0 then return s end
+  bump(s)
   p[0] = v
   local done = 1
   while done < n do
@@ -60,7 +68,7 @@ function Storage.fill(s, v)
   return s
 end
 
-function Storage.zero(s) if s._n > 0 then ffi.fill(s._ptr, s._n * s._dt.size, 0) end return s end
+function Storage.zero(s) bump(s); if s._n > 0 then ffi.fill(s._ptr, s._n * s._dt.size, 0) end return s end
 
 local function checkResizable(s)
   if s._base then check.error('resize: cannot resize a storage that views another storage') end
@@ -73,6 +81,7 @@ function Storage.resize(s, n)
   check.int('resize', n, 'storage size', 0)
   if n == s._n then return s end
   checkResizable(s)
+  bump(s)
   local ptr, h, id, off = memory.alloc(n, s._dt)
   local keep = math.min(n, s._n)
   if keep > 0 then ffi.copy(ptr, s._ptr, keep * s._dt.size) end
@@ -86,6 +95,7 @@ end
 function Storage._resizeForOverwrite(s, n)
   if n == s._n then return s end
   checkResizable(s)
+  bump(s)
   s._ptr, s._h, s._id, s._baseoff = memory.alloc(n, s._dt, true)
   s._n = n
   return s
@@ -99,11 +109,13 @@ function Storage.copy(s, src)
     for i = 1, #src do values[i] = check.element('copy', src[i], 'table entry ' .. i) end
     -- Half elements are bit patterns: the numbers convert through a float storage
     if s._dt.half then return s:copy(torch.FloatStorage(values)) end
+    bump(s)
     for i = 1, #values do s._ptr[i - 1] = values[i] end
     return s
   end
   if not isStorage(src) then check.error('copy: expected a storage or a table') end
   if src._n ~= s._n then check.error(('copy: size mismatch, %d vs %d'):format(s._n, src._n)) end
+  bump(s)
   if src._device then return src:_copyTo(s) end
   if src._dt == s._dt then
     if s._n > 0 then ffi.copy(s._ptr, src._ptr, s._n * s._dt.size) end
@@ -135,6 +147,7 @@ function Storage.string(s, str)
   if str == nil then return ffi.string(s._ptr, s._n) end
   check.string('string', str, 'str')
   s:resize(#str)
+  bump(s)
   if #str > 0 then ffi.copy(s._ptr, str, #str) end
   return s
 end
@@ -167,8 +180,9 @@ local function mapStorage(mt, filename, shared, size, sharedMem)
   local path, shm = filename, shared and sharedMem
   if shm then path = '/dev/shm/' .. filename:gsub('^/+', '') end
   local ptr, h, id, count = memory.map(op, path, mt.__dtype, shared == true, n)
+  -- escaped: the file (another mapping of it, another process) may change it
   return object.new(mt, { _ptr = ptr, _n = count, _h = h, _id = id, _dt = mt.__dtype, _base = false, _baseoff = 0,
-                          _mapped = path, _unlink = shm and unlinkWhenCollected(path) or nil })
+                          _mapped = path, _unlink = shm and unlinkWhenCollected(path) or nil, _esc = true })
 end
 
 -- torch.<Type>Storage(...); mt.__alloc(mt, n), when set, makes the storages of another backend.
@@ -226,7 +240,9 @@ for _, dt in ipairs(dtype.list) do
     if type(k) ~= 'number' then check.error('storage index must be an integer, got ' .. type(k)) end
     checkIndex(s, k)
     if dt.half then check.error('HalfStorage: copy from a FloatStorage to set elements') end
-    s._ptr[k - 1] = check.element(name, v, 'value')
+    local value = check.element(name, v, 'value')
+    bump(s)
+    s._ptr[k - 1] = value
   end)
   mt.elementSize = function() return dt.size end   -- also called on the class, as torch7 allowed
   mt.__len = function(s) return s._n end
@@ -247,7 +263,9 @@ function torch._storageFromBuffer(typeName, id, hi, lo, n)
   local mt = byName['torch.' .. typeName .. 'Storage']
   local dt = mt.__dtype
   local ptr = require('ffi').cast(dt.ptr, memory.address(hi, lo))
-  return object.new(mt, { _ptr = ptr, _n = n, _h = memory.handle(id), _id = id, _dt = dt, _base = false, _baseoff = 0 })
+  -- escaped: Python (or the Lua state lending it) may write it, and another storage may view it
+  return object.new(mt, { _ptr = ptr, _n = n, _h = memory.handle(id), _id = id, _dt = dt, _base = false, _baseoff = 0,
+                          _esc = true })
 end
 
 torch._storageMetatables = byName

@@ -6,6 +6,7 @@ local dtype = require 'torch.core.dtype'
 local check = require 'torch.core.check'
 local apply = require 'torch.core.apply'
 local object = require 'torch.core.object'
+local versions = require 'torch.core.versions'   -- write versions and escape marks of buffers
 
 local Tensor = {}        -- methods shared by every CPU tensor type
 local metatables = {}    -- dtype name -> metatable
@@ -101,6 +102,7 @@ function Tensor.elementSize(t) return t._dt.size end
 -- The FFI pointer to the first element (nil for an empty tensor).
 function Tensor.data(t)
   if not t._st then return nil end
+  versions.escape(t._st)   -- the caller may write through it: plans cache nothing from this buffer
   return t._st._ptr + t._off
 end
 
@@ -542,6 +544,7 @@ local function writeAt(t, o, v)
     make(getmetatable(t), t._st, o, { 1 }, { 1 }):copy(torch.FloatTensor({ v }))
     return
   end
+  versions.bump(t._st)
   t._st._ptr[o] = v
 end
 

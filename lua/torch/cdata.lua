@@ -6,6 +6,7 @@
 local ffi = require 'ffi'
 local torch = require 'torch.env'
 local dtype = require 'torch.core.dtype'
+local escape = require('torch.core.versions').escape   -- the struct hands out the data pointer
 
 local structs = {}   -- dtype name -> { storage = ctype, tensor = ctype }
 for _, dt in ipairs(dtype.list) do
@@ -39,6 +40,7 @@ local function storageCdata(s)
     c = structs[s._dt.name].storage()
     s._cdata = c
   end
+  escape(s)
   c.data, c.size, c.refcount = s._ptr, s._n, 1
   return c
 end

@@ -11,6 +11,7 @@ local torch = require 'torch.env'
 local check = require 'torch.core.check'
 local backend = require 'torch.backend'
 local apply = require 'torch.core.apply'
+local bumpVersion = require('torch.core.versions').bump
 local mt = backend.host.mt19937   -- the CPU generator's streams (backend/cpu/random.lua)
 
 local floor = math.floor
@@ -112,6 +113,7 @@ local function stateTensor(op, t)
     check.error(('%s: RNG state is wrong size (%d bytes, expected %d)'):format(op, t:nElement(), SAVED_SIZE))
   end
   if not isContiguous(t) then check.error(op .. ': RNG state needs to be contiguous') end
+  bumpVersion(t)   -- setRNGState reads it, getRNGState writes it
   return ffi.cast(savedPtr, t._st._ptr + t._off)
 end
 

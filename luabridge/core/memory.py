@@ -143,6 +143,14 @@ class BufferRegistry:
                 self._pool.setdefault((array.dtype, array.size), []).append(array)
                 self._pool_bytes += array.nbytes
 
+    def viewed(self, buffer_id: int) -> bool:
+        """Whether anything besides this registry references buffer_id's array: a numpy view
+        (each keeps its base array), a DLPack capsule, another runtime's registry. An unknown id
+        counts as viewed."""
+        array = self._arrays.get(int(buffer_id))
+        # three references: `array` here, the registry's and getrefcount's argument
+        return array is None or sys.getrefcount(array) > 3
+
     def array(self, buffer_id: int) -> np.ndarray:
         return self._arrays[int(buffer_id)]
 
@@ -161,17 +169,32 @@ class BufferRegistry:
             strides=tuple(int(s) * item for s in strides),
         )
 
-    def storage_view(self, st: Any, type_name: str, offset: int, sizes, strides) -> np.ndarray:
+    def storage_view(self, st: Any, type_name: str, offset: int, sizes, strides,
+                     escape: bool = True) -> np.ndarray:
         """A view of elements of a Lua storage (a view storage sits at _baseoff into its root's
-        buffer)."""
+        buffer). With escape (the default) the storage's buffer is marked viewed
+        (lua/torch/core/versions.lua): the view may write it where Lua cannot see, so no plan
+        keeps anything derived from its elements while a view lives (BufferRegistry.viewed).
+        escape=False is for a caller that drops the view before returning to Lua, and whose
+        Lua side bumps the storage's write version when the view was written."""
+        if escape:
+            mark_escaped(st)
         return self.view(st._id, type_name, offset + st._baseoff, sizes, strides)
 
-    def tensor_view(self, t: Any) -> np.ndarray:
-        """A numpy view of a CPU Lua tensor (sharing memory; it keeps the buffer alive)."""
+    def tensor_view(self, t: Any, escape: bool = True) -> np.ndarray:
+        """A numpy view of a CPU Lua tensor (sharing memory; it keeps the buffer alive); escape
+        as storage_view's."""
         sizes = lua_list(t._sz)
         if not t._st:
             return np.empty(sizes or (0,), dtype=DTYPES[t._dt.name])
-        return self.storage_view(t._st, t._dt.name, t._off, sizes, lua_list(t._str))
+        return self.storage_view(t._st, t._dt.name, t._off, sizes, lua_list(t._str), escape)
+
+
+def mark_escaped(st: Any) -> None:
+    """Marks the buffer of Lua storage st (its root storage: a view storage's _base) viewed from
+    Python: written where Lua cannot see while a view lives (lua/torch/core/versions.lua,
+    through Storage._viewed)."""
+    st._viewed(st)
 
 
 def _mapped(path: str, dtype: np.dtype, shared: bool, n: int) -> tuple[np.ndarray, int]:

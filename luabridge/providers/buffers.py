@@ -16,12 +16,15 @@ def callbacks(bridge: "Bridge") -> dict[str, Any]:
     """Buffer allocation, release and file mapping, and copies between CPU tensors or storages."""
     buffers = bridge.buffers
 
+    # the views go when the copy returns, and its Lua callers (the op `copy`, Storage.copy)
+    # bump dst's write version: they mark nothing escaped
     def copy_tensor(dst: Any, src: Any) -> None:
-        np.copyto(buffers.tensor_view(dst), buffers.tensor_view(src).reshape(lua_list(dst._sz)), casting="unsafe")
+        np.copyto(buffers.tensor_view(dst, escape=False),
+                  buffers.tensor_view(src, escape=False).reshape(lua_list(dst._sz)), casting="unsafe")
 
     def copy_storage(dst: Any, src: Any) -> None:
-        d = buffers.storage_view(dst, dst._dt.name, 0, [dst._n], [1])
-        s = buffers.storage_view(src, src._dt.name, 0, [src._n], [1])
+        d = buffers.storage_view(dst, dst._dt.name, 0, [dst._n], [1], escape=False)
+        s = buffers.storage_view(src, src._dt.name, 0, [src._n], [1], escape=False)
         np.copyto(d, s, casting="unsafe")
 
     return {
@@ -30,5 +33,6 @@ def callbacks(bridge: "Bridge") -> dict[str, Any]:
         "map_file": buffers.map_file,
         "copy_tensor": copy_tensor,
         "copy_storage": copy_storage,
+        "buffer_viewed": buffers.viewed,
     }
 

@@ -19,6 +19,7 @@ CALLBACKS: dict[str, str] = {
     "map_file": "a buffer mapped from a file (torch.*Storage(path, shared)): id, address, size",
     "copy_tensor": "copies a CPU tensor into another with numpy's casting copy (any types, strides)",
     "copy_storage": "copies a CPU storage into another of any element type",
+    "buffer_viewed": "whether anything besides the registry still holds a buffer's array (a numpy view)",
     # torch_cpu/ufuncs.py (torch: backend/cpu/ufunc.lua)
     "ufunc_loop": "the address of numpy's inner SIMD loop for a ufunc and signature, or nil",
     # torch_cpu/blocked.py (torch: backend/cpu/pointwise.lua, backend/cpu/random.lua)

@@ -7,7 +7,11 @@
 --
 -- plan_conv_compile(program) makes the primitives for one thread count (nil, reason when
 -- oneDNN refuses a step); plan_conv_run(exe, input, output, params) runs them on the current
--- weights and statistics (read at each run: an optimizer's step is seen by the next run).
+-- weights and statistics (read at each run: an optimizer's step is seen by the next run). A
+-- convolution's weights reordered into oneDNN's blocked layout are kept from one run to the next
+-- while their buffer's write version, offset, sizes and strides stay those of the run that
+-- reordered them and the buffer never escaped (core/versions.lua; versions.cacheWeights = false
+-- reorders them at every run).
 --
 -- The program (values are ids; value 0 is the input):
 --   { input = {B, C, H, W}, output = id, values = { [id] = {B, C, H, W} },
@@ -21,6 +25,8 @@ local backend = require 'torch.backend'
 local dnnl = require 'torch.backend.cpu.dnnl'
 local convdnnl = require 'torch.backend.cpu.dnnl_nn'
 local apply = require 'torch.backend.cpu.apply'
+local object = require 'torch.core.object'
+local versions = require 'torch.core.versions'
 
 local ptr = apply.ptr
 
@@ -207,7 +213,7 @@ local function compile(program)
       keep(pd)
       local conv = { O = O }
       exe.convs[#exe.convs + 1] = conv
-      -- the weights: reordered from the caller's plain tensor at each run
+      -- the weights: reordered from the caller's plain tensor, at each run where they changed
       local userW = keep(dnnl.md(wSizes))
       local wMem = memory(userW, nil)
       exe.user[#exe.user + 1] = wMem
@@ -217,6 +223,7 @@ local function compile(program)
         local blocked = memory(wantW, ALLOCATE)
         keep(blocked)
         steps[#steps + 1] = reorderStep(userW, wMem, wantW, blocked)
+        steps[#steps].weightOf = conv   -- skipped while conv's cached weights are current
         wMem = blocked
       end
       -- the source in the layout this convolution wants (oneDNN's im2col path, which it takes on
@@ -268,6 +275,8 @@ local function compile(program)
   steps[#steps + 1] = reorderStep(last.md, last.mem, outMd, outMem)
   exe.main = table.remove(steps)
   exe.before = steps
+  -- what a run executes: exe.before less the weight reorders it skips
+  exe.running = { before = {}, main = exe.main, after = exe.after, user = exe.user }
   return exe
 end
 
@@ -293,6 +302,50 @@ end
 
 local handles = {}
 
+-- The blocked weights of a convolution are current when its weight tensor lies where it lay at
+-- the reorder (the same root storage, first element's address, sizes and strides) and the root's
+-- write version is the one it had then; an escaped buffer is never kept. (A storage viewing
+-- another bumps and escapes its root; the address tells apart the buffers a root had across
+-- resizes, each of which bumped it.)
+local fields = object.fields
+local function weightPlace(w)
+  local tf = fields[w]
+  local st = tf._st
+  if not st then return nil end
+  local sf = fields[st]
+  local root = sf._base or st
+  local rf = fields[root]
+  -- a buffer viewed from Python counts as escaped while a view lives (versions.unviewed bumps
+  -- the root when the last one went)
+  if not rf._esc and not versions.unviewed(sf._id, root) then return root, nil end
+  return root, rf, sf._ptr + tf._off, tf._sz, tf._str
+end
+
+local function current(conv, w)
+  local root, rf, at, sz, str = weightPlace(w)
+  if root == nil or rf == nil or root ~= conv.root or rf._esc or rf._ver ~= conv.ver or at ~= conv.at
+      or #sz ~= #conv.sz then
+    return false
+  end
+  local csz, cstr = conv.sz, conv.str
+  for d = 1, #sz do
+    if sz[d] ~= csz[d] or str[d] ~= cstr[d] then return false end
+  end
+  return true
+end
+
+-- after a run that reordered conv's weights from w: what they were reordered from (nothing for
+-- an escaped buffer, or one the run's output shares)
+local function remember(conv, w, output)
+  local root, rf, at, sz, str = weightPlace(w)
+  if root == nil or rf == nil or rf._esc or versions.root(output) == root then conv.root = nil; return end
+  conv.root, conv.ver, conv.at = root, rf._ver, at
+  local csz, cstr = conv.sz or {}, conv.str or {}
+  for d = 1, #sz do csz[d], cstr[d] = sz[d], str[d] end
+  for d = #sz + 1, #csz do csz[d], cstr[d] = nil, nil end
+  conv.sz, conv.str = csz, cstr
+end
+
 -- handles[index] = t's data, contiguous (the contiguous copy, if made, kept in held for the run)
 local function point(handles, held, index, t)
   local c = t:contiguous()
@@ -316,19 +369,43 @@ backend.register('cpu', {
   plan_conv_run = function(exe, input, output, params)
     local n, held = #exe.user, {}
     handles[1], handles[2] = ptr(input), ptr(output)
+    local cache = versions.cacheWeights
     for i, conv in ipairs(exe.convs) do
       local p = params[i]
       point(handles, held, conv.weightIndex, p.weight)
       if conv.biasIndex then point(handles, held, conv.biasIndex, p.bias) end
       if conv.scale then foldStatistics(conv, p.bn) end
+      conv.skip = cache and conv.root ~= nil and current(conv, p.weight)
+      if not conv.skip then conv.root = nil end   -- until this run has reordered them
     end
+    local running, nb, hits = exe.running, 0, 0
+    local list = running.before
+    for _, s in ipairs(exe.before) do
+      if s.weightOf and s.weightOf.skip then
+        hits = hits + 1
+      else
+        nb = nb + 1
+        list[nb] = s
+        if s.weightOf then s.weightOf.reordered = true end
+      end
+    end
+    for k = nb + 1, #list do list[k] = nil end
+    running.threads = exe.threads
     for i, bn in ipairs(exe.bns) do
       local p = params.bn[i]
       gather(bn.mean, p.mean, bn.C); gather(bn.var, p.var, bn.C)
       if p.weight then gather(bn.scale, p.weight, bn.C) else for c = 0, bn.C - 1 do bn.scale[c] = 1 end end
       if p.bias then gather(bn.shift, p.bias, bn.C) else ffi.fill(bn.shift, 4 * bn.C) end
     end
-    dnnl.run(exe, unpack(handles, 1, n))
+    dnnl.run(running, unpack(handles, 1, n))
+    versions.hits = versions.hits + hits
+    for i, conv in ipairs(exe.convs) do
+      if conv.reordered then
+        conv.reordered = nil
+        versions.reorders = versions.reorders + 1
+        if cache then remember(conv, params[i].weight, output) end
+      end
+    end
     return held
   end,
 })
