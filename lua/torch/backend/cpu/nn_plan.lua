@@ -36,6 +36,7 @@ for _, decl in ipairs {
   'dnnl_status_t dnnl_post_ops_append_eltwise(dnnl_post_ops_t post_ops, int alg_kind, float alpha, float beta);',
   'dnnl_status_t dnnl_post_ops_append_binary(dnnl_post_ops_t post_ops, int alg_kind, const dnnl_memory_desc_t src1_desc);',
   'dnnl_status_t dnnl_primitive_desc_query(const dnnl_primitive_desc_t pd, int what, int index, void *result);',
+  'dnnl_status_t dnnl_primitive_attr_set_scales_mask(dnnl_primitive_attr_t attr, int arg, int mask);',
 } do pcall(ffi.cdef, decl) end
 local QUERY_IMPL_INFO = 8   -- dnnl_query_impl_info_str
 
@@ -77,6 +78,30 @@ local function reorderStep(fromMd, fromMem, toMd, toMem)
   local p = primitive(pd[0], 'reorder')
   local s = step(p, { { ARG_FROM, fromMem }, { ARG_TO, toMem } })
   s.name = 'reorder ' .. implName(pd[0])
+  lib().dnnl_primitive_desc_destroy(pd[0])
+  return s
+end
+
+-- to (laid out as toMd) = scale * from + to: a reorder with a source scale (scaleMem, one float
+-- read at each run) and a sum post-op; nil where oneDNN declines it
+local ARG_ATTR_SCALES = 4096
+local function accumulateStep(fromMd, fromMem, toMd, toMem, scaleMem)
+  local attr = ffi.new('dnnl_primitive_attr_t[1]')
+  check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
+  attr = ffi.gc(attr[0], lib().dnnl_primitive_attr_destroy)
+  local ops = ffi.new('dnnl_post_ops_t[1]')
+  check(lib().dnnl_post_ops_create(ops), 'post_ops_create')
+  ops = ffi.gc(ops[0], lib().dnnl_post_ops_destroy)
+  check(lib().dnnl_post_ops_append_sum(ops, 1, 0, 0), 'post_ops_append_sum')
+  check(lib().dnnl_primitive_attr_set_post_ops(attr, ops), 'primitive_attr_set_post_ops')
+  local pd = ffi.new('dnnl_primitive_desc_t[1]')
+  if lib().dnnl_primitive_attr_set_scales_mask(attr, ARG_FROM, 0) ~= 0
+      or lib().dnnl_reorder_primitive_desc_create(pd, fromMd, dnnl.engine, toMd, dnnl.engine, attr) ~= 0 then
+    return nil
+  end
+  local p = primitive(pd[0], 'reorder')
+  local s = step(p, { { ARG_FROM, fromMem }, { ARG_TO, toMem }, { ARG_ATTR_SCALES + ARG_FROM, scaleMem } })
+  s.name = 'reorder+= ' .. implName(pd[0])
   lib().dnnl_primitive_desc_destroy(pd[0])
   return s
 end
@@ -492,6 +517,11 @@ local function placeBuffers(buffers, order, pool, keep)
   return buffered, slotted
 end
 
+-- Switches read when a training exe is made (tests compare both paths): fusedAccumulate, a
+-- convolution's weight gradient added into gradWeight by the reorder out of oneDNN's layout
+-- (else reordered into a buffer of the plan's, then added).
+local trainOptions = { fusedAccumulate = true }
+
 local function trainCompile(program)
   local exe = { keep = {}, convs = {}, bns = {} }
   holding = exe.keep
@@ -661,18 +691,29 @@ local function trainCompile(program)
       keep(wpd)
       local srcMem = laidOut(B, it.srcMd, it.srcMem, queryMd(wpd, ARG.SRC))
       local gdW = laidOut(B, dstMd, gd, queryMd(wpd, ARG.DIFF_DST))
-      conv.gw = ffi.new('float[?]', conv.n)
       local dwMd = queryMd(wpd, ARG.DIFF_WEIGHTS)
       local plainW = keep(dnnl.md(g.wSizes))
-      local dwMem = memory(plainW, conv.gw)
       local args = { { ARG.SRC, srcMem }, { ARG.DIFF_DST, gdW } }
       local after
       if lib().dnnl_memory_desc_equal(dwMd, plainW) == 0 then
         local blocked = buffer(dwMd)
         args[#args + 1] = { ARG.DIFF_WEIGHTS, blocked }
-        after = reorderStep(dwMd, blocked, plainW, dwMem)
+        if trainOptions.fusedAccumulate then
+          -- out of the blocked layout straight into the module's gradWeight (contiguous, as
+          -- plan_train.lua plans it): gradWeight = scale * gradient + gradWeight in one reorder,
+          -- instead of a reorder into a plain buffer and an axpy over it
+          local dst, index = userMemory(bwdUser, plainW)
+          local scale = ffi.new('float[1]')
+          after = accumulateStep(dwMd, blocked, plainW, dst, memory(keep(dnnl.md({ 1 })), scale))
+          if after then conv.bwdGrad, conv.scale = index, scale else table.remove(bwdUser) end
+        end
+        if not after then
+          conv.gw = ffi.new('float[?]', conv.n)
+          after = reorderStep(dwMd, blocked, plainW, memory(plainW, conv.gw))
+        end
       else
-        args[#args + 1] = { ARG.DIFF_WEIGHTS, dwMem }
+        conv.gw = ffi.new('float[?]', conv.n)
+        args[#args + 1] = { ARG.DIFF_WEIGHTS, memory(plainW, conv.gw) }
       end
       if s.bias then
         conv.gb = ffi.new('float[?]', O)
@@ -848,7 +889,16 @@ backend.register('cpu', {
     trainHandles[1] = ptr(gradOutput)
     if exe.inputGrad then trainHandles[2] = ptr(gradInput) end
     for _, conv in ipairs(exe.convs) do
-      if conv.bwdWeight then point(trainHandles, held, conv.bwdWeight, params[conv.step].weight) end
+      local p = params[conv.step]
+      if conv.bwdWeight then point(trainHandles, held, conv.bwdWeight, p.weight) end
+      if conv.bwdGrad then
+        local gw = p.gradWeight
+        if not (gw:isContiguous() and gw:nElement() == conv.n) then
+          error(('plan_train_backward: gradWeight of a planned convolution (%d elements) is not contiguous'
+            .. ' or not of %d elements'):format(gw:nElement(), conv.n), 2)
+        end
+        trainHandles[conv.bwdGrad], conv.scale[0] = ptr(gw), scale
+      end
     end
     for _, bn in ipairs(exe.bns) do
       local m = params[bn.step].module
@@ -857,7 +907,7 @@ backend.register('cpu', {
     dnnl.run(exe.bwd, unpack(trainHandles, 1, #exe.bwd.user))
     for _, conv in ipairs(exe.convs) do
       local p = params[conv.step]
-      accumulate(p.gradWeight, conv.gw, conv.n, scale)
+      if conv.gw then accumulate(p.gradWeight, conv.gw, conv.n, scale) end
       if conv.gb then accumulate(p.gradBias, conv.gb, conv.O, scale) end
     end
     for _, bn in ipairs(exe.bns) do
@@ -873,7 +923,7 @@ backend.register('cpu', {
 
 -- For profiles (bench/plans_conv.lua): the milliseconds of each step of exe, run alone `reps`
 -- times after a run of the whole exe (which set the buffers' handles).
-local nnPlan = { trainSteps = nnPlan_trainSteps }
+local nnPlan = { trainSteps = nnPlan_trainSteps, trainOptions = trainOptions }
 function nnPlan.profile(exe, reps)
   local sys = require 'sys'
   local list = {}
