@@ -359,3 +359,32 @@ def test_weight_written_by_another_lua_state() -> None:
     assert H().escaped(h.conv.weight)
     worst, moved, reorders = h.finish()
     assert moved > 1e-3 and worst < TOL and reorders == 1
+
+
+def test_every_declared_op_exists() -> None:
+    """backend.writes names ops of the tables (a misspelt name would leave its op bumping
+    everything, or a new op's writes undeclared where a table argument holds them)."""
+    missing = lua("""function()
+      local b = require 'torch.backend'
+      local out = {}
+      for name in pairs(b.writes) do
+        if rawget(b.cpu, name) == nil and rawget(b.cuda, name) == nil then out[#out + 1] = name end
+      end
+      table.sort(out)
+      return table.concat(out, ' ')
+    end""")()
+    assert missing == ""
+
+
+def test_op_results_bump_and_reads_do_not() -> None:
+    """The op table's wrappers: a result is bumped, an operand only read is not."""
+    r = lua("""function()
+      local V = require 'torch.core.versions'
+      local a, b, r = torch.FloatTensor(5):fill(1), torch.FloatTensor(5):fill(2), torch.FloatTensor(5)
+      local va, vb, vr = V.state(a), V.state(b), V.state(r)
+      r:add(a, b); torch.cmul(r, a, b); r:copy(a); local _ = a:sum() + b:dot(a)
+      local va2, vb2, vr2 = V.state(a), V.state(b), V.state(r)
+      torch.sort(r, torch.LongTensor(), b)
+      return va2 == va, vb2 == vb, vr2 > vr, V.state(b) == vb, V.state(r) > vr2
+    end""")()
+    assert r == (True, True, True, True, True)
