@@ -130,3 +130,31 @@ def test_vqa_lstm_cnn_model(f: Any, typ: str, dropout: float) -> None:
     from test_plans_real_models import source
     src = source("GT-Vision-Lab+VQA_LSTM_CNN", "misc/LSTM.lua")
     check_through_time(_VQA(f, src, typ, dropout), typ, 2, 4)
+
+
+_WHY = lua_fn("""function(F)
+  local plan = F.plan
+  local x, s = nn.Identity()(), nn.Identity()()
+  local sums = nn.CAddTable()({ nn.Linear(5, 8)(x), nn.Narrow(2, 1, 8)(s) })      -- Narrow of an input
+  local twice = nn.Tanh()
+  local a = nn.MulConstant(2, true)(nn.Narrow(2, 1, 4)(sums))                  -- in place
+  local b = twice(nn.Narrow(2, 5, 4)(sums))
+  local y = nn.CMulTable()({ twice(a), b })                                    -- a module in two nodes
+  local gm = nn.gModule({ x, s }, { y })
+  local lines = { table.concat(plan.why(gm), '; ') }
+  local input = { torch.Tensor(3, 5):normal(), torch.Tensor(3, 9):normal() }
+  gm:forward(input)
+  for _, line in ipairs(plan.why(gm)) do lines[#lines + 1] = line end
+  return table.concat(lines, '\\n')
+end""")
+
+
+def test_why_names_what_breaks_chains(f: Any) -> None:
+    """plan.why(gm): a line per module outside the fused chains, with the reason."""
+    lines = _WHY(f).splitlines()
+    assert lines[0].startswith("no plan")
+    why = {line.split(" ", 1)[1] for line in lines[1:]}
+    assert "nn.Linear: not a module type chains take (plan.kinds)" in why
+    assert "nn.Narrow: its input comes from outside a chain" in why
+    assert any(w.startswith("nn.MulConstant: not as it is used here (in place") for w in why)
+    assert "nn.Tanh: its module is in the gModule twice" in why

@@ -41,6 +41,32 @@ function plan.drop(gm) current[gm] = nil end
 -- with its members' node data) and, once gm has run a backward, bsteps.
 function plan.of(gm) return current[gm] end
 
+-- Why gm's modules run outside its plan's fused chains: a line 'k nn.Type: reason' for each
+-- node with a module that is no chain member (k: its place in gm.forwardnodes) or whose chain's
+-- backward runs node by node; one line when gm has no plan.
+function plan.why(gm)
+  if not plans.enabled then return { 'nn.plans.enabled is false' } end
+  local P = current[gm]
+  if not P then
+    return { 'no plan: no forward since gm was made, converted or changed, or inputs that do not plan (not tensors or lists of them; verbose)' }
+  end
+  local lines, inChain = {}, {}
+  for _, chain in ipairs(P.fchains) do
+    for _, d in ipairs(chain.members) do inChain[d] = chain end
+  end
+  for k, node in ipairs(gm.forwardnodes) do
+    local d = node.data
+    local m, c = d.module, inChain[d]
+    if m and not c then
+      lines[#lines + 1] = ('%d %s: %s'):format(k, torch.type(m), P.why and P.why[d] or 'runs as itself')
+    elseif m and P.bsteps and not c.brun then
+      lines[#lines + 1] = ('%d %s: %s'):format(k, torch.type(m),
+        "its chain's backward runs node by node (the tensors the last backward left do not fit its kernel)")
+    end
+  end
+  return lines
+end
+
 -- The chains' element types: Float and Double (the kernels run numpy's float32 or float64
 -- loops). A node is a member only when all its tensors have one type; the chain's kernel
 -- declines a chain whose members' types differ (mixed Float and Double: they run as before).
@@ -137,14 +163,17 @@ plan.kinds = kinds
 -- and a plan is dropped when one is set later (checked on every call).
 local instanceMethods = { 'updateOutput', 'updateGradInput', 'accGradParameters' }
 
--- What a node is to a chain: 'compute', 'view', or nil; and its kind's entry.
+-- What a node is to a chain: 'compute', 'view', or nil and why not; and its kind's entry.
 local function nodeKind(data)
   local m = data.module
   if m then
-    for _, k in ipairs(instanceMethods) do if rawget(m, k) ~= nil then return nil end end
+    for _, k in ipairs(instanceMethods) do
+      if rawget(m, k) ~= nil then return nil, 'its ' .. k .. ' is set on the instance' end
+    end
     local K = kinds[torch.type(m)]
-    if K and K.fits(m, data.input or {}) then return K.kind, K end
-    return nil
+    if not K then return nil, 'not a module type chains take (plan.kinds)' end
+    if K.fits(m, data.input or {}) then return K.kind, K end
+    return nil, 'not as it is used here (in place, other tensor types or counts, a copy where a view was needed)'
   end
   if data.nSplitOutputs or data.selectindex then return 'view' end
   return nil
@@ -199,13 +228,17 @@ local function findChains(gm)
   for _, d in ipairs(fwd) do
     if d.module then uses[d.module] = (uses[d.module] or 0) + 1 end
   end
-  local behind = {}
+  local behind, why = {}, {}   -- why: node data -> why it is no member
   for _, d in ipairs(fwd) do
+    if d ~= inData and d ~= outData then
+      if d.module and uses[d.module] ~= 1 then why[d] = 'its module is in the gModule twice' end
+    end
     if d ~= inData and d ~= outData and (not d.module or uses[d.module] == 1) then
       local kind, K = nodeKind(d)
+      if not kind then why[d] = K end
       if kind == 'view' or (K and K.behind) then
         local ps = producers(d)
-        if #ps ~= 1 or not member[ps[1]] then kind = nil end
+        if #ps ~= 1 or not member[ps[1]] then kind = nil; why[d] = 'its input comes from outside a chain' end
         behind[d] = true
       end
       if kind then member[d], kindOf[d] = true, kind end
@@ -219,10 +252,13 @@ local function findChains(gm)
     for _, d in ipairs(fwd) do
       if member[d] and behind[d] then
         local bad = not member[producers(d)[1]]
+        local reason = bad and 'its input comes from outside a chain'
         if kindOf[d] == 'view' then
-          for _, u in ipairs(users[d]) do if not member[u] then bad = true end end
+          for _, u in ipairs(users[d]) do
+            if not member[u] then bad, reason = true, reason or 'a view whose output is used outside a chain' end
+          end
         end
-        if bad then member[d], kindOf[d] = nil, nil; changed = true end
+        if bad then member[d], kindOf[d], why[d] = nil, nil, reason; changed = true end
       end
     end
   end
@@ -269,9 +305,14 @@ local function findChains(gm)
     if hasCompute and not loops then
       chain.users, chain.kindOf = users, kindOf
       kept[#kept + 1] = chain
+    else
+      for _, n in ipairs(chain.members) do
+        why[n] = hasCompute and 'its chain would wait for itself (a path leaves it and comes back)'
+          or 'its chain has no elementwise module'
+      end
     end
   end
-  return kept, users
+  return kept, users, why
 end
 
 -- The fields a plan checks on every call: each chain module's kinds[type].reads (what its
@@ -733,13 +774,16 @@ function plan.afterForward(gm, inputs)
   if not plans.enabled or gm.verbose then return end
   local P = { fchains = {} }
   if not inputSignature(P, inputs) then return end
-  local chains = findChains(gm)
+  local chains, _, why = findChains(gm)
+  P.why = why
   for _, chain in ipairs(chains) do
     local prog, S, pushes = forwardProgram(chain)
     local run = compileWith(prog, S)
     if run then
       chain.frun, chain.fslots, chain.pushes = run, S, pushes
       P.fchains[#P.fchains + 1] = chain
+    else
+      for _, d in ipairs(chain.members) do why[d] = "its chain's kernel did not compile (a layout or type it does not take)" end
     end
   end
   snapshot(P, P.fchains, gm)
@@ -750,7 +794,11 @@ function plan.afterForward(gm, inputs)
     for _, d in ipairs(chain.members) do inChain[d] = chain end
   end
   P.fsteps = schedule(gm.forwardnodes, inChain, producers)
-  if not P.fsteps then P.fchains, P.none = {}, true; return end
+  if not P.fsteps then
+    for d in pairs(inChain) do why[d] = 'the chains would wait for each other' end
+    P.fchains, P.none = {}, true
+    return
+  end
   P.fposts = linearPosts(gm, P.fsteps)
 end
 
