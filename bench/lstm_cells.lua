@@ -16,7 +16,7 @@ local models = dofile('bench/real_models.lua')
 local plan = require 'nngraph.plan'
 local plans = require 'nn.util.plans'
 require('torch.backend.cpu.blas').watchLoad = false
-torch.setnumthreads(1)
+torch.setnumthreads(tonumber(os.getenv('LSTM_THREADS') or 1))   -- (LSTM_THREADS=2: two)
 
 local vocab, hidden, layers, T, batch = 65, 128, 2, 50, 32
 
