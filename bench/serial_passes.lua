@@ -10,7 +10,8 @@
 -- SERIAL_PASSES_MODE=modules (default but for resnet18) wraps each leaf module's passes (which
 -- keeps a model from running as a whole-model plan); =plan (resnet18's default) wraps the plan's
 -- calls and runs each oneDNN step of the plan on its own in order (SERIAL_PASSES_STEPS=0: the
--- plan's calls whole), leaving the plan in place.
+-- plan's calls whole), leaving the plan in place; SERIAL_PASSES_TAIL=N also times the passes of
+-- the last N modules. SERIAL_PASSES_MIN=ms: lines under it are left out (default 0.02).
 -- Prints per pass (ms a step, the mean over REPS): wall, the calling thread's CPU, the other
 -- threads' CPU, and serial = wall - min(others / (threads - 1), wall); "self" lines are a
 -- parent's time outside the passes listed under it. blas.watchLoad is off: take the bench lock
@@ -94,6 +95,20 @@ if mode == 'modules' then
     end
   end
 end
+-- SERIAL_PASSES_TAIL=N (plan mode): also each pass of the model's last N modules (those after
+-- the plan's part: ResNet-18's average pooling, View and Linear are its last 3)
+local tail = tonumber(os.getenv('SERIAL_PASSES_TAIL') or '0')
+if mode == 'plan' and tail > 0 then
+  local mods = model.modules
+  for i = #mods - tail + 1, #mods do
+    local mod = mods[i]
+    for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
+      if rawget(mod, pass) == nil and mod[pass] ~= nn.Module[pass] then
+        mod[pass] = timed(('%02d %s %s'):format(i, torch.type(mod):gsub('^nn%.', ''), pass), mod[pass])
+      end
+    end
+  end
+end
 -- the whole-model plans' calls (in either mode: a count of 0 says no plan ran)
 local be = require('torch.backend').cpu
 for _, k in ipairs { 'plan_train_forward', 'plan_train_backward', 'plan_conv_run' } do
@@ -110,8 +125,11 @@ if dnnl.available and mode == 'plan' then
     for _, s in ipairs(plan.before) do list[#list + 1] = s end
     list[#list + 1] = plan.main
     for _, s in ipairs(plan.after) do list[#list + 1] = s end
-    if not splitSteps or #list < 2 then return timed(('dnnl.run %d'):format(#list), run)(plan, ...) end
-    local phase = stack[#stack] and stack[#stack].key:match('plan_train_(%a+)') or 'run'
+    local parent = stack[#stack] and stack[#stack].key or 'step'
+    if not splitSteps or #list < 2 then
+      return timed(('%s: dnnl.run of %d'):format(parent:gsub('^%s+', ''), #list), run)(plan, ...)
+    end
+    local phase = parent:match('plan_train_(%a+)') or 'run'
     for i, s in ipairs(list) do
       local one = { before = {}, main = s, after = {}, user = i == 1 and plan.user or {}, threads = plan.threads }
       local key = ('  %s %03d %s'):format(phase, i, s.name or 'reorder')
