@@ -6,9 +6,11 @@
 -- A plan is the graph's topological orders compiled once into flat lists of steps: a node's
 -- step (its module called as before, its output handed to its users' inputs), or a chain's.
 -- A chain is a connected set of elementwise nodes (Sigmoid, Tanh, CAddTable, CMulTable,
--- CSubTable, MulConstant, AddConstant, and OneHot of a Long vector) and of the views between
--- them (Reshape, SplitTable and nngraph's split nodes, Identity) whose users are all in the
--- chain: one fused kernel runs its forward, one its backward, and
+-- CSubTable, MulConstant, AddConstant, OneHot of a Long vector, Narrow of a member's output)
+-- and of the views between them (Reshape, SplitTable and nngraph's split nodes, SelectTable of
+-- a SplitTable's pieces, Identity) whose users are all in the chain (plan.kinds lists the
+-- module types; plan.why says what stays out): one fused kernel runs its forward, one its
+-- backward, and
 -- they still write every module's output and gradInput, as the modules would have. The tensors
 -- inside a chain stay those the layer-by-layer run left (views included), so the nodes' inputs
 -- and gradients inside it need no per-call work; only the chain's inputs from outside (a
@@ -16,9 +18,10 @@
 -- call. The kernel checks every tensor's type, sizes, strides and storage per call and
 -- declines when one differs: the chain's nodes then run one by one and the plan is dropped.
 -- Chains are Float or Double, each of one type (OneHot's Long indices aside).
--- A plan is dropped when nn.plans.enabled is false, a chain module's fields (its output,
--- gradInput, inplace, train, constants, instance methods: snapshot() lists them) or a chain
--- member node's module change, or an input's type or size changes; gModule:type, clearState
+-- A plan is dropped when nn.plans.enabled is false, a field a chain module's passes read (its
+-- kind's reads in plan.kinds: output, gradInput, inplace, constants, sizes; instance methods)
+-- or a chain member node's module changes, the gModule's mode changes, or an input's type or
+-- size changes; gModule:type, clearState
 -- and replace drop it too (a loaded or cloned gModule plans afresh: plans live beside the
 -- gModules, never in their fields or files). The backward that plans runs the planned backward
 -- after its layer-by-layer run where that is safe (plan.rerunFirstBackward), so that every
