@@ -33,7 +33,8 @@ local backend = require 'torch.backend'
 -- preactivation: whether a batch norm that follows no convolution (pre-activation blocks) runs
 -- in a segment, as one oneDNN pass (off: such a batch norm and its ReLU run as they are, between
 -- segments; for tests and measurements)
-local planConv = { preactivation = true }
+-- reruns: how many layer-by-layer reruns materialized lazy modules (tests: a planned step runs none)
+local planConv = { preactivation = true, reruns = 0 }
 
 -- root Sequential -> its state. LuaJIT has no ephemerons: nothing in a state refers to its root
 -- but through weak tables (WEAK), or a planned model would never be collected.
@@ -102,6 +103,7 @@ end
 -- branch's output), as torch7's would hold. The rerun computes those into spare tensors, and a
 -- lazy output that aliased one of them is pointed at the kept one, as torch7's aliasing was.
 local function rerun(st, root, lazy)
+  planConv.reruns = planConv.reruns + 1
   local kept, keptStorages = {}, {}
   local function spare(mod)
     if not lazy[mod] then
