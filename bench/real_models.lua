@@ -91,6 +91,15 @@ function models.lenet()
     :add(nn.Linear(500, 10)):add(nn.LogSoftMax())
 end
 
+-- The 784-512-512-10 MLP of bench/nn_models.py (its rows build it there; the Lua benches that
+-- time passes, bench/two_threads.lua and bench/step_models.lua, build it here).
+function models.mlp()
+  return nn.Sequential()
+    :add(nn.Linear(784, 512)):add(nn.ReLU())
+    :add(nn.Linear(512, 512)):add(nn.ReLU())
+    :add(nn.Linear(512, 10)):add(nn.LogSoftMax())
+end
+
 -- soumith/dcgan.torch's generator netG: noise (nz x 1 x 1) to a 3 x 64 x 64 image through five
 -- full convolutions without bias, batch norm and ReLU between them, tanh at the end.
 function models.dcgan(nz, ngf)

@@ -81,33 +81,28 @@ local function step()
   update()
 end
 
+-- times module m's own passes, as 'i type pass'
+local function timePasses(i, m)
+  for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
+    if rawget(m, pass) == nil and m[pass] ~= nn.Module[pass] then
+      m[pass] = timed(('%02d %s %s'):format(i, torch.type(m):gsub('^nn%.', ''), pass), m[pass])
+    end
+  end
+end
 if mode == 'modules' then
   local leaves = {}
   local function walk(m)
     if m.modules then for _, c in ipairs(m.modules) do walk(c) end else leaves[#leaves + 1] = m end
   end
   walk(model)
-  for i, m in ipairs(leaves) do
-    for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
-      if rawget(m, pass) == nil and m[pass] ~= nn.Module[pass] then
-        m[pass] = timed(('%02d %s %s'):format(i, torch.type(m):gsub('^nn%.', ''), pass), m[pass])
-      end
-    end
-  end
+  for i, m in ipairs(leaves) do timePasses(i, m) end
 end
 -- SERIAL_PASSES_TAIL=N (plan mode): also each pass of the model's last N modules (those after
 -- the plan's part: ResNet-18's average pooling, View and Linear are its last 3)
 local tail = tonumber(os.getenv('SERIAL_PASSES_TAIL') or '0')
 if mode == 'plan' and tail > 0 then
   local mods = model.modules
-  for i = #mods - tail + 1, #mods do
-    local mod = mods[i]
-    for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
-      if rawget(mod, pass) == nil and mod[pass] ~= nn.Module[pass] then
-        mod[pass] = timed(('%02d %s %s'):format(i, torch.type(mod):gsub('^nn%.', ''), pass), mod[pass])
-      end
-    end
-  end
+  for i = #mods - tail + 1, #mods do timePasses(i, mods[i]) end
 end
 -- the whole-model plans' calls (in either mode: a count of 0 says no plan ran)
 local be = require('torch.backend').cpu

@@ -8,12 +8,6 @@
 require 'nn'
 local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)') or './'
 local models = dofile(here .. 'real_models.lua')
-models.mlp = function()
-  return nn.Sequential()
-    :add(nn.Linear(784, 512)):add(nn.ReLU())
-    :add(nn.Linear(512, 512)):add(nn.ReLU())
-    :add(nn.Linear(512, 10)):add(nn.LogSoftMax())
-end
 local shapes = { lenet = { 1, 28, 28 }, mlp = { 784 }, dcgan = { 100, 1, 1 }, resnet18 = { 3, 224, 224 } }
 local classes = { lenet = 10, mlp = 10, resnet18 = 1000 }
 

@@ -79,12 +79,6 @@ end
 
 local here = debug.getinfo(1, 'S').source:sub(2):match('(.*/)') or './'
 local models = dofile(here .. 'real_models.lua')
-models.mlp = function()
-  return nn.Sequential()
-    :add(nn.Linear(784, 512)):add(nn.ReLU())
-    :add(nn.Linear(512, 512)):add(nn.ReLU())
-    :add(nn.Linear(512, 10)):add(nn.LogSoftMax())
-end
 torch.manualSeed(1)
 local shapes = { lenet = { 1, 28, 28 }, mlp = { 784 }, dcgan = { 100, 1, 1 } }
 local model = models[name]():float()
