@@ -82,16 +82,20 @@ local function reorderStep(fromMd, fromMem, toMd, toMem)
   return s
 end
 
+-- a primitive attribute and an empty post-op list, each released with its last reference
+local function attrAndOps()
+  local attr = ffi.new('dnnl_primitive_attr_t[1]')
+  check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
+  local ops = ffi.new('dnnl_post_ops_t[1]')
+  check(lib().dnnl_post_ops_create(ops), 'post_ops_create')
+  return ffi.gc(attr[0], lib().dnnl_primitive_attr_destroy), ffi.gc(ops[0], lib().dnnl_post_ops_destroy)
+end
+
 -- to (laid out as toMd) = scale * from + to: a reorder with a source scale (scaleMem, one float
 -- read at each run) and a sum post-op; nil where oneDNN declines it
 local ARG_ATTR_SCALES = 4096
 local function accumulateStep(fromMd, fromMem, toMd, toMem, scaleMem)
-  local attr = ffi.new('dnnl_primitive_attr_t[1]')
-  check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
-  attr = ffi.gc(attr[0], lib().dnnl_primitive_attr_destroy)
-  local ops = ffi.new('dnnl_post_ops_t[1]')
-  check(lib().dnnl_post_ops_create(ops), 'post_ops_create')
-  ops = ffi.gc(ops[0], lib().dnnl_post_ops_destroy)
+  local attr, ops = attrAndOps()
   check(lib().dnnl_post_ops_append_sum(ops, 1, 0, 0), 'post_ops_append_sum')
   check(lib().dnnl_primitive_attr_set_post_ops(attr, ops), 'primitive_attr_set_post_ops')
   local pd = ffi.new('dnnl_primitive_desc_t[1]')
@@ -109,12 +113,7 @@ end
 -- The attributes of a convolution: [x scale, + shift (per channel)] [+ sum (a value like dst)]
 -- [relu].
 local function postOps(C, bn, sum, relu)
-  local attr = ffi.new('dnnl_primitive_attr_t[1]')
-  check(lib().dnnl_primitive_attr_create(attr), 'primitive_attr_create')
-  attr = ffi.gc(attr[0], lib().dnnl_primitive_attr_destroy)
-  local ops = ffi.new('dnnl_post_ops_t[1]')
-  check(lib().dnnl_post_ops_create(ops), 'post_ops_create')
-  ops = ffi.gc(ops[0], lib().dnnl_post_ops_destroy)
+  local attr, ops = attrAndOps()
   local channel
   if bn then
     channel = dnnl.md({ 1, C, 1, 1 })
