@@ -82,13 +82,8 @@ local function step()
 end
 
 -- times module m's own passes, as 'i type pass'
-local function timePasses(i, m)
-  for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
-    if rawget(m, pass) == nil and m[pass] ~= nn.Module[pass] then
-      m[pass] = timed(('%02d %s %s'):format(i, torch.type(m):gsub('^nn%.', ''), pass), m[pass])
-    end
-  end
-end
+local wrapPasses = dofile(here .. 'time_passes.lua')
+local function timePasses(i, m) wrapPasses(timed, i, m) end
 if mode == 'modules' then
   local leaves = {}
   local function walk(m)

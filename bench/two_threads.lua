@@ -109,13 +109,8 @@ end
 -- TWO_THREADS_WHOLE=1: whole steps only (a wrapped pass is an instance method, which keeps the
 -- model from running as a plan, lua/nn/util/plan_conv.lua)
 local whole = os.getenv('TWO_THREADS_WHOLE') == '1'
-for i, m in ipairs(whole and {} or model.modules) do
-  for _, pass in ipairs { 'updateOutput', 'updateGradInput', 'accGradParameters' } do
-    if rawget(m, pass) == nil and m[pass] ~= nn.Module[pass] then
-      m[pass] = timed(('%02d %s %s'):format(i, torch.type(m):gsub('^nn%.', ''), pass), m[pass])
-    end
-  end
-end
+local wrapPasses = dofile(here .. 'time_passes.lua')
+for i, m in ipairs(whole and {} or model.modules) do wrapPasses(timed, i, m) end
 local zero = timed('grads:zero', function() grads:zero() end)
 local crit = timed('criterion', function(out)
   criterion:forward(out, y)
