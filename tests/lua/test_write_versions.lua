@@ -3,6 +3,7 @@
 -- readers do not, and what hands memory out marks it escaped. tests/test_write_versions.py
 -- checks what the plans make of them.
 local V = require 'torch.core.versions'
+V.watch()   -- versions move once a plan keeps something; these tests watch from the start
 local tester = torch.Tester()
 local tests = torch.TestSuite()
 

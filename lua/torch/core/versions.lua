@@ -50,8 +50,16 @@ local function owner(x)
   return f
 end
 
+-- Versions move only once a plan has kept something derived from a buffer (versions.watch(),
+-- called before a plan first records a version): until then no cache exists that a write could
+-- leave stale, and a program without one (an LSTM's ~1500 small ops a step, each bump a few
+-- lookups in the large weak-keyed field table) pays one test per bump.
+local watching = false
+function versions.watch() watching = true end
+
 -- x (a tensor or storage; anything else is ignored) was, or is about to be, written.
 local function bump(x)
+  if not watching then return end
   local f = owner(x)
   if f then f._ver = (f._ver or 0) + 1 end
 end
@@ -116,6 +124,7 @@ end
 -- which a training plan's every backward would then pay (ResNet-18 at batch 8: ~300 ms a step);
 -- the fields it lacks hold no tensor to bump.
 function versions.bumpFields(t)
+  if not watching then return end
   if type(t) ~= 'table' then return bump(t) end
   for _, v in next, t do bump(v) end
 end

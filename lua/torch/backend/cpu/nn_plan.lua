@@ -361,6 +361,7 @@ end
 -- after a run that reordered conv's weights from w: what they were reordered from (nothing for
 -- an escaped buffer, or one the run's output shares)
 local function remember(conv, w, output)
+  versions.watch()   -- from now on every write moves the versions this keeps
   local root, rf, at, sz, str = weightPlace(w)
   if root == nil or rf == nil or rf._esc or versions.root(output) == root then conv.root = nil; return end
   conv.root, conv.ver, conv.at = root, rf._ver, at
